@@ -1,0 +1,336 @@
+"""Converters: one per input format, each turning a raw row into the canonical record.
+
+The registry maps a format name to (detector, converter). Detection runs once per file on its first
+rows; every row of the file then goes through that converter. A row that does not fit raises Invalid
+with a reason code and is quarantined by the normalize step.
+"""
+from __future__ import annotations
+
+import json
+from collections import Counter
+from typing import Callable
+
+from .clean import normalize_text
+from .records import ROLES, record_id
+
+
+class Invalid(Exception):
+    """A row that cannot become a record; `reason` is a stable code for the report."""
+
+    def __init__(self, reason: str):
+        super().__init__(reason)
+        self.reason = reason
+
+
+ROLE_ALIASES = {
+    "system": "system", "developer": "system",
+    "user": "user", "human": "user", "customer": "user",
+    "assistant": "assistant", "gpt": "assistant", "bot": "assistant", "model": "assistant", "chatgpt": "assistant",
+    "tool": "tool", "observation": "tool", "function": "tool", "ipython": "tool",
+    "function_call": "function_call",  # ShareGPT: an assistant turn holding a tool call
+}
+TEXT_KEYS = ("text", "content", "document", "body")
+RESPONSE_KEYS = ("completion", "response")
+
+
+def _string(value, *, required: bool = True) -> str:
+    if value is None:
+        if required:
+            raise Invalid("missing_fields")
+        return ""
+    if not isinstance(value, str):
+        raise Invalid("non_string_content")
+    return normalize_text(value)
+
+
+def _arguments(value) -> str:
+    """Tool-call arguments as a JSON string, whatever form they came in."""
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, ensure_ascii=False, sort_keys=True)
+
+
+def _tool_calls_from_text(value: str) -> list[dict]:
+    """ShareGPT function_call turns hold JSON: {"name", "arguments"} or a list of them."""
+    try:
+        parsed = json.loads(value)
+    except ValueError:
+        raise Invalid("invalid_tool_call") from None
+    calls = parsed if isinstance(parsed, list) else [parsed]
+    if not all(isinstance(c, dict) and isinstance(c.get("name"), str) for c in calls):
+        raise Invalid("invalid_tool_call")
+    return [{"name": c["name"], "arguments": _arguments(c.get("arguments", {}))} for c in calls]
+
+
+def _openai_tool_calls(calls) -> list[dict]:
+    if not isinstance(calls, list):
+        raise Invalid("invalid_tool_call")
+    out = []
+    for call in calls:
+        fn = call.get("function", call) if isinstance(call, dict) else None
+        if not isinstance(fn, dict) or not isinstance(fn.get("name"), str):
+            raise Invalid("invalid_tool_call")
+        out.append({"name": fn["name"], "arguments": _arguments(fn.get("arguments", {}))})
+    return out
+
+
+def _role(value) -> str:
+    role = ROLE_ALIASES.get(str(value).strip().lower()) if isinstance(value, str) else None
+    if role is None:
+        raise Invalid("unknown_role" if value is not None else "missing_role")
+    return role
+
+
+def check_conversation(messages: list[dict]) -> list[dict]:
+    """System first (optional), then user/assistant turns alternating, tool results only after an
+    assistant tool call, ending with an assistant turn; no empty turns."""
+    if not messages:
+        raise Invalid("no_messages")
+    expected_user = True
+    for i, m in enumerate(messages):
+        role = m["role"]
+        if not m.get("content") and not m.get("tool_calls"):
+            raise Invalid("empty_turn")
+        if role == "system":
+            if i != 0:
+                raise Invalid("bad_role_order")
+        elif role == "user":
+            if not expected_user:
+                raise Invalid("bad_role_order")
+            expected_user = False
+        elif role == "assistant":
+            if expected_user:
+                raise Invalid("bad_role_order")
+            expected_user = not m.get("tool_calls")
+        elif role == "tool":
+            prev = messages[i - 1] if i else {}
+            if not (prev.get("tool_calls") or prev.get("role") == "tool"):
+                raise Invalid("bad_role_order")
+    last = messages[-1]
+    if last["role"] != "assistant" or last.get("tool_calls") and not last.get("content"):
+        raise Invalid("no_final_answer")
+    return messages
+
+
+def _message(role: str, content: str, tool_calls: list[dict] | None = None, name: str | None = None) -> dict:
+    msg = {"role": role, "content": content}
+    if tool_calls:
+        msg["tool_calls"] = tool_calls
+    if name:
+        msg["name"] = name
+    return msg
+
+
+# --- converters: row -> (kind, messages | None, text | None, consumed keys) ------------------------
+
+def convert_alpaca(row: dict, mapping: dict) -> tuple:
+    instruction = _string(row.get("instruction"), required=False)
+    extra = _string(row.get("input"), required=False)
+    prompt = "\n".join(p for p in (instruction, extra) if p)
+    if not prompt:
+        raise Invalid("empty_turn")
+    messages = []
+    if row.get("system"):
+        messages.append(_message("system", _string(row["system"])))
+    for pair in row.get("history") or []:
+        if not (isinstance(pair, (list, tuple)) and len(pair) == 2):
+            raise Invalid("bad_history")
+        messages += [_message("user", _string(pair[0])), _message("assistant", _string(pair[1]))]
+    messages += [_message("user", prompt), _message("assistant", _string(row.get("output")))]
+    return "instruction", messages, None, {"instruction", "input", "output", "system", "history"}
+
+
+def convert_sharegpt(row: dict, mapping: dict) -> tuple:
+    key = "conversations" if "conversations" in row else "messages"
+    turns = row.get(key)
+    if not isinstance(turns, list):
+        raise Invalid("missing_fields")
+    messages = []
+    if row.get("system"):
+        messages.append(_message("system", _string(row["system"])))
+    for turn in turns:
+        if not isinstance(turn, dict):
+            raise Invalid("bad_turn")
+        role = _role(turn.get("from"))
+        value = turn.get("value")
+        if role == "function_call":
+            messages.append(_message("assistant", "", _tool_calls_from_text(_string(value))))
+        else:
+            messages.append(_message(role, _string(value), name=turn.get("name")))
+    return "chat", messages, None, {key, "system"}
+
+
+def _openai_content(content) -> tuple[str, list[dict]]:
+    """A string, or typed parts: OpenAI's {type: text, text} and LLaMA-Factory v1's {type, value}."""
+    if content is None or isinstance(content, str):
+        return _string(content, required=False), []
+    if not isinstance(content, list):
+        raise Invalid("non_string_content")
+    texts, calls = [], []
+    for part in content:
+        if isinstance(part, str):
+            texts.append(part)
+            continue
+        if not isinstance(part, dict):
+            raise Invalid("non_string_content")
+        kind, value = part.get("type", "text"), part.get("text", part.get("value"))
+        if kind == "text":
+            texts.append(_string(value))
+        elif kind in ("reasoning", "thinking"):
+            texts.append(f"<think>\n{_string(value)}\n</think>")
+        elif kind == "tool_call":
+            calls += _tool_calls_from_text(value) if isinstance(value, str) else _openai_tool_calls([value])
+        else:
+            raise Invalid("unsupported_content")  # images, audio: not text training data
+    return normalize_text("\n".join(texts)), calls
+
+
+def convert_openai(row: dict, mapping: dict) -> tuple:
+    key = "messages" if "messages" in row else "conversations"
+    turns = row.get(key)
+    if not isinstance(turns, list):
+        raise Invalid("missing_fields")
+    messages = []
+    for turn in turns:
+        if not isinstance(turn, dict):
+            raise Invalid("bad_turn")
+        role = _role(turn.get("role"))
+        if role == "function_call":
+            raise Invalid("unknown_role")
+        content, calls = _openai_content(turn.get("content"))
+        if turn.get("tool_calls"):
+            calls += _openai_tool_calls(turn["tool_calls"])
+        name = turn.get("name") if role == "tool" and isinstance(turn.get("name"), str) else None
+        messages.append(_message(role, content, calls if role == "assistant" else None, name))
+    return "chat", messages, None, {key}
+
+
+def _prompt_messages(prompt) -> list[dict]:
+    if isinstance(prompt, list):  # trl's conversational prompt
+        return convert_openai({"messages": prompt}, {})[1]
+    return [_message("user", _string(prompt))]
+
+
+def convert_prompt_completion(row: dict, mapping: dict) -> tuple:
+    response_key = next(k for k in RESPONSE_KEYS if k in row)
+    prompt, response = row.get("prompt"), row.get(response_key)
+    messages = _prompt_messages(prompt)
+    if isinstance(response, list):
+        messages += convert_openai({"messages": response}, {})[1]
+    else:
+        messages.append(_message("assistant", _string(response)))
+    if row.get("system"):
+        messages.insert(0, _message("system", _string(row["system"])))
+    kind = "chat" if isinstance(prompt, list) else "instruction"
+    return kind, messages, None, {"prompt", response_key, "system"}
+
+
+def convert_qa(row: dict, mapping: dict) -> tuple:
+    messages = [_message("user", _string(row.get("question"))), _message("assistant", _string(row.get("answer")))]
+    return "instruction", messages, None, {"question", "answer"}
+
+
+def convert_text(row: dict | str, mapping: dict) -> tuple:
+    if isinstance(row, str):
+        return "text", None, _string(row), set()
+    key = next((k for k in TEXT_KEYS if k in row), None)
+    if key is None:
+        raise Invalid("missing_fields")
+    return "text", None, _string(row[key]), {key}
+
+
+def convert_mapped(row: dict, mapping: dict) -> tuple:
+    """An explicit column/role mapping (LLaMA-Factory's dataset_info style)."""
+    if "text" in mapping:
+        return "text", None, _string(row.get(mapping["text"])), {mapping["text"]}
+    if "messages" in mapping:
+        turns = row.get(mapping["messages"])
+        if not isinstance(turns, list):
+            raise Invalid("missing_fields")
+        role_key, content_key = mapping.get("role", "role"), mapping.get("content", "content")
+        tags = {mapping[r]: r for r in ROLES if r in mapping}
+        messages = []
+        for turn in turns:
+            if not isinstance(turn, dict):
+                raise Invalid("bad_turn")
+            tag = turn.get(role_key)
+            role = tags.get(tag) or _role(tag)
+            messages.append(_message(role, _string(turn.get(content_key))))
+        consumed = {mapping["messages"]}
+        if mapping.get("system") and mapping["system"] in row and "system" not in tags.values():
+            messages.insert(0, _message("system", _string(row[mapping["system"]])))
+            consumed.add(mapping["system"])
+        return "chat", messages, None, consumed
+    if "prompt" in mapping and "response" in mapping:
+        messages = [_message("user", _string(row.get(mapping["prompt"]))),
+                    _message("assistant", _string(row.get(mapping["response"])))]
+        consumed = {mapping["prompt"], mapping["response"]}
+        if mapping.get("system") and row.get(mapping["system"]):
+            messages.insert(0, _message("system", _string(row[mapping["system"]])))
+            consumed.add(mapping["system"])
+        return "instruction", messages, None, consumed
+    raise Invalid("bad_mapping")
+
+
+def _has_turns(row: dict, key: str, role_key: str) -> bool:
+    turns = row.get(key)
+    return isinstance(turns, list) and bool(turns) and isinstance(turns[0], dict) and role_key in turns[0]
+
+
+DETECTORS: dict[str, Callable[[dict], bool]] = {
+    "sharegpt": lambda r: _has_turns(r, "conversations", "from") or _has_turns(r, "messages", "from"),
+    "openai": lambda r: _has_turns(r, "messages", "role") or _has_turns(r, "conversations", "role"),
+    "alpaca": lambda r: "instruction" in r and "output" in r,
+    "prompt_completion": lambda r: "prompt" in r and any(k in r for k in RESPONSE_KEYS),
+    "qa": lambda r: "question" in r and "answer" in r,
+    "text": lambda r: any(isinstance(r.get(k), str) for k in TEXT_KEYS),
+}
+CONVERTERS: dict[str, Callable] = {
+    "alpaca": convert_alpaca, "sharegpt": convert_sharegpt, "openai": convert_openai,
+    "prompt_completion": convert_prompt_completion, "qa": convert_qa, "text": convert_text,
+    "mapped": convert_mapped,
+}
+
+
+def detect_format(sample: list, configured: str = "auto", mapping: dict | None = None) -> str | None:
+    """The format of a file from its first parsed rows: the configured one, the mapping, or the
+    detector that matches most rows (ties broken by registry order)."""
+    if configured != "auto":
+        return configured
+    if mapping:
+        return "mapped"
+    if any(isinstance(v, str) for v in sample):
+        return "text"
+    votes = Counter()
+    for row in sample:
+        for name, detect in DETECTORS.items():
+            if isinstance(row, dict) and detect(row):
+                votes[name] += 1
+                break
+    if not votes:
+        return None
+    best = max(votes.values())
+    return next(name for name in DETECTORS if votes[name] == best)
+
+
+def _meta_json(row, consumed: set) -> str:
+    if not isinstance(row, dict):
+        return "{}"
+    extra = {k: v for k, v in row.items() if k not in consumed}
+    return json.dumps(extra, ensure_ascii=False, sort_keys=True, default=str)
+
+
+def to_record(row, fmt: str, mapping: dict, source: dict) -> dict:
+    """One raw row to a canonical record (id from the normalized content). Raises Invalid."""
+    try:
+        kind, messages, text, consumed = CONVERTERS[fmt](row, mapping)
+    except RecursionError:
+        raise Invalid("too_deep") from None
+    if messages is not None:
+        messages = check_conversation(messages)
+    elif not text:
+        raise Invalid("empty_text")
+    record = {"kind": kind, "messages": messages, "text": text, "source": source,
+              "meta": _meta_json(row, consumed)}
+    record["id"] = record_id(record)
+    return record

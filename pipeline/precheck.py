@@ -1,0 +1,117 @@
+"""`prepare precheck`: on a CPU, without torch, in seconds: read and normalize the data, measure token
+lengths with the model's tokenizer and chat template (on a uniform sample for large inputs), pick the
+max length, estimate memory and print the recommended GPU with time and cost."""
+from __future__ import annotations
+
+import json
+import random
+import sys
+
+import numpy as np
+
+from .config import PrepareConfig
+from .normalize import Normalizer
+from .readers import UnreadableInput, expand_inputs
+from .stats import StageStats
+
+
+def sample_records(cfg: PrepareConfig, sample_size: int, seed: int = 0) -> tuple[list[dict], int, dict]:
+    """A uniform random sample (reservoir) of the normalized records; all of them when there are fewer
+    than `sample_size`. Returns (sample, total records, counts)."""
+    rng = random.Random(seed)
+    reservoir: list[dict] = []
+    seen = 0
+    counts = {"input": 0, "records": 0, "quarantined": 0, "dropped": 0}
+    for index, f in enumerate(expand_inputs(cfg.inputs)):
+        normalizer = Normalizer(f, cfg, index)
+        for batch in normalizer.batches():
+            for rec in batch:
+                seen += 1
+                if len(reservoir) < sample_size:
+                    reservoir.append(rec)
+                else:
+                    j = rng.randrange(seen)
+                    if j < sample_size:
+                        reservoir[j] = rec
+        read, norm, clean = normalizer.stats
+        counts["input"] += read.records_in
+        counts["quarantined"] += sum(read.quarantined.values()) + sum(norm.quarantined.values())
+        counts["dropped"] += sum(read.dropped.values()) + sum(clean.dropped.values())
+    counts["records"] = seen
+    return reservoir, seen, counts
+
+
+def run_precheck(cfg: PrepareConfig, sample_size: int = 200_000, seed: int = 0) -> dict:
+    from .gpus import plan_training
+    from .histogram import percentile_uncertainty, summarize_lengths
+    from .lengths import LengthStep
+
+    sample, total, counts = sample_records(cfg, sample_size, seed)
+    if not sample:
+        raise ValueError("no usable records in the input")
+    step = LengthStep(cfg.lengths, None, model=cfg.estimate.model)
+    stats = StageStats("lengths")
+    tokens, trainable = [], []
+    for start in range(0, len(sample), cfg.read.batch_size):
+        batch = step.process(sample[start:start + cfg.read.batch_size], stats)
+        tokens += [r["_tokens"] for r in batch]
+        trainable += [r["_trainable"] for r in batch]
+    tokens_arr, trainable_arr = np.array(tokens, dtype=np.int64), np.array(trainable, dtype=np.int64)
+    from .runner import _max_positions
+
+    summary = summarize_lengths({"all": (tokens_arr, trainable_arr)}, cfg.lengths, _max_positions(cfg))
+    scale = total / len(sample)
+    packing = summary["packing"]
+    plan = plan_training(cfg.estimate.model, cfg.estimate.method, seq_len=summary["max_seq_len"],
+                         tokens_per_epoch=int(packing["tokens_per_epoch"] * scale),
+                         sequences_per_epoch=int(packing["sequences_per_epoch"] * scale),
+                         epochs=cfg.estimate.epochs)
+    return {
+        "records": total, "sampled": len(sample), "exact": len(sample) == total, "counts": counts,
+        "tokenizer": step.tokenizer_name, "max_seq_len": summary["max_seq_len"],
+        "tokens": {**summary, "uncertainty": percentile_uncertainty(tokens_arr, total)},
+        "memory": plan["memory"], "recommendation": plan["recommendation"],
+        "fastest": plan.get("fastest"), "candidates": plan["candidates"], "hints": plan.get("hints", []),
+        "plan": plan,
+    }
+
+
+def register(sub) -> None:
+    p = sub.add_parser("precheck", help="CPU-only: token lengths, max length, VRAM, recommended GPU, time, cost")
+    p.add_argument("inputs", nargs="+", metavar="DATA", help="files, folders, globs or s3:// URIs")
+    p.add_argument("--model", default="llama-3.1-8b", help="built-in name, config.json file or folder")
+    p.add_argument("--method", choices=["full", "lora", "qlora"], default="qlora")
+    p.add_argument("--epochs", type=float, default=3.0)
+    p.add_argument("--tokenizer", help="tokenizer path or hub id (default: next to the model config, else offline Mistral 32k)")
+    p.add_argument("--coverage", type=float, default=0.99, help="share of records the max length covers")
+    p.add_argument("--sample", type=int, default=200_000, help="records measured at most (uniform sample)")
+    p.add_argument("--config", metavar="FILE", help="JSON config (formats, lengths)")
+    p.add_argument("--json", action="store_true", help="print JSON on stdout")
+    p.set_defaults(func=cmd_precheck)
+
+
+def cmd_precheck(args) -> int:
+    from .config import load_config
+
+    cfg = load_config(args.config, inputs=args.inputs)
+    cfg.estimate.model, cfg.estimate.method, cfg.estimate.epochs = args.model, args.method, args.epochs
+    cfg.lengths.coverage = args.coverage
+    if args.tokenizer:
+        cfg.lengths.tokenizer = args.tokenizer
+    try:
+        result = run_precheck(cfg, args.sample)
+    except (UnreadableInput, ValueError, FileNotFoundError) as exc:
+        print(f"prepare: error: {exc}", file=sys.stderr)
+        return 2
+    if args.json:
+        out = {k: v for k, v in result.items() if k != "plan"}
+        print(json.dumps(out, ensure_ascii=False, default=float))
+        return 0
+    from .gpus import render_plan_text
+    from .histogram import render_lengths_text
+
+    measured = "all measured" if result["exact"] else f"{result['sampled']} sampled"
+    print(f"records: {result['records']} ({measured}); tokenizer: {result['tokenizer']}")
+    print(render_lengths_text(result["tokens"]))
+    print(render_plan_text(result["plan"]))
+    return 0

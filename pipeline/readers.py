@@ -1,0 +1,435 @@
+"""Readers: files, folders, globs and s3:// URIs to batches of raw rows, streaming.
+
+A raw row is `RawRow(line, value, error)`: `line` is the 1-based line number for line-based files
+(.jsonl, .txt) and the 1-based row / array position otherwise; `value` is a dict (structured files)
+or a str (plain text); `error` is a reason code when the row could not be parsed (value is None).
+A file that cannot be read at all raises UnreadableInput before any row of it is yielded.
+"""
+from __future__ import annotations
+
+import csv
+import glob
+import gzip
+import io
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import BinaryIO, Iterator, NamedTuple
+
+import charset_normalizer
+
+from .config import ReadConfig
+
+COMPRESSIONS = {".gz": "gzip", ".zst": "zstd", ".zstd": "zstd"}
+FORMATS = {
+    ".jsonl": "jsonl", ".ndjson": "jsonl", ".json": "json", ".csv": "csv", ".tsv": "tsv",
+    ".parquet": "parquet", ".txt": "txt", ".text": "txt",
+}
+SNIFF_BYTES = 1 << 20
+COMMON_LEGACY_ENCODINGS = ("cp1251", "cp1254", "cp1252", "koi8_r", "iso8859_9", "cp866", "utf_16", "latin_1")
+
+
+class UnreadableInput(Exception):
+    """A whole input cannot be read. str() is one line naming the file and the reason."""
+
+    def __init__(self, uri: str, reason: str):
+        super().__init__(f"{uri}: {reason}")
+        self.uri, self.reason = uri, reason
+
+
+class RawRow(NamedTuple):
+    line: int
+    value: dict | str | None
+    error: str | None = None
+
+
+@dataclass(frozen=True)
+class InputFile:
+    uri: str          # local path or s3://bucket/key
+    name: str         # shown in reports and record sources: path relative to the input root it came from
+    file_format: str  # jsonl | json | csv | tsv | parquet | txt
+    compression: str | None
+
+    @property
+    def is_s3(self) -> bool:
+        return self.uri.startswith("s3://")
+
+
+def describe(uri: str, name: str | None = None) -> InputFile:
+    path = uri.lower()
+    compression = None
+    for ext, kind in COMPRESSIONS.items():
+        if path.endswith(ext):
+            compression, path = kind, path[: -len(ext)]
+            break
+    file_format = FORMATS.get(os.path.splitext(path)[1])
+    if file_format is None:
+        raise UnreadableInput(uri, f"unknown format (extension); known: {', '.join(sorted(FORMATS))}")
+    return InputFile(uri=uri, name=name or os.path.basename(uri), file_format=file_format, compression=compression)
+
+
+def _is_data_file(path: str) -> bool:
+    p = path.lower()
+    for ext in COMPRESSIONS:
+        if p.endswith(ext):
+            p = p[: -len(ext)]
+    return os.path.splitext(p)[1] in FORMATS
+
+
+def expand_inputs(inputs: list[str]) -> list[InputFile]:
+    """Files, folders (recursive), globs and s3:// URIs (prefixes and globs) to a sorted, de-duplicated list."""
+    found: dict[str, InputFile] = {}
+    for item in inputs:
+        if item.startswith("s3://"):
+            from .s3 import list_objects
+
+            for uri in list_objects(item):
+                if _is_data_file(uri):
+                    found.setdefault(uri, describe(uri, uri[5:]))
+            continue
+        matches = sorted(glob.glob(item, recursive=True)) if glob.has_magic(item) else [item]
+        if not matches:
+            raise UnreadableInput(item, "no file matches this pattern")
+        for match in matches:
+            if os.path.isdir(match):
+                root = Path(match)
+                for path in sorted(root.rglob("*")):
+                    if path.is_file() and _is_data_file(str(path)) and not path.name.startswith("."):
+                        found.setdefault(str(path), describe(str(path), str(path.relative_to(root.parent))))
+            elif os.path.exists(match):
+                found.setdefault(match, describe(match, os.path.basename(match)))
+            else:
+                raise UnreadableInput(match, "no such file or folder")
+    return list(found.values())
+
+
+class _CappedReader(io.RawIOBase):
+    """Stops after `cap` decompressed bytes and remembers that it did, so the rest is reported as unread."""
+
+    def __init__(self, raw: BinaryIO, cap: int):
+        self.raw, self.cap, self.read_bytes, self.capped = raw, cap, 0, False
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer) -> int:
+        room = self.cap - self.read_bytes
+        if room <= 0:
+            self.capped = self.capped or bool(self.raw.read(1))
+            return 0
+        view = memoryview(buffer)[: min(len(buffer), room)]
+        data = self.raw.read(len(view))
+        n = len(data)
+        view[:n] = data
+        self.read_bytes += n
+        return n
+
+
+def _open_raw(f: InputFile) -> BinaryIO:
+    try:
+        if f.is_s3:
+            from .s3 import open_object
+
+            return open_object(f.uri)
+        return open(f.uri, "rb")
+    except PermissionError:
+        raise UnreadableInput(f.uri, "permission denied") from None
+    except FileNotFoundError:
+        raise UnreadableInput(f.uri, "no such file") from None
+    except OSError as exc:
+        raise UnreadableInput(f.uri, exc.strerror or type(exc).__name__) from None
+
+
+def open_binary(f: InputFile, cfg: ReadConfig) -> _CappedReader:
+    """Decompressed, size-capped binary stream. Checks the archive is valid before returning."""
+    raw = _open_raw(f)
+    if f.compression == "gzip":
+        stream = gzip.GzipFile(fileobj=raw)
+    elif f.compression == "zstd":
+        import zstandard
+
+        stream = zstandard.ZstdDecompressor().stream_reader(raw, read_across_frames=True)
+    else:
+        stream = raw
+    capped = _CappedReader(stream, cfg.max_decompressed_bytes)
+    buffered = io.BufferedReader(capped, buffer_size=1 << 20)
+    try:
+        buffered.peek(1)
+    except (OSError, EOFError, gzip.BadGzipFile) as exc:
+        raise UnreadableInput(f.uri, f"not a valid {f.compression} archive ({type(exc).__name__})") from None
+    except Exception as exc:  # zstandard.ZstdError and friends
+        raise UnreadableInput(f.uri, f"not a valid {f.compression} archive ({type(exc).__name__})") from None
+    buffered.capped_reader = capped  # type: ignore[attr-defined]
+    return buffered  # type: ignore[return-value]
+
+
+def detect_encoding(sample: bytes) -> str:
+    """UTF-8 (with or without BOM) first; otherwise ask charset-normalizer. A fixed fallback order cannot
+    work: cp1254 decodes cp1251 Russian bytes without error."""
+    if sample.startswith(b"\xef\xbb\xbf"):
+        return "utf-8-sig"
+    try:
+        sample.decode("utf-8")
+        return "utf-8"
+    except UnicodeDecodeError as exc:
+        if exc.start >= len(sample) - 4:  # a multi-byte character cut by the sample's end
+            return "utf-8"
+    matches = list(charset_normalizer.from_bytes(sample))
+    if not matches:
+        return "utf-8"
+    least_chaos = min(m.chaos for m in matches)
+    close = [m.encoding for m in matches if m.chaos <= least_chaos + 0.01]
+    # Short samples tie between close relatives (mac_cyrillic vs cp1251): prefer what CRMs and
+    # Windows exports actually use.
+    return next((e for e in COMMON_LEGACY_ENCODINGS if e in close), close[0])
+
+
+def _decode(data: bytes, encoding: str) -> str | None:
+    try:
+        return data.decode(encoding)
+    except UnicodeDecodeError:
+        return None
+
+
+def _iter_lines(stream, cap: int) -> Iterator[tuple[int, bytes | None]]:
+    """(line number, bytes) per line; a line over `cap` bytes is skipped in bounded memory and yields None."""
+    number = 0
+    while True:
+        line = stream.readline(cap + 1)
+        if not line:
+            return
+        number += 1
+        if len(line) > cap and not line.endswith(b"\n"):
+            while True:  # drain the rest of the over-long line without holding it
+                rest = stream.readline(1 << 20)
+                if not rest or rest.endswith(b"\n"):
+                    break
+            yield number, None
+            continue
+        yield number, line
+
+
+class FileReader:
+    """Reads one input file as batches of RawRow. After iteration, `encoding`, `warnings` and `unread`
+    (True when the decompressed-size cap stopped the read) describe what happened."""
+
+    def __init__(self, f: InputFile, cfg: ReadConfig):
+        self.f, self.cfg = f, cfg
+        self.encoding = "utf-8"
+        self.warnings: list[str] = []
+        self.unread = False
+        self._stream = open_binary(f, cfg) if f.file_format != "parquet" else None
+        if f.file_format == "parquet":
+            self._parquet = self._open_parquet()
+
+    def _open_parquet(self):
+        import pyarrow.parquet as pq
+
+        try:
+            if self.f.is_s3:
+                from .s3 import open_object
+
+                return pq.ParquetFile(io.BytesIO(open_object(self.f.uri).read()))
+            return pq.ParquetFile(self.f.uri)
+        except PermissionError:
+            raise UnreadableInput(self.f.uri, "permission denied") from None
+        except Exception as exc:
+            raise UnreadableInput(self.f.uri, f"not a valid Parquet file ({type(exc).__name__})") from None
+
+    def batches(self) -> Iterator[list[RawRow]]:
+        rows = getattr(self, f"_rows_{self.f.file_format}")()
+        batch: list[RawRow] = []
+        for row in rows:
+            batch.append(row)
+            if len(batch) >= self.cfg.batch_size:
+                yield batch
+                batch = []
+        if batch:
+            yield batch
+        if self._stream is not None:
+            self.unread = self._stream.capped_reader.capped
+            self._stream.close()
+
+    # --- per format -------------------------------------------------------------------------------
+    def _sniff_encoding(self) -> None:
+        self.encoding = detect_encoding(self._stream.peek(SNIFF_BYTES)[:SNIFF_BYTES])
+        if self.encoding not in ("utf-8", "utf-8-sig"):
+            self.warnings.append(f"not UTF-8; decoded as {self.encoding} (detected)")
+
+    def _text_lines(self) -> Iterator[tuple[int, str | None, str | None]]:
+        self._sniff_encoding()
+        for number, data in _iter_lines(self._stream, self.cfg.max_record_bytes):
+            if data is None:
+                yield number, None, "too_large"
+                continue
+            if number == 1 and data.startswith(b"\xef\xbb\xbf"):
+                data = data[3:]
+            text = _decode(data, self.encoding)
+            yield (number, None, "undecodable") if text is None else (number, text.rstrip("\r\n"), None)
+
+    def _rows_jsonl(self) -> Iterator[RawRow]:
+        for number, text, error in self._text_lines():
+            if error:
+                yield RawRow(number, None, error)
+            elif not text.strip():
+                yield RawRow(number, None, "empty_line")
+            else:
+                yield _parse_json_row(number, text)
+
+    def _rows_txt(self) -> Iterator[RawRow]:
+        if self.cfg.txt_mode == "line":
+            for number, text, error in self._text_lines():
+                if error:
+                    yield RawRow(number, None, error)
+                elif not text.strip():
+                    yield RawRow(number, None, "empty_line")
+                else:
+                    yield RawRow(number, text)
+            return
+        block: list[str] = []
+        start = 0
+        for number, text, error in self._text_lines():
+            if error:
+                yield RawRow(number, None, error)
+                continue
+            if text.strip():
+                if not block:
+                    start = number
+                block.append(text)
+                if sum(map(len, block)) > self.cfg.max_record_bytes:
+                    yield RawRow(start, None, "too_large")
+                    block = []
+            elif block:
+                yield RawRow(start, "\n".join(block))
+                block = []
+        if block:
+            yield RawRow(start, "\n".join(block))
+
+    def _rows_csv(self, delimiter: str = ",") -> Iterator[RawRow]:
+        self._sniff_encoding()
+        text = io.TextIOWrapper(self._stream, encoding=self.encoding, errors="replace", newline="")
+        csv.field_size_limit(self.cfg.max_record_bytes)
+        reader = csv.reader(text, delimiter=delimiter)
+        try:
+            header = next(reader)
+        except StopIteration:
+            return
+        except csv.Error as exc:
+            raise UnreadableInput(self.f.uri, f"bad CSV header ({exc})") from None
+        header = [h.strip() for h in header]
+        position = 0
+        while True:
+            position += 1
+            try:
+                cells = next(reader)
+            except StopIteration:
+                return
+            except csv.Error:
+                yield RawRow(position, None, "too_large")
+                continue
+            if len(cells) != len(header):
+                yield RawRow(position, None, "bad_csv_row")
+            else:
+                yield RawRow(position, dict(zip(header, cells)))
+
+    def _rows_tsv(self) -> Iterator[RawRow]:
+        return self._rows_csv("\t")
+
+    def _rows_parquet(self) -> Iterator[RawRow]:
+        position = 0
+        for record_batch in self._parquet.iter_batches(batch_size=self.cfg.batch_size):
+            for row in record_batch.to_pylist():
+                position += 1
+                yield RawRow(position, row)
+
+    def _rows_json(self) -> Iterator[RawRow]:
+        """A JSON array of records, or an object whose values are arrays of records (e.g. {"train": [...]})."""
+        import ijson
+
+        self._sniff_encoding()
+        head = self._stream.peek(64).lstrip(b"\xef\xbb\xbf \t\r\n")[:1]
+        source: BinaryIO = self._stream
+        if self.encoding not in ("utf-8", "utf-8-sig"):  # ijson wants UTF-8 bytes
+            source = io.BufferedReader(_Reencoder(self._stream, self.encoding))
+        position = 0
+        try:
+            if head == b"[":
+                for item in ijson.items(source, "item", use_float=True):
+                    position += 1
+                    yield _row_from_value(position, item)
+            elif head == b"{":
+                for position, item in enumerate(_object_of_arrays(source), 1):
+                    yield _row_from_value(position, item)
+            else:
+                raise UnreadableInput(self.f.uri, "JSON file is neither an array nor an object")
+        except ijson.JSONError:
+            self.warnings.append("invalid JSON after the last readable record; the rest of the file is unread")
+            yield RawRow(position + 1, None, "invalid_json_tail")
+
+
+def _object_of_arrays(source) -> Iterator:
+    """Items of every top-level array of a JSON object ({"train": [...], "test": [...]}), streaming:
+    each item is built from parser events, so memory holds one record at a time."""
+    import ijson
+    from ijson.common import ObjectBuilder
+
+    builder, depth = None, 0
+    for prefix, event, value in ijson.parse(source, use_float=True):
+        if builder is not None:
+            builder.event(event, value)
+            depth += event in ("start_map", "start_array")
+            depth -= event in ("end_map", "end_array")
+            if depth == 0:
+                yield builder.value
+                builder = None
+        elif prefix.endswith(".item") and prefix.count(".") == 1 or (prefix and "." not in prefix
+                                                                     and event == "start_map"):
+            # an item of a top-level array, or a top-level value that is an object (counted as a row,
+            # so a file that is not a dataset is quarantined row by row, not silently skipped)
+            if event in ("start_map", "start_array"):
+                builder, depth = ObjectBuilder(), 1
+                builder.event(event, value)
+            elif event not in ("end_map", "end_array"):
+                yield value
+
+
+class _Reencoder(io.RawIOBase):
+    """Decodes a legacy-encoded byte stream and re-encodes it as UTF-8, incrementally."""
+
+    def __init__(self, raw, encoding: str):
+        import codecs
+
+        self.raw, self.decoder, self.pending = raw, codecs.getincrementaldecoder(encoding)("replace"), b""
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer) -> int:
+        while not self.pending:
+            chunk = self.raw.read(1 << 16)
+            self.pending = self.decoder.decode(chunk, final=not chunk).encode("utf-8")
+            if not chunk:
+                break
+        n = min(len(buffer), len(self.pending))
+        buffer[:n] = self.pending[:n]
+        self.pending = self.pending[n:]
+        return n
+
+
+def _parse_json_row(number: int, text: str) -> RawRow:
+    try:
+        value = json.loads(text)
+    except (ValueError, RecursionError):
+        return RawRow(number, None, "invalid_json")
+    return _row_from_value(number, value)
+
+
+def _row_from_value(number: int, value) -> RawRow:
+    if isinstance(value, dict):
+        return RawRow(number, value)
+    if isinstance(value, str):
+        return RawRow(number, {"text": value})
+    if isinstance(value, list) and value and all(isinstance(m, dict) for m in value):
+        return RawRow(number, {"messages": value})
+    return RawRow(number, None, "not_an_object")

@@ -1,0 +1,124 @@
+"""report.json and report.md: the accounting of every record, per run and per source file, the stages'
+stats, and the sections the stages add (dedup, pii, lengths, plan). Validated against
+schemas/report.schema.json. Holds counts, ids and file positions only, never record content."""
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+
+from .config import PrepareConfig
+from .shards import atomic_write_text
+from .stats import StageStats
+
+STAGE_ORDER = ("read", "normalize", "clean", "dedup", "pii", "lengths", "split", "write")
+
+
+def _accounting(stages: dict[str, StageStats | dict]) -> dict:
+    stats = {n: (s if isinstance(s, StageStats) else StageStats.from_dict(n, s)) for n, s in stages.items()}
+    dropped, quarantined = Counter(), Counter()
+    for st in stats.values():
+        dropped.update(st.dropped)
+        quarantined.update(st.quarantined)
+    write = stats.get("write")
+    kept = (write.records_in - sum(write.dropped.values())) if write else 0
+    return {
+        "input": stats["read"].records_in if "read" in stats else 0,
+        "kept": kept,
+        "rows": write.records_out if write else 0,
+        "quarantined": sum(quarantined.values()),
+        "quarantined_by_reason": dict(sorted(quarantined.items())),
+        "dropped": dict(sorted(dropped.items())),
+    }
+
+
+def build_report(cfg: PrepareConfig, shard_results: list[dict], stages: dict[str, StageStats],
+                 shards: list[dict], dedup_report: dict | None, lengths: dict | None, plan: dict | None,
+                 unreadable: list[dict]) -> dict:
+    files = {}
+    for r in shard_results:
+        files[r["file"]] = {
+            **_accounting(r["stages"]), "format": r["format"], "encoding": r["encoding"],
+            "split_source": "validation_input" if r["eval"] else "input",
+            "warnings": r["warnings"], "unread_after_cap": r["unread"],
+        }
+    counts = _accounting(stages)
+    splits = Counter()
+    for s in shards:
+        splits[s["split"]] += s["rows"]
+    counts["splits"] = {"train": splits["train"], "validation": splits["validation"]}
+    report = {
+        "counts": counts,
+        "files": files,
+        "unreadable_inputs": unreadable,
+        "stages": {name: stages[name].to_dict() for name in STAGE_ORDER if name in stages},
+        "shards": {"count": len(shards), "bytes": sum(s["bytes"] for s in shards)},
+    }
+    if dedup_report is not None:
+        report["dedup"] = dedup_report
+    if "pii" in stages:
+        from .pii import kvkk_summary
+
+        report["pii"] = kvkk_summary(stages["pii"].counters, cfg.pii)
+    if lengths is not None:
+        report["lengths"] = lengths
+    if plan is not None:
+        report["plan"] = plan
+    return report
+
+
+def check_accounting(counts: dict) -> None:
+    total = counts["kept"] + counts["quarantined"] + sum(counts["dropped"].values())
+    if total != counts["input"]:
+        raise AssertionError(f"accounting broken: input {counts['input']} != accounted {total}")
+
+
+def _table(header: list[str], rows: list[list]) -> str:
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def render_markdown(report: dict) -> str:
+    c = report["counts"]
+    out = ["# Prepare run report", "",
+           f"**{c['input']}** input records: **{c['kept']}** kept ({c['rows']} rows: "
+           f"{c['splits']['train']} train, {c['splits']['validation']} validation), "
+           f"**{c['quarantined']}** quarantined, **{sum(c['dropped'].values())}** dropped.", ""]
+    reasons = [[f"dropped: {k}", v] for k, v in c["dropped"].items()]
+    reasons += [[f"quarantined: {k}", v] for k, v in c["quarantined_by_reason"].items()]
+    if reasons:
+        out += ["## Why records were removed", "", _table(["reason", "records"], reasons), ""]
+    out += ["## Per source file", "", _table(
+        ["file", "format", "input", "kept", "quarantined", "dropped"],
+        [[name, f["format"], f["input"], f["kept"], f["quarantined"], sum(f["dropped"].values())]
+         for name, f in report["files"].items()]), ""]
+    if report.get("unreadable_inputs"):
+        out += ["Unreadable inputs (skipped): " + ", ".join(u["file"] for u in report["unreadable_inputs"]), ""]
+    out += ["## Stages", "", _table(
+        ["stage", "seconds", "in", "out"],
+        [[n, f"{s['seconds']:.2f}", s["records_in"], s["records_out"]] for n, s in report["stages"].items()]), ""]
+    if "dedup" in report:
+        d = report["dedup"]
+        out += ["## Duplicates", "", "```json", json.dumps(d.get("counts", d), indent=1)[:2000], "```", ""]
+    if "pii" in report:
+        out += ["## Personal data (KVKK)", "", "```json", json.dumps(report["pii"], indent=1, ensure_ascii=False)[:4000],
+                "```", ""]
+    if "lengths" in report:
+        from .histogram import render_lengths_markdown
+
+        out += ["## Token lengths", "", render_lengths_markdown(report["lengths"]), ""]
+    if "plan" in report:
+        from .gpus import render_plan_markdown
+
+        out += ["## GPU plan", "", render_plan_markdown(report["plan"]), ""]
+    return "\n".join(out) + "\n"
+
+
+def write_reports(run_dir: Path, report: dict) -> None:
+    from .schemas import validate
+
+    check_accounting(report["counts"])
+    validate(report, "report")
+    atomic_write_text(run_dir / "report.json", json.dumps(report, indent=2, ensure_ascii=False) + "\n")
+    atomic_write_text(run_dir / "report.md", render_markdown(report))

@@ -1,0 +1,432 @@
+"""The whole prepare path, in phases that map over input shards:
+
+    1. normalize_shard  (per input file, parallel): read -> normalize -> clean -> dedup keys
+    2. find_duplicates  (global, from the small key files): exact + near + leakage decisions
+    3. process_shard    (per input file, parallel): drop duplicates -> pii -> lengths -> split
+    4. finalize         (global): length histogram, max length, overflow policy, Parquet shards,
+                        report, GPU plan, manifest (last, atomic)
+    5. upload           (optional): shards, then the manifest
+
+One orchestration serves every front end: `run_prepare` takes an Executor, a local process pool by
+default; the Prefect flow passes one whose map() runs Prefect tasks. Phase functions take and return
+small, picklable values (paths, counts), never records.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import secrets
+import shutil
+import sys
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Protocol
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from . import report
+from .config import PrepareConfig
+from .normalize import ORDER_SHIFT, Normalizer
+from .readers import FileReader, InputFile, UnreadableInput, expand_inputs
+from .records import from_table, to_table
+from .shards import ShardWriter, atomic_write_text, build_manifest, write_manifest
+from .split import SplitStep
+from .stats import StageStats, merge_all
+
+INTERNAL_COLUMNS = {"_order": pa.int64(), "_eval": pa.bool_()}
+PROCESSED_COLUMNS = {**INTERNAL_COLUMNS, "_split": pa.string(), "_tokens": pa.int32(), "_trainable": pa.int32()}
+
+
+class PrepareError(Exception):
+    """A run that cannot go on; str() is one line for the user (no personal data, no credentials)."""
+
+
+@dataclass(frozen=True)
+class ShardTask:
+    index: int
+    file: InputFile
+    eval: bool
+
+    @property
+    def label(self) -> str:
+        return self.file.name
+
+
+class Executor(Protocol):
+    def map(self, fn: Callable, items: list, label: str, **kwargs) -> list: ...
+    def call(self, fn: Callable, label: str, **kwargs) -> Any: ...
+
+
+class LocalExecutor:
+    """Worker processes on this machine; inline when there is one worker or one item."""
+
+    def __init__(self, workers: int, progress: bool = True):
+        self.workers, self.progress = workers, progress
+        self._pool: ProcessPoolExecutor | None = None
+
+    def map(self, fn: Callable, items: list, label: str, **kwargs) -> list:
+        bar = _progress(len(items), label, self.progress)
+        try:
+            if self.workers <= 1 or len(items) <= 1:
+                results = []
+                for item in items:
+                    results.append(fn(item, **kwargs))
+                    bar.update()
+                return results
+            if self._pool is None:
+                import multiprocessing
+
+                self._pool = ProcessPoolExecutor(self.workers, mp_context=multiprocessing.get_context("spawn"))
+            futures = {self._pool.submit(fn, item, **kwargs): i for i, item in enumerate(items)}
+            results: list[Any] = [None] * len(items)
+            for future in as_completed(futures):
+                results[futures[future]] = future.result()
+                bar.update()
+            return results
+        finally:
+            bar.close()
+
+    def call(self, fn: Callable, label: str, **kwargs) -> Any:
+        return fn(**kwargs)
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown()
+            self._pool = None
+
+
+def _progress(total: int, label: str, enabled: bool):
+    from tqdm import tqdm
+
+    return tqdm(total=total, desc=label, unit="shard", file=sys.stderr, disable=not enabled, leave=False)
+
+
+# --- phase 1 ----------------------------------------------------------------------------------------
+
+def work_paths(work_dir: str | Path, index: int) -> dict[str, Path]:
+    work = Path(work_dir)
+    return {name: work / name / f"{index:05d}.parquet" for name in ("normalized", "keys", "processed")}
+
+
+def normalize_shard(task: ShardTask, cfg: PrepareConfig, run_dir: str, work_dir: str) -> dict:
+    """Read one input, convert every row to a canonical record or a counted quarantine/drop reason,
+    write the records and their dedup keys to the work folder. Quarantine files hold references
+    (file, line, reason), never content."""
+    paths = work_paths(work_dir, task.index)
+    for p in paths.values():
+        p.parent.mkdir(parents=True, exist_ok=True)
+    quarantine_path = Path(run_dir) / "quarantine" / f"{task.index:05d}.jsonl"
+    quarantine_path.parent.mkdir(parents=True, exist_ok=True)
+    writers: dict[str, pq.ParquetWriter] = {}
+    with open(quarantine_path, "w", encoding="utf-8") as quarantine:
+        def reject(line: int, reason: str) -> None:
+            quarantine.write(json.dumps({"file": task.file.name, "line": line, "reason": reason}) + "\n")
+
+        normalizer = Normalizer(task.file, cfg, task.index, task.eval, reject)
+        for records in normalizer.batches():
+            _append(writers, "normalized", paths["normalized"], to_table(records, INTERNAL_COLUMNS))
+            if cfg.dedup.enabled:
+                from . import dedup
+
+                _append(writers, "keys", paths["keys"], dedup.compute_keys(records, cfg.dedup))
+    for w in writers.values():
+        w.close()
+    reader = normalizer.reader
+    return {
+        "index": task.index, "file": task.file.name, "eval": task.eval, "format": normalizer.format,
+        "encoding": reader.encoding, "warnings": reader.warnings, "unread": reader.unread,
+        "stages": {s.name: s.to_dict() for s in normalizer.stats},
+        "has_records": "normalized" in writers, "has_keys": "keys" in writers,
+    }
+
+
+def _append(writers: dict, name: str, path: Path, table: pa.Table) -> None:
+    if name not in writers:
+        writers[name] = pq.ParquetWriter(path, table.schema, compression="zstd")
+    writers[name].write_table(table)
+
+
+# --- phase 3 ----------------------------------------------------------------------------------------
+
+def process_shard(task: ShardTask, cfg: PrepareConfig, work_dir: str, removed_path: str | None,
+                  has_eval: bool, token_cache: str | None) -> dict:
+    """Drop the records the global dedup removed, strip personal data, count tokens, assign the split."""
+    paths = work_paths(work_dir, task.index)
+    dedup_stats = StageStats("dedup")
+    steps = []
+    if cfg.pii.enabled:
+        from .pii import PiiStep
+
+        steps.append(PiiStep(cfg.pii, salt=_salt(cfg)))
+    if cfg.lengths.enabled:
+        from .lengths import LengthStep
+
+        steps.append(LengthStep(cfg.lengths, token_cache, model=cfg.estimate.model))
+    steps.append(SplitStep(cfg.split, has_eval))
+    stats = {s.name: StageStats(s.name) for s in steps}
+    removed = _removed_for_shard(removed_path, task.index)
+    writer = None
+    if paths["normalized"].exists():
+        source = pq.ParquetFile(paths["normalized"])
+        for arrow_batch in source.iter_batches(batch_size=cfg.read.batch_size):
+            records = from_table(pa.Table.from_batches([arrow_batch]))
+            with dedup_stats.timer():
+                dedup_stats.records_in += len(records)
+                if removed:
+                    kept = []
+                    for rec in records:
+                        reason = removed.get(rec["_order"])
+                        if reason:
+                            dedup_stats.drop(reason)
+                        else:
+                            kept.append(rec)
+                    records = kept
+                dedup_stats.records_out += len(records)
+            for step in steps:
+                st = stats[step.name]
+                with st.timer():
+                    st.records_in += len(records)
+                    records = step.process(records, st) if records else records
+                    st.records_out += len(records)
+            if records:
+                for rec in records:
+                    rec.setdefault("_tokens", None)
+                    rec.setdefault("_trainable", None)
+                table = to_table(records, PROCESSED_COLUMNS)
+                if writer is None:
+                    writer = pq.ParquetWriter(paths["processed"], table.schema, compression="zstd")
+                writer.write_table(table)
+    if writer is not None:
+        writer.close()
+    tokenizer_name = next((getattr(s, "tokenizer_name", None) for s in steps if s.name == "lengths"), None)
+    return {
+        "index": task.index, "has_records": writer is not None, "tokenizer": tokenizer_name,
+        "stages": {s.name: s.to_dict() for s in (dedup_stats, *stats.values())},
+    }
+
+
+def _salt(cfg: PrepareConfig) -> bytes:
+    value = os.environ.get(cfg.pii.salt_env)
+    if not value:
+        raise PrepareError(f"{cfg.pii.salt_env} is not set in this worker; pseudonyms need one salt per run")
+    return value.encode()
+
+
+def _removed_for_shard(removed_path: str | None, index: int) -> dict[int, str]:
+    if not removed_path or not os.path.exists(removed_path):
+        return {}
+    low, high = index << ORDER_SHIFT, (index + 1) << ORDER_SHIFT
+    table = pq.read_table(removed_path, columns=["_order", "reason"],
+                          filters=[("_order", ">=", low), ("_order", "<", high)])
+    return dict(zip(table.column("_order").to_pylist(), table.column("reason").to_pylist()))
+
+
+# --- phase 4 ----------------------------------------------------------------------------------------
+
+def _length_groups(processed: list[Path], inputs: dict[int, str]) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    columns = {"_tokens": [], "_trainable": [], "_split": [], "_order": []}
+    for path in processed:
+        table = pq.read_table(path, columns=list(columns))
+        for name in columns:
+            columns[name].append(table.column(name).to_numpy(zero_copy_only=False))
+    if not processed:
+        return {}
+    tokens = np.concatenate(columns["_tokens"]).astype(np.int64)
+    trainable = np.concatenate(columns["_trainable"]).astype(np.int64)
+    splits = np.concatenate(columns["_split"])
+    files = np.concatenate(columns["_order"]) >> ORDER_SHIFT
+    groups = {"all": (tokens, trainable)}
+    for split in ("train", "validation"):
+        mask = splits == split
+        if mask.any():
+            groups[f"split:{split}"] = (tokens[mask], trainable[mask])
+    for index, name in inputs.items():
+        mask = files == index
+        if mask.any():
+            groups[f"file:{name}"] = (tokens[mask], trainable[mask])
+    return groups
+
+
+def finalize(cfg: PrepareConfig, run_dir: str, work_dir: str, shard_results: list[dict],
+             dedup_report: dict | None, tokenizer_name: str | None, token_cache: str | None,
+             unreadable: list[dict]) -> dict:
+    """Choose the max length, apply the overflow policy, write the Parquet shards, the report and,
+    last, the manifest. Returns the report."""
+    run = Path(run_dir)
+    processed = [work_paths(work_dir, r["index"])["processed"] for r in shard_results if r["has_records"]]
+    inputs = {r["index"]: r["file"] for r in shard_results}
+    lengths_summary = None
+    max_len = None
+    step = None
+    if cfg.lengths.enabled:
+        from .histogram import plot_lengths_png, summarize_lengths
+        from .lengths import LengthStep, apply_overflow
+
+        groups = _length_groups(processed, inputs)
+        if groups:
+            lengths_summary = summarize_lengths(groups, cfg.lengths, _max_positions(cfg))
+            lengths_summary["tokenizer"] = tokenizer_name
+            max_len = lengths_summary.get("max_seq_len")
+            plot_lengths_png(lengths_summary, run / "lengths.png")
+            if cfg.lengths.overflow != "keep":
+                step = LengthStep(cfg.lengths, token_cache, model=cfg.estimate.model)
+    for split in ("train", "validation"):
+        shutil.rmtree(run / split, ignore_errors=True)
+    writers = {split: ShardWriter(run, split, cfg.write) for split in ("train", "validation")}
+    for result in shard_results:  # in input order, so shards are the same for the same inputs
+        write_stats = StageStats("write")
+        result["stages"]["write"] = write_stats
+        path = work_paths(work_dir, result["index"])["processed"]
+        if not result["has_records"]:
+            continue
+        with write_stats.timer():
+            for arrow_batch in pq.ParquetFile(path).iter_batches(batch_size=cfg.read.batch_size):
+                records = from_table(pa.Table.from_batches([arrow_batch]))
+                write_stats.records_in += len(records)
+                if step is not None and max_len:
+                    records = apply_overflow(records, max_len, step, write_stats)
+                for split in ("train", "validation"):
+                    part = [r for r in records if r["_split"] == split]
+                    writers[split].write(part)
+                    write_stats.records_out += len(part)
+    shards = [s for w in writers.values() for s in w.close()]
+    for result in shard_results:
+        result["stages"]["write"] = result["stages"]["write"].to_dict()
+    plan = None
+    if cfg.estimate.enabled and lengths_summary and max_len:
+        plan = _plan(cfg, lengths_summary)
+    stage_stats = merge_all(
+        [StageStats.from_dict(name, d) for name, d in r["stages"].items()] for r in shard_results
+    )
+    rep = report.build_report(cfg, shard_results, stage_stats, shards, dedup_report, lengths_summary, plan,
+                              unreadable)
+    report.write_reports(run, rep)
+    run_id = hashlib.blake2b(
+        json.dumps([cfg.model_dump(mode="json"), [s["sha256"] for s in shards]], sort_keys=True).encode(),
+        digest_size=8).hexdigest()
+    manifest = build_manifest(run_id, cfg.model_dump(mode="json"), rep["counts"], shards,
+                              {"max_seq_len": max_len, "tokenizer": tokenizer_name})
+    write_manifest(run, manifest)
+    rep["run_id"] = run_id
+    return rep
+
+
+def _max_positions(cfg: PrepareConfig) -> int | None:
+    try:
+        from .models import load_model_spec
+
+        return load_model_spec(cfg.estimate.model).get("max_position_embeddings")
+    except Exception:
+        return None
+
+
+def _plan(cfg: PrepareConfig, lengths_summary: dict) -> dict | None:
+    from .gpus import plan_training
+
+    packing = lengths_summary.get("packing", {})
+    return plan_training(
+        cfg.estimate.model, cfg.estimate.method, seq_len=lengths_summary["max_seq_len"],
+        tokens_per_epoch=packing.get("tokens_per_epoch", 0),
+        sequences_per_epoch=packing.get("sequences_per_epoch", 0), epochs=cfg.estimate.epochs)
+
+
+def run_dedup(key_paths: list[str], cfg: PrepareConfig, work_dir: str, removed_path: str) -> dict:
+    """Global duplicate decisions from the per-shard key files; the audit file lists every removal."""
+    from . import dedup
+
+    result = dedup.find_duplicates(key_paths, cfg.dedup, work_dir)
+    pq.write_table(result.removed, removed_path, compression="zstd")
+    return result.report
+
+
+def upload(cfg: PrepareConfig, run_dir: str) -> str:
+    """Shards first, the manifest last; returns the manifest's URI."""
+    from .s3 import upload_run
+
+    files = [s["path"] for s in json.loads((Path(run_dir) / "manifest.json").read_text())["shards"]]
+    return upload_run(run_dir, cfg.s3, files).manifest_uri
+
+
+# --- the whole run ----------------------------------------------------------------------------------
+
+def plan_shards(cfg: PrepareConfig) -> tuple[list[ShardTask], list[dict]]:
+    """Expand the inputs; an unreadable one stops the run before any output, unless skip_unreadable."""
+    tasks, unreadable = [], []
+    for is_eval, items in ((False, cfg.inputs), (True, cfg.validation_inputs)):
+        for item in items:
+            try:
+                files = expand_inputs([item])
+            except UnreadableInput as exc:
+                if not cfg.read.skip_unreadable:
+                    raise
+                unreadable.append({"file": exc.uri, "reason": exc.reason})
+                continue
+            for f in files:
+                tasks.append(ShardTask(len(tasks), f, is_eval))
+    if not tasks and not unreadable:
+        raise PrepareError("no input files (give files, folders, globs or s3:// URIs)")
+    return tasks, unreadable
+
+
+def check_readable(task: ShardTask, cfg: PrepareConfig) -> dict | None:
+    """Open each input once before any output is written (archive headers, Parquet footers)."""
+    try:
+        FileReader(task.file, cfg.read)
+    except UnreadableInput as exc:
+        if not cfg.read.skip_unreadable:
+            raise
+        return {"file": exc.uri, "reason": exc.reason}
+    return None
+
+
+@dataclass
+class RunResult:
+    report: dict
+    run_dir: Path
+    manifest_uri: str | None
+
+
+def run_prepare(cfg: PrepareConfig, executor: Executor | None = None, progress: bool = True,
+                log: Callable[[str], None] = lambda msg: print(msg, file=sys.stderr)) -> RunResult:
+    run_dir = Path(cfg.out)
+    work_dir = run_dir / "work"
+    own_executor = executor is None
+    executor = executor or LocalExecutor(cfg.workers, progress)
+    os.environ.setdefault(cfg.pii.salt_env, secrets.token_hex(16))  # inherited by worker processes, never written
+    try:
+        tasks, unreadable = plan_shards(cfg)
+        readable = []
+        for task in tasks:
+            problem = check_readable(task, cfg)
+            (unreadable.append(problem) if problem else readable.append(task))
+        for name in ("quarantine", "work"):
+            shutil.rmtree(run_dir / name, ignore_errors=True)
+        run_dir.mkdir(parents=True, exist_ok=True)
+        log(f"prepare: {len(readable)} input file(s) -> {run_dir}")
+        results = executor.map(normalize_shard, readable, "normalize", cfg=cfg, run_dir=str(run_dir),
+                               work_dir=str(work_dir))
+        removed_path, dedup_report = None, None
+        if cfg.dedup.enabled:
+            key_paths = [str(work_paths(work_dir, r["index"])["keys"]) for r in results if r["has_keys"]]
+            removed_path = str(run_dir / "dedup_removed.parquet")
+            dedup_report = executor.call(run_dedup, "dedup", key_paths=key_paths, cfg=cfg,
+                                         work_dir=str(work_dir), removed_path=removed_path)
+        has_eval = any(t.eval for t in readable)
+        token_cache = str(Path(os.environ.get("PREPARE_CACHE", ".cache/prepare")) / "tokens")
+        processed = executor.map(process_shard, readable, "process", cfg=cfg, work_dir=str(work_dir),
+                                 removed_path=removed_path, has_eval=has_eval, token_cache=token_cache)
+        shard_results = [{**a, **b, "stages": {**a["stages"], **b["stages"]}} for a, b in zip(results, processed)]
+        tokenizer_name = next((r["tokenizer"] for r in processed if r.get("tokenizer")), None)
+        rep = executor.call(finalize, "finalize", cfg=cfg, run_dir=str(run_dir), work_dir=str(work_dir),
+                            shard_results=shard_results, dedup_report=dedup_report,
+                            tokenizer_name=tokenizer_name, token_cache=token_cache, unreadable=unreadable)
+        manifest_uri = executor.call(upload, "upload", cfg=cfg, run_dir=str(run_dir)) if cfg.s3 else None
+        shutil.rmtree(work_dir, ignore_errors=True)
+        return RunResult(rep, run_dir, manifest_uri)
+    finally:
+        if own_executor:
+            executor.close()

@@ -1,0 +1,108 @@
+"""Output: Parquet shards of a target size per split, and the manifest, written last and atomically."""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from .config import WriteConfig
+from .records import ARROW_SCHEMA, to_table
+
+SCHEMA_VERSION = "1.0"
+
+
+def sha256_file(path: str | Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def atomic_write_text(path: str | Path, text: str) -> None:
+    """Write to a temporary file in the same folder, fsync, then rename: readers never see half a file."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+class ShardWriter:
+    """Streams records of one split into `<run>/<split>/part-00000.parquet`, ... Each shard is written
+    to a temporary name and renamed when closed, so a shard on disk is always complete."""
+
+    def __init__(self, run_dir: str | Path, split: str, cfg: WriteConfig):
+        self.run_dir, self.split, self.cfg = Path(run_dir), split, cfg
+        (self.run_dir / split).mkdir(parents=True, exist_ok=True)
+        self.shards: list[dict] = []
+        self._writer: pq.ParquetWriter | None = None
+        self._rows = self._bytes = 0
+
+    def _path(self, index: int) -> Path:
+        return self.run_dir / self.split / f"part-{index:05d}.parquet"
+
+    def write(self, records: list[dict]) -> None:
+        if not records:
+            return
+        table = to_table(records)
+        start = 0
+        while start < table.num_rows:
+            if self._writer is None:
+                tmp = self._path(len(self.shards)).with_suffix(".parquet.tmp")
+                compression = None if self.cfg.compression == "none" else self.cfg.compression
+                self._writer = pq.ParquetWriter(tmp, ARROW_SCHEMA, compression=compression)
+            room = self.cfg.shard_rows - self._rows
+            piece = table.slice(start, room)
+            self._writer.write_table(piece)
+            self._rows += piece.num_rows
+            self._bytes += piece.nbytes
+            start += piece.num_rows
+            if self._rows >= self.cfg.shard_rows or self._bytes >= self.cfg.shard_bytes:
+                self._close_shard()
+
+    def _close_shard(self) -> None:
+        if self._writer is None:
+            return
+        self._writer.close()
+        final = self._path(len(self.shards))
+        os.replace(final.with_suffix(".parquet.tmp"), final)
+        self.shards.append({
+            "path": str(final.relative_to(self.run_dir)), "split": self.split, "rows": self._rows,
+            "bytes": final.stat().st_size, "sha256": sha256_file(final),
+        })
+        self._writer, self._rows, self._bytes = None, 0, 0
+
+    def close(self) -> list[dict]:
+        self._close_shard()
+        return self.shards
+
+
+def build_manifest(run_id: str, config: dict, counts: dict, shards: list[dict], extra: dict | None = None) -> dict:
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "run_id": run_id,
+        "config": config,
+        "counts": counts,
+        "shards": shards,
+        **(extra or {}),
+    }
+
+
+def write_manifest(run_dir: str | Path, manifest: dict) -> Path:
+    path = Path(run_dir) / "manifest.json"
+    atomic_write_text(path, json.dumps(manifest, indent=2, ensure_ascii=False, sort_keys=False) + "\n")
+    return path
