@@ -114,9 +114,15 @@ def cmd_run(args) -> int:
 
 
 def cmd_serve(args) -> int:
-    from flows.prepare import serve  # the Prefect front end
+    from flows.prepare import DEMO_DEFAULTS, serve  # the Prefect front end
 
-    serve(limit=args.limit)
+    defaults = DEMO_DEFAULTS
+    if args.config or args.s3:
+        from .config import load_config
+
+        defaults = load_config(args.config, **({"s3": args.s3} if args.s3 else {}))
+        defaults.inputs = defaults.inputs or DEMO_DEFAULTS.inputs
+    serve(limit=args.limit, defaults=defaults)
     return 0
 
 
@@ -130,6 +136,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.set_defaults(func=cmd_run)
     serve = sub.add_parser("serve", help="serve the Prefect deployment prepare/dataset (needs PREFECT_API_URL)")
     serve.add_argument("--limit", type=int, default=2, help="concurrent flow runs")
+    serve.add_argument("--config", metavar="FILE", help="default parameters of the deployment (JSON config)")
+    serve.add_argument("--s3", metavar="URI", help="default S3 destination of the deployment")
     serve.set_defaults(func=cmd_serve)
     precheck.register(sub)
     estimate_cli.register(sub)

@@ -15,6 +15,15 @@ def load_schema(name: str) -> dict:
     return json.loads((SCHEMA_DIR / f"{name}.schema.json").read_text(encoding="utf-8"))
 
 
+@lru_cache(maxsize=None)
+def validator(name: str) -> jsonschema.Draft202012Validator:
+    schema = load_schema(name)
+    jsonschema.Draft202012Validator.check_schema(schema)
+    return jsonschema.Draft202012Validator(schema)
+
+
 def validate(document: dict, name: str) -> None:
     """Raise jsonschema.ValidationError when `document` breaks schemas/<name>.schema.json."""
-    jsonschema.validate(document, load_schema(name), cls=jsonschema.Draft202012Validator)
+    error = jsonschema.exceptions.best_match(validator(name).iter_errors(document))
+    if error is not None:
+        raise error

@@ -1,0 +1,103 @@
+"""The Prefect front end: the flow `prepare` and its deployment `dataset`.
+
+Thin by design: the pipeline's own orchestration (pipeline.runner.run_prepare) runs inside the flow
+with an executor whose map() submits Prefect tasks, so every phase is a task mapped over input
+shards, with retries, on the flow's task runner (worker processes by default, a Dask cluster with
+--dask-address). The flow then publishes the report as artifacts.
+"""
+from __future__ import annotations
+
+import os
+from typing import Any, Callable
+
+from prefect import flow, get_run_logger, task
+from prefect.artifacts import create_markdown_artifact, create_table_artifact
+from prefect.cache_policies import NO_CACHE
+from prefect.futures import wait
+from prefect.task_runners import ProcessPoolTaskRunner
+from prefect.tasks import exponential_backoff
+from prefect.utilities.annotations import unmapped
+
+from pipeline.config import PrepareConfig
+from pipeline.runner import RunResult, run_prepare
+
+DEMO_DEFAULTS = PrepareConfig(inputs=["sample_data"], out="runs/demo")
+RETRIES = dict(retries=2, retry_delay_seconds=exponential_backoff(backoff_factor=2), retry_jitter_factor=0.5)
+
+
+class PrefectExecutor:
+    """Runs each phase of the pipeline as Prefect tasks: map() over shards, call() for global steps."""
+
+    def map(self, fn: Callable, items: list, label: str, **kwargs) -> list:
+        mapped = task(fn, name=label, task_run_name=f"{label}-{{task.label}}", cache_policy=NO_CACHE, **RETRIES)
+        futures = mapped.map(items, **{k: unmapped(v) for k, v in kwargs.items()})
+        wait(futures)
+        return [f.result() for f in futures]
+
+    def call(self, fn: Callable, label: str, **kwargs) -> Any:
+        return task(fn, name=label, cache_policy=NO_CACHE, **RETRIES)(**kwargs)
+
+    def close(self) -> None:
+        pass
+
+
+@flow(name="prepare", task_runner=ProcessPoolTaskRunner(max_workers=2), log_prints=False,
+      description="Normalize, clean, dedup, strip personal data, measure tokens, shard, upload; plan the GPU.")
+def prepare(params: PrepareConfig = DEMO_DEFAULTS) -> dict:
+    logger = get_run_logger()
+    result = run_prepare(params, executor=PrefectExecutor(), progress=False, log=logger.info)
+    publish(result)
+    counts = result.report["counts"]
+    logger.info("kept %d of %d records (%d quarantined, %d dropped); manifest: %s", counts["kept"], counts["input"],
+                counts["quarantined"], sum(counts["dropped"].values()),
+                result.manifest_uri or str(result.run_dir / "manifest.json"))
+    return {"counts": counts, "manifest_uri": result.manifest_uri, "run_dir": str(result.run_dir)}
+
+
+def publish(result: RunResult) -> None:
+    """Artifacts for the Prefect UI: the whole report, the accounting table, lengths and the GPU plan."""
+    from pipeline.report import render_markdown
+
+    report = result.report
+    create_markdown_artifact(key="prepare-report", markdown=render_markdown(report),
+                             description="report.md of this run")
+    counts = report["counts"]
+    rows = [{"reason": f"dropped: {k}", "records": v} for k, v in counts["dropped"].items()]
+    rows += [{"reason": f"quarantined: {k}", "records": v} for k, v in counts["quarantined_by_reason"].items()]
+    create_table_artifact(key="prepare-accounting", table=rows or [{"reason": "none", "records": 0}],
+                          description=f"{counts['input']} in, {counts['kept']} kept")
+    if "lengths" in report:
+        from pipeline.histogram import render_lengths_markdown
+
+        create_markdown_artifact(key="prepare-token-lengths", markdown=render_lengths_markdown(report["lengths"]))
+    if "plan" in report:
+        from pipeline.gpus import render_plan_markdown
+
+        create_markdown_artifact(key="prepare-gpu-plan", markdown=render_plan_markdown(report["plan"]))
+
+
+def run_flow(cfg: PrepareConfig, dask_address: str | None = None) -> RunResult:
+    """Run the flow in this process (needs PREFECT_API_URL or an ephemeral server); on a Dask cluster
+    when dask_address is given. Returns what `prepare run` prints."""
+    runner = ProcessPoolTaskRunner(max_workers=cfg.workers)
+    if dask_address:
+        from prefect_dask import DaskTaskRunner
+
+        runner = DaskTaskRunner(address=dask_address)
+    state = prepare.with_options(task_runner=runner)(cfg, return_state=True)
+    out = state.result()
+    from pathlib import Path
+    import json
+
+    run_dir = Path(out["run_dir"])
+    report = json.loads((run_dir / "report.json").read_text())
+    return RunResult(report, run_dir, out["manifest_uri"])
+
+
+def serve(limit: int = 2, defaults: PrepareConfig | None = None) -> None:
+    """Serve the deployment `prepare/dataset`; `prefect deployment run prepare/dataset` starts a run."""
+    if not os.environ.get("PREFECT_API_URL"):
+        raise SystemExit("prepare: error: PREFECT_API_URL is not set (start a server: prefect server start)")
+    params = (defaults or DEMO_DEFAULTS).model_dump(mode="json")
+    prepare.serve(name="dataset", parameters={"params": params}, limit=limit,
+                  description="Prepare a fine-tuning dataset; parameters: one PrepareConfig.")

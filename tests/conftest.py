@@ -1,0 +1,53 @@
+import os
+import uuid
+from pathlib import Path
+
+import pytest
+
+os.environ.setdefault("TLDEXTRACT_PUBLIC_SUFFIX_LIST_URLS", "")
+os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+os.environ.setdefault("DO_NOT_TRACK", "1")
+
+ROOT = Path(__file__).resolve().parent.parent
+SHARED = ROOT.parent / "shared"
+PEER_FORMATS = SHARED / "peer_formats"
+SAMPLE_DATA = ROOT / "sample_data"
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _isolated_cache(tmp_path_factory):
+    os.environ["PREPARE_CACHE"] = str(tmp_path_factory.mktemp("prepare-cache"))
+
+
+@pytest.fixture(scope="session")
+def s3_endpoint():
+    """A real moto S3 server on 127.0.0.1, reached over HTTP by boto3."""
+    from flows.services import moto_server, s3_env
+
+    with moto_server() as endpoint:
+        saved = {k: os.environ.get(k) for k in s3_env(endpoint)}
+        os.environ.update(s3_env(endpoint))
+        yield endpoint
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+@pytest.fixture
+def bucket(s3_endpoint):
+    import boto3
+
+    name = f"test-{uuid.uuid4().hex[:12]}"
+    boto3.client("s3").create_bucket(Bucket=name)
+    return name
+
+
+def fast_config(tmp_path, inputs, **overrides):
+    """A config with the slow stages off, for tests about reading and accounting."""
+    from pipeline.config import PrepareConfig
+
+    cfg = PrepareConfig(inputs=[str(i) for i in inputs], out=str(tmp_path / "run"), workers=1, **overrides)
+    cfg.pii.enabled = cfg.lengths.enabled = cfg.estimate.enabled = False
+    return cfg
