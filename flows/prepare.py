@@ -51,7 +51,8 @@ def prepare(params: PrepareConfig = DEMO_DEFAULTS) -> dict:
     logger.info("kept %d of %d records (%d quarantined, %d dropped); manifest: %s", counts["kept"], counts["input"],
                 counts["quarantined"], sum(counts["dropped"].values()),
                 result.manifest_uri or str(result.run_dir / "manifest.json"))
-    return {"counts": counts, "manifest_uri": result.manifest_uri, "run_dir": str(result.run_dir)}
+    return {"counts": counts, "manifest_uri": result.manifest_uri, "run_dir": str(result.run_dir),
+            "upload": result.upload}
 
 
 def publish(result: RunResult) -> None:
@@ -91,7 +92,7 @@ def run_flow(cfg: PrepareConfig, dask_address: str | None = None) -> RunResult:
 
     run_dir = Path(out["run_dir"])
     report = json.loads((run_dir / "report.json").read_text())
-    return RunResult(report, run_dir, out["manifest_uri"])
+    return RunResult(report, run_dir, out["manifest_uri"], out["upload"])
 
 
 def serve(limit: int = 2, defaults: PrepareConfig | None = None) -> None:

@@ -343,12 +343,17 @@ def run_dedup(key_paths: list[str], cfg: PrepareConfig, work_dir: str, removed_p
     return result.report
 
 
-def upload(cfg: PrepareConfig, run_dir: str) -> str:
-    """Shards first, the manifest last; returns the manifest's URI."""
+def upload(cfg: PrepareConfig, run_dir: str) -> dict:
+    """Shards first, the manifest last; unchanged objects are skipped."""
+    import time
+
     from .s3 import upload_run
 
+    start = time.perf_counter()
     files = [s["path"] for s in json.loads((Path(run_dir) / "manifest.json").read_text())["shards"]]
-    return upload_run(run_dir, cfg.s3, files).manifest_uri
+    result = upload_run(run_dir, cfg.s3, files)
+    return {"manifest_uri": result.manifest_uri, "uploaded": result.uploaded, "skipped": result.skipped,
+            "seconds": round(time.perf_counter() - start, 3)}
 
 
 # --- the whole run ----------------------------------------------------------------------------------
@@ -388,6 +393,7 @@ class RunResult:
     report: dict
     run_dir: Path
     manifest_uri: str | None
+    upload: dict | None = None
 
 
 def run_prepare(cfg: PrepareConfig, executor: Executor | None = None, progress: bool = True,
@@ -424,9 +430,11 @@ def run_prepare(cfg: PrepareConfig, executor: Executor | None = None, progress: 
         rep = executor.call(finalize, "finalize", cfg=cfg, run_dir=str(run_dir), work_dir=str(work_dir),
                             shard_results=shard_results, dedup_report=dedup_report,
                             tokenizer_name=tokenizer_name, token_cache=token_cache, unreadable=unreadable)
-        manifest_uri = executor.call(upload, "upload", cfg=cfg, run_dir=str(run_dir)) if cfg.s3 else None
+        uploaded = executor.call(upload, "upload", cfg=cfg, run_dir=str(run_dir)) if cfg.s3 else None
+        if uploaded:
+            log(f"prepare: uploaded {len(uploaded['uploaded'])} object(s), {len(uploaded['skipped'])} unchanged")
         shutil.rmtree(work_dir, ignore_errors=True)
-        return RunResult(rep, run_dir, manifest_uri)
+        return RunResult(rep, run_dir, uploaded and uploaded["manifest_uri"], uploaded)
     finally:
         if own_executor:
             executor.close()
