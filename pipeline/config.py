@@ -22,6 +22,8 @@ class ReadConfig(Section):
     max_decompressed_bytes: int = Field(
         20 * 1024**3, ge=1, description="Past this many decompressed bytes the rest of a file is counted as unread.")
     skip_unreadable: bool = Field(False, description="Record unreadable inputs in the report and go on.")
+    shard_bytes: int = Field(
+        64 * 1024**2, ge=1024, description="Large uncompressed .jsonl/.txt files are read as shards of about this size.")
 
 
 class FormatConfig(Section):

@@ -13,7 +13,7 @@ import gzip
 import io
 import json
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import BinaryIO, Iterator, NamedTuple
 
@@ -50,10 +50,44 @@ class InputFile:
     name: str         # shown in reports and record sources: path relative to the input root it came from
     file_format: str  # jsonl | json | csv | tsv | parquet | txt
     compression: str | None
+    start: int = 0            # a byte range of a large line-based file, so one file can be several shards
+    end: int | None = None
+    first_line: int = 1
 
     @property
     def is_s3(self) -> bool:
         return self.uri.startswith("s3://")
+
+    @property
+    def splittable(self) -> bool:
+        return not self.is_s3 and self.compression is None and self.file_format in ("jsonl", "txt")
+
+
+def split_ranges(f: InputFile, chunk_bytes: int) -> list[InputFile]:
+    """Cut a large uncompressed line-based file at line ends into ranges of about chunk_bytes, each
+    knowing its first line number (one pass counting newlines, no parsing)."""
+    size = os.path.getsize(f.uri)
+    if size <= chunk_bytes:
+        return [f]
+    bounds = [0]
+    with open(f.uri, "rb") as fh:
+        while bounds[-1] + chunk_bytes < size:
+            fh.seek(bounds[-1] + chunk_bytes)
+            fh.readline()
+            if fh.tell() >= size:
+                break
+            bounds.append(fh.tell())
+        bounds.append(size)
+        ranges, line = [], 1
+        for start, end in zip(bounds, bounds[1:]):
+            ranges.append(replace(f, start=start, end=end, first_line=line))
+            fh.seek(start)
+            remaining = end - start
+            while remaining:
+                block = fh.read(min(remaining, 1 << 24))
+                line += block.count(b"\n")
+                remaining -= len(block)
+    return ranges
 
 
 def describe(uri: str, name: str | None = None) -> InputFile:
@@ -104,6 +138,26 @@ def expand_inputs(inputs: list[str]) -> list[InputFile]:
     return list(found.values())
 
 
+class _Window(io.RawIOBase):
+    """The bytes [start, end) of an open file, as a stream."""
+
+    def __init__(self, fh, length: int):
+        self.fh, self.left = fh, length
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer) -> int:
+        data = self.fh.read(min(len(buffer), self.left))
+        buffer[: len(data)] = data
+        self.left -= len(data)
+        return len(data)
+
+    def close(self) -> None:
+        self.fh.close()
+        super().close()
+
+
 class _CappedReader(io.RawIOBase):
     """Stops after `cap` decompressed bytes and remembers that it did, so the rest is reported as unread."""
 
@@ -132,7 +186,11 @@ def _open_raw(f: InputFile) -> BinaryIO:
             from .s3 import open_object
 
             return open_object(f.uri)
-        return open(f.uri, "rb")
+        fh = open(f.uri, "rb")
+        if f.start or f.end is not None:
+            fh.seek(f.start)
+            return _Window(fh, (f.end if f.end is not None else os.path.getsize(f.uri)) - f.start)
+        return fh
     except PermissionError:
         raise UnreadableInput(f.uri, "permission denied") from None
     except FileNotFoundError:
@@ -192,9 +250,9 @@ def _decode(data: bytes, encoding: str) -> str | None:
         return None
 
 
-def _iter_lines(stream, cap: int) -> Iterator[tuple[int, bytes | None]]:
+def _iter_lines(stream, cap: int, first_line: int = 1) -> Iterator[tuple[int, bytes | None]]:
     """(line number, bytes) per line; a line over `cap` bytes is skipped in bounded memory and yields None."""
-    number = 0
+    number = first_line - 1
     while True:
         line = stream.readline(cap + 1)
         if not line:
@@ -259,7 +317,7 @@ class FileReader:
 
     def _text_lines(self) -> Iterator[tuple[int, str | None, str | None]]:
         self._sniff_encoding()
-        for number, data in _iter_lines(self._stream, self.cfg.max_record_bytes):
+        for number, data in _iter_lines(self._stream, self.cfg.max_record_bytes, self.f.first_line):
             if data is None:
                 yield number, None, "too_large"
                 continue

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from .config import PrepareConfig
 from .shards import atomic_write_text
-from .stats import StageStats
+from .stats import StageStats, merge_all
 
 STAGE_ORDER = ("read", "normalize", "clean", "dedup", "pii", "lengths", "split", "write")
 
@@ -35,12 +35,17 @@ def _accounting(stages: dict[str, StageStats | dict]) -> dict:
 def build_report(cfg: PrepareConfig, shard_results: list[dict], stages: dict[str, StageStats],
                  shards: list[dict], dedup_report: dict | None, lengths: dict | None, plan: dict | None,
                  unreadable: list[dict]) -> dict:
+    by_file: dict[str, list[dict]] = {}
+    for r in shard_results:  # a large file may have been read as several shards
+        by_file.setdefault(r["file"], []).append(r)
     files = {}
-    for r in shard_results:
-        files[r["file"]] = {
-            **_accounting(r["stages"]), "format": r["format"], "encoding": r["encoding"],
-            "split_source": "validation_input" if r["eval"] else "input",
-            "warnings": r["warnings"], "unread_after_cap": r["unread"],
+    for name, parts in by_file.items():
+        merged = merge_all([StageStats.from_dict(n, d) for n, d in p["stages"].items()] for p in parts)
+        files[name] = {
+            **_accounting(merged), "format": parts[0]["format"], "encoding": parts[0]["encoding"],
+            "split_source": "validation_input" if parts[0]["eval"] else "input", "shards": len(parts),
+            "warnings": sorted({w for p in parts for w in p["warnings"]}),
+            "unread_after_cap": any(p["unread"] for p in parts),
         }
     counts = _accounting(stages)
     splits = Counter()

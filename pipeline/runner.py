@@ -13,6 +13,7 @@ small, picklable values (paths, counts), never records.
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -21,6 +22,7 @@ import shutil
 import sys
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 from typing import Any, Callable, Protocol
 
@@ -31,9 +33,9 @@ import pyarrow.parquet as pq
 from . import report
 from .config import PrepareConfig
 from .normalize import ORDER_SHIFT, Normalizer
-from .readers import FileReader, InputFile, UnreadableInput, expand_inputs
+from .readers import FileReader, InputFile, UnreadableInput, expand_inputs, split_ranges
 from .records import from_table, to_table
-from .shards import ShardWriter, atomic_write_text, build_manifest, write_manifest
+from .shards import ShardWriter, atomic_write_text, build_manifest, sha256_file, write_manifest
 from .split import SplitStep
 from .stats import StageStats, merge_all
 
@@ -53,7 +55,8 @@ class ShardTask:
 
     @property
     def label(self) -> str:
-        return self.file.name
+        f = self.file
+        return f.name if not f.start and f.end is None else f"{f.name}@{f.first_line}"
 
 
 class Executor(Protocol):
@@ -112,14 +115,82 @@ def work_paths(work_dir: str | Path, index: int) -> dict[str, Path]:
     return {name: work / name / f"{index:05d}.parquet" for name in ("normalized", "keys", "processed")}
 
 
+# --- resume: a finished shard's result is saved with a key of everything it depends on -------------
+
+@lru_cache(maxsize=1)
+def code_version() -> str:
+    """Hash of the pipeline's code and data files: cached shard work is reused only by the same code."""
+    digest = hashlib.blake2b(digest_size=16)
+    root = Path(__file__).parent
+    for path in sorted(p for p in root.rglob("*") if p.is_file() and "__pycache__" not in p.parts):
+        digest.update(str(path.relative_to(root)).encode())
+        digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
+def _fingerprint(f: InputFile) -> dict:
+    if f.is_s3:
+        from .s3 import head
+
+        return {"uri": f.uri, **head(f.uri)}
+    st = os.stat(f.uri)
+    return {"uri": os.path.abspath(f.uri), "size": st.st_size, "mtime_ns": st.st_mtime_ns, "start": f.start,
+            "end": f.end}
+
+
+def _key(*parts) -> str:
+    return hashlib.blake2b(json.dumps(parts, sort_keys=True, default=str).encode(), digest_size=16).hexdigest()
+
+
+def _cached(work_dir: str, name: str, key: str) -> dict | None:
+    path = Path(work_dir) / "results" / f"{name}.json"
+    if path.exists():
+        saved = json.loads(path.read_text())
+        if saved.get("key") == key:
+            return {**saved["result"], "reused": True}
+    return None
+
+
+def _save(work_dir: str, name: str, key: str, result: dict) -> dict:
+    atomic_write_text(Path(work_dir) / "results" / f"{name}.json", json.dumps({"key": key, "result": result}))
+    return result
+
+
+def _shard_errors(phase: str):
+    """Name the failing shard and phase in the error; no exception text (it may quote record content)."""
+    def wrap(fn):
+        @functools.wraps(fn)
+        def run(task: ShardTask, *args, **kwargs):
+            try:
+                return fn(task, *args, **kwargs)
+            except (PrepareError, UnreadableInput):
+                raise
+            except Exception as exc:
+                if type(exc).__name__ == "PiiPolicyError" or os.environ.get("PREPARE_DEBUG") == "1":
+                    raise  # PREPARE_DEBUG=1: the full error, for debugging on data you may see
+                raise PrepareError(f"{task.label}: {phase} failed ({type(exc).__name__})") from None
+        return run
+    return wrap
+
+
+def _normalize_key(task: ShardTask, cfg: PrepareConfig) -> str:
+    return _key(code_version(), _fingerprint(task.file), task.index, task.eval,
+                cfg.model_dump(include={"read", "formats", "clean", "dedup"}, mode="json"))
+
+
+@_shard_errors("normalize")
 def normalize_shard(task: ShardTask, cfg: PrepareConfig, run_dir: str, work_dir: str) -> dict:
     """Read one input, convert every row to a canonical record or a counted quarantine/drop reason,
     write the records and their dedup keys to the work folder. Quarantine files hold references
-    (file, line, reason), never content."""
+    (file, line, reason), never content. A shard finished by an earlier (killed) run is reused."""
+    key = _normalize_key(task, cfg)
+    quarantine_path = Path(run_dir) / "quarantine" / f"{task.index:05d}.jsonl"
+    cached = _cached(work_dir, f"normalize-{task.index:05d}", key)
+    if cached is not None and quarantine_path.exists():
+        return cached
     paths = work_paths(work_dir, task.index)
     for p in paths.values():
         p.parent.mkdir(parents=True, exist_ok=True)
-    quarantine_path = Path(run_dir) / "quarantine" / f"{task.index:05d}.jsonl"
     quarantine_path.parent.mkdir(parents=True, exist_ok=True)
     writers: dict[str, pq.ParquetWriter] = {}
     with open(quarantine_path, "w", encoding="utf-8") as quarantine:
@@ -135,13 +206,20 @@ def normalize_shard(task: ShardTask, cfg: PrepareConfig, run_dir: str, work_dir:
                 _append(writers, "keys", paths["keys"], dedup.compute_keys(records, cfg.dedup))
     for w in writers.values():
         w.close()
+    for name, path in paths.items():  # outputs of an earlier run that this one did not produce
+        if name not in writers and name != "processed":
+            path.unlink(missing_ok=True)
     reader = normalizer.reader
-    return {
+    if os.environ.get("PREPARE_SLOW_SHARDS"):  # tests: time to interrupt a run between shards
+        import time
+
+        time.sleep(float(os.environ["PREPARE_SLOW_SHARDS"]))
+    return _save(work_dir, f"normalize-{task.index:05d}", key, {
         "index": task.index, "file": task.file.name, "eval": task.eval, "format": normalizer.format,
         "encoding": reader.encoding, "warnings": reader.warnings, "unread": reader.unread,
         "stages": {s.name: s.to_dict() for s in normalizer.stats},
         "has_records": "normalized" in writers, "has_keys": "keys" in writers,
-    }
+    })
 
 
 def _append(writers: dict, name: str, path: Path, table: pa.Table) -> None:
@@ -152,10 +230,19 @@ def _append(writers: dict, name: str, path: Path, table: pa.Table) -> None:
 
 # --- phase 3 ----------------------------------------------------------------------------------------
 
+@_shard_errors("process")
 def process_shard(task: ShardTask, cfg: PrepareConfig, work_dir: str, removed_path: str | None,
                   has_eval: bool, token_cache: str | None) -> dict:
     """Drop the records the global dedup removed, strip personal data, count tokens, assign the split."""
+    removed_hash = sha256_file(removed_path) if removed_path and os.path.exists(removed_path) else None
+    salt_digest = hashlib.blake2b(_salt(cfg), key=b"cache-key", digest_size=8).hexdigest() if cfg.pii.enabled else None
+    key = _key(_normalize_key(task, cfg), cfg.model_dump(include={"pii", "lengths", "split", "estimate"}, mode="json"),
+               has_eval, removed_hash, salt_digest)
+    cached = _cached(work_dir, f"process-{task.index:05d}", key)
+    if cached is not None:
+        return cached
     paths = work_paths(work_dir, task.index)
+    paths["processed"].unlink(missing_ok=True)
     dedup_stats = StageStats("dedup")
     steps = []
     if cfg.pii.enabled:
@@ -203,10 +290,10 @@ def process_shard(task: ShardTask, cfg: PrepareConfig, work_dir: str, removed_pa
     if writer is not None:
         writer.close()
     tokenizer_name = next((getattr(s, "tokenizer_name", None) for s in steps if s.name == "lengths"), None)
-    return {
+    return _save(work_dir, f"process-{task.index:05d}", key, {
         "index": task.index, "has_records": writer is not None, "tokenizer": tokenizer_name,
         "stages": {s.name: s.to_dict() for s in (dedup_stats, *stats.values())},
-    }
+    })
 
 
 def _salt(cfg: PrepareConfig) -> bytes:
@@ -244,8 +331,8 @@ def _length_groups(processed: list[Path], inputs: dict[int, str]) -> dict[str, t
         mask = splits == split
         if mask.any():
             groups[f"split:{split}"] = (tokens[mask], trainable[mask])
-    for index, name in inputs.items():
-        mask = files == index
+    for name in sorted(set(inputs.values())):
+        mask = np.isin(files, [i for i, n in inputs.items() if n == name])
         if mask.any():
             groups[f"file:{name}"] = (tokens[mask], trainable[mask])
     return groups
@@ -371,7 +458,8 @@ def plan_shards(cfg: PrepareConfig) -> tuple[list[ShardTask], list[dict]]:
                 unreadable.append({"file": exc.uri, "reason": exc.reason})
                 continue
             for f in files:
-                tasks.append(ShardTask(len(tasks), f, is_eval))
+                for part in split_ranges(f, cfg.read.shard_bytes) if f.splittable else [f]:
+                    tasks.append(ShardTask(len(tasks), part, is_eval))
     if not tasks and not unreadable:
         raise PrepareError("no input files (give files, folders, globs or s3:// URIs)")
     return tasks, unreadable
@@ -394,6 +482,7 @@ class RunResult:
     run_dir: Path
     manifest_uri: str | None
     upload: dict | None = None
+    reused_shards: int = 0  # shard results taken from an earlier, interrupted run
 
 
 def run_prepare(cfg: PrepareConfig, executor: Executor | None = None, progress: bool = True,
@@ -409,9 +498,14 @@ def run_prepare(cfg: PrepareConfig, executor: Executor | None = None, progress: 
         for task in tasks:
             problem = check_readable(task, cfg)
             (unreadable.append(problem) if problem else readable.append(task))
-        for name in ("quarantine", "work"):
-            shutil.rmtree(run_dir / name, ignore_errors=True)
         run_dir.mkdir(parents=True, exist_ok=True)
+        # The old manifest goes first: from here until the new one is written, no manifest points at
+        # shards that are being rewritten. Work of a killed run stays in work/ and is reused by key.
+        (run_dir / "manifest.json").unlink(missing_ok=True)
+        current = {f"{t.index:05d}" for t in readable}
+        for stale in (run_dir / "quarantine").glob("*.jsonl"):
+            if stale.stem not in current:
+                stale.unlink()
         log(f"prepare: {len(readable)} input file(s) -> {run_dir}")
         results = executor.map(normalize_shard, readable, "normalize", cfg=cfg, run_dir=str(run_dir),
                                work_dir=str(work_dir))
@@ -430,11 +524,14 @@ def run_prepare(cfg: PrepareConfig, executor: Executor | None = None, progress: 
         rep = executor.call(finalize, "finalize", cfg=cfg, run_dir=str(run_dir), work_dir=str(work_dir),
                             shard_results=shard_results, dedup_report=dedup_report,
                             tokenizer_name=tokenizer_name, token_cache=token_cache, unreadable=unreadable)
+        reused = sum(bool(r.get("reused")) for r in results + processed)
+        if reused:
+            log(f"prepare: reused {reused} shard result(s) finished by an earlier run")
         uploaded = executor.call(upload, "upload", cfg=cfg, run_dir=str(run_dir)) if cfg.s3 else None
         if uploaded:
             log(f"prepare: uploaded {len(uploaded['uploaded'])} object(s), {len(uploaded['skipped'])} unchanged")
         shutil.rmtree(work_dir, ignore_errors=True)
-        return RunResult(rep, run_dir, uploaded and uploaded["manifest_uri"], uploaded)
+        return RunResult(rep, run_dir, uploaded and uploaded["manifest_uri"], uploaded, reused)
     finally:
         if own_executor:
             executor.close()

@@ -44,6 +44,17 @@ def bucket(s3_endpoint):
     return name
 
 
+@pytest.fixture(scope="session")
+def prefect_api(tmp_path_factory):
+    """One real Prefect server for the session (temporary SQLite DB), with its own PREFECT_HOME."""
+    from prefect.settings import PREFECT_HOME, temporary_settings
+    from prefect.testing.utilities import prefect_test_harness
+
+    with temporary_settings({PREFECT_HOME: str(tmp_path_factory.mktemp("prefect-home"))}):
+        with prefect_test_harness(server_startup_timeout=120):
+            yield
+
+
 def fast_config(tmp_path, inputs, **overrides):
     """A config with the slow stages off, for tests about reading and accounting."""
     from pipeline.config import PrepareConfig

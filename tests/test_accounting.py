@@ -12,10 +12,20 @@ from pipeline.runner import run_prepare
 from conftest import ROOT, fast_config
 
 
+WORDS = ("invoice refund order parcel courier address password account tariff bonus delivery warehouse "
+         "payment card subscription upgrade discount coupon receipt customer support ticket status").split()
+
+
+def sentence(rng, n):
+    return " ".join(rng.choice(WORDS) for _ in range(n)).capitalize()
+
+
 def write_corrupted_inputs(d):
+    import random
+
+    rng = random.Random(7)
     d.mkdir()
-    lines = [json.dumps({"instruction": f"Question number {i} about invoices?", "output": f"Answer {i}: see the portal."})
-             for i in range(40)]
+    lines = [json.dumps({"instruction": sentence(rng, 12) + "?", "output": sentence(rng, 20) + "."}) for i in range(40)]
     lines[5] = '{"instruction": "broken'                                   # invalid JSON
     lines[6] = json.dumps({"instruction": "", "output": "no question"})       # empty turn
     lines[7] = json.dumps({"instruction": "x", "output": 12})                  # non-string

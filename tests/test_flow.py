@@ -7,16 +7,6 @@ import pytest
 from conftest import SAMPLE_DATA
 
 
-@pytest.fixture(scope="session")
-def prefect_api(tmp_path_factory):
-    from prefect.settings import PREFECT_HOME, temporary_settings
-    from prefect.testing.utilities import prefect_test_harness
-
-    with temporary_settings({PREFECT_HOME: str(tmp_path_factory.mktemp("prefect-home"))}):
-        with prefect_test_harness(server_startup_timeout=120):
-            yield
-
-
 def test_flow_runs_end_to_end_and_publishes_artifacts(prefect_api, bucket, tmp_path):
     import boto3
     from prefect.client.orchestration import get_client
