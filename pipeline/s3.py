@@ -1,25 +1,42 @@
 """S3 (any S3-compatible endpoint) through boto3: list and read inputs, upload a run directory.
 
 Endpoint, region and credentials come from the standard AWS environment variables and profiles
-(AWS_ENDPOINT_URL, AWS_REGION, AWS_ACCESS_KEY_ID, AWS_PROFILE, ...). Nothing here prints credentials.
+(AWS_ENDPOINT_URL, AWS_REGION, AWS_ACCESS_KEY_ID, AWS_PROFILE, ...). Nothing here prints credentials, and
+a logging filter redacts them from botocore/urllib3 debug logs (which show the Authorization header).
+
+Tuning (environment): PREPARE_S3_ATTEMPTS (tries per request, default 8), PREPARE_S3_CONNECT_TIMEOUT and
+PREPARE_S3_READ_TIMEOUT (seconds, default 10 and 60), PREPARE_S3_MULTIPART_MB (multipart threshold and
+part size, default 64; S3 requires at least 5).
 """
 from __future__ import annotations
 
 import fnmatch
 import json
+import logging
 import os
+import random
+import re
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterator
 
 from .shards import sha256_file
 
-MULTIPART_THRESHOLD = 64 * 1024**2
 SHA_META = "sha256"
+OBJECT_ATTEMPTS = 3   # whole-object tries, on top of botocore's per-request retries
+log = logging.getLogger(__name__)
 
 
 class S3Error(Exception):
     """An S3 operation that could not finish; the message names the object, never credentials."""
+
+
+def _env_num(name: str, default: float) -> float:
+    try:
+        return float(os.environ.get(name) or default)
+    except ValueError:
+        raise S3Error(f"{name} must be a number, got {os.environ[name]!r}") from None
 
 
 def parse_uri(uri: str) -> tuple[str, str]:
@@ -35,9 +52,21 @@ def client():
     import boto3
     from botocore.config import Config
 
-    config = Config(retries={"max_attempts": 8, "mode": "adaptive"}, connect_timeout=10, read_timeout=60,
+    # "standard" retries: exponential backoff with jitter on resets, timeouts, 5xx and throttling (SlowDown),
+    # bounded by a retry quota. ("adaptive" adds an experimental client-side rate limiter that can stall
+    # every later request for seconds after a single throttle.)
+    config = Config(retries={"total_max_attempts": int(_env_num("PREPARE_S3_ATTEMPTS", 8)), "mode": "standard"},
+                    connect_timeout=_env_num("PREPARE_S3_CONNECT_TIMEOUT", 10),
+                    read_timeout=_env_num("PREPARE_S3_READ_TIMEOUT", 60),
                     s3={"addressing_style": os.environ.get("PREPARE_S3_ADDRESSING", "path")})
-    return boto3.session.Session().client("s3", config=config)
+    session = boto3.session.Session()
+    creds = session.get_credentials()
+    if creds is not None:
+        frozen = creds.get_frozen_credentials()
+        _remember(frozen.access_key, frozen.secret_key, frozen.token)
+    s3 = session.client("s3", config=config)
+    guard_logs()
+    return s3
 
 
 def list_objects(uri: str) -> Iterator[str]:
@@ -62,6 +91,13 @@ def open_object(uri: str):
         raise OSError(f"cannot read {uri}: {type(exc).__name__}") from None
 
 
+def head(uri: str) -> dict:
+    """Size and ETag of an object: enough to tell a changed input."""
+    bucket, key = parse_uri(uri)
+    meta = client().head_object(Bucket=bucket, Key=key)
+    return {"size": meta["ContentLength"], "etag": meta.get("ETag")}
+
+
 @dataclass
 class UploadResult:
     uploaded: list[str]
@@ -69,7 +105,12 @@ class UploadResult:
     manifest_uri: str
 
 
-def _remote_sha(s3, bucket: str, key: str) -> str | None:
+class _Mismatch(Exception):
+    """The stored object is not the local file (size or sha256): retried like a transient fault."""
+
+
+def _remote(s3, bucket: str, key: str) -> tuple[str | None, int] | None:
+    """(stored sha256, size) of an object, or None if there is none."""
     from botocore.exceptions import ClientError
 
     try:
@@ -78,50 +119,155 @@ def _remote_sha(s3, bucket: str, key: str) -> str | None:
         if exc.response.get("Error", {}).get("Code") in ("404", "NoSuchKey", "NotFound"):
             return None
         raise
-    return head.get("Metadata", {}).get(SHA_META)
+    return head.get("Metadata", {}).get(SHA_META), head.get("ContentLength")
 
 
 def upload_run(run_dir: str | Path, uri: str, files: list[str], manifest: str = "manifest.json",
                progress: Callable[[str], None] | None = None) -> UploadResult:
-    """Upload `files` (paths relative to run_dir), then the manifest last, so a half-finished upload is
-    never taken for a dataset. Objects whose stored sha256 matches are skipped; the server verifies the
-    SHA-256 checksum boto3 sends with every (part) upload."""
+    """Upload `files` (paths relative to run_dir) and the manifest, so that the remote manifest, whenever
+    there is one, describes shards that are all present and complete: if any shard must be (re)uploaded, the
+    old remote manifest is deleted first, the shards go next and the new manifest last. Objects whose stored
+    sha256 and size match are skipped. The server verifies the SHA-256 checksum boto3 sends with every
+    (part) upload; size and sha256 are checked again after each upload.
+
+    Faults are retried twice over: botocore retries each request (backoff with jitter), and a failed object
+    is retried whole (s3transfer aborts a failed multipart upload), after checking whether the failed try
+    did land. An upload that cannot finish raises S3Error naming the object and leaves no manifest."""
     from boto3.s3.transfer import TransferConfig
 
     run_dir = Path(run_dir)
     bucket, prefix = parse_uri(uri.rstrip("/") + "/")
     s3 = client()
-    transfer = TransferConfig(multipart_threshold=MULTIPART_THRESHOLD, multipart_chunksize=MULTIPART_THRESHOLD)
-    uploaded, skipped = [], []
-    for rel in [*files, manifest]:
+    part = max(5 * 1024**2, int(_env_num("PREPARE_S3_MULTIPART_MB", 64) * 1024**2))
+    transfer = TransferConfig(multipart_threshold=part, multipart_chunksize=part)
+    guard_logs()   # s3transfer's loggers exist from here on
+    names = [*dict.fromkeys(files), manifest]
+    local = {rel: (sha256_file(run_dir / rel), (run_dir / rel).stat().st_size) for rel in names}
+    target = {rel: f"s3://{bucket}/{prefix}{rel}" for rel in names}
+    remote = {rel: _retry("check", target[rel], lambda _, rel=rel: _remote(s3, bucket, prefix + rel))
+              for rel in names}
+    todo = [rel for rel in names[:-1] if remote[rel] != local[rel]]
+    if todo and remote[manifest] is not None:
+        # the old manifest would otherwise describe shards that are about to change (or are gone)
+        _retry("delete", target[manifest], lambda _: s3.delete_object(Bucket=bucket, Key=prefix + manifest))
+        remote[manifest] = None
+    if remote[manifest] != local[manifest]:
+        todo.append(manifest)
+
+    def put(rel: str, retry: bool) -> None:
         key = prefix + rel
-        sha = sha256_file(run_dir / rel)
-        try:
-            if _remote_sha(s3, bucket, key) == sha:
-                skipped.append(rel)
-                continue
-            s3.upload_file(str(run_dir / rel), bucket, key, Config=transfer,
-                           ExtraArgs={"Metadata": {SHA_META: sha}, "ChecksumAlgorithm": "SHA256"})
-            if _remote_sha(s3, bucket, key) != sha:
-                raise S3Error(f"checksum mismatch after upload of s3://{bucket}/{key}")
-        except S3Error:
-            raise
-        except Exception as exc:
-            raise S3Error(f"upload of s3://{bucket}/{key} failed: {type(exc).__name__}: {_safe(exc)}") from None
-        uploaded.append(rel)
+        if retry and _remote(s3, bucket, key) == local[rel]:
+            return   # the failed try landed after all (e.g. only the answer to CompleteMultipartUpload was lost)
+        s3.upload_file(str(run_dir / rel), bucket, key, Config=transfer,
+                       ExtraArgs={"Metadata": {SHA_META: local[rel][0]}, "ChecksumAlgorithm": "SHA256"})
+        if _remote(s3, bucket, key) != local[rel]:
+            raise _Mismatch("the stored object does not match the local file")
+
+    for rel in todo:
+        _retry("upload", target[rel], lambda retry, rel=rel: put(rel, retry))
         if progress:
             progress(rel)
-    return UploadResult(uploaded, skipped, f"s3://{bucket}/{prefix}{manifest}")
+    return UploadResult(todo, [rel for rel in names if rel not in todo], target[manifest])
 
 
-def _safe(exc: Exception) -> str:
-    """An error message with anything that looks like a credential removed."""
-    text = str(exc)
-    for name in ("AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_ACCESS_KEY_ID"):
-        value = os.environ.get(name)
-        if value:
-            text = text.replace(value, "***")
-    return text.splitlines()[0][:300] if text else ""
+def _retry(action: str, uri: str, fn: Callable[[bool], object]):
+    """fn(retry) up to OBJECT_ATTEMPTS times while it fails transiently; then S3Error, one line."""
+    for attempt in range(1, OBJECT_ATTEMPTS + 1):
+        try:
+            return fn(attempt > 1)
+        except Exception as exc:  # noqa: BLE001 - classified below, re-raised as S3Error
+            if attempt == OBJECT_ATTEMPTS or not _transient(exc):
+                raise S3Error(f"{action} of {uri} failed after {attempt} attempt(s): {_describe(exc)}") from None
+            log.warning("%s of %s failed (%s); retrying", action, uri, _describe(exc))
+            time.sleep(random.uniform(0.5, 1.0) * 2 ** (attempt - 1))
+
+
+def _cause(exc: BaseException) -> BaseException:
+    from boto3.exceptions import S3UploadFailedError
+
+    # boto3 wraps the ClientError of a failed upload_file (implicitly chained)
+    if isinstance(exc, S3UploadFailedError) and (exc.__cause__ or exc.__context__):
+        return exc.__cause__ or exc.__context__
+    return exc
+
+
+def _transient(exc: BaseException) -> bool:
+    """Worth another whole try: connection faults, 5xx, throttling, a lost multipart upload, a mismatch.
+    Not: access denied, no such bucket, bad credentials, unreadable local file."""
+    from botocore.exceptions import ClientError, HTTPClientError
+    from botocore.exceptions import ConnectionError as BotoConnectionError
+
+    exc = _cause(exc)
+    if isinstance(exc, ClientError):
+        status = exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode") or 0
+        code = exc.response.get("Error", {}).get("Code", "")
+        return status >= 500 or status == 429 or code in (
+            "SlowDown", "Throttling", "RequestTimeout", "NoSuchUpload", "InternalError", "ServiceUnavailable")
+    return isinstance(exc, (BotoConnectionError, HTTPClientError, _Mismatch))   # what botocore retries too
+
+
+def _describe(exc: BaseException) -> str:
+    exc = _cause(exc)
+    text = redact(str(exc)).strip()
+    return f"{type(exc).__name__}: {text.splitlines()[0][:300]}" if text else type(exc).__name__
+
+
+# --- credentials out of logs and messages --------------------------------------------------------------
+
+_secrets: frozenset[str] = frozenset()   # credential values seen by client(), besides the environment's
+
+
+def _remember(*values: str | None) -> None:
+    global _secrets
+    _secrets = _secrets | {v for v in values if v}   # replaced, never mutated: filters in other threads read it
+
+
+_PATTERNS = [  # credential-bearing fields in botocore's request/header reprs, whatever the value
+    (re.compile(r"(Credential=)[^/%&,\s'\"]+"), r"\1***"),
+    (re.compile(r"(Signature=)[0-9a-fA-F]+"), r"\1***"),
+    (re.compile(r"((?:X-Amz-)?Security-Token['\"]?\s*[:=]\s*b?['\"]?)[^'\"&,\s]+", re.I), r"\1***"),
+]
+_LOGGERS = ("botocore", "boto3", "s3transfer", "urllib3")
+
+
+def redact(text: str) -> str:
+    """`text` with every known credential value and credential-bearing field replaced by ***."""
+    values = _secrets | {os.environ.get(n, "") for n in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY",
+                                                          "AWS_SESSION_TOKEN")}
+    for value in sorted((v for v in values if len(v) >= 4), key=len, reverse=True):
+        text = text.replace(value, "***")
+    for pattern, repl in _PATTERNS:
+        text = pattern.sub(repl, text)
+    return text
+
+
+class RedactingFilter(logging.Filter):
+    """Rewrites a record's message with credentials redacted (botocore's DEBUG log of each request shows
+    its headers, Authorization with the access key id included)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        try:
+            message = record.getMessage()
+        except Exception:  # noqa: BLE001 - a malformed record is the logging module's business
+            return True
+        clean = redact(message)
+        if clean != message:
+            record.msg, record.args = clean, None
+        return True
+
+
+_FILTER = RedactingFilter()
+
+
+def guard_logs() -> None:
+    """Attach the filter to every botocore/boto3/s3transfer/urllib3 logger. A logger's filters only see
+    records created on that very logger, not those propagating from its children, hence each one (they
+    exist once the modules are imported, which client() and upload_run() have done)."""
+    for name in [*_LOGGERS, *list(logging.root.manager.loggerDict)]:
+        if name.split(".")[0] in _LOGGERS:
+            logger = logging.getLogger(name)
+            if _FILTER not in logger.filters:
+                logger.addFilter(_FILTER)
 
 
 def read_json(uri: str) -> dict:
