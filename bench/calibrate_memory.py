@@ -1,0 +1,95 @@
+"""Refit the framework constants of pipeline.memory on the published measurements and print the per-point error.
+
+    python bench/calibrate_memory.py            # fit, print, write pipeline/data/memory_constants.json
+    python bench/calibrate_memory.py --check    # print the errors of the stored constants only
+
+The fit minimizes the mean squared log error (relative error, symmetric for over- and under-estimates) over all
+points marked use=true in pipeline/data/vram_calibration.json, inside the bounds in memory_constants.json, with a
+bounded pattern search (no scipy needed). Points are never weighted or adjusted one by one.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import re
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from pipeline.memory import (CONSTANTS_FILE, UNIT_BYTES, calibration_summary, calibration_table,  # noqa: E402
+                             format_calibration_table, load_calibration_points, predict_calibration_point)
+
+
+def objective(constants: dict, points: list[dict]) -> float:
+    errors = [math.log(predict_calibration_point(p, constants) / (p["value"] * UNIT_BYTES[p["unit"]]))
+              for p in points]
+    return sum(e * e for e in errors) / len(errors)
+
+
+def fit(points: list[dict], start: dict, bounds: dict, min_step: float = 1e-4) -> dict:
+    """Pattern search in the unit cube of the bounds: try +-step on each constant, keep improvements, halve the
+    step when none helps."""
+    names = list(bounds)
+    lo = {n: bounds[n][0] for n in names}
+    span = {n: bounds[n][1] - bounds[n][0] for n in names}
+    x = {n: min(max((start[n] - lo[n]) / span[n], 0.0), 1.0) for n in names}
+
+    def constants_of(u: dict) -> dict:
+        return {n: lo[n] + u[n] * span[n] for n in names}
+
+    best = objective(constants_of(x), points)
+    step = 0.25
+    while step >= min_step:
+        improved = False
+        for n in names:
+            for direction in (1, -1):
+                trial = dict(x)
+                trial[n] = min(max(x[n] + direction * step, 0.0), 1.0)
+                if trial[n] == x[n]:
+                    continue
+                value = objective(constants_of(trial), points)
+                if value < best - 1e-12:
+                    x, best, improved = trial, value, True
+                    break
+        if not improved:
+            step /= 2
+    return {n: round(v, 4) for n, v in constants_of(x).items()}
+
+
+def _dumps(table: dict) -> str:
+    """Indented JSON with short lists and flat objects of numbers/strings on one line, for readable diffs."""
+    text = json.dumps(table, indent=2)
+    text = re.sub(r"\[\s+([^\[\]{}]*?)\s+\]", lambda m: "[" + ", ".join(x.strip() for x in m.group(1).split(",")) + "]",
+                  text)
+    return text + "\n"
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--check", action="store_true", help="print the stored constants' errors, fit nothing")
+    parser.add_argument("--constants", type=Path, default=CONSTANTS_FILE)
+    args = parser.parse_args(argv)
+
+    table = json.loads(args.constants.read_text())
+    if not args.check:
+        points = [p for p in load_calibration_points() if p["use"]]
+        fitted = fit(points, table["fitted"], table["fit_bounds"])
+        rows = calibration_table(fitted)
+        summary = calibration_summary(rows)
+        table["fitted"] = fitted
+        table["fit_result"] = {"points": summary["points"],
+                               "median_abs_error": round(summary["median_abs_error"], 4),
+                               "max_abs_error": round(summary["max_abs_error"], 4),
+                               "objective": "mean squared log error over use=true points"}
+        args.constants.write_text(_dumps(table))
+        print("fitted constants:", json.dumps(fitted))
+    else:
+        rows = calibration_table(table["fitted"])
+    print(format_calibration_table(rows))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,262 @@
+"""Memory estimate: each component by hand for fixed configurations, monotonicity, options, calibration."""
+import importlib.util
+import math
+from pathlib import Path
+
+import pytest
+
+from pipeline.memory import (GIB, calibration_summary, calibration_table, estimate_memory,
+                             format_calibration_table, load_calibration_points, load_constants, lora_param_count,
+                             parse_lora_targets, resolve_constants)
+from pipeline.models import load_model_spec
+
+HF = resolve_constants(load_constants(), "hf")
+OVERHEAD = HF["framework_overhead_gib"] * GIB
+
+# Llama-3.1-8B
+H, I, L, V, Q, KV, A = 4096, 14336, 32, 128256, 4096, 1024, 32
+TOTAL_8B = 8_030_261_248
+LINEAR_8B = L * (H * Q + 2 * H * KV + Q * H + 3 * H * I)
+
+
+def test_qlora_components_by_hand():
+    """Llama-3.1-8B QLoRA r16 all-linear, 2 x 2048 tokens, checkpointing, SDPA, AdamW, HF stack defaults
+    (fp32 adapters, lora_dropout 0.05, standard cross-entropy, double quantization)."""
+    T, r = 2 * 2048, 16
+    assert LINEAR_8B == 6_979_321_856
+    nf4_dq = (4 + 8 / 64 + 32 / (64 * 256)) / 8          # 4-bit codes + 8-bit absmax/64 + fp32 absmax/(64*256)
+    weights = LINEAR_8B * nf4_dq + (TOTAL_8B - LINEAR_8B) * 2  # embeddings, lm_head, norms stay 16-bit
+    lora = L * r * ((H + Q) + 2 * (H + KV) + (Q + H) + 3 * (H + I))
+    assert lora_param_count(load_model_spec("Llama-3.1-8B"), r, "all-linear") == lora == 41_943_040
+    # one layer's saved bytes per token: norms keep fp32 inputs (frozen weights), SDPA keeps q,k,v,out,lse,
+    # SwiGLU keeps gate, silu(gate), up; each of 7 adapters keeps a bf16 copy of its input + dropout mask
+    # (3 bytes per input element) and its rank-wide intermediate
+    per_token_layer = 2 * 4 * H + 4 * Q + 4 * KV + 4 * A + 6 * I + 3 * (3 * H + Q + 2 * H + I) + 7 * 2 * r
+    one_layer = HF["activation_scale"] * per_token_layer * T
+    checkpoints = L * T * 2 * H + T * 4 * H                # layer inputs + final norm's fp32 input
+    backward_ws = T * 2 * (3 * I + 2 * H)
+    dequant = 2 * H * I                                    # the largest linear dequantized to bf16
+    logits = T * V * HF["ce_bytes_per_logit"]
+
+    e = estimate_memory("Llama-3.1-8B", "qlora", seq_len=2048, micro_batch=2, lora_rank=r)
+    comp = e.components
+    assert comp["weights"] == pytest.approx(weights)
+    assert comp["lora_adapters"] == pytest.approx(lora * 4)
+    assert comp["gradients"] == pytest.approx(lora * 4)
+    assert comp["optimizer_states"] == pytest.approx(lora * 8)
+    assert comp["master_weights"] == 0
+    assert comp["optimizer_step_workspace"] == pytest.approx(lora * 4)
+    assert comp["logits_cross_entropy"] == pytest.approx(logits)
+    assert comp["activations"] == pytest.approx(checkpoints + one_layer + backward_ws + dequant)
+
+    static = weights + lora * 4 + lora * 8 + OVERHEAD
+    phases = [static + checkpoints + logits,
+              static + checkpoints + one_layer + backward_ws + dequant,
+              static + lora * 4 + one_layer + backward_ws + dequant,
+              static + lora * 4 + lora * 4]
+    assert e.peak_allocated == pytest.approx(max(phases))
+    assert e.peak_reserved == pytest.approx(max(phases) * (1 + HF["reserved_fraction"])
+                                            + HF["reserved_slack_gib"] * GIB)
+    assert e.nvidia_smi == pytest.approx(e.peak_reserved + HF["cuda_context_gib"] * GIB)
+    assert comp["allocator_overhead"] == pytest.approx(e.peak_reserved - e.peak_allocated)
+    assert e.params["trainable"] == lora and e.params["total"] == TOTAL_8B
+
+
+def test_full_mixed_precision_by_hand():
+    """Llama-2-7B full fine-tuning, mixed precision (16 bytes/param), eager attention, no checkpointing."""
+    h, i, n_layers, vocab, heads, s = 4096, 11008, 32, 32000, 32, 512
+    total = 6_738_415_616
+    e = estimate_memory("Llama-2-7B", "full", seq_len=s, micro_batch=1, grad_ckpt=False, attn="eager")
+    comp = e.components
+    assert comp["weights"] == 2 * total
+    assert comp["gradients"] == 2 * total
+    assert comp["master_weights"] == 4 * total
+    assert comp["optimizer_states"] == 8 * total
+    assert comp["optimizer_step_workspace"] == 4 * total  # foreach AdamW: sqrt of the second moment
+    assert sum(comp[k] for k in ("weights", "gradients", "master_weights", "optimizer_states")) == 16 * total
+    # trained weights: every matmul input and the norms' bf16 outputs are kept too
+    per_token_layer = 2 * 6 * h + 4 * h + 4 * h + 4 * heads + 6 * i + (2 * h + 2 * h + 2 * h + 2 * i)
+    scores = heads * s * s * 6                          # fp32 softmax + its bf16 copy per score
+    saved = n_layers * (HF["activation_scale"] * per_token_layer * s + scores) + s * (6 * h + 2 * h)
+    ws = s * 2 * (3 * i + 2 * h)
+    assert comp["activations"] == pytest.approx(saved + ws)
+    logits = s * vocab * HF["ce_bytes_per_logit"]
+    static = 2 * total + 4 * total + 8 * total + OVERHEAD
+    loss_phase = static + saved + logits + vocab * h * 2   # the lm_head gradient comes first
+    step_phase = static + 2 * total + 4 * total
+    assert e.peak_allocated == pytest.approx(max(loss_phase, step_phase,
+                                                 static + 2 * total + HF["activation_scale"] * per_token_layer * s
+                                                 + scores + ws))
+
+
+def test_pure_bf16_full_is_8_bytes_per_param():
+    e = estimate_memory("Llama-3.2-1B", "full", seq_len=512, precision="bf16")
+    total = e.params["total"]
+    assert e.components["master_weights"] == 0
+    assert e.components["weights"] + e.components["gradients"] + e.components["optimizer_states"] == 8 * total
+
+
+def test_nf4_double_quantization_saves_0_373_bits_per_weight():
+    with_dq = estimate_memory("Llama-3.1-8B", "qlora", seq_len=512)
+    without = estimate_memory("Llama-3.1-8B", "qlora", seq_len=512, double_quant=False)
+    saved_bits = 32 / 64 - (8 / 64 + 32 / (64 * 256))
+    assert without.components["weights"] - with_dq.components["weights"] == pytest.approx(LINEAR_8B * saved_bits / 8)
+
+
+def test_int8_base_for_lora():
+    e = estimate_memory("Llama-3.1-8B", "lora", seq_len=512, quantization="int8")
+    assert LINEAR_8B < e.components["weights"] < LINEAR_8B * 1.01 + (TOTAL_8B - LINEAR_8B) * 2
+
+
+def test_zero3_shards_states_weights_and_gradients():
+    one = estimate_memory("Llama-3.1-8B", "full", seq_len=2048)
+    eight = estimate_memory("Llama-3.1-8B", "full", seq_len=2048, gpus=8, sharding="zero3")
+    assert eight.components["optimizer_states"] == pytest.approx(one.components["optimizer_states"] / 8)
+    assert eight.components["master_weights"] == pytest.approx(one.components["master_weights"] / 8)
+    assert one.components["weights"] / 8 < eight.components["weights"] < one.components["weights"] / 2
+    assert eight.components["gradients"] < one.components["gradients"] / 4
+    zero2 = estimate_memory("Llama-3.1-8B", "full", seq_len=2048, gpus=8, sharding="zero2")
+    assert zero2.components["weights"] == one.components["weights"]  # ZeRO-2 keeps full weights
+    assert eight.peak_allocated < zero2.peak_allocated < one.peak_allocated
+
+
+def test_fsdp_shards_frozen_base_for_lora():
+    one = estimate_memory("Llama-3.1-70B", "lora", seq_len=2048)
+    four = estimate_memory("Llama-3.1-70B", "lora", seq_len=2048, gpus=4, sharding="fsdp")
+    assert four.components["weights"] < one.components["weights"] / 3
+
+
+def test_paged_optimizer_is_outside_torch_counters():
+    plain = estimate_memory("Llama-3.1-8B", "full", seq_len=1024, optimizer="adamw8bit", precision="bf16")
+    paged = estimate_memory("Llama-3.1-8B", "full", seq_len=1024, optimizer="paged_adamw8bit", precision="bf16")
+    assert paged.components["optimizer_states"] == plain.components["optimizer_states"] == 2 * TOTAL_8B
+    assert paged.peak_allocated < plain.peak_allocated
+    assert any("managed memory" in n for n in paged.notes)
+
+
+def test_optimizer_state_sizes():
+    sizes = {opt: estimate_memory("Llama-3.2-1B", "full", seq_len=256, optimizer=opt).components["optimizer_states"]
+             for opt in ("adamw", "adamw8bit", "sgd", "adafactor")}
+    assert sizes["adamw"] > sizes["adamw8bit"] > sizes["adafactor"] > sizes["sgd"] == 0
+
+
+def test_attention_and_cross_entropy_options():
+    def peak(**kw):
+        return estimate_memory("Llama-3.1-8B", "lora", seq_len=4096, micro_batch=2, **kw).peak_allocated
+    assert peak(attn="eager", grad_ckpt=False) > peak(attn="sdpa", grad_ckpt=False)
+    assert peak(grad_ckpt=False) > peak(grad_ckpt=True)
+    assert peak(cross_entropy="standard") > peak(cross_entropy="chunked") > peak(cross_entropy="fused")
+
+
+def test_lora_targets_parsing():
+    spec = load_model_spec("Llama-3.1-8B")
+    assert parse_lora_targets("q,v", spec) == ["q_proj", "v_proj"]
+    assert parse_lora_targets("qkv_proj,w2", spec) == ["q_proj", "k_proj", "v_proj", "down_proj"]
+    assert len(parse_lora_targets("all-linear", spec)) == 7
+    with pytest.raises(ValueError, match="matches no linear"):
+        parse_lora_targets("nonsense", spec)
+
+
+def test_invalid_arguments():
+    with pytest.raises(ValueError, match="method"):
+        estimate_memory("Llama-3.1-8B", "dpo", seq_len=512)
+    with pytest.raises(ValueError, match=">= 1"):
+        estimate_memory("Llama-3.1-8B", "lora", seq_len=0)
+    with pytest.raises(ValueError, match="sharding"):
+        estimate_memory("Llama-3.1-8B", "lora", seq_len=512, gpus=2, sharding="zero4")
+
+
+def test_seq_len_beyond_context_is_noted():
+    assert any("max_position_embeddings" in n for n in estimate_memory("Llama-2-7B", "lora", seq_len=8192).notes)
+
+
+# ---------------------------------------------------------------- monotonicity
+
+CASES = [("Llama-3.1-8B", "qlora", {}), ("Llama-3.1-8B", "lora", {"grad_ckpt": False}),
+         ("Qwen2.5-7B", "full", {"attn": "eager"}), ("Mixtral-8x7B", "qlora", {}),
+         ("Gemma-2-2B", "lora", {"cross_entropy": "chunked"}),
+         ("Llama-3.1-70B", "full", {"gpus": 8, "sharding": "zero3"})]
+
+
+def _figures(e):
+    return (e.peak_allocated, e.peak_reserved, e.nvidia_smi)
+
+
+def _never_less(figures):
+    """Non-decreasing at every step (the peak may sit in the optimizer step, which does not depend on tokens)
+    and growing overall."""
+    for smaller, larger in zip(figures, figures[1:]):
+        assert all(a <= b for a, b in zip(smaller, larger))
+    assert all(a < b for a, b in zip(figures[0], figures[-1]))
+
+
+@pytest.mark.parametrize("model,method,extra", CASES)
+def test_longer_sequences_never_need_less(model, method, extra):
+    _never_less([_figures(estimate_memory(model, method, seq_len=s, **extra))
+                 for s in (128, 512, 1024, 2048, 4096, 8192, 32768)])
+
+
+@pytest.mark.parametrize("model,method,extra", CASES)
+def test_larger_batches_never_need_less(model, method, extra):
+    _never_less([_figures(estimate_memory(model, method, seq_len=1024, micro_batch=b, **extra))
+                 for b in (1, 2, 3, 4, 8, 16, 64)])
+
+
+@pytest.mark.parametrize("model,method,extra", [c for c in CASES if c[1] != "full"])
+def test_higher_rank_never_needs_less(model, method, extra):
+    _never_less([_figures(estimate_memory(model, method, seq_len=1024, lora_rank=r, **extra))
+                 for r in (1, 4, 8, 16, 64, 256)])
+
+
+def test_rank_and_targets_barely_move_the_peak():
+    """torchtune measured a Llama-2-7B LoRA (bf16 adapters) at 15.57 GB with r8 on q,v and 17.04 GB with r64 on
+    all layers and the output projection: +9.4%."""
+    def peak(rank, targets):
+        return estimate_memory("Llama-2-7B", "lora", seq_len=512, micro_batch=2, lora_rank=rank, lora_targets=targets,
+                               framework="torchtune").peak_allocated
+    assert 1.05 < peak(64, "all-linear,lm_head") / peak(8, "q,v") < 1.15
+
+
+# ---------------------------------------------------------------- calibration
+
+def test_calibration_errors_within_goal():
+    rows = calibration_table()
+    print("\n" + format_calibration_table(rows))  # pytest -s shows the per-point table
+    summary = calibration_summary(rows)
+    assert summary["points"] >= 25, "most published points must stay in the fit"
+    assert summary["median_abs_error"] <= 0.10
+    assert summary["max_abs_error"] <= 0.25
+
+
+def test_stored_fit_result_matches_the_constants():
+    summary = calibration_summary(calibration_table())
+    stored = load_constants()["fit_result"]
+    assert stored["points"] == summary["points"]
+    assert stored["median_abs_error"] == pytest.approx(summary["median_abs_error"], abs=1e-3)
+    assert stored["max_abs_error"] == pytest.approx(summary["max_abs_error"], abs=1e-3)
+
+
+def test_fitted_constants_stay_physical():
+    table = load_constants()
+    for name, value in table["fitted"].items():
+        low, high = table["fit_bounds"][name]
+        assert low <= value <= high, name
+
+
+def test_stored_constants_are_the_fit_optimum():
+    """Refitting from the stored constants must not find a clearly better fit (the file is up to date)."""
+    path = Path(__file__).resolve().parents[1] / "bench" / "calibrate_memory.py"
+    spec = importlib.util.spec_from_file_location("calibrate_memory", path)
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    points = [p for p in load_calibration_points() if p["use"]]
+    table = load_constants()
+    stored = bench.objective(table["fitted"], points)
+    refit = bench.objective(bench.fit(points, table["fitted"], table["fit_bounds"], min_step=1e-2), points)
+    assert math.sqrt(stored) <= math.sqrt(refit) + 0.005
+
+
+def test_every_calibration_point_is_accounted_for():
+    for point in load_calibration_points():
+        assert point["metric"] in ("alloc", "active", "reserved", "unknown", "smi")
+        assert point["use"] or point.get("reason"), f"{point['id']}: excluded without a reason"
