@@ -492,6 +492,7 @@ def run_prepare(cfg: PrepareConfig, executor: Executor | None = None, progress: 
     own_executor = executor is None
     executor = executor or LocalExecutor(cfg.workers, progress)
     os.environ.setdefault(cfg.pii.salt_env, secrets.token_hex(16))  # inherited by worker processes, never written
+    os.environ.setdefault("TRANSFORMERS_NO_ADVISORY_WARNINGS", "1")  # "PyTorch was not found": torch is not needed
     try:
         tasks, unreadable = plan_shards(cfg)
         readable = []
