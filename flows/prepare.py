@@ -1,11 +1,13 @@
 """The Prefect front end: the flow `prepare` and its deployment `dataset`.
 
+(No `from __future__ import annotations` here: Prefect builds the parameter model from the real
+annotation of the flow function.)
+
 Thin by design: the pipeline's own orchestration (pipeline.runner.run_prepare) runs inside the flow
 with an executor whose map() submits Prefect tasks, so every phase is a task mapped over input
 shards, with retries, on the flow's task runner (worker processes by default, a Dask cluster with
 --dask-address). The flow then publishes the report as artifacts.
 """
-from __future__ import annotations
 
 import os
 from typing import Any, Callable
