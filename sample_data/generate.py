@@ -54,15 +54,30 @@ EN_TOPICS = ["refund request", "password reset", "shipping delay", "invoice corr
              "plan upgrade", "account deletion", "API rate limits", "data export"]
 
 
+TR_SENTENCES = [
+    "Kayıtlarımızı kontrol ettik ve durumu netleştirdik.", "İşleminiz sırada bekliyor, gecikme için özür dileriz.",
+    "Kargo firmasıyla görüşüp teslimat tarihini güncelledik.", "Ödemeniz bankanızdan onay bekliyor.",
+    "Hesabınızdaki ayarları sizin için düzenledik.", "Talebinizi ilgili ekibe öncelikli olarak ilettik.",
+    "Yeni şifre bağlantısı e-posta kutunuza gönderildi.", "İade tutarı kartınıza yansıdığında bildirim alacaksınız.",
+    "Kampanya koşulları siparişiniz için geçerli görünüyor.", "Adres bilginizi sistemde güncelledik.",
+    "Faturanızın düzeltilmiş hâli hazırlandı.", "Abonelik iptali dönem sonunda geçerli olacak.",
+    "Taksit seçenekleri bankanıza göre değişebilir.", "Ürünü ücretsiz kargo ile geri gönderebilirsiniz.",
+    "Sorun devam ederse bu yanıta yazmanız yeterli.", "Mağazalarımızdan da destek alabilirsiniz.",
+]
+TR_ASKS = ["Kısa ve nazik bir yanıt yaz.", "Müşteriyi bilgilendiren bir cevap hazırla.",
+           "Resmi bir dille yanıtla.", "Sorunu çözen adımları anlat.", "Empati kurarak cevap ver."]
+
+
 def alpaca_tr() -> list[dict]:
     rows = []
     for i in range(120):
         topic = rng.choice(TR_TOPICS)
         rows.append({
-            "instruction": f"Müşteri {topic} hakkında soru soruyor (talep {i}). Kısa ve nazik bir yanıt yaz.",
-            "input": f"Merhaba, {topic} konusunda yardım eder misiniz? Sipariş numaram {100000 + i}.",
-            "output": f"Merhaba, {topic} için talebinizi aldık. Sipariş {100000 + i} için işlem başlatıldı; "
-                      f"{rng.randint(1, 5)} iş günü içinde size dönüş yapacağız. İyi günler dileriz.",
+            "instruction": f"Müşteri {topic} hakkında yazıyor. {rng.choice(TR_ASKS)}",
+            "input": f"Merhaba, {topic} konusunda {rng.choice(['yardım', 'bilgi', 'destek'])} rica ediyorum. "
+                     f"{' '.join(rng.sample(TR_SENTENCES, 2))} Sipariş numaram {100000 + i}.",
+            "output": f"Merhaba, {topic} talebinizi aldık. {' '.join(rng.sample(TR_SENTENCES, 4))} "
+                      f"{rng.randint(1, 5)} iş günü içinde dönüş yapacağız.",
         })
     for i in range(12):  # personal data a support agent would see
         name = rng.choice(TR_NAMES)
@@ -74,11 +89,22 @@ def alpaca_tr() -> list[dict]:
         })
     rows += [dict(rows[3]), dict(rows[7])]  # exact duplicates
     near = dict(rows[10])
-    near["output"] = near["output"].replace("İyi günler dileriz.", "İyi günler.")
+    near["output"] = near["output"] + " İyi günler dileriz."
     rows.append(near)  # near duplicate
     rows.append({"instruction": "", "input": "", "output": "boş talimat"})  # empty turn
     rows.append({"instruction": "Selam", "input": "", "output": ""})         # empty answer
     return rows
+
+
+RU_SENTENCES = [
+    "Мы проверили историю ваших заказов.", "Платёж прошёл, но банк ещё не подтвердил списание.",
+    "Курьерская служба обещает доставку в ближайшие дни.", "Я передал обращение старшему специалисту.",
+    "Бонусы будут начислены после закрытия заказа.", "Новый пароль можно задать по ссылке из письма.",
+    "Тариф изменится с начала следующего месяца.", "Возврат средств занимает до десяти рабочих дней.",
+    "Подписка продлевается автоматически, это можно отключить.", "Товар можно вернуть в любом пункте выдачи.",
+    "Мы исправили ошибку в вашем личном кабинете.", "Скидка применяется только к товарам из акции.",
+    "Номер отслеживания появится в приложении.", "Приносим извинения за доставленные неудобства.",
+]
 
 
 def sharegpt_ru() -> list[dict]:
@@ -86,11 +112,11 @@ def sharegpt_ru() -> list[dict]:
     for i in range(100):
         topic = rng.choice(RU_TOPICS)
         rows.append({"conversations": [
-            {"from": "human", "value": f"Здравствуйте! У меня вопрос про {topic}, обращение номер {5000 + i}."},
-            {"from": "gpt", "value": f"Здравствуйте! По вопросу «{topic}» мы проверили обращение {5000 + i}. "
-                                     f"Решение займёт около {rng.randint(1, 7)} дней, мы пришлём уведомление."},
-            {"from": "human", "value": "Спасибо, а можно ускорить?"},
-            {"from": "gpt", "value": f"Да, я отметил обращение как срочное. Ожидайте ответа в течение {rng.randint(2, 24)} часов."},
+            {"from": "human", "value": f"Здравствуйте! У меня вопрос про {topic}. {rng.choice(RU_SENTENCES)}"},
+            {"from": "gpt", "value": f"Здравствуйте! По вопросу «{topic}»: {' '.join(rng.sample(RU_SENTENCES, 3))}"},
+            {"from": "human", "value": rng.choice(["Спасибо, а можно ускорить?", "Что ещё нужно от меня?",
+                                                   "Когда ждать ответа?", "А если не получится?"])},
+            {"from": "gpt", "value": f"{' '.join(rng.sample(RU_SENTENCES, 2))} Ожидайте ответа в течение {rng.randint(2, 24)} часов."},
         ], "channel": rng.choice(["chat", "email", "phone"])})
     for i in range(10):
         name = rng.choice(RU_NAMES)
@@ -110,16 +136,27 @@ def sharegpt_ru() -> list[dict]:
     return rows
 
 
+EN_SENTENCES = [
+    "I checked the order history on your account.", "The payment went through but is still pending at your bank.",
+    "The carrier expects to deliver within two business days.", "I escalated this to our billing specialists.",
+    "Your plan change takes effect at the next billing cycle.", "A reset link is on its way to your inbox.",
+    "Refunds usually appear on your statement within a week.", "You can export your data from the settings page.",
+    "The rate limit resets every sixty seconds.", "I corrected the address on the invoice.",
+    "Deleting the account also removes saved payment methods.", "We waived the late fee as a courtesy.",
+    "The tracking number is now visible in the app.", "Sorry for the trouble this has caused.",
+]
+
+
 def openai_en() -> list[dict]:
     rows = []
     for i in range(100):
         topic = rng.choice(EN_TOPICS)
         rows.append({"messages": [
             {"role": "system", "content": "You are a concise, friendly support agent."},
-            {"role": "user", "content": f"Hi, I need help with a {topic} (ticket #{20000 + i})."},
+            {"role": "user", "content": f"Hi, I need help with a {topic}. {rng.choice(EN_SENTENCES)}"},
             {"role": "assistant", "content": [
-                {"type": "text", "text": f"Thanks for reaching out about your {topic}. I've looked at ticket #{20000 + i} "
-                                         f"and escalated it; you'll hear back within {rng.randint(1, 48)} hours."}]},
+                {"type": "text", "text": f"Thanks for reaching out about your {topic}. "
+                                         f"{' '.join(rng.sample(EN_SENTENCES, 4))}"}]},
         ]})
     for i in range(10):
         name = rng.choice(EN_NAMES)
@@ -130,7 +167,7 @@ def openai_en() -> list[dict]:
         ], "user_id": f"u-{9000 + i}"})
     base = rows[20]["messages"][2]["content"][0]["text"]
     rows.append({"messages": [rows[20]["messages"][0], rows[20]["messages"][1],
-                              {"role": "assistant", "content": base.replace("Thanks for", "Thank you for")}]})  # near dup
+                              {"role": "assistant", "content": base + " Have a nice day!"}]})  # near dup
     rows.append({"messages": [{"role": "user", "content": 42}, {"role": "assistant", "content": "x"}]})  # non-string
     return rows
 
@@ -138,10 +175,8 @@ def openai_en() -> list[dict]:
 def plain_text() -> list[str]:
     docs = []
     for i in range(40):
-        topic = rng.choice(EN_TOPICS + TR_TOPICS + RU_TOPICS)
-        docs.append(f"Knowledge base article {i}: {topic}. This article explains the usual steps, the expected "
-                    f"timelines and the documents a customer may need to provide. Step one: verify the account. "
-                    f"Step two: check the order history. Step three: write a short summary for the customer.")
+        topic = rng.choice(EN_TOPICS)
+        docs.append(f"Knowledge base article {i}: {topic}. " + " ".join(rng.sample(EN_SENTENCES, 6)))
     docs.append(docs[0])  # exact duplicate
     docs.append("ok")     # too short
     docs.append(f"Contact our DPO at dpo@example.org or +90 212 555 01 {rng.randint(10, 99)} for data requests.")
