@@ -59,17 +59,18 @@ def run_precheck(cfg: PrepareConfig, sample_size: int = 200_000, seed: int = 0) 
     tokens_arr, trainable_arr = np.array(tokens, dtype=np.int64), np.array(trainable, dtype=np.int64)
     from .runner import _max_positions
 
-    summary = summarize_lengths({"all": (tokens_arr, trainable_arr)}, cfg.lengths, _max_positions(cfg))
-    scale = total / len(sample)
+    # measured on a sample: the summary scales counts to the population and gives percentile intervals
+    summary = summarize_lengths({"all": (tokens_arr, trainable_arr)}, cfg.lengths, _max_positions(cfg),
+                                population={"all": total})
     packing = summary["packing"]
     plan = plan_training(cfg.estimate.model, cfg.estimate.method, seq_len=summary["max_seq_len"],
-                         tokens_per_epoch=int(packing["tokens_per_epoch"] * scale),
-                         sequences_per_epoch=int(packing["sequences_per_epoch"] * scale),
-                         epochs=cfg.estimate.epochs)
+                         tokens_per_epoch=int(packing["tokens_per_epoch"]),
+                         sequences_per_epoch=int(packing["sequences_per_epoch"]), epochs=cfg.estimate.epochs)
+    summary["tokenizer"] = step.tokenizer_name
+    summary["uncertainty"] = percentile_uncertainty(tokens_arr, total)
     return {
         "records": total, "sampled": len(sample), "exact": len(sample) == total, "counts": counts,
-        "tokenizer": step.tokenizer_name, "max_seq_len": summary["max_seq_len"],
-        "tokens": {**summary, "uncertainty": percentile_uncertainty(tokens_arr, total)},
+        "tokenizer": step.tokenizer_name, "max_seq_len": summary["max_seq_len"], "tokens": summary,
         "memory": plan["memory"], "recommendation": plan["recommendation"],
         "fastest": plan.get("fastest"), "candidates": plan["candidates"], "hints": plan.get("hints", []),
         "plan": plan,

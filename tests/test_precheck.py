@@ -1,0 +1,48 @@
+"""`prepare precheck` end to end on the sample data, on a CPU, without torch installed."""
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+
+from conftest import ROOT, SAMPLE_DATA
+
+
+def test_torch_is_not_installed():
+    assert importlib.util.find_spec("torch") is None
+
+
+def run_cli(*args):
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    return subprocess.run([sys.executable, "-m", "pipeline.cli", *args], env=env, capture_output=True, text=True,
+                          timeout=300)
+
+
+def test_precheck_json_on_sample_data():
+    proc = run_cli("precheck", str(SAMPLE_DATA), "--model", "llama-3.1-8b", "--method", "qlora", "--json")
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout)
+    assert out["exact"] and out["records"] > 300
+    assert out["max_seq_len"] % 64 == 0
+    assert out["tokens"]["groups"]["all"]["tokens"]["max"] <= out["max_seq_len"]
+    rec = out["recommendation"]
+    assert rec["gpu"] and rec["count"] >= 1 and rec["micro_batch"] >= 1 and rec["cost_usd"] > 0
+    assert out["memory"]["peak_allocated_gib"] < out["memory"]["peak_reserved_gib"]
+    assert out["candidates"]
+    assert "torch" not in sys.modules
+
+
+def test_precheck_on_a_sample_reports_uncertainty_and_scales_counts():
+    proc = run_cli("precheck", str(SAMPLE_DATA), "--sample", "100", "--json")
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout)
+    assert out["sampled"] == 100 and not out["exact"]
+    assert out["tokens"]["groups"]["all"]["records"] == out["records"]
+    p50 = out["tokens"]["uncertainty"]["percentiles"]["p50"]
+    assert p50["low"] <= p50["value"] <= p50["high"]
+
+
+def test_precheck_text_output_names_the_tokenizer_and_the_gpu():
+    proc = run_cli("precheck", str(SAMPLE_DATA), "--model", "mistral-7b", "--method", "lora")
+    assert proc.returncode == 0, proc.stderr
+    assert "mistral-32k" in proc.stdout and "Recommended" in proc.stdout

@@ -1,0 +1,277 @@
+"""Tokenizer resolution, offline loading, and counts equal to direct tokenizer calls (no network)."""
+import json
+import random
+import shutil
+
+import pytest
+
+from pipeline.tokenizer import (
+    DEFAULT_CHAT_TEMPLATE, HFHandle, SentencePieceCounter, is_chat, load_tokenizer, mistral_common_data_dir,
+    render_default, resolve_tokenizer, sentencepiece_folder, spec_fingerprint, template_messages,
+)
+
+SAMPLES = [
+    {"kind": "chat", "messages": [
+        {"role": "system", "content": "Kısa cevap ver."},
+        {"role": "user", "content": "Merhaba, nasılsın? İstanbul'da hava nasıl?"},
+        {"role": "assistant", "content": "İyiyim 😀  teşekkürler! Hava güneşli."},
+        {"role": "user", "content": "Как дела?"},
+        {"role": "assistant", "content": ",Хорошо, спасибо."}]},
+    {"kind": "instruction", "messages": [
+        {"role": "user", "content": "Translate to Russian: good morning", "tool_calls": None, "name": None},
+        {"role": "assistant", "content": "Доброе утро"}]},
+    {"kind": "chat", "messages": [
+        {"role": "system", "content": "You can call tools."},
+        {"role": "user", "content": "Weather in Ankara?"},
+        {"role": "assistant", "content": None, "tool_calls": [{"name": "weather", "arguments": "{\"city\": \"Ankara\"}"}]},
+        {"role": "tool", "content": "{\"temp\": 21}", "name": "weather"},
+        {"role": "assistant", "content": "It is 21 °C in Ankara."}]},
+    {"kind": "chat", "messages": [{"role": "assistant", "content": "  starts with the answer"}]},
+    {"kind": "text", "text": "Plain text  with  double spaces\n\nand Привет, and Türkçe ğüşıöç."},
+    {"kind": "text", "text": " leading space and a literal </s> in the middle"},
+    {"kind": "text", "text": "already ends with eos</s>"},
+    {"kind": "text", "text": ""},
+]
+
+
+@pytest.fixture(scope="module")
+def handle():
+    return load_tokenizer(resolve_tokenizer(None, None))
+
+
+def _direct(tok, template, rec):
+    """What a plain transformers call gives: (tokens, trainable)."""
+    if is_chat(rec):
+        out = tok.apply_chat_template(template_messages(rec["messages"]), chat_template=template, tokenize=True,
+                                      return_dict=True, return_assistant_tokens_mask=True)
+        return len(out["input_ids"]), int(sum(out["assistant_masks"]))
+    text = rec["text"]
+    n = len(tok(text if text.endswith(tok.eos_token) else text + tok.eos_token)["input_ids"])
+    return n, n
+
+
+# ------------------------------------------------------------------------------------------------ resolution
+
+def test_resolution_rules(tmp_path):
+    default = resolve_tokenizer(None, None)
+    assert default.kind == "mistral-32k" and default.source == "offline default" and "mistral-32k" in default.name
+    assert resolve_tokenizer("tekken", None).kind == "tekken"
+    assert resolve_tokenizer("mistral-32k", "some/model").kind == "mistral-32k"
+    # a bare config file with no tokenizer beside it: the offline default, and the output says why
+    bare = tmp_path / "bare"
+    bare.mkdir()
+    (bare / "any-name.json").write_text(json.dumps({"max_position_embeddings": 4096}))
+    spec = resolve_tokenizer(None, str(bare / "any-name.json"))
+    assert spec.kind == "mistral-32k" and "no tokenizer files next to" in spec.source
+    assert resolve_tokenizer(None, "llama-3.1-8b").kind == "mistral-32k"
+    # tokenizer files next to the model config are used, for a config path or the folder
+    model = tmp_path / "model"
+    model.mkdir()
+    (model / "config.json").write_text("{}")
+    shutil.copy(sentencepiece_folder(default.location) / "tokenizer_config.json", model)
+    shutil.copy(default.location, model / "tokenizer.model")
+    for given in (model, model / "config.json"):
+        spec = resolve_tokenizer(None, str(given))
+        assert spec.kind == "hf" and spec.location == str(model) and "next to the model config" in spec.source
+    # an explicit tokenizer wins over the model's
+    assert resolve_tokenizer("tekken", str(model)).kind == "tekken"
+    assert resolve_tokenizer(str(model), None).source == "--tokenizer"
+    hub = resolve_tokenizer("someorg/some-model", None)
+    assert hub.kind == "hf" and not hub.local_only
+    with pytest.raises(FileNotFoundError):
+        resolve_tokenizer(str(tmp_path / "missing"), None)
+    with pytest.raises(FileNotFoundError):
+        resolve_tokenizer(str(bare), None)
+
+
+def test_offline_default_is_the_real_32k_vocabulary(handle):
+    tok = handle.tokenizer
+    assert len(tok) == 32000  # the trap: LlamaTokenizerFast(vocab_file=...) silently gives a 3-token vocabulary
+    ids = tok("Hello world")["input_ids"]
+    assert ids[0] == tok.bos_token_id == 1 and len(ids) == 3  # BOS added, as Mistral-7B's tokenizer does
+    assert tok.eos_token == "</s>"
+    config = json.loads((sentencepiece_folder(mistral_common_data_dir() / "tokenizer.model.v1")
+                         / "tokenizer_config.json").read_text())
+    assert config["chat_template"] == DEFAULT_CHAT_TEMPLATE and config["add_bos_token"] is True
+    assert handle.template == DEFAULT_CHAT_TEMPLATE and handle.template_source == "default"
+
+
+def test_fingerprints_are_stable_and_sensitive(handle, tmp_path):
+    spec = resolve_tokenizer(None, None)
+    fp = spec_fingerprint(spec)
+    assert fp == spec_fingerprint(resolve_tokenizer("mistral", None))
+    assert fp != spec_fingerprint(spec, chat_template="{{ messages }}")
+    assert fp != spec_fingerprint(resolve_tokenizer("tekken", None))
+    again = HFHandle(spec, tmp_path)  # a second load (other cache folder) fingerprints the same tokenizer
+    assert again.fingerprint == handle.fingerprint and again.template_hash == handle.template_hash
+    assert spec_fingerprint(resolve_tokenizer("someorg/some-model", None)) is None
+
+
+# ----------------------------------------------------------------------------------------------------- counts
+
+def test_counts_equal_direct_tokenizer_calls(handle):
+    results = handle.measure(SAMPLES)
+    for rec, got in zip(SAMPLES, results):
+        assert got == _direct(handle.tokenizer, handle.template, rec), rec
+    # text: plain text + EOS, with BOS: all trainable
+    n, t = results[4]
+    assert n == t
+    # a chat: trainable = answers + their EOS only
+    n, t = results[1]
+    answer = len(handle.tokenizer("Доброе утро", add_special_tokens=False)["input_ids"])
+    assert 0 < t <= answer + 2 and n > t
+
+
+def test_counts_without_the_fast_paths_agree(handle, tmp_path):
+    slow = HFHandle(resolve_tokenizer(None, None), tmp_path)
+    slow.fast = None               # batched fast tokenizer with offsets
+    slow.builtin_template = False  # Jinja rendering through transformers
+    assert slow.measure(SAMPLES) == handle.measure(SAMPLES)
+
+
+def test_template_without_generation_blocks(handle, tmp_path):
+    """Same layout without {% generation %}: assistant spans come from prefix renders; same counts."""
+    plain = DEFAULT_CHAT_TEMPLATE.replace("{%- generation %}", "").replace("{%- endgeneration %}", "")
+    other = HFHandle(resolve_tokenizer(None, None), tmp_path, chat_template=plain)
+    assert not other.has_generation and other.template_source == "override"
+    chats = [r for r in SAMPLES if is_chat(r)]
+    assert other.measure(chats) == handle.measure(chats)
+
+
+def test_default_template_python_renderer_equals_jinja(handle):
+    from transformers.utils.chat_template_utils import render_jinja_template
+
+    rng = random.Random(0)
+    shapes = [["user", "assistant"], ["system", "user", "assistant", "user", "assistant"], ["assistant"],
+              ["system", "assistant"], ["system", "tool", "assistant"], ["user", "assistant", "tool", "assistant"],
+              ["system", "system", "user", "assistant"], ["user"], ["user", "user", "assistant"]]
+    convs = []
+    for i in range(200):
+        msgs = [{"role": r, "content": rng.choice(["", "x", "  a b ", "Привет\n", "ğü 😀", None])}
+                for r in rng.choice(shapes)]
+        if rng.random() < 0.3:
+            msgs[-1]["tool_calls"] = [{"name": "f", "arguments": "{\"a\": \"ü\"}"}]
+        convs.append(template_messages(msgs))
+    rendered, spans = render_jinja_template(convs, chat_template=DEFAULT_CHAT_TEMPLATE,
+                                            return_assistant_tokens_mask=True, **handle.special)
+    for conv, text, sp in zip(convs, rendered, spans):
+        assert render_default(conv, "<s>", "</s>") == (text, [tuple(s) for s in sp])
+
+
+def test_fast_counter_matches_the_tokenizer_on_random_text(handle):
+    fast = handle.fast
+    assert isinstance(fast, SentencePieceCounter)
+    backend = handle.backend
+    rng = random.Random(1)
+    alphabet = list("ab \n\t  xyzçğıöşüÇĞİÖŞÜабвгдеёжзийАБВ😀中文.,!?'\"-_▁") + [
+        "<s>", "</s>", "<unk>", "[INST]", " [/INST]", "  ", "   ", "\u00a0", "\u200b"]
+    for _ in range(600):
+        text = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 80)))
+        for special in (True, False):
+            assert fast.count(text, special) == len(backend.encode(text, add_special_tokens=special)), text
+        # spans: arbitrary character ranges, against the assistant-mask rule on real offsets
+        a = rng.randint(0, len(text))
+        b = rng.randint(a, len(text))
+        enc = backend.encode(text, add_special_tokens=False)
+        expected = sum(1 for s, e in enc.offsets if e > a and s < b) if b > a else 0
+        assert fast.count_spans(text, [(a, b)]) == (len(enc), expected), (text, a, b)
+
+
+def test_refuses_tokenizers_it_cannot_count_exactly(handle):
+    from tokenizers import Tokenizer
+
+    d = json.loads(handle.backend.to_str())
+    d["pre_tokenizer"]["split"] = True
+    with pytest.raises(ValueError):
+        SentencePieceCounter(Tokenizer.from_str(json.dumps(d)))
+
+
+def test_tekken_counts():
+    h = load_tokenizer(resolve_tokenizer("tekken", None))
+    tekken = h.instruct.tokenizer
+    assert tekken.n_words == 131072
+    results = h.measure(SAMPLES[:3] + [SAMPLES[4]])
+    for rec, (n, t) in zip(SAMPLES[:3], results):
+        request, msgs = h._request(rec["messages"])
+        tokens = h.mistral.encode_chat_completion(request).tokens
+        assert n == len(tokens) and 0 < t < n
+        answers = [m for m in rec["messages"] if m["role"] == "assistant" and m.get("content")]
+        assert t >= sum(len(tekken.encode(m["content"], bos=False, eos=False)) + 1 for m in answers)
+    assert results[3] == (len(tekken.encode(SAMPLES[4]["text"], bos=True, eos=True)),) * 2
+
+
+# ------------------------------------------------------------------------- any Hugging Face tokenizer (local)
+
+CHATML = ("{% for m in messages %}{% if m['role'] == 'assistant' %}<|im_start|>assistant\n{% generation %}"
+          "{{ m['content'] or '' }}<|im_end|>{% endgeneration %}\n{% else %}<|im_start|>{{ m['role'] }}\n"
+          "{{ m['content'] or '' }}<|im_end|>\n{% endif %}{% endfor %}"
+          "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}")
+# system text moved into the last user message (as Mistral v3 does): not prefix-consistent
+LAST_USER_SYSTEM = ("{% set sys = namespace(t='') %}{% for m in messages %}{% if m['role'] == 'system' %}"
+                    "{% set sys.t = m['content'] %}{% endif %}{% endfor %}"
+                    "{% set ns = namespace(last=-1) %}{% for m in messages %}{% if m['role'] == 'user' %}"
+                    "{% set ns.last = loop.index0 %}{% endif %}{% endfor %}"
+                    "{% for m in messages %}{% if m['role'] == 'user' %}[U]{% if loop.index0 == ns.last %}"
+                    "{{ sys.t }} {% endif %}{{ m['content'] }}[/U]{% elif m['role'] == 'assistant' %}"
+                    "{{ m['content'] or '' }}<|im_end|>{% endif %}{% endfor %}")
+
+
+@pytest.fixture(scope="module")
+def byte_level_folder(tmp_path_factory):
+    """A small byte-level BPE (GPT-2/Llama-3 style) trained here, saved as a Hugging Face tokenizer folder."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from transformers import PreTrainedTokenizerFast
+
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    corpus = [m.get("content") or "" for r in SAMPLES if r.get("messages") for m in r["messages"]]
+    corpus += [r["text"] for r in SAMPLES if r.get("text")] * 3
+    tok.train_from_iterator(corpus * 20, trainers.BpeTrainer(
+        vocab_size=600, special_tokens=["<|endoftext|>", "<|im_start|>", "<|im_end|>"],
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet()))
+    fast = PreTrainedTokenizerFast(tokenizer_object=tok, eos_token="<|im_end|>", bos_token="<|endoftext|>")
+    fast.chat_template = CHATML
+    folder = tmp_path_factory.mktemp("bytelevel")
+    fast.save_pretrained(folder)
+    return folder
+
+
+@pytest.mark.parametrize("template", [None, "no-generation", LAST_USER_SYSTEM])
+def test_any_local_hf_tokenizer_counts_equal_direct_calls(byte_level_folder, tmp_path, template):
+    spec = resolve_tokenizer(str(byte_level_folder), None)
+    assert spec.kind == "hf" and spec_fingerprint(spec) is not None
+    if template == "no-generation":
+        # (block tags keep Jinja's trim_blocks whitespace the same as with the generation tags)
+        template = CHATML.replace("{% generation %}", "{% if true %}").replace("{% endgeneration %}", "{% endif %}")
+    h = HFHandle(spec, tmp_path, chat_template=template)
+    assert h.fast is None  # not a SentencePiece-style tokenizer: batched backend calls with offsets
+    got = h.measure(SAMPLES)
+    tok = h.tokenizer
+    for rec, (n, t) in zip(SAMPLES, got):
+        if is_chat(rec):
+            msgs = template_messages(rec["messages"])
+            ids = tok.apply_chat_template(msgs, chat_template=h.template, tokenize=True)
+            ids = ids["input_ids"] if isinstance(ids, dict) or hasattr(ids, "keys") else ids
+            assert n == len(ids), rec
+            if template is None:
+                out = tok.apply_chat_template(msgs, chat_template=h.template, tokenize=True, return_dict=True,
+                                              return_assistant_tokens_mask=True)
+                assert t == sum(out["assistant_masks"])
+            elif template == LAST_USER_SYSTEM:  # token differences of prefix renders, turn by turn
+                def length(part, gen=False):
+                    if not part:
+                        return 0
+                    out = tok.apply_chat_template(part, chat_template=template, tokenize=True,
+                                                  add_generation_prompt=gen)
+                    return len(out["input_ids"] if hasattr(out, "keys") else out)
+                assert t == sum(length(msgs[:i + 1]) - length(msgs[:i], True)
+                                for i, m in enumerate(msgs) if m["role"] == "assistant")
+            else:
+                assert 0 < t <= n
+        else:
+            text = rec["text"] if rec["text"].endswith("<|im_end|>") else rec["text"] + "<|im_end|>"
+            assert (n, t) == (len(tok(text)["input_ids"]),) * 2
+    if template is not None and template.startswith(CHATML[:40]):
+        # without generation blocks the answers are found by rendering prefixes: the same counts
+        assert got == HFHandle(spec, tmp_path).measure(SAMPLES)
