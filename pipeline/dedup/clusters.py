@@ -1,0 +1,503 @@
+"""Step 2, global: duplicate decisions from the per-shard key files, with memory bounded by the small columns.
+
+Records are identified by their dense position (rank of ``_order``). The global step holds a few int arrays
+per record (order, eval flag, content hash, length, turns), one LSH band column at a time, the candidate pairs,
+and the MinHash signatures of the records in candidate pairs only (memory-mapped in ``work_dir`` when large).
+
+    exact groups    sort by the 128-bit content hash; group representative = smallest position
+    LSH candidates  per band: sort the band hashes of the representatives, pairs within equal runs
+    verification    estimated Jaccard (share of equal signature values) >= threshold
+    clusters        connected components of exact + verified near edges (vectorized union-find)
+    decisions       cluster with a validation record: every train record removed (validation_leak);
+                    otherwise one record kept by cfg.keep, the others removed (exact_ or near_duplicate)
+"""
+from __future__ import annotations
+
+import json
+import math
+import os
+import sys
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterable
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from ..config import DedupConfig
+from .params import KEY_SETTINGS, REASONS, params
+
+BUCKET_ALL_PAIRS = 64  # LSH buckets up to this size give all pairs; larger ones pairs within this window
+VERIFY_CHUNK = 32768  # candidate pairs verified per numpy chunk
+SIGNATURES_IN_MEMORY = 1 << 30  # bytes of signatures held in memory; beyond, a memory map in work_dir
+EXAMPLE_CLUSTERS = 5
+EXAMPLE_MEMBERS = 10
+_U64 = np.uint64
+
+REMOVED_SCHEMA = pa.schema([
+    pa.field("_order", pa.int64()), pa.field("id", pa.string()), pa.field("reason", pa.string()),
+    pa.field("duplicate_of", pa.string()), pa.field("duplicate_of_order", pa.int64()),
+    pa.field("similarity", pa.float32()),
+])
+
+
+@dataclass
+class DedupResult:
+    """removed: _order, id, reason, duplicate_of, duplicate_of_order, similarity (estimated Jaccard with
+    duplicate_of; 1.0 for the same normalized content), sorted by _order. report: JSON-serializable."""
+
+    removed: pa.Table
+    report: dict = field(default_factory=dict)
+
+
+class _Keys:
+    """The key files of a run, read column by column, rows addressed by dense position."""
+
+    META = ("_order", "_eval", "exact_hi", "exact_lo", "length", "turns", "near_mode")
+
+    def __init__(self, key_paths: list[str], cfg: DedupConfig, p: dict):
+        self.paths = list(key_paths)
+        expect = {k: p[k] for k in KEY_SETTINGS}
+        self.row_groups: list[list[int]] = []
+        for path in self.paths:
+            meta = pq.read_metadata(path)
+            self.row_groups.append([meta.row_group(i).num_rows for i in range(meta.num_row_groups)])
+            settings = json.loads((meta.metadata or {}).get(b"dedup", b"{}"))
+            if cfg.near and not settings.get("near"):
+                raise ValueError(f"{path}: dedup keys computed without near dedup; compute them with dedup.near on")
+            wrong = {k: (settings.get(k), v) for k, v in expect.items() if k != "near" and settings.get(k) != v}
+            if wrong:
+                raise ValueError(f"{path}: dedup keys computed with other settings {wrong} (file, now)")
+        self.sizes = np.array([sum(rg) for rg in self.row_groups], dtype=np.int64)
+        self.bounds = np.concatenate(([0], np.cumsum(self.sizes)))
+        self.n = int(self.bounds[-1])
+        if self.n >= 1 << 32:
+            raise ValueError("more than 2^32 records in one dedup run")
+        order = self.column("_order", positions=False)
+        self.row_of_pos = np.argsort(order, kind="stable")  # row: index in the concatenation of the files
+        self.pos_of_row = np.empty(self.n, dtype=np.int64)
+        self.pos_of_row[self.row_of_pos] = np.arange(self.n)
+        self.order = order[self.row_of_pos]
+        if self.n > 1 and not (self.order[1:] > self.order[:-1]).all():
+            raise ValueError("_order values are not unique across the key files")
+
+    def _open(self, i: int) -> pq.ParquetFile:
+        # Opened per read: an open ParquetFile keeps the buffers of its last read alive.
+        return pq.ParquetFile(self.paths[i])
+
+    def column(self, name: str, positions: bool = True) -> np.ndarray:
+        """One column of every file, concatenated; in position order unless positions=False."""
+        parts = []
+        for i in range(len(self.paths)):
+            with self._open(i) as f:
+                parts.append(f.read(columns=[name]).column(0).to_numpy(zero_copy_only=False))
+        values = np.concatenate(parts) if parts else np.zeros(0)
+        return values[self.row_of_pos] if positions else values
+
+    def signatures(self, positions: np.ndarray, num_perm: int, work_dir: str) -> np.ndarray:
+        """Signatures of the given (sorted, unique) positions, in that order: row i is positions[i]."""
+        size = len(positions) * num_perm * 4
+        if size > SIGNATURES_IN_MEMORY:
+            Path(work_dir).mkdir(parents=True, exist_ok=True)
+            path = os.path.join(work_dir, f"dedup-signatures-{os.getpid()}.npy")
+            out = np.lib.format.open_memmap(path, mode="w+", dtype=np.uint32, shape=(len(positions), num_perm))
+            os.unlink(path)  # the mapping stays valid; the file goes when it is closed
+        else:
+            out = np.empty((len(positions), num_perm), dtype=np.uint32)
+        rows = self.row_of_pos[positions]
+        for i, groups in enumerate(self.row_groups):
+            start = int(self.bounds[i])
+            with self._open(i) as f:
+                for rg, rg_rows in enumerate(groups):
+                    sel = np.flatnonzero((rows >= start) & (rows < start + rg_rows))
+                    if len(sel):
+                        values = signature_array(f.read_row_group(rg, columns=["signature"]).column(0), num_perm)
+                        out[sel] = values[rows[sel] - start]
+                        del values
+                    start += rg_rows
+        return out
+
+    def lookup(self, positions: np.ndarray, columns: list[str]) -> dict[int, tuple]:
+        """position -> values of the given columns, for a few positions."""
+        rows = self.row_of_pos[positions]
+        out: dict[int, tuple] = {}
+        for i in range(len(self.paths)):
+            sel = np.flatnonzero((rows >= self.bounds[i]) & (rows < self.bounds[i + 1]))
+            if not len(sel):
+                continue
+            with self._open(i) as f:
+                table = f.read(columns=columns).take(pa.array(rows[sel] - self.bounds[i]))
+            values = zip(*(table.column(c).to_pylist() for c in columns))
+            out.update(zip(positions[sel].tolist(), values))
+        return out
+
+
+def signature_array(column: pa.ChunkedArray | pa.Array, num_perm: int) -> np.ndarray:
+    """The "signature" key column (fixed-size binary) as an (n, num_perm) uint32 array."""
+    arr = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
+    raw = np.frombuffer(arr.buffers()[1], dtype="<u4")
+    return raw[arr.offset * num_perm:(arr.offset + len(arr)) * num_perm].reshape(-1, num_perm)
+
+
+def _components(n: int, parent: np.ndarray, u: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """Connected components: vectorized hooking + pointer jumping from a forest ``parent`` (parent[x] <= x)
+    over the edges (u, v). Returns each node's root, the smallest position of its component."""
+    parent = parent.copy()
+
+    def compress():
+        nonlocal parent
+        while True:
+            nxt = parent[parent]
+            if np.array_equal(nxt, parent):
+                return
+            parent = nxt
+
+    compress()
+    while len(u):
+        pu, pv = parent[u], parent[v]
+        live = pu != pv
+        if not live.any():
+            break
+        u, v, pu, pv = u[live], v[live], pu[live], pv[live]
+        np.minimum.at(parent, np.maximum(pu, pv), np.minimum(pu, pv))  # hook the larger root under the smaller
+        compress()
+    return parent
+
+
+def _bucket_pairs(values: np.ndarray, positions: np.ndarray) -> tuple[np.ndarray, int, int]:
+    """Candidate pairs (packed lo << 32 | hi) among positions with equal band values; also the largest
+    bucket and the number of buckets larger than BUCKET_ALL_PAIRS (those give pairs within that window)."""
+    order = np.argsort(values, kind="stable")  # stable: positions ascending within a bucket
+    sv, sp = values[order], positions[order]
+    eq = sv[1:] == sv[:-1]
+    if not eq.any():
+        return np.zeros(0, dtype=np.uint64), int(len(sv) > 0), 0
+    keep = np.zeros(len(sv), dtype=bool)
+    keep[1:] |= eq
+    keep[:-1] |= eq
+    sv, sp = sv[keep], sp[keep].astype(np.uint64)
+    run_starts = np.flatnonzero(np.concatenate(([True], sv[1:] != sv[:-1], [True])))
+    run_sizes = np.diff(run_starts)
+    out = []
+    for d in range(1, min(BUCKET_ALL_PAIRS, int(run_sizes.max()))):
+        m = sv[d:] == sv[:-d]
+        out.append((sp[:-d][m] << _U64(32)) | sp[d:][m])
+    return np.unique(np.concatenate(out)), int(run_sizes.max()), int((run_sizes > BUCKET_ALL_PAIRS).sum())
+
+
+def _max_rss_mb() -> float:
+    try:
+        import resource
+    except ImportError:  # not on this platform
+        return 0.0
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return round(rss / (1 << 20) if sys.platform == "darwin" else rss / 1024, 1)
+
+
+def _empty(report: dict) -> DedupResult:
+    return DedupResult(REMOVED_SCHEMA.empty_table(), report)
+
+
+def find_duplicates(key_paths: list[str], cfg: DedupConfig, work_dir: str) -> DedupResult:
+    """Exact groups, LSH candidates, verification, clusters and the keep policy over all shards' keys."""
+    t_start = time.perf_counter()
+    seconds: dict[str, float] = {}
+    tick = [t_start]
+    peak_mb: dict[str, float] = {}
+
+    def lap(name: str) -> None:
+        now = time.perf_counter()
+        seconds[name] = round(now - tick[0], 3)
+        peak_mb[name] = _max_rss_mb()
+        tick[0] = now
+
+    p = params(cfg)
+    if not cfg.enabled or not (cfg.exact or cfg.near):
+        return _empty({"enabled": False, "parameters": p})
+    keys = _Keys(key_paths, cfg, p)
+    n = keys.n
+    report = _report_skeleton(p, n)
+    if n == 0:
+        return _empty(report)
+    is_eval = keys.column("_eval").astype(bool)
+    report["eval_records"] = int(is_eval.sum())
+    hi, lo = keys.column("exact_hi"), keys.column("exact_lo")
+    pos = np.arange(n, dtype=np.int64)
+    lap("read")
+
+    # Exact groups: equal content hash; the representative is the smallest position.
+    order = np.lexsort((pos, lo, hi))
+    new_group = np.ones(n, dtype=bool)
+    new_group[1:] = (hi[order][1:] != hi[order][:-1]) | (lo[order][1:] != lo[order][:-1])
+    group_id = np.cumsum(new_group) - 1
+    exact_rep = np.empty(n, dtype=np.int64)
+    exact_rep[order] = order[new_group][group_id]
+    del order, group_id, new_group
+    lap("exact")
+
+    parent = exact_rep.copy() if cfg.exact else pos.copy()
+    lsh = {"candidate_pairs": 0, "verified_pairs": 0, "rejected_pairs": 0, "largest_bucket": 0,
+           "buckets_over_all_pairs_limit": 0, "signatures_loaded": 0}
+    eu = ev = np.zeros(0, dtype=np.int64)
+    sig_pos = np.zeros(0, dtype=np.int64)
+    sigs = mode = None
+    if cfg.near:
+        # One record per exact group takes part (its copies follow it through the exact edges).
+        mode = keys.column("near_mode")
+        members = np.flatnonzero((mode > 0) & ((exact_rep == pos) if cfg.exact else True))
+        cand = np.zeros(0, dtype=np.uint64)
+        for k in range(p["bands"]):
+            band = keys.column(f"band_{k:03d}")[members]
+            pairs, largest, over = _bucket_pairs(band, members)
+            lsh["largest_bucket"] = max(lsh["largest_bucket"], largest)
+            lsh["buckets_over_all_pairs_limit"] += over
+            if len(pairs):
+                cand = np.union1d(cand, pairs)
+        del band, members
+        cu = (cand >> _U64(32)).astype(np.int64)
+        cv = (cand & _U64(0xFFFFFFFF)).astype(np.int64)
+        lsh["candidate_pairs"] = int(len(cand))
+        del cand
+        lap("lsh")
+
+        sig_pos = np.union1d(cu, cv)
+        sigs = keys.signatures(sig_pos, cfg.num_perm, work_dir)
+        lsh["signatures_loaded"] = int(len(sig_pos))
+        lap("signatures")
+        if cfg.verify and len(cu):
+            need = math.ceil(cfg.threshold * cfg.num_perm - 1e-9)
+            ok = np.zeros(len(cu), dtype=bool)
+            iu, iv = np.searchsorted(sig_pos, cu), np.searchsorted(sig_pos, cv)
+            for s in range(0, len(cu), VERIFY_CHUNK):
+                sl = slice(s, s + VERIFY_CHUNK)
+                ok[sl] = np.count_nonzero(sigs[iu[sl]] == sigs[iv[sl]], axis=1) >= need
+            eu, ev = cu[ok], cv[ok]
+        else:
+            eu, ev = cu, cv
+        lsh["verified_pairs"] = int(len(eu))
+        lsh["rejected_pairs"] = int(len(cu) - len(eu))
+        del cu, cv
+        lap("verify")
+
+    comp = _components(n, parent, eu, ev)
+    del parent, eu, ev
+    lap("components")
+
+    removed_pos, dup_of, reason, same_hash, winner_stats = _decide(
+        cfg, comp, pos, is_eval, hi, lo, exact_rep, keys)
+    similarity = _similarity(removed_pos, dup_of, same_hash, sig_pos, sigs, mode, keys, cfg, work_dir)
+    lap("decide")
+
+    size = np.bincount(comp, minlength=n)
+    has_eval = np.zeros(n, dtype=bool)
+    has_eval[comp[is_eval]] = True
+    ex_roots = _example_roots(comp, size, has_eval)
+    ex_members = np.flatnonzero(np.isin(comp, ex_roots))
+    ids = keys.lookup(np.union1d(removed_pos, dup_of), ["id"])
+    removed = pa.table({
+        "_order": pa.array(keys.order[removed_pos], pa.int64()),
+        "id": pa.array([ids[q][0] for q in removed_pos.tolist()], pa.string()),
+        "reason": pa.array(np.array(REASONS, dtype=object)[reason], pa.string()),
+        "duplicate_of": pa.array([ids[q][0] for q in dup_of.tolist()], pa.string()),
+        "duplicate_of_order": pa.array(keys.order[dup_of], pa.int64()),
+        "similarity": pa.array(similarity, pa.float32()),
+    }, schema=REMOVED_SCHEMA)
+
+    counts = Counter(REASONS[r] for r in reason.tolist())
+    report["counts"] = {r: int(counts.get(r, 0)) for r in REASONS} | {"total": int(len(removed_pos))}
+    leak = reason == 2
+    report["validation_leak"] = {"exact": int((leak & same_hash).sum()), "near": int((leak & ~same_hash).sum())}
+    sizes = size[size > 1]
+    report["clusters"] = {
+        "count": int(len(sizes)),
+        "records_in_clusters": int(sizes.sum()),
+        "exact_groups": int(np.count_nonzero(np.bincount(exact_rep, minlength=n) > 1)),
+        "largest": int(sizes.max()) if len(sizes) else 0,
+        "size_histogram": _histogram(sizes),
+        "kept_by_policy": winner_stats,
+    }
+    report["lsh"] = lsh if cfg.near else {}
+    report["examples"] = _examples(ex_roots, comp, ex_members, keys, is_eval, removed_pos, reason, dup_of,
+                                   similarity)
+    lap("report")
+    seconds["total"] = round(time.perf_counter() - t_start, 3)
+    report["seconds"] = seconds
+    report["peak_rss_mb"] = peak_mb  # of this process so far, after each phase
+    return DedupResult(removed, report)
+
+
+def _decide(cfg, comp, pos, is_eval, hi, lo, exact_rep, keys):
+    """Removed positions, what each duplicates, reason index, same-content flag; winners per policy."""
+    n = len(comp)
+    size = np.bincount(comp, minlength=n)
+    has_eval = np.zeros(n, dtype=bool)
+    has_eval[comp[is_eval]] = True
+    member = size[comp] > 1
+    # The record each cluster keeps (clusters without validation records), by policy; ties: lowest _order.
+    if cfg.keep == "first":
+        rank = np.lexsort((pos, comp))
+    else:
+        length = keys.column("length")
+        if cfg.keep == "longest":
+            rank = np.lexsort((pos, -length, comp))
+        else:  # most_turns, then longest, then first
+            rank = np.lexsort((pos, -length, -keys.column("turns").astype(np.int64), comp))
+    first = np.ones(n, dtype=bool)
+    first[1:] = comp[rank][1:] != comp[rank][:-1]
+    winner = np.full(n, -1, dtype=np.int64)
+    winner[comp[rank][first]] = rank[first]
+    # Validation anchor: lowest-position validation record of the exact group, else of the cluster.
+    eval_pos = np.flatnonzero(is_eval)
+    comp_eval = np.full(n, n, dtype=np.int64)
+    np.minimum.at(comp_eval, comp[eval_pos], eval_pos)
+    group_eval = np.full(n, n, dtype=np.int64)
+    np.minimum.at(group_eval, exact_rep[eval_pos], eval_pos)
+
+    leak = member & has_eval[comp] & ~is_eval
+    dup = member & ~has_eval[comp] & (winner[comp] != pos)
+    removed_pos = np.flatnonzero(leak | dup)
+    leak_r = leak[removed_pos]
+    anchor = group_eval[exact_rep[removed_pos]]
+    anchor = np.where(anchor < n, anchor, comp_eval[comp[removed_pos]])
+    dup_of = np.where(leak_r, anchor, winner[comp[removed_pos]])
+    same_hash = (hi[removed_pos] == hi[dup_of]) & (lo[removed_pos] == lo[dup_of])
+    reason = np.where(leak_r, 2, np.where(same_hash & cfg.exact, 0, 1)).astype(np.int8)
+    kept = winner[(size > 1) & ~has_eval & (np.arange(n) == comp)]
+    not_first = int(np.count_nonzero(kept != comp[kept])) if len(kept) else 0
+    return removed_pos, dup_of, reason, same_hash, {"policy": cfg.keep, "kept_not_first": not_first}
+
+
+def _similarity(removed_pos, dup_of, same_hash, sig_pos, sigs, mode, keys, cfg, work_dir) -> np.ndarray:
+    """Estimated Jaccard of each removed record with the one it duplicates (1.0 for the same content;
+    NaN where a signature is missing: near dedup off, or a text without words)."""
+    sim = np.ones(len(removed_pos), dtype=np.float32)
+    est = np.flatnonzero(~same_hash)
+    if not len(est):
+        return sim
+    if sigs is None:
+        sim[est] = np.nan
+        return sim
+    a, b = removed_pos[est], dup_of[est]
+    missing = np.setdiff1d(np.union1d(a, b), sig_pos)
+    if len(missing):  # e.g. a validation anchor reached through exact copies only
+        sig_pos2 = np.union1d(sig_pos, missing)
+        extra = keys.signatures(missing, cfg.num_perm, work_dir)
+        merged = np.empty((len(sig_pos2), cfg.num_perm), dtype=np.uint32)
+        merged[np.searchsorted(sig_pos2, sig_pos)] = sigs
+        merged[np.searchsorted(sig_pos2, missing)] = extra
+        sig_pos, sigs = sig_pos2, merged
+    ia, ib = np.searchsorted(sig_pos, a), np.searchsorted(sig_pos, b)
+    values = np.empty(len(a), dtype=np.float32)
+    for s in range(0, len(a), VERIFY_CHUNK):
+        sl = slice(s, s + VERIFY_CHUNK)
+        values[sl] = np.count_nonzero(sigs[ia[sl]] == sigs[ib[sl]], axis=1) / cfg.num_perm
+    values[(mode[a] == 0) | (mode[b] == 0)] = np.nan
+    sim[est] = values
+    return sim
+
+
+def _report_skeleton(p: dict, n: int) -> dict:
+    return {"enabled": True, "records": n, "eval_records": 0,
+            "counts": {r: 0 for r in REASONS} | {"total": 0},
+            "validation_leak": {"exact": 0, "near": 0},
+            "clusters": {"count": 0, "records_in_clusters": 0, "exact_groups": 0, "largest": 0,
+                         "size_histogram": {}},
+            "lsh": {}, "examples": [], "parameters": p}
+
+
+_HIST_BUCKETS = ((11, 20), (21, 50), (51, 100), (101, 1000), (1001, None))
+
+
+def _histogram(sizes: np.ndarray) -> dict:
+    """Cluster sizes: each size up to 10, then ranges ("11-20", ..., "1001+")."""
+    out: dict[str, int] = {}
+    for s, c in sorted(Counter(sizes.tolist()).items()):
+        key = str(s)
+        if s > 10:
+            lo, hi = next(b for b in _HIST_BUCKETS if b[1] is None or s <= b[1])
+            key = f"{lo}+" if hi is None else f"{lo}-{hi}"
+        out[key] = out.get(key, 0) + int(c)
+    return out
+
+
+def _example_roots(comp: np.ndarray, size: np.ndarray, has_eval: np.ndarray) -> np.ndarray:
+    """A few clusters to show: the largest ones, and the largest one with a validation record."""
+    roots = np.flatnonzero((size > 1) & (comp == np.arange(len(comp))))
+    if not len(roots):
+        return roots
+    ranked = roots[np.lexsort((roots, -size[roots]))]
+    chosen = list(ranked[:EXAMPLE_CLUSTERS])
+    leaky = ranked[has_eval[ranked]]
+    if len(leaky) and leaky[0] not in chosen:
+        chosen[-1] = leaky[0]
+    return np.array(sorted(set(int(r) for r in chosen), key=lambda r: (-size[r], r)), dtype=np.int64)
+
+
+def _examples(roots, comp, members, keys, is_eval, removed_pos, reason, dup_of, similarity) -> list[dict]:
+    """Example clusters by record id and source (file, line), never content."""
+    if not len(roots):
+        return []
+    shown_pos = np.concatenate([members[comp[members] == r][:EXAMPLE_MEMBERS] for r in roots])
+    info = keys.lookup(shown_pos, ["id", "source_file", "source_line"])
+    at = {int(q): i for i, q in enumerate(removed_pos.tolist())}
+    examples = []
+    for r in roots.tolist():
+        in_cluster = members[comp[members] == r]
+        shown = []
+        for q in in_cluster[:EXAMPLE_MEMBERS].tolist():
+            rid, file, line = info[q]
+            entry = {"id": rid, "order": int(keys.order[q]), "source": {"file": file, "line": line},
+                     "eval": bool(is_eval[q])}
+            if q in at:
+                i = at[q]
+                sim = float(similarity[i])
+                entry.update(removed=REASONS[int(reason[i])], duplicate_of_order=int(keys.order[dup_of[i]]),
+                             similarity=None if math.isnan(sim) else round(sim, 4))
+            else:
+                entry["kept"] = True
+            shown.append(entry)
+        example = {"size": int(len(in_cluster)), "members": shown}
+        if len(in_cluster) > EXAMPLE_MEMBERS:
+            example["more_members"] = int(len(in_cluster) - EXAMPLE_MEMBERS)
+        examples.append(example)
+    return examples
+
+
+# --- for the runner ------------------------------------------------------------------------------------
+
+
+def removed_reasons(result: DedupResult) -> dict[int, str]:
+    """_order -> reason, for dropping removed records from their shards."""
+    t = result.removed
+    return dict(zip(t.column("_order").to_pylist(), t.column("reason").to_pylist()))
+
+
+def apply_removals(records: Iterable[dict], reasons: dict[int, str], stats=None) -> list[dict]:
+    """The records not removed; each removed one is counted in ``stats`` (a StageStats) as dropped(reason)."""
+    kept = []
+    for rec in records:
+        reason = reasons.get(rec["_order"])
+        if reason is None:
+            kept.append(rec)
+        elif stats is not None:
+            stats.drop(reason)
+    return kept
+
+
+def write_audit(result: DedupResult, path: str | os.PathLike) -> str:
+    """The audit file: every removed record with its reason and the record it duplicates. Parquet when the
+    path ends in .parquet, else JSON lines."""
+    path = str(path)
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    if path.endswith(".parquet"):
+        pq.write_table(result.removed, path, compression="zstd")
+        return path
+    with open(path, "w", encoding="utf-8") as fh:
+        for row in result.removed.to_pylist():
+            sim = row["similarity"]
+            row["similarity"] = None if sim is None or math.isnan(sim) else round(float(sim), 4)
+            fh.write(json.dumps(row, ensure_ascii=False) + "\n")
+    return path

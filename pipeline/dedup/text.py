@@ -1,0 +1,291 @@
+"""The text the trainer sees, its normalization for exact dedup, and vectorized shingling.
+
+Texts of a batch are encoded once as one UTF-32 code point array; word boundaries, word hashes, word n-gram and
+character n-gram hashes are computed with numpy over that array, so the per-record Python work is building
+the text, case folding it and one xxh3 call.
+"""
+from __future__ import annotations
+
+import unicodedata
+from dataclasses import dataclass
+from functools import lru_cache
+
+import numpy as np
+import xxhash
+
+from .params import CHAR_MODE_MAX_WORDS, CHAR_MODE_MEAN_WORD_LEN, MODE_CHAR, MODE_WORD
+
+_U64 = np.uint64
+
+
+def _message_text(m: dict) -> str:
+    parts = [m.get("content") or ""]
+    for call in m.get("tool_calls") or ():
+        parts.append(f"{call.get('name') or ''}({call.get('arguments') or ''})")
+    return "\n".join(p for p in parts if p)
+
+
+def trainer_text(record: dict) -> str:
+    """All the text the trainer sees: each message with its role marker, or the plain text."""
+    messages = record.get("messages")
+    if messages is not None:
+        return "\n".join(f"<|{m.get('role')}|>\n{_message_text(m)}" for m in messages)
+    return record.get("text") or ""
+
+
+def near_source_text(record: dict, scope: str) -> str:
+    """The text compared by near dedup: all turns with role markers, or the assistant turns only."""
+    messages = record.get("messages")
+    if messages is not None and scope == "assistant":
+        return "\n".join(_message_text(m) for m in messages if m.get("role") == "assistant")
+    return trainer_text(record)
+
+
+@lru_cache(maxsize=1)
+def _punctuation_table() -> dict:
+    return dict.fromkeys(np.flatnonzero(char_classes() & _PUNCT).tolist())
+
+
+def normalize_exact(text: str, case_fold: bool = True, punctuation_fold: bool = False) -> str:
+    """Content normalized for exact dedup: case folded, punctuation (Unicode P*) removed if asked, whitespace
+    collapsed to single spaces. The reference for the vectorized ``exact_hashes``."""
+    if case_fold:
+        text = text.casefold()
+    if punctuation_fold:
+        text = text.translate(_punctuation_table())
+    return " ".join(text.split())
+
+
+def turns(record: dict) -> int:
+    """Messages other than system ones (1 for plain text): the most_turns keep policy."""
+    messages = record.get("messages")
+    if messages is None:
+        return 1
+    return sum(1 for m in messages if m.get("role") != "system")
+
+
+# --- vectorized shingling ------------------------------------------------------------------------------
+
+_WORD, _SPACE, _PUNCT = 1, 2, 4
+
+
+@lru_cache(maxsize=1)
+def char_classes() -> np.ndarray:
+    """Flags per code point: _WORD (Unicode letters, marks, digits, underscore), _SPACE (str.isspace),
+    _PUNCT (Unicode category P*). Built once per process (~0.3 s)."""
+    cats = np.frombuffer(
+        "".join(unicodedata.category(chr(cp))[0] for cp in range(0x110000)).encode("ascii"), dtype=np.uint8)
+    table = np.where((cats == ord("L")) | (cats == ord("N")) | (cats == ord("M")), _WORD, 0).astype(np.uint8)
+    table[ord("_")] = _WORD
+    table[cats == ord("P")] |= _PUNCT
+    for cp in range(0x3001):  # every str.isspace() code point is below U+3001
+        if chr(cp).isspace():
+            table[cp] |= _SPACE
+    return table
+
+
+@dataclass
+class Encoded:
+    """Texts as one UTF-32 code point array, one space between texts."""
+
+    cps: np.ndarray  # uint32
+    start: np.ndarray  # int64, first code point of each text
+    cls: np.ndarray  # uint8 char_classes flags per code point
+
+
+def encode_texts(texts: list[str]) -> Encoded:
+    cps = np.frombuffer(" ".join(texts).encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
+    lens = np.fromiter((len(t) for t in texts), dtype=np.int64, count=len(texts))
+    start = np.cumsum(lens + 1) - lens - 1
+    return Encoded(cps, start, char_classes()[cps])
+
+
+def fmix64(h: np.ndarray) -> np.ndarray:
+    h = h ^ (h >> _U64(33))
+    h = h * _U64(0xFF51AFD7ED558CCD)
+    h = h ^ (h >> _U64(33))
+    h = h * _U64(0xC4CEB9FE1A85EC53)
+    return h ^ (h >> _U64(33))
+
+
+def fmix32(h: np.ndarray) -> np.ndarray:
+    h = h ^ (h >> np.uint32(16))
+    h = h * np.uint32(0x85EBCA6B)
+    h = h ^ (h >> np.uint32(13))
+    h = h * np.uint32(0xC2B2AE35)
+    return h ^ (h >> np.uint32(16))
+
+
+@lru_cache(maxsize=16)
+def _odd_constants(n: int, salt: int) -> np.ndarray:
+    rng = np.random.Generator(np.random.PCG64(0x5EED0000 + salt))
+    return rng.integers(0, 1 << 63, n, dtype=np.uint64) * _U64(2) + _U64(1)
+
+
+_POLY_BASE = 0x100000001B3  # odd, so invertible mod 2^64
+_POLY_CHUNK = 1 << 20  # word chars hashed per chunk
+_poly_cache: list = [np.ones(0, np.uint64), np.ones(0, np.uint64)]
+
+
+def _poly_tables(m: int) -> tuple[np.ndarray, np.ndarray]:
+    """P^i and P^-i mod 2^64 for i < m (cached, grown by doubling)."""
+    if len(_poly_cache[0]) < m:
+        size = 1 << max(16, (m - 1).bit_length())
+        pw = np.full(size, _U64(_POLY_BASE), dtype=np.uint64)
+        inv = np.full(size, _U64(pow(_POLY_BASE, -1, 1 << 64)), dtype=np.uint64)
+        pw[0] = inv[0] = 1
+        _poly_cache[:] = [np.cumprod(pw, dtype=np.uint64), np.cumprod(inv, dtype=np.uint64)]
+    return _poly_cache[0], _poly_cache[1]
+
+
+def _word_hashes(wc: np.ndarray, woff: np.ndarray, wlen: np.ndarray) -> np.ndarray:
+    """64-bit hash of each word; word k is wc[woff[k]:woff[k] + wlen[k]] (code points, contiguous)."""
+    out = np.empty(len(woff), dtype=np.uint64)
+    k = 0
+    while k < len(woff):
+        # Whole words, about _POLY_CHUNK chars at a time; positions restart at each chunk.
+        base = int(woff[k])
+        j = max(int(np.searchsorted(woff, base + _POLY_CHUNK, side="left")), k + 1)
+        end = int(woff[j - 1] + wlen[j - 1])
+        pw, inv = _poly_tables(end - base)
+        contrib = np.zeros(end - base + 1, dtype=np.uint64)  # one spare element: reduceat needs idx < len
+        np.multiply(wc[base:end], pw[: end - base], out=contrib[:-1], casting="unsafe")
+        rel = woff[k:j] - base
+        idx = np.empty(2 * len(rel), dtype=np.int64)
+        idx[0::2], idx[1::2] = rel, rel + wlen[k:j]  # [start, end) of each word; the words may not be adjacent
+        out[k:j] = np.add.reduceat(contrib, idx)[0::2] * inv[rel]  # sum c_i P^(i - start): position-independent
+        k = j
+    return fmix64(out ^ (wlen.astype(np.uint64) * _U64(0x9E3779B97F4A7C15)))
+
+
+def _window_hash(values: np.ndarray, n: int, salt: int) -> np.ndarray:
+    """Order-sensitive hash of every window of n consecutive uint64 values (len(values) - n + 1 windows)."""
+    consts = _odd_constants(n, salt)
+    m = len(values) - n + 1
+    acc = values[:m] * consts[0]
+    for k in range(1, n):
+        acc += values[k:k + m] * consts[k]
+    return fmix64(acc ^ _U64(n))
+
+
+def exact_hashes(texts: list[str], punctuation_fold: bool = False, enc: Encoded | None = None) -> np.ndarray:
+    """(n, 2) uint64: xxh3_128 of each text's canonical form, ``normalize_exact(text)`` (case folding is
+    the caller's) as UTF-32-LE. Vectorized: non-space (and, if asked, non-punctuation) code points with
+    one space wherever the original had whitespace between two kept code points."""
+    n = len(texts)
+    out = np.zeros((n, 2), dtype=np.uint64)
+    if n == 0:
+        return out
+    enc = enc or encode_texts(texts)
+    space = (enc.cls & _SPACE) != 0
+    if punctuation_fold:
+        keep_pos = np.flatnonzero(~space & ((enc.cls & _PUNCT) == 0))
+        gap = np.diff(np.cumsum(space, dtype=np.int32)[keep_pos]) != 0  # whitespace between kept chars
+    else:
+        keep_pos = np.flatnonzero(~space)
+        gap = np.diff(keep_pos) > 1  # everything dropped is whitespace
+    # Kept chars of text i: keep_pos[first[i]:first[i + 1]] (texts are separated by a space).
+    first = np.searchsorted(keep_pos, enc.start, side="left")
+    bounds = np.append(first, len(keep_pos))
+    boundary = np.zeros(len(keep_pos), dtype=bool)
+    boundary[1:] = gap
+    boundary[first[first < len(keep_pos)]] = False  # no space before a text's first char
+    out_pos = np.arange(len(keep_pos)) + np.cumsum(boundary)
+    canon = np.full(len(keep_pos) + int(boundary.sum()), 32, dtype=np.uint32)
+    canon[out_pos] = enc.cps[keep_pos]
+    lo = np.zeros(n, dtype=np.int64)
+    hi = np.zeros(n, dtype=np.int64)
+    nonempty = bounds[1:] > bounds[:-1]
+    lo[nonempty] = out_pos[bounds[:-1][nonempty]]
+    hi[nonempty] = out_pos[bounds[1:][nonempty] - 1] + 1
+    mv = memoryview(canon.view(np.uint8))
+    digest = xxhash.xxh3_128_digest
+    blob = b"".join([digest(mv[4 * a:4 * b]) for a, b in zip(lo.tolist(), hi.tolist())])
+    return np.frombuffer(blob, dtype=">u8").reshape(n, 2).astype(np.uint64)
+
+
+def shingle_hashes(texts: list[str], ngram: int, char_ngram: int,
+                   enc: Encoded | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """32-bit shingle hashes of each text (already case-folded as wanted), concatenated in text order.
+
+    Returns (hashes uint32, counts per text int64, mode per text int8: 0 none, 1 word n-grams, 2 char n-grams).
+    A text with at least one word has at least one shingle; shingles are not deduplicated (MinHash ignores
+    repeats).
+    """
+    n = len(texts)
+    counts = np.zeros(n, dtype=np.int64)
+    modes = np.zeros(n, dtype=np.int8)
+    if n == 0:
+        return np.zeros(0, np.uint32), counts, modes
+    enc = enc or encode_texts(texts)
+    isw = (enc.cls & _WORD) != 0
+    prev = np.empty_like(isw)
+    prev[0], prev[1:] = False, isw[:-1]
+    nxt = np.empty_like(isw)
+    nxt[-1], nxt[:-1] = False, isw[1:]
+    starts = np.flatnonzero(isw & ~prev)
+    if len(starts) == 0:
+        return np.zeros(0, np.uint32), counts, modes
+    wlen = np.flatnonzero(isw & ~nxt) + 1 - starts
+    rec_of_word = np.searchsorted(enc.start, starts, side="right") - 1
+    n_words = np.bincount(rec_of_word, minlength=n)
+    word_chars = np.bincount(rec_of_word, weights=wlen, minlength=n)
+    mean_len = word_chars / np.maximum(n_words, 1)
+    word_mode = (n_words >= max(CHAR_MODE_MAX_WORDS, 4 * ngram, ngram)) & (mean_len <= CHAR_MODE_MEAN_WORD_LEN)
+    char_mode = (n_words > 0) & ~word_mode
+    modes[word_mode] = MODE_WORD
+    modes[char_mode] = MODE_CHAR
+
+    wc = enc.cps[isw]  # word code points, in order; word k is wc[woff[k]:woff[k] + wlen[k]]
+    woff = np.cumsum(wlen) - wlen
+    parts_h, parts_r = [], []
+
+    if word_mode.any():
+        wsel = word_mode[rec_of_word]
+        ids = np.flatnonzero(wsel) if not wsel.all() else None
+        if ids is None:
+            wh, wrec = _word_hashes(wc, woff, wlen), rec_of_word
+        else:  # word-mode texts' words only; positions stay contiguous per word
+            wh, wrec = _word_hashes(wc, woff[ids], wlen[ids]), rec_of_word[ids]
+        if len(wh) >= ngram:
+            g = _window_hash(wh, ngram, salt=1)
+            valid = wrec[: len(g)] == wrec[ngram - 1:]
+            parts_h.append((g[valid] >> _U64(32)).astype(np.uint32))
+            parts_r.append(wrec[: len(g)][valid])
+
+    if char_mode.any():
+        # The words of each char-mode text joined by single spaces, then windows of char_ngram code points.
+        ids = np.flatnonzero(char_mode[rec_of_word])
+        sel_len = wlen[ids]
+        crec = rec_of_word[ids]
+        sep = np.ones(len(ids), dtype=np.int64)
+        sep[0] = 0
+        sep[1:] = crec[1:] == crec[:-1]  # a space before every word but the first of its text
+        seg_len = sel_len + sep
+        seq = np.full(int(seg_len.sum()), 32, dtype=np.uint64)
+        src_first = np.cumsum(sel_len) - sel_len
+        dst_first = np.cumsum(seg_len) - seg_len + sep
+        within = np.arange(int(sel_len.sum())) - np.repeat(src_first, sel_len)
+        seq[np.repeat(dst_first, sel_len) + within] = wc[np.repeat(woff[ids], sel_len) + within]
+        seq_rec = np.repeat(crec, seg_len)
+        rec_len = np.bincount(seq_rec, minlength=n)
+        cn = char_ngram
+        if len(seq) >= cn:
+            g = _window_hash(seq, cn, salt=2)
+            valid = seq_rec[: len(g)] == seq_rec[cn - 1:]
+            parts_h.append((g[valid] >> _U64(32)).astype(np.uint32))
+            parts_r.append(seq_rec[: len(g)][valid])
+        short = np.flatnonzero(char_mode & (rec_len < cn))
+        if len(short):  # shorter than one n-gram: one shingle, the whole space-joined text
+            first = np.searchsorted(seq_rec, short, side="left")
+            hs = [_window_hash(seq[f:f + rec_len[r]], int(rec_len[r]), salt=3)[0] for r, f in zip(short, first)]
+            parts_h.append((np.array(hs, dtype=np.uint64) >> _U64(32)).astype(np.uint32))
+            parts_r.append(short)
+
+    if not parts_h:
+        return np.zeros(0, np.uint32), counts, modes
+    hashes, recs = np.concatenate(parts_h), np.concatenate(parts_r)
+    if len(parts_h) > 1:
+        order = np.argsort(recs, kind="stable")
+        hashes, recs = hashes[order], recs[order]
+    return hashes, np.bincount(recs, minlength=n).astype(np.int64), modes
