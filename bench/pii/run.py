@@ -1,0 +1,309 @@
+"""PII benchmark: recall and precision per entity type and language, and records/s of the pipeline's PII
+stage (PiiStep.process, timed as report.json's `stages` times it) next to a plain per-record baseline
+(one Presidio AnalyzerEngine.analyze call per record with the same recognizers), in one run.
+
+Each side runs in its own fresh process: engine set-up (registry, natasha model load) is inside its timer,
+module imports are not. Both see the same generated records (~700 characters each).
+
+    .venv/bin/python bench/pii/run.py                 # 1500 records, about 2-3 minutes on 2 cores
+    .venv/bin/python bench/pii/run.py --records 300   # quick look
+"""
+from __future__ import annotations
+
+import argparse
+import copy
+import json
+import multiprocessing as mp
+import sys
+import time
+from collections import defaultdict
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(HERE))
+
+CHECKSUM_TYPES = ("TCKN", "VKN", "INN", "SNILS", "OGRN", "OGRNIP", "IBAN", "CREDIT_CARD")
+GOAL_099 = CHECKSUM_TYPES + ("EMAIL", "PHONE")
+SALT = b"bench-salt-not-secret"
+
+
+def field_texts(rec: dict) -> list[str]:
+    if rec.get("messages") is not None:
+        return [m["content"] for m in rec["messages"]]
+    return [rec["text"]]
+
+
+def _loc_index(loc: tuple) -> int:
+    return loc[1] if loc[0] == "messages" else 0
+
+
+# ------------------------------------------------------------------------------------- measured sides
+
+def measure_stage(rows: list[dict], batch_size: int) -> dict:
+    """The pipeline's PII stage: PiiStep.process over batches, in a fresh process."""
+    import pipeline.pii.engine  # noqa: F401  imports outside the timer (both sides)
+    from pipeline.config import PiiConfig
+    from pipeline.pii import PiiStep
+    from pipeline.stats import StageStats
+
+    records = [copy.deepcopy(r["record"]) for r in rows]
+    stats = StageStats("pii")
+    c0 = time.process_time()
+    t0 = time.perf_counter()
+    step = PiiStep(PiiConfig(), salt=SALT)
+    outputs = []
+    first_batch = None
+    for i in range(0, len(records), batch_size):
+        with stats.timer():
+            outputs += step.process(records[i:i + batch_size], stats)
+        if first_batch is None:
+            first_batch = time.perf_counter() - t0
+    total = time.perf_counter() - t0
+    cpu = time.process_time() - c0
+    # the same records again on the warm engine: steady-state speed
+    warm = StageStats("pii")
+    c1 = time.process_time()
+    for i in range(0, len(records), batch_size):
+        with warm.timer():
+            step.process(records[i:i + batch_size], warm)
+    warm_cpu = time.process_time() - c1
+    findings = step.findings(records)
+    kept = [[(_loc_index(loc), [(h.start, h.end, h.entity) for h in k]) for loc, k, _ in per]
+            for _, per in findings]
+    leaks = 0
+    for row, out in zip(rows, outputs):
+        texts = field_texts(out)
+        for lab in row["labels"]:
+            if lab["value"] in texts[lab["field"]]:
+                leaks += 1
+    return {"seconds": total, "cpu_seconds": cpu, "stage_seconds": stats.seconds, "first_batch_seconds": first_batch,
+            "warm_seconds": warm.seconds, "warm_cpu_seconds": warm_cpu, "kept": kept, "langs": [lang for lang, _ in findings],
+            "leaks": leaks, "records_out": len(outputs), "counters": stats.counters}
+
+
+def measure_baseline(rows: list[dict], mode: str) -> dict:
+    """Plain Presidio, same recognizers, in a fresh process: AnalyzerEngine.analyze on each record (its content
+    fields joined). mode "all": one call per configured language, results united (the plain way when a
+    record's language is unknown: natasha only sits in the Russian registry); mode "detected": one call
+    with the language the step's own script heuristic picks."""
+    import pipeline.pii.engine as engine
+    from pipeline.pii.lang import detect_language
+
+    langs = ("tr", "ru", "en")
+    texts = [field_texts(r["record"]) for r in rows]
+    c0 = time.process_time()
+    t0 = time.perf_counter()
+    analyzer = engine.build_analyzer(langs)
+    setup = time.perf_counter() - t0
+    raw = []
+    for fields in texts:
+        joined = "\n\n".join(fields)
+        if mode == "all":
+            results = []
+            for lang in langs:
+                results += analyzer.analyze(text=joined, language=lang)
+        else:
+            results = analyzer.analyze(text=joined, language=detect_language(joined[:3000]))
+        raw.append(results)
+    total = time.perf_counter() - t0
+    cpu = time.process_time() - c0
+    kept_all = []
+    for fields, results in zip(texts, raw):
+        kept, _ = engine.resolve(engine.results_to_hits(results), 0.5)
+        offsets = []
+        pos = 0
+        for f in fields:
+            offsets.append(pos)
+            pos += len(f) + 2
+        per = [(i, []) for i in range(len(fields))]
+        for h in kept:
+            i = max(k for k, off in enumerate(offsets) if off <= h.start)
+            per[i][1].append((h.start - offsets[i], min(h.end - offsets[i], len(fields[i])), h.entity))
+        kept_all.append(per)
+    return {"seconds": total, "cpu_seconds": cpu, "setup_seconds": setup, "kept": kept_all}
+
+
+def _in_child(fn, *args):
+    ctx = mp.get_context("spawn")
+    with ctx.Pool(1) as pool:
+        return pool.apply(fn, args)
+
+
+# ------------------------------------------------------------------------------------- scoring
+
+def score(rows: list[dict], kept: list) -> dict:
+    recall = defaultdict(lambda: [0, 0])        # (entity, lang) -> [found, total]
+    typed = defaultdict(lambda: [0, 0])         # (entity, lang) -> [right type, found]
+    recall_oov = defaultdict(lambda: [0, 0])    # (lang, oov) -> PERSON
+    prec = defaultdict(lambda: [0, 0])          # (detected entity, lang) -> [true, all]
+    for row, per in zip(rows, kept):
+        lang = row["lang"]
+        spans = defaultdict(list)
+        for idx, hits in per:
+            spans[idx].extend(hits)
+        labels = defaultdict(list)
+        for lab in row["labels"]:
+            labels[lab["field"]].append(lab)
+        for lab in row["labels"]:
+            chars = [k for k in range(lab["start"], lab["end"]) if lab["value"][k - lab["start"]].isalnum()]
+            covered = sum(1 for k in chars if any(s <= k < e for s, e, _ in spans[lab["field"]]))
+            ok = covered >= 0.9 * len(chars)
+            key = (lab["entity"], lang)
+            recall[key][1] += 1
+            recall[key][0] += ok
+            if lab["entity"] == "PERSON":
+                recall_oov[(lang, lab["oov"])][1] += 1
+                recall_oov[(lang, lab["oov"])][0] += ok
+            if ok:
+                typed[key][1] += 1
+                typed[key][0] += any(ent == lab["entity"] or {ent, lab["entity"]} == {"OGRN", "OGRNIP"}
+                                     for s, e, ent in spans[lab["field"]] if s < lab["end"] and lab["start"] < e)
+        for idx, hits in spans.items():
+            for s, e, ent in hits:
+                true = any(s < lab["end"] and lab["start"] < e for lab in labels[idx])
+                prec[(ent, lang)][1] += 1
+                prec[(ent, lang)][0] += true
+    return {"recall": dict(recall), "typed": dict(typed), "recall_oov": dict(recall_oov), "precision": dict(prec)}
+
+
+def _ratio(pair) -> float | None:
+    return pair[0] / pair[1] if pair and pair[1] else None
+
+
+def _fmt(x) -> str:
+    return "  -  " if x is None else f"{x:.3f}"
+
+
+def report(rows, fast, bases: dict, scores: dict, n_records: int) -> dict:
+    """Print and return the figures. `bases` / `scores` are keyed "stage", "base1" (one analyze call with the
+    detected language) and "base3" (one call per configured language)."""
+    fs, b1, b3 = scores["stage"], scores["base1"], scores["base3"]
+    out = {}
+    lines = []
+    ents = sorted({k[0] for k in fs["recall"]} | {k[0] for k in fs["precision"]})
+    lines.append(f"{'entity':<14}{'lang':<5}{'n':>5}  {'recall':>6} {'base1':>6} {'base3':>6}  "
+                 f"{'prec':>6} {'base1':>6} {'base3':>6}  {'type_ok':>7}")
+    table = []
+    for ent in ents:
+        for lang in ("tr", "ru", "en"):
+            r = fs["recall"].get((ent, lang))
+            p = fs["precision"].get((ent, lang))
+            if not r and not p:
+                continue
+            row = {"entity": ent, "lang": lang, "n": r[1] if r else 0, "recall": _ratio(r),
+                   "baseline1_recall": _ratio(b1["recall"].get((ent, lang))),
+                   "baseline3_recall": _ratio(b3["recall"].get((ent, lang))),
+                   "precision": _ratio(p),
+                   "baseline1_precision": _ratio(b1["precision"].get((ent, lang))),
+                   "baseline3_precision": _ratio(b3["precision"].get((ent, lang))),
+                   "type_agreement": _ratio(fs["typed"].get((ent, lang)))}
+            table.append(row)
+            lines.append(
+                f"{ent:<14}{lang:<5}{row['n']:>5}  {_fmt(row['recall']):>6} {_fmt(row['baseline1_recall']):>6} "
+                f"{_fmt(row['baseline3_recall']):>6}  {_fmt(row['precision']):>6} "
+                f"{_fmt(row['baseline1_precision']):>6} {_fmt(row['baseline3_precision']):>6}  "
+                f"{_fmt(row['type_agreement']):>7}")
+    out["table"] = table
+
+    def agg(sc, key, pred):
+        a = [0, 0]
+        for k, v in sc[key].items():
+            if pred(k):
+                a[0] += v[0]
+                a[1] += v[1]
+        return _ratio(a)
+
+    s = {
+        "recall_checksum_ids": agg(fs, "recall", lambda k: k[0] in CHECKSUM_TYPES),
+        "recall_ids_email_phone": agg(fs, "recall", lambda k: k[0] in GOAL_099),
+        "recall_person_ru": agg(fs, "recall", lambda k: k == ("PERSON", "ru")),
+        "recall_person_en": agg(fs, "recall", lambda k: k == ("PERSON", "en")),
+        "recall_person_tr": agg(fs, "recall", lambda k: k == ("PERSON", "tr")),
+        "recall_all": agg(fs, "recall", lambda k: True),
+        "baseline1_recall_all": agg(b1, "recall", lambda k: True),
+        "baseline3_recall_all": agg(b3, "recall", lambda k: True),
+        "precision_all": agg(fs, "precision", lambda k: True),
+        "baseline1_precision_all": agg(b1, "precision", lambda k: True),
+        "baseline3_precision_all": agg(b3, "precision", lambda k: True),
+    }
+    for lang in ("tr", "ru", "en"):
+        for oov in (False, True):
+            s[f"recall_person_{lang}_{'oov' if oov else 'in_list'}"] = _ratio(fs["recall_oov"].get((lang, oov)))
+    n = n_records
+    s.update({
+        "records": n, "labels": sum(len(r["labels"]) for r in rows),
+        "labels_left_verbatim_in_output": fast["leaks"],
+        "stage_wall_rps": n / fast["stage_seconds"], "stage_cpu_rps": n / fast["cpu_seconds"],
+        "stage_warm_wall_rps": n / fast["warm_seconds"], "stage_warm_cpu_rps": n / fast["warm_cpu_seconds"],
+        "stage_first_batch_seconds": fast["first_batch_seconds"],
+    })
+    for key in ("base1", "base3"):
+        b = bases[key]
+        s[f"{key}_wall_rps"] = n / b["seconds"]
+        s[f"{key}_cpu_rps"] = n / b["cpu_seconds"]
+        s[f"{key}_setup_seconds"] = b["setup_seconds"]
+        s[f"speedup_vs_{key}_wall"] = s["stage_wall_rps"] / s[f"{key}_wall_rps"]
+        s[f"speedup_vs_{key}_cpu"] = s["stage_cpu_rps"] / s[f"{key}_cpu_rps"]
+    out["summary"] = s
+    lines += [
+        "",
+        "base1 = AnalyzerEngine.analyze once per record with the detected language; base3 = once per configured",
+        "language (tr, ru, en), results united. Same recognizers, same resolution, fresh process, set-up timed.",
+        "",
+        f"recall, checksum-validated ids ({'/'.join(CHECKSUM_TYPES)}): {_fmt(s['recall_checksum_ids'])}   (goal >= 0.99)",
+        f"recall, those + e-mails + phones:                            {_fmt(s['recall_ids_email_phone'])}   (goal >= 0.99)",
+        f"recall, PERSON ru {_fmt(s['recall_person_ru'])} (Faker ru_RU names {_fmt(s['recall_person_ru_in_list'])}, "
+        f"uk_UA names {_fmt(s['recall_person_ru_oov'])})   (goal >= 0.9)",
+        f"recall, PERSON en {_fmt(s['recall_person_en'])} (gazetteer names {_fmt(s['recall_person_en_in_list'])}, "
+        f"de/fr/it/es names {_fmt(s['recall_person_en_oov'])})   (goal >= 0.9)",
+        f"recall, PERSON tr {_fmt(s['recall_person_tr'])} (gazetteer names {_fmt(s['recall_person_tr_in_list'])}, "
+        f"az_AZ names {_fmt(s['recall_person_tr_oov'])})",
+        f"recall, all planted values: {_fmt(s['recall_all'])} (base1 {_fmt(s['baseline1_recall_all'])}, "
+        f"base3 {_fmt(s['baseline3_recall_all'])})",
+        f"precision, all detections:  {_fmt(s['precision_all'])} (base1 {_fmt(s['baseline1_precision_all'])}, "
+        f"base3 {_fmt(s['baseline3_precision_all'])})   (goal >= 0.95)",
+        f"planted values still verbatim in process() output: {s['labels_left_verbatim_in_output']} of {s['labels']}",
+        "",
+        f"throughput, {n} records of ~700 chars, engine set-up included (wall clock | CPU time of the process):",
+        f"  PII stage, PiiStep.process        {s['stage_wall_rps']:8.1f} | {s['stage_cpu_rps']:8.1f} records/s"
+        f"   (first batch incl. set-up {s['stage_first_batch_seconds']:.1f} s)",
+        f"  base1 (1 analyze/record)          {s['base1_wall_rps']:8.1f} | {s['base1_cpu_rps']:8.1f} records/s",
+        f"  base3 (1 analyze/record/language) {s['base3_wall_rps']:8.1f} | {s['base3_cpu_rps']:8.1f} records/s",
+        f"  speedup vs base1                  {s['speedup_vs_base1_wall']:8.1f}x | {s['speedup_vs_base1_cpu']:7.1f}x",
+        f"  speedup vs base3                  {s['speedup_vs_base3_wall']:8.1f}x | {s['speedup_vs_base3_cpu']:7.1f}x   (goal >= 20x)",
+        f"  stage on a warm engine            {s['stage_warm_wall_rps']:8.1f} | {s['stage_warm_cpu_rps']:8.1f} records/s",
+    ]
+    print("\n".join(lines))
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--records", type=int, default=1500)
+    ap.add_argument("--seed", type=int, default=7)
+    ap.add_argument("--batch-size", type=int, default=500)
+    ap.add_argument("--out", default="runs/bench_pii")
+    args = ap.parse_args()
+    from generate import generate
+
+    t = time.perf_counter()
+    rows = generate(args.records, args.seed)
+    chars = sum(sum(len(x) for x in field_texts(r["record"])) for r in rows) / len(rows)
+    print(f"generated {len(rows)} records ({chars:.0f} chars on average), "
+          f"{sum(len(r['labels']) for r in rows)} planted values, in {time.perf_counter() - t:.1f} s")
+    fast = _in_child(measure_stage, rows, args.batch_size)
+    bases = {"base1": _in_child(measure_baseline, rows, "detected"), "base3": _in_child(measure_baseline, rows, "all")}
+    scores = {"stage": score(rows, fast["kept"]), **{k: score(rows, b["kept"]) for k, b in bases.items()}}
+    result = report(rows, fast, bases, scores, len(rows))
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "result.json").write_text(json.dumps(result, indent=1, ensure_ascii=False), encoding="utf-8")
+    with (out / "eval.jsonl").open("w", encoding="utf-8") as fh:
+        for row in rows:
+            fh.write(json.dumps(row, ensure_ascii=False) + "\n")
+
+
+if __name__ == "__main__":
+    main()

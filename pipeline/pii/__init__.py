@@ -1,0 +1,20 @@
+"""Personal-data stripping (KVKK; Turkish, Russian and English identifiers, names and contacts).
+
+Entry points for the runner:
+    PiiStep(cfg: PiiConfig, salt: bytes).process(batch, stats) -> kept, anonymized records
+    strip_fields(meta_json, fields) -> (meta_json, removed field names)
+    kvkk_summary(counters, cfg) -> the report's "pii" section
+    PiiPolicyError: kvkk="strict" and detected personal data above strict_score would remain
+
+Entity types (placeholders are "<TYPE>"): see ENTITY_TYPES. Engine: Presidio AnalyzerEngine with this
+package's recognizers on the no-op NLP engine (no model download); natasha for Russian names.
+"""
+import os as _os
+
+_os.environ.setdefault("TLDEXTRACT_PUBLIC_SUFFIX_LIST_URLS", "")  # before any presidio import: no network
+
+from .fields import strip_fields  # noqa: E402
+from .text import ENTITY_TYPES  # noqa: E402
+from .step import PiiPolicyError, PiiStep, PiiStepError, kvkk_summary  # noqa: E402
+
+__all__ = ["PiiStep", "PiiPolicyError", "PiiStepError", "strip_fields", "kvkk_summary", "ENTITY_TYPES"]

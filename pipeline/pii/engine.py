@@ -1,0 +1,171 @@
+"""The Presidio engine and the fast path over it.
+
+`build_analyzer(languages)` is a plain Presidio AnalyzerEngine (no-op NLP engine: no model download) whose
+registry holds this package's recognizers for tr, ru and en. `Detector` uses the same recognizer objects
+the fast way:
+  * one engine per process (module cache keyed by the languages),
+  * language per record, recognizers per language,
+  * per text, a TextContext shared by all recognizers (the digit runs and folded text are computed once),
+  * a prefilter: each recognizer first asks a cheap question (a run of >= N digits? an '@'? a street word?
+    a context word?) and is skipped when the text cannot hold its entity,
+  * natasha sees only windows around capitalized Cyrillic words the gazetteer did not explain, batched
+    across all texts of a batch.
+`resolve()` turns raw hits into the spans to anonymize (overlaps merged) and the residual candidates
+(scored below the threshold, left in the text).
+"""
+from __future__ import annotations
+
+import os
+import re
+import threading
+
+os.environ.setdefault("TLDEXTRACT_PUBLIC_SUFFIX_LIST_URLS", "")  # before presidio: no network at import
+
+from .names import LatinNameRecognizer, NatashaPersonRecognizer, RussianNameGazetteer  # noqa: E402
+from .recognizers import IDENTIFIER_RECOGNIZERS  # noqa: E402
+from .text import Hit, TextContext  # noqa: E402
+
+RESIDUAL_FLOOR = 0.4  # below this a candidate is noise (a capitalized word, a 10-digit number with a 1/10 checksum)
+# equal scores on overlapping spans: the more specific type names the merged span
+# ("postgres://app:pw@host": SECRET, not EMAIL)
+_PRIORITY = {"SECRET": 3, "IBAN": 2, "CREDIT_CARD": 2, "TCKN": 1, "INN": 1, "SNILS": 1, "OGRN": 1, "OGRNIP": 1}
+_QUICK = re.compile(r"[\d@A-ZА-ЯЁÇĞİÖŞÜ:=]")
+
+
+def make_recognizers(lang: str) -> list:
+    """The recognizers of one language: every identifier recognizer, the Latin and Cyrillic name gazetteers
+    (names cross scripts: a Russian name in a Turkish chat), and natasha for Russian text."""
+    recs = [cls(lang) for cls in IDENTIFIER_RECOGNIZERS]
+    recs += [LatinNameRecognizer(lang), RussianNameGazetteer(lang)]
+    if lang == "ru":
+        recs.append(NatashaPersonRecognizer(lang))
+    return recs
+
+
+def build_analyzer(languages=("tr", "ru", "en")):
+    """A Presidio AnalyzerEngine with this package's recognizers only, on the no-op NLP engine."""
+    from presidio_analyzer import AnalyzerEngine, RecognizerRegistry
+    from presidio_analyzer.nlp_engine import NoOpNlpEngine
+
+    languages = list(languages)
+    nlp = NoOpNlpEngine(models=[{"lang_code": lang, "model_name": "no_op"} for lang in languages])
+    registry = RecognizerRegistry(supported_languages=languages)
+    for lang in languages:
+        for rec in make_recognizers(lang):
+            registry.add_recognizer(rec)
+    return AnalyzerEngine(registry=registry, nlp_engine=nlp, supported_languages=languages)
+
+
+def results_to_hits(results) -> list[Hit]:
+    """Presidio RecognizerResults -> Hits."""
+    return [Hit(r.start, r.end, r.entity_type, float(r.score),
+                (r.recognition_metadata or {}).get("method", "pattern")) for r in results]
+
+
+def resolve(hits: list[Hit], threshold: float, floor: float = RESIDUAL_FLOOR) -> tuple[list[Hit], list[Hit]]:
+    """Spans to anonymize (score >= threshold; overlapping ones merged into one span whose type is that of
+    a member covering the union, else of the best-scored member) and residual candidates (floor <= score <
+    threshold, not overlapping a kept span)."""
+    above = sorted((h for h in hits if h.score >= threshold), key=lambda h: (h.start, -h.end))
+    kept: list[Hit] = []
+    cluster: list[Hit] = []
+    cl_end = -1
+
+    def flush():
+        if not cluster:
+            return
+        s = min(h.start for h in cluster)
+        e = max(h.end for h in cluster)
+        covering = [h for h in cluster if h.start == s and h.end == e]
+        best = max(covering or cluster, key=lambda h: (h.score, _PRIORITY.get(h.entity, 0), h.end - h.start))
+        kept.append(Hit(s, e, best.entity, max(h.score for h in cluster), best.method))
+
+    for h in above:
+        if cluster and h.start < cl_end:
+            cluster.append(h)
+            cl_end = max(cl_end, h.end)
+        else:
+            flush()
+            cluster = [h]
+            cl_end = h.end
+    flush()
+    residual = []
+    for h in sorted((h for h in hits if floor <= h.score < threshold), key=lambda h: -h.score):
+        if any(h.start < k.end and k.start < h.end for k in kept):
+            continue
+        if any(h.start < r.end and r.start < h.end for r in residual):
+            continue
+        residual.append(h)
+    return kept, residual
+
+
+class Detector:
+    """The recognizers of one process, used the fast way (see module doc)."""
+
+    def __init__(self, languages=("tr", "ru", "en")):
+        self.languages = tuple(languages)
+        self.analyzer = build_analyzer(self.languages)
+        self.fast: dict[str, list] = {}
+        self.natasha: dict[str, NatashaPersonRecognizer] = {}
+        self.ru_gazetteer: dict[str, RussianNameGazetteer] = {}
+        for lang in self.languages:
+            recs = self.analyzer.registry.get_recognizers(language=lang, all_fields=True)
+            self.fast[lang] = []
+            for rec in recs:
+                if isinstance(rec, NatashaPersonRecognizer):
+                    self.natasha[lang] = rec
+                else:
+                    self.fast[lang].append(rec)
+                    if isinstance(rec, RussianNameGazetteer):
+                        self.ru_gazetteer[lang] = rec
+        self.texts_skipped = 0
+
+    def detect(self, items: list[tuple[str, str]]) -> list[list[Hit]]:
+        """Raw hits for each (text, language) item."""
+        out: list[list[Hit]] = []
+        jobs: list[tuple[int, int, str]] = []  # (item index, offset, window text) for natasha
+        for idx, (text, lang) in enumerate(items):
+            if not text or len(text) < 4 or not _QUICK.search(text):
+                self.texts_skipped += 1
+                out.append([])
+                continue
+            if lang not in self.fast:
+                lang = self.languages[0]
+            ctx = TextContext(text, lang)
+            hits: list[Hit] = []
+            for rec in self.fast[lang]:
+                if rec.triggered(ctx):
+                    hits.extend(rec.find(ctx))
+            if lang in self.natasha:
+                gaz = self.ru_gazetteer.get(lang)
+                covered = [h for h in hits if h.entity == "PERSON"]
+                if gaz is not None:
+                    for s, e in gaz.natasha_windows(ctx, covered):
+                        jobs.append((idx, s, text[s:e]))
+            out.append(hits)
+        if jobs:
+            rec = next(iter(self.natasha.values()))
+            found = rec.find_many([w for _, _, w in jobs])
+            for (idx, off, _), hits in zip(jobs, found):
+                out[idx].extend(Hit(h.start + off, h.end + off, h.entity, h.score, h.method) for h in hits)
+        return out
+
+    def analyze_plain(self, text: str, lang: str) -> list[Hit]:
+        """The baseline: one AnalyzerEngine.analyze call with every recognizer of the language."""
+        return results_to_hits(self.analyzer.analyze(text=text, language=lang))
+
+
+_DETECTORS: dict[tuple, Detector] = {}
+_LOCK = threading.Lock()
+
+
+def get_detector(languages) -> Detector:
+    """One Detector per process and language set (built on first use)."""
+    key = tuple(languages)
+    det = _DETECTORS.get(key)
+    if det is None:
+        with _LOCK:
+            det = _DETECTORS.get(key)
+            if det is None:
+                det = _DETECTORS[key] = Detector(key)
+    return det

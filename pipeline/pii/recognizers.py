@@ -1,0 +1,649 @@
+"""Presidio recognizers for Turkish, Russian and English personal data.
+
+Every recognizer is a Presidio LocalRecognizer (usable in an AnalyzerEngine registry) whose work is in
+`find(ctx)`: candidates from a regular expression or from the shared digit runs, a checksum or format
+check, then a score from context words. Scores:
+  * checksum-valid identifiers: 0.75-0.85 alone, up to 1.0 with a context word;
+  * identifiers whose checksum passes by chance too often (10-digit VKN/INN, OGRN) or that have none
+    (passports, dates of birth): below the default threshold (0.5) unless a context word is near;
+  * words that announce another kind of number (order, invoice, tracking...) just before a candidate lower it.
+Built-in Presidio recognizers are not loaded: see DISABLED_BUILTINS for why.
+"""
+from __future__ import annotations
+
+import re
+from typing import Iterable
+
+import phonenumbers
+from presidio_analyzer import LocalRecognizer, RecognizerResult
+
+from . import checks
+from .text import ENTITY_TYPES, ContextWords, Hit, TextContext, load_data  # noqa: F401
+
+# The built-in recognizers are replaced, not loaded: on this data they misfire or cannot see tr/ru text.
+DISABLED_BUILTINS = {
+    "MedicalLicenseRecognizer": "matched the bank code inside IBANs (TR3300061...)",
+    "UsLicenseRecognizer": "US_DRIVER_LICENSE matches plain words",
+    "NhsRecognizer": "UK_NHS fired on phone numbers at score 1.0",
+    "UsBankRecognizer": "any 8-17 digit number",
+    "UsItinRecognizer": "US only; overlaps TCKN/SNILS digits",
+    "UsPassportRecognizer": "9 digits without context; replaced by PassportRecognizer",
+    "UsSsnRecognizer": "US only",
+    "PhoneRecognizer": "default regions have no TR/RU; slowest recognizer; replaced by PhoneNumberRecognizer",
+    "EmailRecognizer": "tldextract tries the network; replaced by EmailRecognizer here",
+    "IbanRecognizer": "replaced: spaced TR IBANs, trims trailing words",
+    "CreditCardRecognizer": "not loaded for tr/ru; replaced: issuer prefixes, negative context",
+    "TrNationalIdRecognizer": "disabled by default; replaced with context-aware TcknRecognizer",
+    "TrLicensePlateRecognizer": "allows 2-4 digits only, missed '06 A 12345'",
+    "DateRecognizer": "every date; only dates of birth are personal data here",
+    "UrlRecognizer": "URLs are not personal data by themselves; credentials in URLs are SECRET",
+    "SpacyRecognizer": "no NER model can be downloaded; names come from natasha and the gazetteer",
+}
+
+_CTX = load_data("context.json")
+WIN_BEFORE = _CTX["window_before"]
+WIN_AFTER = _CTX["window_after"]
+NEG_WIN = _CTX["negative_window"]
+NEGATIVE = ContextWords(_CTX["negative"])
+_POSITIVE: dict[str, ContextWords] = {}
+_OTHER_IDS = ContextWords([w for ent in ("TCKN", "VKN", "INN", "SNILS", "OGRN", "OGRNIP", "PASSPORT", "IBAN")
+                           for w in _CTX["positive"][ent]])
+
+
+def positive(entity: str) -> ContextWords:
+    if entity not in _POSITIVE:
+        _POSITIVE[entity] = ContextWords(_CTX["positive"].get(entity, []))
+    return _POSITIVE[entity]
+
+
+class PiiRecognizer(LocalRecognizer):
+    """Base: subclasses set ENTITY and implement find(ctx) -> list[Hit]."""
+
+    ENTITY = ""
+    NEEDS = "any"  # prefilter class: "digits" (a run of >= MIN_DIGITS digits), "any" (always run)
+    MIN_DIGITS = 0
+    AFTER = 0  # characters after a candidate searched for context words too ("34 ABC 123 plakalı")
+
+    def __init__(self, language: str = "en"):
+        super().__init__(supported_entities=[self.ENTITY], name=type(self).__name__,
+                         supported_language=language)
+        self.pos = positive(self.ENTITY)
+
+    def load(self) -> None:  # nothing to load
+        pass
+
+    # -- the fast path calls these directly with a shared TextContext --
+    def triggered(self, ctx: TextContext) -> bool:
+        if self.NEEDS == "digits":
+            return ctx.max_run_digits() >= self.MIN_DIGITS
+        return True
+
+    def find(self, ctx: TextContext) -> list[Hit]:
+        raise NotImplementedError
+
+    # -- Presidio API --
+    def analyze(self, text, entities, nlp_artifacts=None):
+        if entities and self.ENTITY not in entities and not set(entities) & set(self.supported_entities):
+            return []
+        ctx = TextContext(text, self.supported_language)
+        return [
+            RecognizerResult(h.entity, h.start, h.end, h.score, recognition_metadata={
+                RecognizerResult.RECOGNIZER_NAME_KEY: self.name,
+                RecognizerResult.RECOGNIZER_IDENTIFIER_KEY: self.id,
+                RecognizerResult.IS_SCORE_ENHANCED_BY_CONTEXT_KEY: True,
+                "method": h.method,
+            })
+            for h in self.find(ctx)
+        ]
+
+    # -- scoring --
+    def context_score(self, ctx: TextContext, s: int, e: int, base: float, *, bonus: float = 0.3,
+                      without: float | None = None, penalty: float = 0.35) -> float:
+        """base (+bonus if a context word is near; `without` replaces base when none is; -penalty after a
+        negative word such as 'order no')."""
+        norm = ctx.norm
+        lo = ctx.scope_start(s, WIN_BEFORE)
+        pos_end = self.pos.last_end(norm, s, s - lo)
+        neg_end = NEGATIVE.last_end(norm, s, min(NEG_WIN, s - lo))
+        if neg_end > pos_end and not ctx.number_between(neg_end, s):
+            # "kimlik no ... sipariş no 123": the nearer word decides
+            score = (base if without is None else without) - penalty
+        elif pos_end >= 0 and not ctx.number_between(pos_end, s):
+            score = min(1.0, base + bonus)
+        elif self.AFTER and self.pos.near(norm, s, e, 0, self.AFTER):
+            score = min(1.0, base + bonus)
+        else:
+            score = base if without is None else without
+        return round(max(0.0, score), 3)
+
+    def near_other_ids(self, ctx: TextContext, s: int) -> bool:
+        """A context word of another identifier (kimlik, ИНН, IBAN, паспорт...) right before `s`, in the
+        same sentence, with no other number between."""
+        end = _OTHER_IDS.last_end(ctx.norm, s, s - ctx.scope_start(s, 32))
+        return end >= 0 and not ctx.number_between(end, s)
+
+    def hit(self, s: int, e: int, score: float, method: str = "pattern") -> Hit:
+        return Hit(s, e, self.ENTITY, score, method)
+
+
+def _group_text(ctx: TextContext, g) -> str:
+    return ctx.text[g[0]:g[1]]
+
+
+def _contiguous(ctx: TextContext, length: int) -> Iterable[tuple[int, int]]:
+    """Digit groups of exactly `length` digits (not inside an IBAN-like string)."""
+    for run in ctx.runs:
+        if run.ndigits < length:
+            continue
+        for g in run.groups:
+            if g[1] - g[0] == length and not ctx.in_iban_like(g[0]):
+                yield g
+
+
+def _windows(ctx: TextContext, lo: int, hi: int, seps: str | None = None):
+    """Consecutive digit groups of a run with lo..hi digits in total, longest first from each start.
+    Yields (run, i, j, start, end, digits); `seps` restricts the characters allowed between groups."""
+    text = ctx.text
+    for run in ctx.runs:
+        if run.ndigits < lo or ctx.in_iban_like(run.start):
+            continue
+        groups = run.groups
+        n = len(groups)
+        for i in range(n):
+            total = 0
+            best = []
+            for j in range(i, n):
+                if j > i and seps is not None:
+                    sep = text[groups[j - 1][1]:groups[j][0]]
+                    if len(sep) != 1 or sep not in seps:
+                        break
+                total += groups[j][1] - groups[j][0]
+                if total > hi:
+                    break
+                if total >= lo:
+                    best.append(j)
+            for j in reversed(best):
+                s, e = groups[i][0], groups[j][1]
+                yield run, i, j, s, e, "".join(text[a:b] for a, b in groups[i:j + 1])
+
+
+# ---------------------------------------------------------------- identifiers with checksums
+
+class TcknRecognizer(PiiRecognizer):
+    """T.C. Kimlik No: 11 digits, two check digits."""
+
+    ENTITY = "TCKN"
+    NEEDS, MIN_DIGITS = "digits", 11
+
+    def find(self, ctx):
+        out = []
+        for s, e in _contiguous(ctx, 11):
+            if checks.tckn_valid(ctx.text[s:e]):
+                out.append(self.hit(s, e, self.context_score(ctx, s, e, 0.8, bonus=0.2)))
+        return out
+
+
+class VknRecognizer(PiiRecognizer):
+    """Vergi Kimlik No: 10 digits, one check digit (1 in 10 random numbers pass): needs context."""
+
+    ENTITY = "VKN"
+    NEEDS, MIN_DIGITS = "digits", 10
+
+    def find(self, ctx):
+        out = []
+        for s, e in _contiguous(ctx, 10):
+            if checks.vkn_valid(ctx.text[s:e]):
+                out.append(self.hit(s, e, self.context_score(ctx, s, e, 0.35, bonus=0.6)))
+        return out
+
+
+class InnRecognizer(PiiRecognizer):
+    """Russian INN: 12 digits (person, two check digits) or 10 (organisation, one: needs context)."""
+
+    ENTITY = "INN"
+    NEEDS, MIN_DIGITS = "digits", 10
+
+    def find(self, ctx):
+        out = []
+        for length, base in ((12, 0.55), (10, 0.35)):
+            for s, e in _contiguous(ctx, length):
+                if checks.inn_valid(ctx.text[s:e]):
+                    out.append(self.hit(s, e, self.context_score(ctx, s, e, base, bonus=0.6)))
+        return out
+
+
+class SnilsRecognizer(PiiRecognizer):
+    """SNILS: NNN-NNN-NNN NN (distinctive) or 11 digits in a row (context or Russian text)."""
+
+    ENTITY = "SNILS"
+    NEEDS, MIN_DIGITS = "digits", 11
+    _FORMATTED = re.compile(r"(?<![\d-])\d{3}-\d{3}-\d{3}[ \u00a0-]\d{2}(?![\d-])")
+
+    def find(self, ctx):
+        out = []
+        text = ctx.text
+        for m in self._FORMATTED.finditer(text):
+            s, e = m.span()
+            if checks.snils_valid(text[s:e]):
+                out.append(self.hit(s, e, self.context_score(ctx, s, e, 0.85, bonus=0.15)))
+        for s, e in _contiguous(ctx, 11):
+            if checks.snils_valid(text[s:e]):
+                base = 0.5 if ctx.lang == "ru" else 0.4
+                out.append(self.hit(s, e, self.context_score(ctx, s, e, base, bonus=0.5)))
+        return out
+
+
+class OgrnRecognizer(PiiRecognizer):
+    """OGRN (13 digits) and OGRNIP (15 digits, first digit 3) with their own mod 11 / mod 13 checks."""
+
+    ENTITY = "OGRN"
+    NEEDS, MIN_DIGITS = "digits", 13
+    _IP = positive("OGRNIP")
+
+    def __init__(self, language="en"):
+        super().__init__(language)
+        self.supported_entities = ["OGRN", "OGRNIP"]
+
+    def find(self, ctx):
+        out = []
+        text = ctx.text
+        for s, e in _contiguous(ctx, 13):
+            if checks.ogrn_valid(text[s:e]):
+                out.append(self.hit(s, e, self.context_score(ctx, s, e, 0.4, bonus=0.55)))
+        for s, e in _contiguous(ctx, 15):
+            if checks.ogrnip_valid(text[s:e]):
+                near = self._IP.near(ctx.norm, s, e, WIN_BEFORE, WIN_AFTER) or \
+                    self.pos.near(ctx.norm, s, e, WIN_BEFORE, WIN_AFTER)
+                score = 0.95 if near else self.context_score(ctx, s, e, 0.45)
+                out.append(Hit(s, e, "OGRNIP", score, "pattern"))
+        return out
+
+
+class CreditCardRecognizer(PiiRecognizer):
+    """Payment cards: 13-19 digits in groups (space or dash) or in a row; issuer prefix and Luhn."""
+
+    ENTITY = "CREDIT_CARD"
+    NEEDS, MIN_DIGITS = "digits", 13
+
+    def find(self, ctx):
+        out = []
+        taken_end = -1
+        for run, i, j, s, e, d in _windows(ctx, 13, 19, seps=" -\u00a0"):
+            if s < taken_end:
+                continue
+            if checks.card_prefix_ok(d) and checks.luhn_valid(d) and len(set(d)) >= 2:
+                base = 0.85 if j > i else 0.75
+                out.append(self.hit(s, e, self.context_score(ctx, s, e, base, bonus=0.15, penalty=0.4)))
+                taken_end = e
+        return out
+
+
+_HOME_REGIONS = {"tr": ("TR",), "ru": ("RU", "KZ"), "en": ("US", "CA", "GB")}
+
+
+class PhoneNumberRecognizer(PiiRecognizer):
+    """Phones validated by `phonenumbers`: international (+/00, any country), TR (0 5xx ..., 0 2xx ...),
+    RU (8 9xx ..., 8 4xx ...), US/GB. Unformatted 10-11 digit numbers score lower."""
+
+    ENTITY = "PHONE"
+    NEEDS, MIN_DIGITS = "digits", 10
+
+    def find(self, ctx):
+        out = []
+        text = ctx.text
+        taken_end = -1
+        for run, i, j, s, e, d in _windows(ctx, 10, 15):
+            if s < taken_end:
+                continue
+            plus = run.plus and i == 0
+            if not plus and len(d) > 11 and not d.startswith("00"):
+                continue  # a national number has at most 11 digits with its trunk prefix
+            if plus:
+                s = run.start
+            elif i == 0 and text[run.start] == "(":
+                s = run.start
+            seps = {text[run.groups[k][1]:run.groups[k + 1][0]] for k in range(i, j)}
+            if j - i == 3 and seps == {"."} and all(b - a <= 3 for a, b in run.groups[i:j + 1]):
+                continue  # an IPv4 address
+            if seps == {"/"} or seps == {"."} and j - i == 2:
+                continue  # a date or a fraction
+            candidate = ("+" if plus else "") + d
+            if not plus and d.startswith("00"):
+                candidate = d
+            num = checks.phone_parse(candidate, ctx.lang)
+            if num is None:
+                continue
+            region = phonenumbers.region_code_for_number(num)
+            home = region in _HOME_REGIONS.get(ctx.lang, ())
+            # the full national form: with its trunk prefix (0 5xx..., 8 9xx...), or NANP's ten digits
+            trunk = d[0] in "08" or (len(d) == 11 and d[0] in "17") or (region in ("US", "CA") and len(d) == 10)
+            if plus or d.startswith("00"):
+                base = 0.9
+            elif j > i:  # written in groups
+                base = 0.75 if home else 0.55
+            elif home and trunk:  # 0532..., 8916...: a national number with its trunk prefix
+                base = 0.55
+            else:  # ten bare digits, or another country's national format
+                base = 0.4
+            if self.near_other_ids(ctx, s) and not self.pos.near(ctx.norm, s, e, 24):
+                base -= 0.3
+            out.append(self.hit(s, e, self.context_score(ctx, s, e, base, bonus=0.3, penalty=0.4)))
+            taken_end = e
+        return out
+
+
+class IbanRecognizer(PiiRecognizer):
+    """IBAN, spaced or not, mod 97 and country length (python-stdnum); trailing words are trimmed off."""
+
+    ENTITY = "IBAN"
+
+    def find(self, ctx):
+        out = []
+        text = ctx.text
+        for s, e in ctx.iban_like:  # two capitals, two digits, 10-32 more: text.py's _IBAN_LIKE
+            # positions of the alphanumerics, so a valid prefix maps back to the text
+            pos = [k for k in range(s, e) if text[k].isalnum()]
+            compact = "".join(text[k] for k in pos)
+            for n in range(len(compact), 14, -1):
+                if checks.iban_valid(compact[:n]):
+                    out.append(self.hit(s, pos[n - 1] + 1, 1.0))
+                    break
+        return out
+
+
+class EmailRecognizer(PiiRecognizer):
+    ENTITY = "EMAIL"
+    _RE = re.compile(r"(?<![\w.+%-])[\w.+%-]{1,64}@(?:[^\W_](?:[\w-]{0,61}[^\W_])?\.)+[^\W\d_]{2,24}(?![\w-])")
+
+    def triggered(self, ctx):
+        return "@" in ctx.text
+
+    def find(self, ctx):
+        text = ctx.text
+        if "@" not in text:
+            return []
+        out = []
+        for m in self._RE.finditer(text):
+            s = m.start()
+            pre = text[max(0, s - 80):s]
+            k = pre.rfind("://")
+            if k >= 0 and not any(ch.isspace() or ch == "/" for ch in pre[k + 3:]):
+                continue  # "scheme://user:password@host": credentials (SECRET), not an address
+            out.append(self.hit(s, m.end(), 1.0))
+        return out
+
+
+class IpRecognizer(PiiRecognizer):
+    ENTITY = "IP_ADDRESS"
+    _V4 = re.compile(r"(?<![\w.])(?:\d{1,3}\.){3}\d{1,3}(?![\w]|\.\d)")
+    _V6 = re.compile(r"(?<![\w:.])(?=[0-9A-Fa-f:.]*::|(?:[0-9A-Fa-f]{1,4}:){3})[0-9A-Fa-f:.]{4,45}(?![\w:])")
+    _VERSION = ContextWords(["version", "sürüm", "versiyon", "версия", "ver", "v", "build", "release", "oid"])
+
+    def triggered(self, ctx):
+        # IPv4: a digit run of four dot-separated groups; IPv6: two colons
+        return any(len(r.groups) >= 4 and ctx.text[r.groups[0][1]] == "." for r in ctx.runs) \
+            or ctx.text.count(":") >= 2
+
+    def find(self, ctx):
+        import ipaddress
+
+        out = []
+        text = ctx.text
+        for m in self._V4.finditer(text):
+            s, e = m.span()
+            value = text[s:e]
+            if not checks.ip_valid(value):
+                continue
+            addr = ipaddress.ip_address(value)
+            if addr.is_loopback or addr.is_unspecified or addr.is_multicast or value.startswith("255."):
+                base = 0.2
+            else:
+                base = 0.65
+            if self._VERSION.near(ctx.norm, s, e, 12):
+                base -= 0.45
+            out.append(self.hit(s, e, self.context_score(ctx, s, e, base, bonus=0.3)))
+        if ":" in text:
+            for m in self._V6.finditer(text):
+                s, e = m.span()
+                value = text[s:e].rstrip(".")
+                e = s + len(value)
+                if checks.ip_valid(value):
+                    addr = ipaddress.ip_address(value)
+                    base = 0.2 if addr.is_loopback or addr.is_unspecified else 0.8
+                    out.append(self.hit(s, e, self.context_score(ctx, s, e, base, bonus=0.2)))
+        return out
+
+
+# ---------------------------------------------------------------- format + context
+
+class PassportRecognizer(PiiRecognizer):
+    """Passports: RU internal (series 4 digits + number 6: '45 08 123456', '4508 123456'), RU foreign
+    ('75 1234567'), TR and others (a letter + 7-8 digits: 'U12345678'). No checksum outside the MRZ,
+    so a context word (passport, паспорт, pasaport, серия) is required to pass the default threshold."""
+
+    ENTITY = "PASSPORT"
+    _RU = re.compile(r"(?<![\d\w])(?:\d{2}[ \u00a0]?\d{2}[ \u00a0№#]{1,3}\d{6}|\d{2}[ \u00a0]\d{7}|\d{10}|\d{9})(?![\d\w])")
+    _LATIN = re.compile(r"(?<![\w])[A-Z]{1,2}[ \u00a0]?\d{7,8}(?![\w])")
+
+    def triggered(self, ctx):
+        return self.pos.search(ctx.norm)
+
+    def find(self, ctx):
+        out = []
+        text = ctx.text
+        for rx, spaced_base in ((self._RU, 0.3), (self._LATIN, 0.3)):
+            for m in rx.finditer(text):
+                s, e = m.span()
+                value = text[s:e]
+                if len(set(checks.digits(value))) < 3:
+                    continue
+                contiguous = value.isdigit()
+                base = 0.15 if contiguous else spaced_base
+                score = self.context_score(ctx, s, e, base, bonus=0.6 if not contiguous else 0.7)
+                out.append(self.hit(s, e, score))
+        return out
+
+
+class LicensePlateRecognizer(PiiRecognizer):
+    """Turkish plates, every current format: province 01-81, then 1 letter + 4-5 digits, 2 letters + 3-4
+    digits, or 3 letters + 2-3 digits ('06 A 12345', '34 AB 1234', '35 ABC 12'); Ç Ğ İ Ö Ş Ü Q W X unused."""
+
+    ENTITY = "LICENSE_PLATE"
+    AFTER = 16
+    _RE = re.compile(r"(?<![\w])(0[1-9]|[1-7]\d|8[01])([ \u00a0-]?)([A-PR-VYZ]{1,3})([ \u00a0-]?)(\d{2,5})(?![\w])")
+    _UNITS = {"TL", "KG", "GB", "MB", "KB", "TB", "KM", "CM", "MM", "ML", "GR", "HZ", "KW", "MW", "USD", "EUR",
+              "TRY", "RUB", "GBP", "AM", "PM", "AH", "MAH", "SOK", "CAD", "NO", "TEL", "KAT", "DK", "SN", "YIL",
+              "AY", "GUN", "LT", "MG", "KCAL", "MP", "FPS", "HP", "CC", "GHZ", "MHZ", "DPI", "PPM"}
+
+    def triggered(self, ctx):
+        # a two-digit run followed by a capital letter ("34 ABC 123", "34ABC123")
+        text = ctx.text
+        for r in ctx.runs:
+            if r.ndigits == 2 and len(r.groups) == 1 and r.end < len(text):
+                nxt = text[r.end:r.end + 2].lstrip(" \u00a0-")
+                if nxt[:1].isupper():
+                    return True
+        return any(r.ndigits > 2 and r.groups[0][1] - r.groups[0][0] == 2 and r.groups[0][1] < len(text)
+                   and text[r.groups[0][1]].isupper() for r in ctx.runs)
+
+    def find(self, ctx):
+        out = []
+        for m in self._RE.finditer(ctx.text):
+            letters, num = m.group(3), m.group(5)
+            if letters in self._UNITS and not self.pos.near(ctx.norm, m.start(), m.end(), WIN_BEFORE, self.AFTER):
+                continue  # "65 TL 9988" is a plate only where a plate is talked about
+            nl, nd = len(letters), len(num)
+            if not ((nl == 1 and nd in (4, 5)) or (nl == 2 and nd in (3, 4)) or (nl == 3 and nd in (2, 3))):
+                continue
+            s, e = m.span()
+            spaced = bool(m.group(2)) and bool(m.group(4))
+            base = 0.6 if spaced else 0.4
+            out.append(self.hit(s, e, self.context_score(ctx, s, e, base, bonus=0.35)))
+        return out
+
+
+_TR_MONTHS = "ocak|şubat|subat|mart|nisan|mayıs|mayis|haziran|temmuz|ağustos|agustos|eylül|eylul|ekim|kasım|kasim|aralık|aralik"
+_RU_MONTHS = "января|февраля|марта|апреля|мая|июня|июля|августа|сентября|октября|ноября|декабря"
+_EN_MONTHS = ("january|february|march|april|may|june|july|august|september|october|november|december|"
+              "jan|feb|mar|apr|jun|jul|aug|sep|sept|oct|nov|dec")
+_YEAR = r"(?:19\d{2}|20[0-2]\d)"
+
+
+class DateOfBirthRecognizer(PiiRecognizer):
+    """Dates (numeric, ISO, or with the month written in tr/ru/en) that a birth word stands next to."""
+
+    ENTITY = "DATE_OF_BIRTH"
+    _RE = re.compile(
+        r"(?<![\w.])(?:"
+        r"(?:0?[1-9]|[12]\d|3[01])[./-](?:0?[1-9]|1[0-2])[./-]" + _YEAR +
+        r"|" + _YEAR + r"-(?:0[1-9]|1[0-2])-(?:0[1-9]|[12]\d|3[01])"
+        r"|(?:0?[1-9]|1[0-2])/(?:0?[1-9]|[12]\d|3[01])/" + _YEAR +
+        r"|(?:0?[1-9]|[12]\d|3[01])(?:st|nd|rd|th)?\s+(?:" + _TR_MONTHS + "|" + _RU_MONTHS + "|" + _EN_MONTHS +
+        r")\.?,?\s+" + _YEAR + r"(?:\s*(?:г\.|года|г(?![\w])))?"
+        r"|(?:" + _EN_MONTHS + r")\.?\s+(?:0?[1-9]|[12]\d|3[01])(?:st|nd|rd|th)?,?\s+" + _YEAR +
+        r")(?![\w])", re.IGNORECASE)
+
+    def triggered(self, ctx):
+        return self.pos.search(ctx.norm)
+
+    def find(self, ctx):
+        out = []
+        for m in self._RE.finditer(ctx.text):
+            s, e = m.span()
+            if self.pos.near(ctx.norm, s, e, 40, 24):
+                out.append(self.hit(s, e, 0.9))
+        return out
+
+
+_ADDR = load_data("address.json")
+
+
+def _alt(words):
+    return "|".join(re.escape(w) for w in sorted(set(words), key=len, reverse=True))
+
+
+class AddressRecognizer(PiiRecognizer):
+    """Street addresses, best effort: a street word (Mah., Cad., Sok., ул., пер., Street, Ave ...) with
+    the name before or after it and the house number, flat and city that follow."""
+
+    ENTITY = "ADDRESS"
+    _W = r"[A-ZÇĞİÖŞÜ0-9][\wçğıöşüÇĞİÖŞÜ'’-]*"
+    _TR = re.compile(
+        r"(?<![\w.])(?:" + _W + r" ){1,3}(?:" + _alt(w for w in _ADDR["tr_street_words"]) + r")\b\.?"
+        r"(?:[ ,]+(?:" + _W + r" ){0,3}(?:" + _alt(_ADDR["tr_street_words"]) + r")\b\.?)*"
+        r"(?:[ ,]*(?:No|Numara|Kapı\s*No)\s*[:.]?\s*\d+[A-Za-z]?(?:\s*/\s*\d+)?)?"
+        r"(?:[ ,]*(?:Daire|D|Kat|K|İç\s*Kapı)\s*[:.]?\s*\d+)*"
+        r"(?:[ ,]+\d{5})?"
+        r"(?:[ ,]+[A-ZÇĞİÖŞÜ][\wçğıöşü]+\s*/\s*[A-ZÇĞİÖŞÜ][\wçğıöşü]+)?")
+    _RU = re.compile(
+        r"(?:(?<![\w])(?:" + _alt(_ADDR["ru_settlement_words"]) + r")\.?\s*[А-ЯЁ][\w-]+(?:\s[А-ЯЁ][\w-]+)?"
+        r"(?:\s\([\w.]+\))?,\s*)?"
+        r"(?<![\w])(?:" + _alt(_ADDR["ru_street_words"]) + r")\.?\s+[А-ЯЁ0-9][\w.-]*(?:\s+[А-ЯЁа-яё0-9][\w.-]*){0,3}?"
+        r",?\s*(?:д\.|дом)\s*\d+[а-яА-Я]?(?:/\d+)?"
+        r"(?:,?\s*(?:к\.|корп\.|корпус|стр\.|строение)\s*\d+[а-яА-Я]?(?:/\d+)?)*"
+        r"(?:,?\s*(?:кв\.|квартира|оф\.|офис)\s*\d+)?"
+        r"(?:,\s*\d{6})?")
+    _EN = re.compile(
+        r"(?<![\w])\d{1,6}\s+(?:[A-Z][\w'.-]*\s+){1,3}(?:" + _alt(_ADDR["en_street_suffixes"]) + r")\b\.?"
+        r"(?:,?\s+(?:Apt\.?|Apartment|Suite|Ste\.?|Unit|#)\s*\w+)?"
+        r"(?:,?\s*\n?\s*(?:[A-Z][a-z]+\s){0,2}[A-Z][a-z]+,\s*[A-Z]{2}\s+\d{5}(?:-\d{4})?)?")
+    _TR_WORD = re.compile(r"(?<![\w])(?:" + _alt(_ADDR["tr_street_words"]) + r")\b")
+
+    _WORDS = frozenset(w.lower().rstrip(".") for w in _ADDR["tr_street_words"] + _ADDR["ru_street_words"]
+                       + _ADDR["en_street_suffixes"])
+
+    def triggered(self, ctx):
+        words = ctx.extra.get("words")
+        if words is None:
+            words = ctx.extra["words"] = frozenset(ctx.text.lower().replace(".", " ").replace(",", " ").split())
+        return not words.isdisjoint(self._WORDS)
+
+    def find(self, ctx):
+        out = []
+        text = ctx.text
+        regexes = (self._RU,) if ctx.lang == "ru" else (self._TR, self._EN)
+        if ctx.lang != "ru" and re.search(r"[А-Яа-яЁё]", text):
+            regexes += (self._RU,)
+        for rx in regexes:
+            for m in rx.finditer(text):
+                s, e = m.span()
+                span = text[s:e]
+                has_number = any(ch.isdigit() for ch in span)
+                # without a house number a Turkish address needs two street words (Mah. + Sok.)
+                if not has_number and (rx is not self._TR or len(self._TR_WORD.findall(span)) < 2):
+                    continue
+                out.append(self.hit(s, e, 0.7 if has_number else 0.55))
+        return out
+
+
+class SecretRecognizer(PiiRecognizer):
+    """Credentials: private key blocks, provider tokens (AWS, GitHub, Slack, OpenAI-style sk-, Stripe,
+    Google, JWT, Telegram bots), Bearer tokens, passwords in URLs and `password: ...` pairs."""
+
+    ENTITY = "SECRET"
+    _PATTERNS = [
+        ("private_key", re.compile(r"-----BEGIN [A-Z ]*PRIVATE KEY(?: BLOCK)?-----.*?(?:-----END [A-Z ]*PRIVATE KEY(?: BLOCK)?-----|\Z)", re.S), 1.0, 0),
+        ("aws_key", re.compile(r"(?<![A-Z0-9])(?:AKIA|ASIA|AGPA|AIDA|AROA)[A-Z0-9]{16}(?![A-Z0-9])"), 0.95, 0),
+        ("github", re.compile(r"(?<![\w])(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{40,})"), 0.95, 0),
+        ("slack", re.compile(r"(?<![\w])xox[abposr]-[A-Za-z0-9-]{10,}"), 0.95, 0),
+        ("sk_token", re.compile(r"(?<![\w-])sk-(?:proj-|ant-|live-)?[A-Za-z0-9_-]{20,}"), 0.95, 0),
+        ("stripe", re.compile(r"(?<![\w])(?:sk|rk|pk)_(?:live|test)_[A-Za-z0-9]{16,}"), 0.95, 0),
+        ("google", re.compile(r"(?<![\w])AIza[0-9A-Za-z_-]{35}"), 0.95, 0),
+        ("jwt", re.compile(r"(?<![\w-])eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}"), 0.95, 0),
+        ("telegram", re.compile(r"(?<![\d])\d{8,10}:AA[A-Za-z0-9_-]{33}"), 0.95, 0),
+        ("bearer", re.compile(r"(?i:bearer)\s+([A-Za-z0-9._~+/-]{16,}=*)"), 0.9, 1),
+        ("url_credentials", re.compile(r"[a-zA-Z][a-zA-Z0-9+.-]*://([^\s:/?#@\"']+:[^\s/@\"']+)@"), 1.0, 1),
+        ("keyword_value", re.compile(
+            r"(?i:password|passwd|pwd|pass|passcode|şifre(?:m|si|niz)?|parola(?:m|sı)?|пароль|api[_ -]?key|apikey|"
+            r"secret(?:[_ -]?key)?|client[_ -]?secret|access[_ -]?token|auth[_ -]?token|refresh[_ -]?token|"
+            r"token|aws_secret_access_key)"
+            r"[\"']?\s*(?:[:=]|=>|\bis\b|\s-\s|:\s*=)\s*[\"']?([^\s\"',;<>]{6,})"), 0.85, 1),
+    ]
+
+    _CASED = ("-----BEGIN", "AKIA", "ASIA", "AGPA", "AIDA", "AROA", "gh", "github_pat_", "xox", "sk-", "_live_",
+              "_test_", "AIza", "eyJ", ":AA", "://")
+    _FOLDED = ContextWords(["bearer", "password", "passwd", "passcode", "pass", "pwd", "şifre", "sifre", "parola",
+                            "пароль", "api key", "api_key", "api-key", "apikey", "secret", "token",
+                            "aws_secret_access_key", "client_secret", "access_token", "auth_token"])
+
+    def triggered(self, ctx):
+        text = ctx.text
+        if any(k in text for k in self._CASED):
+            return True
+        return self._FOLDED.search(ctx.norm)
+
+    def find(self, ctx):
+        out = []
+        text = ctx.text
+        for name, rx, score, group in self._PATTERNS:
+            if name != "keyword_value":
+                for m in rx.finditer(text):
+                    s, e = m.span(group)
+                    out.append(self.hit(s, e, score, name))
+                continue
+            pos = 0
+            while True:
+                m = rx.search(text, pos)
+                if m is None:
+                    break
+                s, e = m.span(group)
+                while e > s and text[e - 1] in ".,;:!?)" and (e == len(text) or text[e].isspace()):
+                    e -= 1
+                value = text[s:e]
+                # a word after "password" is prose ("password is required", "key: Authorization: ..."), not
+                # a secret; look again from that word ("token is password: X7!...")
+                if value.isalpha() and (value.islower() or value.istitle()) or len(value) < 6:
+                    pos = s
+                    continue
+                out.append(self.hit(s, e, score, name))
+                pos = e
+        return out
+
+
+# ---------------------------------------------------------------- registry
+
+IDENTIFIER_RECOGNIZERS = (
+    TcknRecognizer, VknRecognizer, InnRecognizer, SnilsRecognizer, OgrnRecognizer, CreditCardRecognizer,
+    PhoneNumberRecognizer, IbanRecognizer, EmailRecognizer, IpRecognizer, PassportRecognizer,
+    LicensePlateRecognizer, DateOfBirthRecognizer, AddressRecognizer, SecretRecognizer,
+)

@@ -1,0 +1,210 @@
+"""Per-text scan state shared by the recognizers, plus the small helpers they all use.
+
+A TextContext caches what several recognizers need from one text (a folded lower-case copy for context
+words, the runs of digits, the capitalized tokens) so that the fast path computes each once per text.
+A recognizer called through Presidio's AnalyzerEngine.analyze builds its own context (the plain way).
+"""
+from __future__ import annotations
+
+import json
+import re
+from functools import lru_cache
+from importlib import resources
+from typing import NamedTuple
+
+
+# Entity types the step can report; the placeholder of each is "<TYPE>".
+ENTITY_TYPES = (
+    "TCKN", "VKN", "INN", "SNILS", "OGRN", "OGRNIP", "CREDIT_CARD", "PHONE", "IBAN", "EMAIL", "IP_ADDRESS",
+    "PASSPORT", "LICENSE_PLATE", "DATE_OF_BIRTH", "ADDRESS", "SECRET", "PERSON", "USER_ID",
+)
+
+
+class Hit(NamedTuple):
+    """One detection: character span, entity type, score, and how it was found (no value is stored)."""
+
+    start: int
+    end: int
+    entity: str
+    score: float
+    method: str
+
+
+@lru_cache(maxsize=None)
+def load_data(name: str) -> dict:
+    """A JSON file from pipeline/data/pii/."""
+    path = resources.files("pipeline").joinpath("data", "pii", name)
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+_FOLD = str.maketrans({"İ": "i", "I": "i", "ı": "i"})
+
+
+def fold(text: str) -> str:
+    """Lower case with Turkish dotted/dotless i folded to i; same length as the input."""
+    out = text.translate(_FOLD).lower()
+    if len(out) != len(text):  # a character whose lower case is longer: fold one by one
+        out = "".join((c.translate(_FOLD).lower() or c)[:1] for c in text)
+    return out
+
+
+class ContextWords:
+    """Context words matched at a word start in folded text. Words of up to 3 characters must be whole words
+    ('tc', 'ip', 'ref'); longer ones match as a prefix, so a stem covers its inflections ('kimli' -> 'kimliği')."""
+
+    def __init__(self, words):
+        parts = []
+        self.words = tuple(sorted({fold(w).strip() for w in words if w.strip()}, key=len, reverse=True))
+        for word in self.words:
+            esc = re.escape(word)
+            parts.append(esc + r"(?![^\W\d_])" if len(word) <= 3 else esc)
+        self.regex = re.compile(r"(?<![^\W\d_])(?:" + "|".join(parts) + ")") if parts else None
+        # presence test without the look-behind (which costs a check at every position)
+        self.quick = re.compile("|".join(re.escape(w) for w in self.words)) if self.words else None
+
+    def last_end(self, norm: str, start: int, before: int) -> int:
+        """End of the last context word within `before` characters before `start`, or -1."""
+        if self.regex is None:
+            return -1
+        last = -1
+        for m in self.regex.finditer(norm, max(0, start - before), start):
+            last = m.end()
+        return last
+
+    def near(self, norm: str, start: int, end: int, before: int, after: int = 0) -> bool:
+        if self.regex is None:
+            return False
+        if self.regex.search(norm, max(0, start - before), start):
+            return True
+        return bool(after) and self.regex.search(norm, end, end + after) is not None
+
+    def search(self, norm: str) -> bool:
+        """Any of the words in `norm` (a substring test first: the regex only confirms a word start)."""
+        if self.regex is None or self.quick.search(norm) is None:
+            return False
+        return self.regex.search(norm) is not None
+
+
+class NumRun(NamedTuple):
+    start: int
+    end: int
+    plus: bool                        # written with a leading + (international phone)
+    groups: tuple                     # ((start, end), ...) of the maximal digit groups
+    ndigits: int
+
+
+# A run of digits with single separators (space, dash, dot, slash, parentheses) between groups,
+# optionally led by "+" or "(": "+90 (532) 123-45-67", "123-456-789 01", "4508 123456". A cheap
+# character-class scan finds the stretches; _split_runs applies the separator rules in Python.
+_NUMSPAN = re.compile(r"[+(]?\d[\d \u00a0\-./()]*")
+_DIGITS = re.compile(r"\d+")
+_SEPARATORS = frozenset([" ", "\u00a0", "-", ".", "/", ")", ") ", ")\u00a0", "(", " (", "\u00a0("])
+
+
+def _split_runs(text: str, s: int, e: int, out: list) -> None:
+    groups = [g.span() for g in _DIGITS.finditer(text, s, e)]
+    if not groups:
+        return
+    # a number glued to a word ("TR33", "A123") starts no run: its first group is dropped
+    k = groups[0][0]
+    if k > 0 and (text[k - 1].isalnum() or text[k - 1] == "_") and text[s] not in "+(":
+        groups = groups[1:]
+    elif k > 1 and text[s] == "(" and (text[s - 1].isalnum()):
+        groups = groups[1:]
+    cur: list = []
+    for g in groups:
+        if cur and text[cur[-1][1]:g[0]] not in _SEPARATORS:
+            _emit(text, cur, out)
+            cur = []
+        cur.append(g)
+    if cur:
+        _emit(text, cur, out)
+
+
+def _emit(text: str, groups: list, out: list) -> None:
+    a = groups[0][0]
+    b = groups[-1][1]
+    plus = False
+    if a > 0 and text[a - 1] == "(":
+        a -= 1
+    if a > 0 and text[a - 1] == "+":
+        a -= 1
+        plus = True
+    elif a > 1 and text[a - 1] in " \u00a0" and text[a - 2] == "+":
+        a -= 2
+        plus = True
+    if plus and a > 0 and (text[a - 1].isalnum()):
+        plus = False
+        a = groups[0][0]
+    if b < len(text) and text[b] == ")" and "(" in text[a:b]:
+        b += 1
+    out.append(NumRun(a, b, plus, tuple(groups), sum(y - x for x, y in groups)))
+# a sentence ends at "?" or "!", or at "." after a lower-case letter, digit or ")" when a capital follows
+# ("No. 123" and "T.C. Kimlik" do not end one)
+_SENT_BOUNDARY = re.compile(r"[!?]\s+|(?<=[a-zçğıöşüа-яё\d)])\.\s+(?=[A-ZÇĞİÖŞÜА-ЯЁ])")
+_IBAN_HINT = re.compile(r"[A-Z]{2}\d{2}")
+_IBAN_LIKE = re.compile(r"(?<![A-Za-z0-9])[A-Z]{2}\d{2}(?:[ \u00a0-]?[A-Z0-9]){10,32}")
+
+
+class TextContext:
+    """Lazily computed views of one text."""
+
+    __slots__ = ("text", "lang", "_norm", "_runs", "_iban_like", "_max_digits", "extra")
+
+    def __init__(self, text: str, lang: str):
+        self.text = text
+        self.lang = lang
+        self._norm = None
+        self._runs = None
+        self._iban_like = None
+        self._max_digits = None
+        self.extra = {}
+
+    @property
+    def iban_like(self) -> list[tuple[int, int]]:
+        """Spans shaped like an IBAN (valid or not): their digits are no phone, card or ID number."""
+        if self._iban_like is None:
+            self._iban_like = [m.span() for m in _IBAN_LIKE.finditer(self.text)] if _IBAN_HINT.search(self.text) else []
+        return self._iban_like
+
+    def scope_start(self, s: int, before: int) -> int:
+        """Where the context window of a candidate at `s` starts: `before` characters back, but not
+        before the start of its sentence ("...magazine? Спишите с 4021..." keeps "товар" out)."""
+        lo = max(0, s - before)
+        last = lo
+        for m in _SENT_BOUNDARY.finditer(self.text, lo, s):
+            last = m.end()
+        return last
+
+    def number_between(self, a: int, b: int) -> bool:
+        """A digit run lies between positions a and b: a context word belongs to the number after it."""
+        for run in self.runs:
+            if run.start >= a and run.end <= b:
+                return True
+            if run.start >= b:
+                break
+        return False
+
+    def in_iban_like(self, start: int) -> bool:
+        return any(a <= start < b for a, b in self.iban_like)
+
+    @property
+    def norm(self) -> str:
+        if self._norm is None:
+            self._norm = fold(self.text)
+        return self._norm
+
+    @property
+    def runs(self) -> list[NumRun]:
+        if self._runs is None:
+            runs = []
+            text = self.text
+            for m in _NUMSPAN.finditer(text):
+                _split_runs(text, m.start(), m.end(), runs)
+            self._runs = runs
+        return self._runs
+
+    def max_run_digits(self) -> int:
+        if self._max_digits is None:
+            self._max_digits = max((r.ndigits for r in self.runs), default=0)
+        return self._max_digits

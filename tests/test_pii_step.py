@@ -1,0 +1,311 @@
+"""The PII step: field stripping, operators (placeholder, mask, pseudonym, drop), the strict KVKK policy,
+the summary, and that no planted value reaches any output, counter or error message."""
+import json
+import multiprocessing as mp
+
+import pytest
+
+from pipeline.config import PiiConfig
+from pipeline.pii import PiiPolicyError, PiiStep, kvkk_summary, strip_fields
+from pipeline.stats import StageStats
+
+pytestmark = pytest.mark.timeout(300)
+
+SALT = b"test-salt"
+
+PLANTED = {
+    "tckn": "10000000146",
+    "phone": "+90 532 123 45 67",
+    "iban": "TR33 0006 1005 1978 6457 8413 26",
+    "email": "ayse.yilmaz@example.com.tr",
+    "card": "4111 1111 1111 1111",
+    "inn": "500100732259",
+    "ru_phone": "8 (916) 123-45-67",
+    "name_tr": "Ayşe Yılmaz",
+    "name_ru": "Иванов Пётр Сергеевич",
+    "name_en": "John Smith",
+    "ip": "203.0.113.77",
+    "secret": "AKIAIOSFODNN7EXAMPLE",
+    "meta_phone": "+905551112233",
+}
+
+
+def chat(*contents, meta="{}", **extra):
+    msgs = [{"role": "user" if i % 2 == 0 else "assistant", "content": c} for i, c in enumerate(contents)]
+    return {"id": "x", "kind": "chat", "messages": msgs, "text": None, "source": {"file": "f", "line": 1},
+            "meta": meta, **extra}
+
+
+def text_record(text, meta="{}"):
+    return {"id": "t", "kind": "text", "messages": None, "text": text, "source": {"file": "f", "line": 2},
+            "meta": meta}
+
+
+def planted_batch():
+    p = PLANTED
+    tool_args = json.dumps({"email": p["email"], "note": f"call {p['phone']}", "tckn_number": int(p["tckn"])})
+    rec = chat(f"Merhaba, ben {p['name_tr']}. TC kimlik numaram {p['tckn']}, telefonum {p['phone']}.",
+               f"Teşekkürler, iade {p['iban']} IBAN'ına yapılacak.",
+               meta=json.dumps({"customer_email": p["email"], "channel": "web",
+                                "notes": {"contact": f"tel {p['meta_phone']}", "agent_name": "Ali Kaya"}}))
+    rec["messages"][1]["tool_calls"] = [{"name": "refund", "arguments": tool_args}]
+    return [
+        rec,
+        chat(f"Please charge card {p['card']} and mail {p['email']}. Login from {p['ip']}.",
+             f"Thanks {p['name_en']}, key {p['secret']} was revoked."),
+        text_record(f"Меня зовут {p['name_ru']}, ИНН {p['inn']}, телефон {p['ru_phone']}."),
+    ]
+
+
+def run(batch, **cfg):
+    stats = StageStats("pii")
+    out = PiiStep(PiiConfig(**cfg), salt=SALT).process(batch, stats)
+    return out, stats
+
+
+def dump(obj) -> str:
+    return json.dumps(obj, ensure_ascii=False, default=str)
+
+
+def assert_no_planted(text: str, where: str):
+    for name, value in PLANTED.items():
+        compact = value.replace(" ", "").replace("-", "").replace("(", "").replace(")", "")
+        flat = text.replace(" ", "").replace("-", "").replace("(", "").replace(")", "")
+        assert value not in text and compact not in flat, (name, where)
+
+
+# ------------------------------------------------------------------------------------------ fields
+
+def test_strip_fields_builtin_list_at_any_depth():
+    meta = json.dumps({"customerEmail": "a@b.c", "Telefon": "1", "lang": "tr", "TC_Kimlik_No": "1",
+                       "customer": {"full_name": "A B", "tier": "gold"}, "contacts": [{"phone": "2", "kind": "home"}],
+                       "zip_code": "34000", "file_name": "x.txt", "ip": "1.2.3.4", "user_id": 7})
+    new, removed = strip_fields(meta, None)
+    assert json.loads(new) == {"lang": "tr", "customer": {"tier": "gold"}, "contacts": [{"kind": "home"}],
+                               "zip_code": "34000", "file_name": "x.txt"}
+    assert sorted(removed) == sorted(["customerEmail", "Telefon", "TC_Kimlik_No", "customer.full_name",
+                                      "contacts[].phone", "ip", "user_id"])
+
+
+def test_strip_fields_configured_list_and_odd_input():
+    meta = json.dumps({"email": "a@b.c", "secret_code": "x", "Secret-Code": "y"})
+    new, removed = strip_fields(meta, ["secret_code"])
+    assert json.loads(new) == {"email": "a@b.c"} and removed == ["secret_code", "Secret-Code"]
+    assert strip_fields("", None) == ("", [])
+    assert strip_fields("not json", None) == ("not json", [])
+    assert strip_fields('"a string"', None) == ('"a string"', [])
+    same = json.dumps({"lang": "tr"})
+    assert strip_fields(same, None) == (same, [])
+
+
+# ------------------------------------------------------------------------------------------ process
+
+def test_process_anonymizes_every_field():
+    out, stats = run(planted_batch())
+    assert len(out) == 3
+    a, b, c = out
+    assert a["messages"][0]["content"] == "Merhaba, ben <PERSON>. TC kimlik numaram <TCKN>, telefonum <PHONE>."
+    assert a["messages"][1]["content"].startswith("Teşekkürler, iade <IBAN> IBAN")
+    args = json.loads(a["messages"][1]["tool_calls"][0]["arguments"])
+    assert args == {"email": "<EMAIL>", "note": "call <PHONE>", "tckn_number": "<TCKN>"}
+    meta = json.loads(a["meta"])
+    assert meta == {"channel": "web", "notes": {"contact": "tel <PHONE>"}}  # *_email, *_name fields removed
+    assert "<CREDIT_CARD>" in b["messages"][0]["content"] and "<IP_ADDRESS>" in b["messages"][0]["content"]
+    assert b["messages"][1]["content"] == "Thanks <PERSON>, key <SECRET> was revoked."
+    assert c["text"] == "Меня зовут <PERSON>, ИНН <INN>, телефон <PHONE>."
+    ents = stats.counters["entities"]
+    assert ents["PHONE"] == 4 and ents["TCKN"] == 2 and ents["EMAIL"] == 2 and ents["PERSON"] == 3
+    assert stats.counters["languages"]["ru"] == {"PERSON": 1, "INN": 1, "PHONE": 1}
+    assert stats.counters["fields_stripped"] == {"x_email": 1, "agent_name": 1}
+    assert stats.counters["records_by_language"] == {"tr": 1, "en": 1, "ru": 1}
+    assert not stats.dropped
+
+
+def test_tool_call_arguments_by_field_name_and_content():
+    args = {"name": "report.pdf", "customer_name": "Ali Kaya", "phone": "12", "query": f"TC {PLANTED['tckn']}",
+            "nested": [{"email": "x"}], "count": 3}
+    rec = chat("Rapor lazım.", "Hazırlıyorum.")
+    rec["messages"][1]["tool_calls"] = [{"name": "make_report", "arguments": json.dumps(args)},
+                                        {"name": "raw", "arguments": f"not json {PLANTED['tckn']}"}]
+    out, stats = run([rec])
+    calls = out[0]["messages"][1]["tool_calls"]
+    assert json.loads(calls[0]["arguments"]) == {"name": "report.pdf", "customer_name": "<PERSON>",
+                                                  "phone": "<PHONE>", "query": "TC <TCKN>",
+                                                  "nested": [{"email": "<EMAIL>"}], "count": 3}
+    assert calls[1]["arguments"] == "not json <TCKN>" and calls[0]["name"] == "make_report"
+    assert stats.counters["methods"]["PERSON"] == {"field": 1}
+
+
+def test_input_batch_is_not_modified():
+    batch = planted_batch()
+    before = dump(batch)
+    run(batch)
+    assert dump(batch) == before
+
+
+def test_mask_operator_keeps_shape():
+    out, _ = run([text_record(f"Telefonum {PLANTED['phone']}.")], operator="mask")
+    assert out[0]["text"] == "Telefonum +** *** *** ** **."
+
+
+def test_drop_operator_drops_the_record():
+    batch = [text_record(f"Kart {PLANTED['card']}"), text_record("Siparişim gelmedi, yardım edin.")]
+    out, stats = run(batch, operators={"CREDIT_CARD": "drop"})
+    assert [r["text"] for r in out] == ["Siparişim gelmedi, yardım edin."]
+    assert stats.dropped["pii_drop"] == 1 and stats.counters["dropped_records"] == 1
+
+
+def test_pseudonyms_are_consistent_within_a_run():
+    step = PiiStep(PiiConfig(operator="pseudonym"), salt=SALT)
+    stats = StageStats("pii")
+    first = step.process([text_record("Telefon: +90 532 123 45 67, Ayşe Yılmaz aradı."),
+                          text_record("Numara 0532 123 45 67 (Ayşe Yılmaz)")], stats)
+    second = step.process([text_record("Tekrar: +905321234567. Ahmet Kaya aradı.")], stats)
+    token = first[0]["text"].split()[1].rstrip(",")
+    assert token.startswith("<PHONE_") and len(token) == len("<PHONE_>") + 10
+    # the same number written three ways -> one token, in every batch
+    assert token in first[1]["text"] and token in second[0]["text"]
+    name_token = first[0]["text"].split(", ")[1].split(" aradı")[0]
+    assert name_token.startswith("<PERSON_") and name_token in first[1]["text"]
+    assert name_token not in second[0]["text"]  # another person, another token
+    # another step with the same salt (another batch, another worker) gives the same tokens
+    again = PiiStep(PiiConfig(operator="pseudonym"), salt=SALT).process(
+        [text_record("Telefon: +90 532 123 45 67")], StageStats("pii"))
+    assert token in again[0]["text"]
+    other = PiiStep(PiiConfig(operator="pseudonym"), salt=b"another-salt").process(
+        [text_record("Telefon: +90 532 123 45 67")], StageStats("pii"))
+    assert token not in other[0]["text"]
+
+
+def _pseudonym_in_child(salt: bytes) -> str:
+    from pipeline.pii.operators import Operators
+
+    return Operators("pseudonym", {}, salt).pseudonym("PHONE", "0532 123 45 67", "tr")
+
+
+def test_pseudonyms_agree_across_worker_processes():
+    from pipeline.pii.operators import Operators
+
+    here = Operators("pseudonym", {}, SALT).pseudonym("PHONE", "+90 532 123 45 67", "tr")
+    with mp.get_context("spawn").Pool(1) as pool:
+        assert pool.apply(_pseudonym_in_child, (SALT,)) == here
+
+
+def test_salt_is_required_for_pseudonyms_and_never_shown():
+    with pytest.raises(ValueError, match="salt"):
+        PiiStep(PiiConfig(operators={"PERSON": "pseudonym"}), salt=b"")
+    step = PiiStep(PiiConfig(operator="pseudonym"), salt=b"s3cr3t-salt-value")
+    assert "s3cr3t" not in repr(step) and "s3cr3t" not in repr(step.ops)
+    PiiStep(PiiConfig(), salt=b"")  # placeholders need none
+
+
+def test_unknown_entity_in_operators_is_refused():
+    with pytest.raises(ValueError, match="unknown entity types"):
+        PiiStep(PiiConfig(operators={"NAME": "mask"}), salt=SALT)
+
+
+# ------------------------------------------------------------------------------------------ policy
+
+def test_strict_policy_fails_when_detected_data_would_remain():
+    # a lone first name mid-sentence scores 0.6: below this threshold it stays, and strict refuses that
+    batch = [text_record(f"I spoke with Sarah about card {PLANTED['card']} yesterday.")]
+    with pytest.raises(PiiPolicyError) as err:
+        run(batch, kvkk="strict", score_threshold=0.9, strict_score=0.5)
+    msg = str(err.value)
+    assert "PERSON: 1" in msg and "1 record" in msg
+    assert "Sarah" not in msg and "4111" not in msg
+    # report mode lets it through and counts it as residual
+    out, stats = run(batch, score_threshold=0.9, strict_score=0.5)
+    assert "Sarah" in out[0]["text"] and stats.counters["residual"]["PERSON"] == 1
+
+
+def test_strict_policy_passes_when_everything_detected_is_removed():
+    out, _ = run(planted_batch(), kvkk="strict")
+    assert len(out) == 3
+
+
+def test_strict_policy_refuses_a_disabled_step():
+    with pytest.raises(PiiPolicyError):
+        run([text_record("x")], enabled=False, kvkk="strict")
+    out, _ = run([text_record(f"TC {PLANTED['tckn']}")], enabled=False)
+    assert PLANTED["tckn"] in out[0]["text"]
+
+
+# ------------------------------------------------------------------------------------------ no leaks
+
+def test_no_planted_value_in_outputs_counters_summary_or_errors(caplog):
+    caplog.set_level("DEBUG")
+    batch = planted_batch()
+    for operator in ("placeholder", "mask", "pseudonym"):
+        out, stats = run(batch, operator=operator)
+        assert_no_planted(dump(out), f"output/{operator}")
+        assert_no_planted(dump(stats.to_dict()), f"stats/{operator}")
+        assert_no_planted(dump(kvkk_summary(stats.counters, PiiConfig(operator=operator))), f"summary/{operator}")
+    with pytest.raises(PiiPolicyError) as err:
+        run(batch + [text_record("I spoke with Sarah yesterday.")], kvkk="strict", score_threshold=0.95,
+            strict_score=0.5)
+    assert_no_planted(str(err.value), "strict error")
+    assert_no_planted(caplog.text, "log")
+
+
+def test_internal_errors_name_no_content(monkeypatch):
+    from pipeline.pii import step as step_mod
+
+    def boom(*a, **k):
+        raise RuntimeError(f"failed on {PLANTED['tckn']}")
+
+    monkeypatch.setattr(step_mod, "detect_language", boom)
+    monkeypatch.delenv("PREPARE_DEBUG", raising=False)
+    with pytest.raises(step_mod.PiiStepError) as err:
+        run([text_record(f"TC {PLANTED['tckn']}")])
+    assert PLANTED["tckn"] not in str(err.value) and err.value.__cause__ is None
+
+
+# ------------------------------------------------------------------------------------------ summary
+
+def test_kvkk_summary_from_summed_shard_counters():
+    a = StageStats("pii")
+    PiiStep(PiiConfig(), salt=SALT).process(planted_batch()[:2], a)
+    b = StageStats("pii")
+    PiiStep(PiiConfig(), salt=SALT).process(planted_batch()[2:], b)
+    total = StageStats("pii").merge(a).merge(b)
+    cfg = PiiConfig(operators={"PERSON": "pseudonym"})
+    s = kvkk_summary(total.counters, cfg)
+    found = s["personal_data_found"]
+    assert found["total"] == sum(found["by_type"].values()) and found["by_type"]["PERSON"] == 3
+    assert found["by_language"]["ru"]["INN"] == 1
+    assert s["actions"]["per_type"]["PERSON"] == "pseudonym" and s["actions"]["per_type"]["TCKN"] == "placeholder"
+    topics = {r["topic"] for r in s["residual_risk"]["items"]}
+    assert {"PERSON_latin", "PERSON_ru", "ADDRESS", "pseudonym"} <= topics
+    assert s["residual_risk"]["overall"] == "medium"
+    assert s["fields_stripped"] == {"agent_name": 1, "x_email": 1}
+    json.dumps(s)  # serializable as report.json's "pii" section
+    off = kvkk_summary({}, PiiConfig(enabled=False))
+    assert off["residual_risk"]["overall"] == "high"
+
+
+def test_anonymizer_engine_and_splice_agree():
+    """The step splices replacements itself (12x cheaper); presidio-anonymizer gives the same text."""
+    from pipeline.pii.engine import get_detector, resolve
+    from pipeline.pii.operators import Operators
+
+    text = f"Merhaba, ben {PLANTED['name_tr']}. TC {PLANTED['tckn']}, tel {PLANTED['phone']}, {PLANTED['email']}"
+    kept, _ = resolve(get_detector(("tr", "ru", "en")).detect([(text, "tr")])[0], 0.5)
+    ops = Operators("pseudonym", {"TCKN": "mask", "EMAIL": "placeholder"}, SALT)
+    assert len(kept) == 4
+    assert ops.apply(text, kept, "tr") == ops.splice(text, kept, "tr")
+
+
+def test_generated_evaluation_labels_match_their_text():
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench" / "pii"))
+    from generate import field_texts, generate
+
+    rows = generate(30, seed=3)
+    assert {r["lang"] for r in rows} == {"tr", "ru", "en"}
+    for row in rows:
+        texts = field_texts(row["record"])
+        for lab in row["labels"]:
+            assert texts[lab["field"]][lab["start"]:lab["end"]] == lab["value"]
