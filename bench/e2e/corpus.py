@@ -52,12 +52,24 @@ def _record(r: random.Random, fmt: str) -> dict | str:
 
 
 def _near(value, r: random.Random):
-    """A near duplicate: one word of the longest string replaced."""
-    text = json.dumps(value, ensure_ascii=False)
-    words = text.split(" ")
-    i = r.randrange(len(words) // 2, len(words) - 1)
-    words[i] = words[i][::-1] if len(words[i]) > 3 else words[i]
-    return json.loads(" ".join(words))
+    """A near duplicate: one word of the longest string replaced by its reverse."""
+    def edit(text: str) -> str:
+        words = text.split(" ")
+        i = r.randrange(len(words) // 2, len(words))
+        words[i] = words[i][::-1]
+        return " ".join(words)
+
+    if isinstance(value, str):
+        return edit(value)
+    value = json.loads(json.dumps(value, ensure_ascii=False))
+    turns = value.get("conversations") or value.get("messages")
+    if turns:
+        key = "value" if "conversations" in value else "content"
+        longest = max(turns, key=lambda t: len(t[key]))
+        longest[key] = edit(longest[key])
+    else:
+        value["output"] = edit(value["output"])
+    return value
 
 
 def write_corpus(out: Path, records: int, seed: int = 0) -> list[Path]:
