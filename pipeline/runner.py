@@ -193,6 +193,7 @@ def normalize_shard(task: ShardTask, cfg: PrepareConfig, run_dir: str, work_dir:
         p.parent.mkdir(parents=True, exist_ok=True)
     quarantine_path.parent.mkdir(parents=True, exist_ok=True)
     writers: dict[str, pq.ParquetWriter] = {}
+    keys_stats = StageStats("dedup")  # time of the per-shard dedup keys; records are counted in process_shard
     with open(quarantine_path, "w", encoding="utf-8") as quarantine:
         def reject(line: int, reason: str) -> None:
             quarantine.write(json.dumps({"file": task.file.name, "line": line, "reason": reason}) + "\n")
@@ -203,7 +204,8 @@ def normalize_shard(task: ShardTask, cfg: PrepareConfig, run_dir: str, work_dir:
             if cfg.dedup.enabled:
                 from . import dedup
 
-                _append(writers, "keys", paths["keys"], dedup.compute_keys(records, cfg.dedup))
+                with keys_stats.timer():
+                    _append(writers, "keys", paths["keys"], dedup.compute_keys(records, cfg.dedup))
     for w in writers.values():
         w.close()
     for name, path in paths.items():  # outputs of an earlier run that this one did not produce
@@ -217,7 +219,7 @@ def normalize_shard(task: ShardTask, cfg: PrepareConfig, run_dir: str, work_dir:
     return _save(work_dir, f"normalize-{task.index:05d}", key, {
         "index": task.index, "file": task.file.name, "eval": task.eval, "format": normalizer.format,
         "encoding": reader.encoding, "warnings": reader.warnings, "unread": reader.unread,
-        "stages": {s.name: s.to_dict() for s in normalizer.stats},
+        "stages": {s.name: s.to_dict() for s in (*normalizer.stats, keys_stats)},
         "has_records": "normalized" in writers, "has_keys": "keys" in writers,
     })
 
@@ -389,6 +391,8 @@ def finalize(cfg: PrepareConfig, run_dir: str, work_dir: str, shard_results: lis
     stage_stats = merge_all(
         [StageStats.from_dict(name, d) for name, d in r["stages"].items()] for r in shard_results
     )
+    if dedup_report and "dedup" in stage_stats:  # the global clustering step belongs to the dedup stage too
+        stage_stats["dedup"].seconds += dedup_report.get("seconds", {}).get("total", 0.0)
     rep = report.build_report(cfg, shard_results, stage_stats, shards, dedup_report, lengths_summary, plan,
                               unreadable)
     report.write_reports(run, rep)
@@ -419,6 +423,11 @@ def _plan(cfg: PrepareConfig, lengths_summary: dict) -> dict | None:
         cfg.estimate.model, cfg.estimate.method, seq_len=lengths_summary["max_seq_len"],
         tokens_per_epoch=packing.get("tokens_per_epoch", 0),
         sequences_per_epoch=packing.get("sequences_per_epoch", 0), epochs=cfg.estimate.epochs)
+
+
+def _merge_stage_dicts(first: dict, second: dict) -> dict:
+    merged = merge_all([[StageStats.from_dict(n, d) for n, d in part.items()] for part in (first, second)])
+    return {name: st.to_dict() for name, st in merged.items()}
 
 
 def run_dedup(key_paths: list[str], cfg: PrepareConfig, work_dir: str, removed_path: str) -> dict:
@@ -520,7 +529,8 @@ def run_prepare(cfg: PrepareConfig, executor: Executor | None = None, progress: 
         token_cache = str(Path(os.environ.get("PREPARE_CACHE", ".cache/prepare")) / "tokens")
         processed = executor.map(process_shard, readable, "process", cfg=cfg, work_dir=str(work_dir),
                                  removed_path=removed_path, has_eval=has_eval, token_cache=token_cache)
-        shard_results = [{**a, **b, "stages": {**a["stages"], **b["stages"]}} for a, b in zip(results, processed)]
+        shard_results = [{**a, **b, "stages": _merge_stage_dicts(a["stages"], b["stages"])}
+                         for a, b in zip(results, processed)]
         tokenizer_name = next((r["tokenizer"] for r in processed if r.get("tokenizer")), None)
         rep = executor.call(finalize, "finalize", cfg=cfg, run_dir=str(run_dir), work_dir=str(work_dir),
                             shard_results=shard_results, dedup_report=dedup_report,
