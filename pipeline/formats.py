@@ -7,6 +7,7 @@ with a reason code and is quarantined by the normalize step.
 from __future__ import annotations
 
 import json
+import re
 from collections import Counter
 from typing import Callable
 
@@ -43,11 +44,21 @@ def _string(value, *, required: bool = True) -> str:
     return normalize_text(value)
 
 
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _utf8(value: str) -> str:
+    """Strings that are kept as they are (tool names, arguments): lone surrogates removed, as
+    normalize_text does for content. Fuzzing found "\\ud800" from JSON input reaching Parquet, which
+    cannot encode it, and crashing the run."""
+    return _LONE_SURROGATE.sub("", value)
+
+
 def _arguments(value) -> str:
     """Tool-call arguments as a JSON string, whatever form they came in."""
     if isinstance(value, str):
-        return value
-    return json.dumps(value, ensure_ascii=False, sort_keys=True)
+        return _utf8(value)
+    return _utf8(json.dumps(value, ensure_ascii=False, sort_keys=True))
 
 
 def _tool_calls_from_text(value: str) -> list[dict]:
@@ -59,7 +70,7 @@ def _tool_calls_from_text(value: str) -> list[dict]:
     calls = parsed if isinstance(parsed, list) else [parsed]
     if not all(isinstance(c, dict) and isinstance(c.get("name"), str) for c in calls):
         raise Invalid("invalid_tool_call")
-    return [{"name": c["name"], "arguments": _arguments(c.get("arguments", {}))} for c in calls]
+    return [{"name": _utf8(c["name"]), "arguments": _arguments(c.get("arguments", {}))} for c in calls]
 
 
 def _openai_tool_calls(calls) -> list[dict]:
@@ -70,7 +81,7 @@ def _openai_tool_calls(calls) -> list[dict]:
         fn = call.get("function", call) if isinstance(call, dict) else None
         if not isinstance(fn, dict) or not isinstance(fn.get("name"), str):
             raise Invalid("invalid_tool_call")
-        out.append({"name": fn["name"], "arguments": _arguments(fn.get("arguments", {}))})
+        out.append({"name": _utf8(fn["name"]), "arguments": _arguments(fn.get("arguments", {}))})
     return out
 
 
@@ -106,6 +117,8 @@ def check_conversation(messages: list[dict]) -> list[dict]:
             prev = messages[i - 1] if i else {}
             if not (prev.get("tool_calls") or prev.get("role") == "tool"):
                 raise Invalid("bad_role_order")
+        else:  # e.g. "function_call" from a mapped file: not a role of the record schema (found by fuzzing)
+            raise Invalid("unknown_role")
     last = messages[-1]
     if last["role"] != "assistant" or last.get("tool_calls") and not last.get("content"):
         raise Invalid("no_final_answer")
@@ -117,7 +130,7 @@ def _message(role: str, content: str, tool_calls: list[dict] | None = None, name
     if tool_calls:
         msg["tool_calls"] = tool_calls
     if name:
-        msg["name"] = name
+        msg["name"] = _utf8(name)
     return msg
 
 
@@ -132,7 +145,10 @@ def convert_alpaca(row: dict, mapping: dict) -> tuple:
     messages = []
     if row.get("system"):
         messages.append(_message("system", _string(row["system"])))
-    for pair in row.get("history") or []:
+    history = row.get("history") or []
+    if not isinstance(history, list):  # a number here raised TypeError and crashed the run (fuzzing)
+        raise Invalid("bad_history")
+    for pair in history:
         if not (isinstance(pair, (list, tuple)) and len(pair) == 2):
             raise Invalid("bad_history")
         messages += [_message("user", _string(pair[0])), _message("assistant", _string(pair[1]))]
@@ -156,7 +172,8 @@ def convert_sharegpt(row: dict, mapping: dict) -> tuple:
         if role == "function_call":
             messages.append(_message("assistant", "", _tool_calls_from_text(_string(value))))
         else:
-            messages.append(_message(role, _string(value), name=turn.get("name")))
+            name = turn.get("name") if isinstance(turn.get("name"), str) else None  # as in convert_openai
+            messages.append(_message(role, _string(value), name=name))
     return "chat", messages, None, {key, "system"}
 
 
@@ -212,7 +229,9 @@ def _prompt_messages(prompt) -> list[dict]:
 
 
 def convert_prompt_completion(row: dict, mapping: dict) -> tuple:
-    response_key = next(k for k in RESPONSE_KEYS if k in row)
+    response_key = next((k for k in RESPONSE_KEYS if k in row), None)
+    if response_key is None:  # a later row of a prompt/completion file without one: StopIteration crashed the run
+        raise Invalid("missing_fields")
     prompt, response = row.get("prompt"), row.get(response_key)
     messages = _prompt_messages(prompt)
     if isinstance(response, list):
@@ -254,7 +273,7 @@ def convert_mapped(row: dict, mapping: dict) -> tuple:
             if not isinstance(turn, dict):
                 raise Invalid("bad_turn")
             tag = turn.get(role_key)
-            role = tags.get(tag) or _role(tag)
+            role = (tags.get(tag) if isinstance(tag, str) else None) or _role(tag)  # a list tag: unhashable
             messages.append(_message(role, _string(turn.get(content_key))))
         consumed = {mapping["messages"]}
         if mapping.get("system") and mapping["system"] in row and "system" not in tags.values():
@@ -317,20 +336,28 @@ def _meta_json(row, consumed: set) -> str:
     if not isinstance(row, dict):
         return "{}"
     extra = {k: v for k, v in row.items() if k not in consumed}
-    return json.dumps(extra, ensure_ascii=False, sort_keys=True, default=str)
+    try:
+        text = json.dumps(extra, ensure_ascii=False, sort_keys=True, default=str)
+    except ValueError:  # an int over Python's 4300-digit str() limit
+        raise Invalid("too_large") from None
+    # Lone surrogates (valid JSON escapes, e.g. "\\ud800") cannot be written as UTF-8: keep them as JSON
+    # escapes, which decode back to the same value.
+    return _LONE_SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 
 def to_record(row, fmt: str, mapping: dict, source: dict) -> dict:
     """One raw row to a canonical record (id from the normalized content). Raises Invalid."""
+    if not isinstance(row, (dict, str)) or isinstance(row, str) and fmt != "text":
+        raise Invalid("not_an_object")  # e.g. .txt lines with format "alpaca" configured: was AttributeError
     try:
         kind, messages, text, consumed = CONVERTERS[fmt](row, mapping)
+        meta = _meta_json(row, consumed)  # json.dumps recurses too: deep meta raised RecursionError
     except RecursionError:
         raise Invalid("too_deep") from None
     if messages is not None:
         messages = check_conversation(messages)
     elif not text:
         raise Invalid("empty_text")
-    record = {"kind": kind, "messages": messages, "text": text, "source": source,
-              "meta": _meta_json(row, consumed)}
+    record = {"kind": kind, "messages": messages, "text": text, "source": source, "meta": meta}
     record["id"] = record_id(record)
     return record

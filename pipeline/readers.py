@@ -7,7 +7,9 @@ A file that cannot be read at all raises UnreadableInput before any row of it is
 """
 from __future__ import annotations
 
+import codecs
 import csv
+import functools
 import glob
 import gzip
 import io
@@ -73,7 +75,10 @@ def split_ranges(f: InputFile, chunk_bytes: int) -> list[InputFile]:
     with open(f.uri, "rb") as fh:
         while bounds[-1] + chunk_bytes < size:
             fh.seek(bounds[-1] + chunk_bytes)
-            fh.readline()
+            # to the next line end in 1 MB steps: a plain readline() held a whole line in memory, and a
+            # file with no newline at all is one line (fuzzing: 400 MB of NULs took 800 MB)
+            while (part := fh.readline(1 << 20)) and not part.endswith(b"\n"):
+                pass
             if fh.tell() >= size:
                 break
             bounds.append(fh.tell())
@@ -100,7 +105,23 @@ def describe(uri: str, name: str | None = None) -> InputFile:
     file_format = FORMATS.get(os.path.splitext(path)[1])
     if file_format is None:
         raise UnreadableInput(uri, f"unknown format (extension); known: {', '.join(sorted(FORMATS))}")
-    return InputFile(uri=uri, name=name or os.path.basename(uri), file_format=file_format, compression=compression)
+    return InputFile(uri=uri, name=_printable_name(name or os.path.basename(uri)), file_format=file_format,
+                     compression=compression)
+
+
+def _printable_name(name: str) -> str:
+    """A file name that is not UTF-8 (os.fsdecode turns its bytes into lone surrogates) as text that can
+    be written, e.g. "bad\\xff.jsonl": the raw name reached the report, the quarantine file and Parquet
+    and failed the run with UnicodeEncodeError (fuzzing). The uri keeps the real path."""
+    try:
+        name.encode("utf-8")
+        return name
+    except UnicodeEncodeError:
+        try:
+            raw = name.encode("utf-8", "surrogateescape")
+        except UnicodeEncodeError:
+            raw = name.encode("utf-8", "surrogatepass")
+        return raw.decode("utf-8", "backslashreplace")
 
 
 def _is_data_file(path: str) -> bool:
@@ -233,14 +254,42 @@ def detect_encoding(sample: bytes) -> str:
     except UnicodeDecodeError as exc:
         if exc.start >= len(sample) - 4:  # a multi-byte character cut by the sample's end
             return "utf-8"
-    matches = list(charset_normalizer.from_bytes(sample))
+    # The lines that are not UTF-8 first: in a file of mixed lines the UTF-8 ones made charset-normalizer
+    # guess wrong (fuzzing: cp1251 lines with some UTF-8 lines were decoded as mac_greek, all mojibake).
+    matches = (list(charset_normalizer.from_bytes(_non_utf8_lines(sample)))
+               or list(charset_normalizer.from_bytes(sample)))
     if not matches:
         return "utf-8"
     least_chaos = min(m.chaos for m in matches)
     close = [m.encoding for m in matches if m.chaos <= least_chaos + 0.01]
     # Short samples tie between close relatives (mac_cyrillic vs cp1251): prefer what CRMs and
     # Windows exports actually use.
-    return next((e for e in COMMON_LEGACY_ENCODINGS if e in close), close[0])
+    encoding = next((e for e in COMMON_LEGACY_ENCODINGS if e in close), close[0])
+    if encoding in _BOMS and not sample.startswith(_BOMS[encoding]):
+        # utf_16/utf_32 take the byte order from a BOM at the start of the stream; without one their
+        # incremental decoders (CSV, JSON) raise UnicodeError, which crashed the run (fuzzing: a BOM after
+        # a CSV header). Little-endian is what decoding without a BOM assumes on this platform too.
+        encoding += "_le"
+    return encoding
+
+
+_BOMS = {"utf_16": (codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE), "utf_32": (codecs.BOM_UTF32_LE, codecs.BOM_UTF32_BE)}
+
+
+def _non_utf8_lines(sample: bytes) -> bytes:
+    lines = []
+    for line in sample.split(b"\n"):
+        try:
+            line.decode("utf-8")
+        except UnicodeDecodeError:
+            lines.append(line)
+    return b"\n".join(lines)
+
+
+@functools.lru_cache(maxsize=None)
+def _single_byte(encoding: str) -> bool:
+    """cp1251, latin_1, mac_greek...: one character per byte (not UTF-16, not the CJK encodings)."""
+    return len(bytes(range(256)).decode(encoding, "replace")) == 256
 
 
 def _decode(data: bytes, encoding: str) -> str | None:
@@ -280,6 +329,13 @@ class FileReader:
         self._stream = open_binary(f, cfg) if f.file_format != "parquet" else None
         if f.file_format == "parquet":
             self._parquet = self._open_parquet()
+        # A whole-file problem found at the start of a JSON or CSV file (neither an array nor an object,
+        # a bad CSV header) is raised here, not once batches() runs: the runner's check_readable only
+        # constructs readers, so skip_unreadable could not skip such a file and the run failed (fuzzing).
+        elif f.file_format == "json":
+            self._json_source = self._open_json()
+        elif f.file_format in ("csv", "tsv"):
+            self._csv = self._open_csv("," if f.file_format == "csv" else "\t")
 
     def _open_parquet(self):
         import pyarrow.parquet as pq
@@ -323,7 +379,14 @@ class FileReader:
                 continue
             if number == 1 and data.startswith(b"\xef\xbb\xbf"):
                 data = data[3:]
-            text = _decode(data, self.encoding)
+            text = None
+            if self.encoding not in ("utf-8", "utf-8-sig") and _single_byte(self.encoding):
+                # A line that is valid UTF-8 is UTF-8, even in a file detected as legacy: in a file of
+                # mixed lines (fuzzing: cp1251 and UTF-8) those lines came out as mojibake ("РџСЂРёРІРµС‚").
+                # Legacy text with letters beyond ASCII is practically never valid UTF-8.
+                text = _decode(data, "utf-8")
+            if text is None:
+                text = _decode(data, self.encoding)
             yield (number, None, "undecodable") if text is None else (number, text.rstrip("\r\n"), None)
 
     def _rows_jsonl(self) -> Iterator[RawRow]:
@@ -346,36 +409,50 @@ class FileReader:
                     yield RawRow(number, text)
             return
         block: list[str] = []
-        start = 0
+        start = size = 0
+        oversized = False  # the rest of a block already counted as too_large is skipped, not made a record
         for number, text, error in self._text_lines():
             if error:
                 yield RawRow(number, None, error)
                 continue
             if text.strip():
+                if oversized:
+                    continue
                 if not block:
-                    start = number
+                    start, size = number, 0
                 block.append(text)
-                if sum(map(len, block)) > self.cfg.max_record_bytes:
+                size += len(text)  # a running total: sum(map(len, block)) per line was quadratic (fuzzing)
+                if size > self.cfg.max_record_bytes:
                     yield RawRow(start, None, "too_large")
+                    block, oversized = [], True
+            else:
+                oversized = False
+                if block:
+                    yield RawRow(start, "\n".join(block))
                     block = []
-            elif block:
-                yield RawRow(start, "\n".join(block))
-                block = []
         if block:
             yield RawRow(start, "\n".join(block))
 
-    def _rows_csv(self, delimiter: str = ",") -> Iterator[RawRow]:
+    def _open_csv(self, delimiter: str) -> tuple | None:
+        """(csv reader, header), or None for an empty file."""
         self._sniff_encoding()
         text = io.TextIOWrapper(self._stream, encoding=self.encoding, errors="replace", newline="")
         csv.field_size_limit(self.cfg.max_record_bytes)
-        reader = csv.reader(text, delimiter=delimiter)
+        # csv.reader pulls whole physical lines: one with no line end (fuzzing: a gzip of zeros) was held
+        # whole in memory. _BoundedLines skips an over-long line and raises csv.Error for it instead.
+        reader = csv.reader(_BoundedLines(text, self.cfg.max_record_bytes), delimiter=delimiter)
         try:
             header = next(reader)
         except StopIteration:
-            return
+            return None
         except csv.Error as exc:
             raise UnreadableInput(self.f.uri, f"bad CSV header ({exc})") from None
-        header = [h.strip() for h in header]
+        return reader, [h.strip() for h in header]
+
+    def _rows_csv(self) -> Iterator[RawRow]:
+        if self._csv is None:
+            return
+        reader, header = self._csv
         position = 0
         while True:
             position += 1
@@ -392,7 +469,7 @@ class FileReader:
                 yield RawRow(position, dict(zip(header, cells)))
 
     def _rows_tsv(self) -> Iterator[RawRow]:
-        return self._rows_csv("\t")
+        return self._rows_csv()
 
     def _rows_parquet(self) -> Iterator[RawRow]:
         position = 0
@@ -401,55 +478,100 @@ class FileReader:
                 position += 1
                 yield RawRow(position, row)
 
-    def _rows_json(self) -> Iterator[RawRow]:
-        """A JSON array of records, or an object whose values are arrays of records (e.g. {"train": [...]})."""
-        import ijson
-
+    def _open_json(self) -> BinaryIO:
         self._sniff_encoding()
         head = self._stream.peek(64).lstrip(b"\xef\xbb\xbf \t\r\n")[:1]
         source: BinaryIO = self._stream
         if self.encoding not in ("utf-8", "utf-8-sig"):  # ijson wants UTF-8 bytes
             source = io.BufferedReader(_Reencoder(self._stream, self.encoding))
+        if head not in (b"[", b"{"):
+            raise UnreadableInput(self.f.uri, "JSON file is neither an array nor an object")
+        return source
+
+    def _rows_json(self) -> Iterator[RawRow]:
+        """A JSON array of records, or an object whose values are arrays of records (e.g. {"train": [...]})."""
+        import ijson
+
         position = 0
         try:
-            if head == b"[":
-                for item in ijson.items(source, "item", use_float=True):
-                    position += 1
-                    yield _row_from_value(position, item)
-            elif head == b"{":
-                for position, item in enumerate(_object_of_arrays(source), 1):
-                    yield _row_from_value(position, item)
-            else:
-                raise UnreadableInput(self.f.uri, "JSON file is neither an array nor an object")
-        except ijson.JSONError:
+            for position, (item, error) in enumerate(_json_items(self._json_source, self.cfg.max_record_bytes), 1):
+                yield RawRow(position, None, error) if error else _row_from_value(position, item)
+        except (ijson.JSONError, ValueError):
+            # ValueError: the C backend raises UnicodeDecodeError for a lone low-surrogate escape ("\\udc00"),
+            # which crashed the run (fuzzing); it cannot go on after it, so it ends the file like bad JSON
             self.warnings.append("invalid JSON after the last readable record; the rest of the file is unread")
             yield RawRow(position + 1, None, "invalid_json_tail")
 
 
-def _object_of_arrays(source) -> Iterator:
-    """Items of every top-level array of a JSON object ({"train": [...], "test": [...]}), streaming:
-    each item is built from parser events, so memory holds one record at a time."""
+_CONTAINER_START = ("start_map", "start_array")
+_CONTAINER_END = ("end_map", "end_array")
+
+
+def _json_items(source, max_bytes: int) -> Iterator[tuple[object, str | None]]:
+    """(value, None) or (None, "too_large") for each record of a JSON file, streaming: the items of a
+    top-level array; for a top-level object ({"train": [...], "test": [...]}), the items of each array
+    value and each object value (counted as a row, so a file that is not a dataset is quarantined row by
+    row, not silently skipped). Records are built from ijson.basic_parse events, so memory holds one
+    record at a time, and a record over about max_bytes is dropped while it is built.
+
+    Not ijson.items / ijson.parse: they compute a prefix string per event that grows with depth, so
+    100,000 nested brackets (200 KB of input) took quadratic memory and the process was killed (fuzzing)."""
     import ijson
     from ijson.common import ObjectBuilder
 
-    builder, depth = None, 0
-    for prefix, event, value in ijson.parse(source, use_float=True):
-        if builder is not None:
-            builder.event(event, value)
-            depth += event in ("start_map", "start_array")
-            depth -= event in ("end_map", "end_array")
-            if depth == 0:
-                yield builder.value
+    outer: list[str] = []  # the containers around the current position, outside any record (at most 2)
+    depth = size = 0       # inside a record: its nesting depth and its size so far (about its JSON bytes)
+    builder: ObjectBuilder | None = None
+    for event, value in ijson.basic_parse(source, use_float=True):
+        if depth:  # inside a record: build it, or skip the rest of one over the cap
+            if builder is not None:
+                size += _event_bytes(event, value)
+                if size > max_bytes:
+                    builder = None
+                else:
+                    builder.event(event, value)
+            depth += (event in _CONTAINER_START) - (event in _CONTAINER_END)
+            if not depth:
+                yield (builder.value, None) if builder is not None else (None, "too_large")
                 builder = None
-        elif prefix.endswith(".item") and prefix.count(".") == 1 or (prefix and "." not in prefix
-                                                                     and event == "start_map"):
-            # an item of a top-level array, or a top-level value that is an object (counted as a row,
-            # so a file that is not a dataset is quarantined row by row, not silently skipped)
-            if event in ("start_map", "start_array"):
-                builder, depth = ObjectBuilder(), 1
+            continue
+        if event in _CONTAINER_END:
+            outer.pop()
+        elif event != "map_key" and (outer == ["array"] or outer == ["map", "array"]
+                                     or outer == ["map"] and event == "start_map"):
+            if event in _CONTAINER_START:  # a record starts
+                builder, depth, size = ObjectBuilder(), 1, 2
                 builder.event(event, value)
-            elif event not in ("end_map", "end_array"):
-                yield value
+            else:  # a scalar record (quarantined as not_an_object unless it is a string)
+                yield (value, None) if _event_bytes(event, value) <= max_bytes else (None, "too_large")
+        elif event in _CONTAINER_START:
+            outer.append("map" if event == "start_map" else "array")
+
+
+def _event_bytes(event: str, value) -> int:
+    return len(value) + 3 if event in ("string", "map_key") else 8
+
+
+class _BoundedLines:
+    """Lines of a text stream for csv.reader, each read with a length limit: an over-long line is
+    skipped in bounded memory and raises csv.Error, which the row loop counts (the reader starts
+    afresh on the next line after an error)."""
+
+    def __init__(self, text, limit: int):
+        self.text, self.limit = text, limit
+
+    def __iter__(self):
+        return self
+
+    def __next__(self) -> str:
+        line = self.text.readline(self.limit + 1)
+        if not line:
+            raise StopIteration
+        if len(line) > self.limit and not line.endswith(("\n", "\r")):
+            while (rest := self.text.readline(1 << 20)) and not rest.endswith(("\n", "\r")):
+                pass
+            raise csv.Error("line over the record size cap")
+        return line
 
 
 class _Reencoder(io.RawIOBase):

@@ -467,7 +467,9 @@ def plan_shards(cfg: PrepareConfig) -> tuple[list[ShardTask], list[dict]]:
                 unreadable.append({"file": exc.uri, "reason": exc.reason})
                 continue
             for f in files:
-                for part in split_ranges(f, cfg.read.shard_bytes) if f.splittable else [f]:
+                # a blank-line-separated block must not be cut in two: block-mode text stays one shard
+                splittable = f.splittable and not (f.file_format == "txt" and cfg.read.txt_mode == "block")
+                for part in split_ranges(f, cfg.read.shard_bytes) if splittable else [f]:
                     tasks.append(ShardTask(len(tasks), part, is_eval))
     if not tasks and not unreadable:
         raise PrepareError("no input files (give files, folders, globs or s3:// URIs)")

@@ -1,0 +1,858 @@
+"""Hostile input (issue 7, point 5): random bytes, deep nesting, huge strings, lone surrogates, NUL bytes,
+mixed encodings and decompression bombs through the readers, the converters and a whole run.
+
+The run never crashes (only UnreadableInput, for a whole file), never loses a row without a counted
+reason, keeps memory bounded (per-record and per-file decompressed-size caps) and writes nothing outside
+its run directory. Hypothesis runs derandomized (the same examples on every run, no example database),
+so CI is reproducible; example counts keep the whole file to about a minute on two cores.
+"""
+from __future__ import annotations
+
+import gzip
+import hashlib
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+import zstandard
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
+
+from pipeline.clean import normalize_text
+from pipeline.config import PrepareConfig, ReadConfig
+from pipeline.formats import ROLE_ALIASES, Invalid, to_record
+from pipeline.normalize import Normalizer
+from pipeline.readers import FileReader, UnreadableInput, _parse_json_row, describe
+from pipeline.records import public, to_table
+from pipeline.runner import run_prepare
+from pipeline.schemas import validate
+
+from conftest import ROOT, fast_config
+
+FUZZ = settings(deadline=None, derandomize=True, database=None, print_blob=False,
+                suppress_health_check=list(HealthCheck))
+MIB = 1 << 20
+
+
+def fuzz(max_examples: int):
+    return settings(FUZZ, max_examples=max_examples)
+
+
+# --- helpers ----------------------------------------------------------------------------------------
+
+def stage_counts(stats) -> dict:
+    return {s.name: {k: v for k, v in s.to_dict().items() if k != "seconds"} for s in stats}
+
+
+def normalize_file(path: Path, cfg: PrepareConfig) -> tuple[int, Normalizer]:
+    """All records of one file through read -> normalize -> clean; (records yielded, normalizer)."""
+    normalizer = Normalizer(describe(str(path)), cfg)
+    return sum(len(batch) for batch in normalizer.batches()), normalizer
+
+
+def assert_accounted(yielded: int, normalizer: Normalizer) -> None:
+    """read.records_in == yielded + everything quarantined + everything dropped, and each stage hands on
+    exactly what it did not remove."""
+    read, norm, clean = normalizer.stats
+    removed = sum(sum(s.quarantined.values()) + sum(s.dropped.values()) for s in normalizer.stats)
+    assert read.records_in == yielded + removed, stage_counts(normalizer.stats)
+    for before, stage in ((None, read), (read, norm), (norm, clean)):
+        if before is not None:
+            assert stage.records_in == before.records_out
+        assert stage.records_in == stage.records_out + sum(stage.quarantined.values()) + sum(stage.dropped.values())
+    assert clean.records_out == yielded
+
+
+def physical_lines(data: bytes) -> int:
+    return data.count(b"\n") + (1 if data and not data.endswith(b"\n") else 0)
+
+
+def assert_balanced(counts: dict) -> None:
+    assert counts["input"] == counts["kept"] + counts["quarantined"] + sum(counts["dropped"].values()), counts
+
+
+def quarantine_lines(run_dir: Path) -> list[dict]:
+    return [json.loads(line) for f in sorted((run_dir / "quarantine").glob("*.jsonl"))
+            for line in f.read_text(encoding="utf-8").splitlines()]
+
+
+def gzip_bomb(path: Path, total_mib: int, head: bytes = b"") -> None:
+    """`total_mib` MiB of zeros (after `head`) as a multi-member gzip of 1 MiB members: about 1 KB per
+    MiB on disk, written in milliseconds (gzip readers go on across members)."""
+    member = gzip.compress(b"\0" * MIB, 9)
+    with open(path, "wb") as fh:
+        if head:
+            fh.write(gzip.compress(head))
+        for _ in range(total_mib):
+            fh.write(member)
+
+
+def zstd_bomb(path: Path, total_mib: int) -> None:
+    frame = zstandard.ZstdCompressor(level=19).compress(b"\0" * MIB)
+    with open(path, "wb") as fh:
+        for _ in range(total_mib):
+            fh.write(frame)
+
+
+def deep(n: int, kind=list):
+    """n nested lists (or dicts), built without recursion."""
+    value = kind()
+    for _ in range(n):
+        value = [value] if kind is list else {"k": value}
+    return value
+
+
+# --- 1. random bytes through the Normalizer --------------------------------------------------------
+
+FRAGMENTS = [
+    b"\n", b"\r\n", b"\r", b"\x00", b"\xef\xbb\xbf", b"\xff\xfe", b"\xfe\xff", b"\\", b'"', b",", b"\t",
+    b"[", b"]", b"{", b"}", b":", b"\n\n",
+    b'{"text": "a perfectly ordinary document"}\n',
+    b'{"instruction": "What is the capital of France?", "output": "Paris is the capital."}\n',
+    b'{"messages": [{"role": "user", "content": "hi there"}, {"role": "assistant", "content": "hello!"}]}\n',
+    b'{"conversations": [{"from": "human", "value": "q"}, {"from": "gpt", "value": "a"}]}\n',
+    b'{"prompt": "p", "completion": "c"}\n', b'{"text": "\\ud800 lone \\udc00 surrogates \\u0000 nul"}\n',
+    b'{"text": ' + b"[" * 3000 + b"]" * 3000 + b"}\n", b"[" * 5000, b'"' + b"x" * 3000 + b'"',
+    b'{"text": 1e999}\n', b'{"text": ' + b"9" * 5000 + b"}\n", b"NaN", b"null\n", b'"just a string"\n',
+    "Привет, как дела с заказом?\n".encode("cp1251"), "Şükrü çok güzel bir gün\n".encode("cp1254"),
+    "Привет, как дела с заказом?\n".encode("utf-8"), "emoji 🙂\n".encode("utf-16"),
+    b"question,answer\n", b'"a ""quoted"" field",x\n', b'"unterminated\n',
+    b"\xed\xa0\x80",  # a surrogate encoded as UTF-8 (invalid)
+]
+random_content = st.lists(st.one_of(st.binary(max_size=48), st.sampled_from(FRAGMENTS)), max_size=30).map(b"".join)
+PREFIXES = {"jsonl": [b""], "txt": [b""], "json": [b"", b"[", b"{", b'{"train": [', b"[{"],
+            "csv": [b"", b"text,lang\n", b"instruction,output\n"], "tsv": [b"", b"text\tlang\n"],
+            "parquet": [b"", b"PAR1"]}
+
+
+@st.composite
+def fuzzed_file(draw):
+    fmt = draw(st.sampled_from(sorted(PREFIXES)))
+    data = draw(st.sampled_from(PREFIXES[fmt])) + draw(random_content)
+    return fmt, data
+
+
+@fuzz(250)
+@given(fuzzed_file(), st.sampled_from(["line", "block"]), st.integers(1, 4))
+# found by fuzzing: a UTF-16/32 BOM after the first line made the stream decoders raise UnicodeError
+@example(("csv", b"text,lang\n\xff\xfe" + b"\x00" * 10), "line", 1)
+@example(("csv", b"text,lang\n\xfe\xff" + b"\x00" * 10), "line", 1)
+@example(("json", b'[{"text": "x"},\n\xff\xfe' + b"\x00" * 10), "line", 1)
+@example(("jsonl", b'{"text": "x"}\n\xff\xfe' + b"\x00" * 10), "line", 1)
+def test_normalizer_survives_random_bytes_and_counts_every_row(tmp_path_factory, file, txt_mode, batch_size):
+    fmt, data = file
+    d = tmp_path_factory.mktemp("bytes")
+    cfg = PrepareConfig()
+    cfg.read = ReadConfig(max_record_bytes=1024, batch_size=batch_size, txt_mode=txt_mode)
+    results = []
+    for name, payload in ((f"x.{fmt}", data), (f"x.{fmt}.gz", gzip.compress(data))):
+        path = d / name
+        path.write_bytes(payload)
+        try:
+            yielded, normalizer = normalize_file(path, cfg)
+        except UnreadableInput as exc:  # a whole-file problem (not an array, bad header, not Parquet)
+            assert str(path) in str(exc) and "\n" not in str(exc)
+            results.append("unreadable")
+            continue
+        assert_accounted(yielded, normalizer)
+        if fmt == "jsonl" or fmt == "txt" and txt_mode == "line":
+            assert normalizer.read.records_in == physical_lines(data)  # one row per line, none skipped
+        assert not normalizer.reader.unread
+        results.append(stage_counts(normalizer.stats))
+    if fmt != "parquet":
+        assert results[0] == results[1]  # compressed or not, the same rows and reasons
+
+
+def test_gzip_that_is_not_gzip_is_unreadable(tmp_path):
+    for name in ("x.jsonl.gz", "x.csv.zst"):
+        (tmp_path / name).write_bytes(b"\x1f\x8b\x08 definitely not a valid archive")
+        with pytest.raises(UnreadableInput, match="not a valid"):
+            FileReader(describe(str(tmp_path / name)), ReadConfig())
+
+
+# --- 2. hostile JSON values through every converter, and normalize_text ---------------------------
+
+HOSTILE_STRINGS = [
+    "", " ", "\n\n", "\x00", "a\x00b", "\ud800", "\udc00", "x\ud83d", "\ud83d\ude00", "\ufeff", "\u200b", "\u2028",
+    "\r\n\r\n", "\x1b[31m", "../../etc/passwd", "/etc/passwd", "C:\\Windows\\win.ini", "file:///etc/shadow",
+    "Привет", "çğışöü", "🙂", "\U0010ffff", "human", "gpt", "user", "assistant", "system", "tool", "function_call",
+    "observation", "developer", "text", "tool_call", "reasoning", '{"name": "f", "arguments": {"a": 1}}',
+    '[{"name": "f"}]', "[1, 2]", "NaN", "null", "A perfectly ordinary sentence with enough characters.",
+]
+HUGE_STRINGS = ["x" * 300_000, "\x00" * 100_000, "\ud800" * 20_000, "ab \n" * 50_000, " " * 200_000 + "x",
+                "\t \u00a0" * 50_000 + "\n"]
+text = st.one_of(
+    st.sampled_from(HOSTILE_STRINGS),
+    st.text(st.characters(exclude_categories=()), max_size=40),  # includes lone surrogates and controls
+    st.sampled_from(HUGE_STRINGS),
+)
+KEYS = ["text", "content", "role", "from", "value", "instruction", "output", "input", "history", "system",
+        "messages", "conversations", "prompt", "completion", "response", "tool_calls", "function", "name",
+        "arguments", "type", "question", "answer", "source", "id", "_order", "_split", "meta", "../../x"]
+key = st.one_of(st.sampled_from(KEYS), st.text(st.characters(exclude_categories=()), max_size=8))
+scalar = st.one_of(st.none(), st.booleans(), st.integers(), st.floats(), text)
+json_value = st.recursive(scalar, lambda c: st.lists(c, max_size=4) | st.dictionaries(key, c, max_size=4),
+                          max_leaves=12)
+V = st.one_of(text, json_value)
+role = st.one_of(st.sampled_from(sorted(ROLE_ALIASES) + ["", " GPT ", "USER"]), V)
+EXTRA = {"meta": json_value, "id": V, "source": V, "_order": V, "lang": V}
+
+# Mostly well-formed rows with hostile values where content goes (so converters get past their first
+# check and the records they build are exercised), and wrong types anywhere.
+
+
+def weighted(*choices):
+    """One of the strategies, drawn with the given weights (st.one_of does not take weights)."""
+    return st.sampled_from([s for weight, s in choices for _ in range(weight)]).flatmap(lambda s: s)
+
+
+sentence = st.builds("A sentence with {} and {} inside.".format, text, text)
+content = weighted((3, sentence), (1, text), (1, V))
+USER, ASSISTANT = ["user", "human", "customer", " USER "], ["assistant", "gpt", "bot", "model", "chatgpt"]
+call = weighted(
+    (3, st.fixed_dictionaries({"name": content, "arguments": st.one_of(json_value, content)})),
+    (3, st.fixed_dictionaries({"function": st.fixed_dictionaries({"name": content}, optional={"arguments": V})})),
+    (1, st.fixed_dictionaries({}, optional={"name": V, "arguments": V, "function": V})))
+part = st.one_of(text,
+                 st.fixed_dictionaries({"type": st.sampled_from(["text", "reasoning", "thinking"]), "text": content}),
+                 st.fixed_dictionaries({"type": st.just("tool_call"), "value": st.one_of(call, content)}),
+                 st.fixed_dictionaries({}, optional={"type": V, "text": V, "value": V}))
+
+
+def openai_turn(roles):
+    turn = st.fixed_dictionaries(
+        {"role": weighted((6, st.sampled_from(roles)), (1, role)),
+         "content": weighted((3, content), (1, st.lists(part, max_size=3)))}, optional={"name": content})
+    calls = st.fixed_dictionaries({"tool_calls": st.one_of(st.lists(call, min_size=1, max_size=2), V)})
+    return weighted((5, turn), (1, st.tuples(turn, calls).map(lambda tc: {**tc[0], **tc[1]})))
+
+
+def sharegpt_turn(roles):
+    return st.fixed_dictionaries({"from": weighted((6, st.sampled_from(roles)), (1, role)), "value": content},
+                                 optional={"name": st.one_of(content, V)})
+
+
+def mapped_turn(roles):
+    return st.fixed_dictionaries({"speaker": weighted((6, st.sampled_from(roles)), (1, role)), "utterance": content})
+
+
+def conversation(turn, tool_turns=()):
+    """User/assistant pairs (sometimes with a tool exchange), a list of anything, or not a list at all."""
+    pair = st.tuples(turn(USER), turn(ASSISTANT)).map(list)
+    exchanges = st.lists(weighted((2, pair), *[(1, t) for t in tool_turns]), min_size=1, max_size=3)
+    flat = exchanges.map(lambda xs: [t for x in xs for t in x])
+    anything = st.lists(st.one_of(turn(USER + ASSISTANT + ["system", "tool"]), V), max_size=5)
+    return weighted((6, flat), (1, anything), (1, V))
+
+
+openai_tool = st.tuples(
+    openai_turn(USER),
+    st.fixed_dictionaries({"role": st.just("assistant"), "content": content,
+                           "tool_calls": st.lists(call, min_size=1, max_size=2)}),
+    st.fixed_dictionaries({"role": st.just("tool"), "content": content}, optional={"name": V}),
+    openai_turn(ASSISTANT)).map(list)
+sharegpt_tool = st.tuples(sharegpt_turn(USER), st.fixed_dictionaries({
+    "from": st.just("function_call"),
+    "value": st.one_of(call.map(lambda c: json.dumps(c, ensure_ascii=False)), content)}),
+    sharegpt_turn(["observation", "tool"]), sharegpt_turn(ASSISTANT)).map(list)
+def without_last(turns):
+    return turns[:-1] if isinstance(turns, list) else turns
+
+
+SHAPES = {
+    "alpaca": st.fixed_dictionaries(
+        {"instruction": content, "output": content},
+        optional={"input": content, "system": content, **EXTRA,
+                  "history": st.one_of(st.lists(st.lists(content, min_size=2, max_size=2), max_size=2), V)}),
+    "sharegpt": st.fixed_dictionaries({"conversations": conversation(sharegpt_turn, [sharegpt_tool])},
+                                      optional={"system": content, **EXTRA}),
+    "openai": st.fixed_dictionaries({"messages": conversation(openai_turn, [openai_tool])}, optional=EXTRA),
+    "prompt_completion": st.one_of(
+        st.fixed_dictionaries({"prompt": st.one_of(content, conversation(openai_turn).map(without_last)),
+                               "completion": st.one_of(content, st.lists(openai_turn(ASSISTANT), max_size=2))},
+                              optional={"system": content, **EXTRA}),
+        st.fixed_dictionaries({"prompt": content, "response": content}, optional=EXTRA),
+        st.fixed_dictionaries({"prompt": content}, optional=EXTRA)),  # a row without a response
+    "text": st.one_of(text, st.fixed_dictionaries({"text": content}, optional=EXTRA),
+                      st.fixed_dictionaries({}, optional={"text": V, "content": V, "body": V, **EXTRA})),
+    "mapped": st.fixed_dictionaries({"dialog": conversation(mapped_turn)}),
+}
+MAPPING = {"messages": "dialog", "role": "speaker", "content": "utterance", "user": "customer",
+           "assistant": "agent"}
+SOURCE = {"file": "in/x.jsonl", "line": 1}
+
+
+def check_record_or_invalid(row, fmt: str) -> dict | None:
+    """to_record either raises Invalid or returns a record that validates, encodes as UTF-8 and is
+    writable as Arrow; nothing else."""
+    try:
+        rec = to_record(row, fmt, MAPPING if fmt == "mapped" else {}, SOURCE)
+    except Invalid as exc:
+        assert re.fullmatch(r"[a-z_]+", exc.reason)
+        return None
+    validate(public(rec), "record")
+    json.dumps(public(rec), ensure_ascii=False).encode("utf-8")
+    json.loads(rec["meta"])
+    assert to_table([rec]).num_rows == 1
+    return rec
+
+
+@pytest.mark.parametrize("fmt", sorted(SHAPES))
+@fuzz(120)
+@given(data=st.data())
+def test_converters_return_valid_records_or_invalid(fmt, data):
+    check_record_or_invalid(data.draw(SHAPES[fmt], label="row"), fmt)
+
+
+@fuzz(80)
+@given(st.sampled_from(sorted(SHAPES)), json_value)
+def test_wrong_types_everywhere(fmt, value):
+    """Any JSON value, in any format's converter."""
+    check_record_or_invalid(value, fmt)
+
+
+@fuzz(300)
+@given(st.one_of(st.text(st.characters(exclude_categories=()), max_size=60),
+                 st.text(st.sampled_from(" \t\n\r\x00\x85\u00a0\u2028\u3000\ufeff\ud800\udfff\u0301\u212bae"),
+                         max_size=60)))
+def test_normalize_text_output_is_clean_and_stable(value):
+    out = normalize_text(value)
+    out.encode("utf-8")  # no lone surrogates left
+    assert not re.search("[\x00-\x08\x0b-\x1f\x7f-\x9f\ufeff]", out)
+    assert out == out.strip() and "\n\n\n" not in out
+    assert normalize_text(out) == out
+
+
+@pytest.mark.parametrize("value", [" " * MIB + "x", "\t " * (MIB // 2) + "x\n", ("word" + " " * 1000) * 1000,
+                                   "\n" * MIB + "x", "\r" * MIB, "\x00 " * (MIB // 2), "\u00a0" * MIB + "\n"])
+def test_normalize_text_is_linear_on_whitespace_runs(value):
+    """r"[ \t]+\n" retried at every space of a run that does not end a line: 1 MB took half an hour."""
+    start = time.perf_counter()
+    normalize_text(value)
+    assert time.perf_counter() - start < 2
+
+
+DEEP_LIST, DEEP_DICT = deep(100_000), deep(100_000, dict)
+
+
+@pytest.mark.parametrize("fmt", sorted(SHAPES))
+def test_nesting_beyond_the_recursion_limit_in_every_field(fmt):
+    examples = {
+        "alpaca": {"instruction": "Why?", "output": "Because of reasons."},
+        "sharegpt": {"conversations": [{"from": "human", "value": "q?"}, {"from": "gpt", "value": "answer"}]},
+        "openai": {"messages": [{"role": "user", "content": "q?"}, {"role": "assistant", "content": "answer"}]},
+        "prompt_completion": {"prompt": "q?", "completion": "an answer"},
+        "text": {"text": "a perfectly ordinary document"},
+        "mapped": {"dialog": [{"speaker": "customer", "utterance": "q?"}, {"speaker": "agent", "utterance": "a"}]},
+    }
+    base = examples[fmt]
+    assert check_record_or_invalid(base, fmt) is not None
+    fields = list(base) + ["meta"]
+    for field in fields:
+        for value in (DEEP_LIST, DEEP_DICT):
+            check_record_or_invalid({**base, field: value}, fmt)
+    turns_key = {"sharegpt": "conversations", "openai": "messages", "mapped": "dialog"}.get(fmt)
+    if turns_key:
+        for turn_field in ("content", "value", "tool_calls", "name", "utterance", "role", "from"):
+            for value in (DEEP_LIST, DEEP_DICT):
+                row = json.loads(json.dumps(base))
+                row[turns_key][0][turn_field] = value
+                check_record_or_invalid(row, fmt)
+    # the same depth as text: a JSON line of 100k nested brackets is invalid_json, not a crash
+    line = '{"text": "x", "deep": ' + "[" * 100_000 + "]" * 100_000 + "}"
+    assert _parse_json_row(1, line).error == "invalid_json"
+    assert _parse_json_row(1, "[" * 100_000).error == "invalid_json"
+
+
+# --- 3. mixed encodings ------------------------------------------------------------------------------
+
+RU = "Привет, как дела? Заказ уже в пути, курьер позвонит вечером."
+TR = "Şükrü bugün çok güzel bir gün geçirdi; ağaçlar yeşil, ılık bir rüzgâr."
+
+
+@pytest.mark.parametrize("mix", ["utf8-cp1251-cp1254", "mostly-cp1251", "mostly-utf8"])
+@pytest.mark.parametrize("fmt", ["jsonl", "txt"])
+def test_mixed_encodings_in_one_file_are_counted_not_lost(tmp_path, mix, fmt):
+    encodings = {"utf8-cp1251-cp1254": ["utf-8", "cp1251", "cp1254", "utf-8"],
+                 "mostly-cp1251": ["cp1251"] * 5 + ["utf-8"],
+                 "mostly-utf8": ["utf-8"] * 5 + ["cp1251"]}[mix]
+    lines, expected = [], []
+    for i in range(60):
+        enc = encodings[i % len(encodings)]
+        sentence = f"{TR if enc == 'cp1254' else RU} #{i}"
+        expected.append((enc, sentence))
+        lines.append((json.dumps({"text": sentence}, ensure_ascii=False) if fmt == "jsonl" else sentence).encode(enc))
+    path = tmp_path / f"mixed.{fmt}"
+    path.write_bytes(b"\n".join(lines) + b"\n")
+    cfg = PrepareConfig()
+    cfg.dedup.enabled = False
+    normalizer = Normalizer(describe(str(path)), cfg)
+    records = [r for batch in normalizer.batches() for r in batch]
+    assert_accounted(len(records), normalizer)
+    assert normalizer.read.records_in == len(lines)
+    assert set(normalizer.read.quarantined) <= {"undecodable"}
+    texts = {r["text"] for r in records}
+    for enc, sentence in expected:
+        if enc == "utf-8":  # UTF-8 lines come through intact, whatever the rest of the file is
+            assert sentence in texts, (normalizer.reader.encoding, sentence)
+    if mix == "mostly-cp1251":  # the legacy majority is detected and decoded, the UTF-8 lines are not mojibake
+        assert normalizer.reader.encoding == "cp1251"
+        assert len(records) == len(lines)
+    for rec in records:
+        assert rec["text"] in {s for _, s in expected}  # no mojibake: a record is some line's exact text
+
+
+# --- 4. decompression bombs ------------------------------------------------------------------------
+
+def test_gzip_and_zstd_bombs_stop_at_the_cap(tmp_path):
+    cap = 32 * MIB
+    gz, zst = tmp_path / "bomb.txt.gz", tmp_path / "bomb.jsonl.zst"
+    gzip_bomb(gz, 1024)  # 1 GiB of zeros
+    zstd_bomb(zst, 1024)
+    assert gz.stat().st_size < 2 * MIB and zst.stat().st_size < 2 * MIB
+    for path in (gz, zst):
+        reader = FileReader(describe(str(path)), ReadConfig(max_decompressed_bytes=cap))
+        start = time.perf_counter()
+        rows = [r for batch in reader.batches() for r in batch]
+        assert time.perf_counter() - start < 20  # stopped at 32 MiB, did not inflate the 1 GiB
+        assert reader._stream.capped_reader.read_bytes == cap
+        assert reader.unread
+        assert [r.error for r in rows] == ["too_large"]  # one line of zeros over the record cap
+
+
+def test_a_file_that_ends_exactly_at_the_cap_is_not_unread(tmp_path):
+    p = tmp_path / "exact.jsonl.gz"
+    data = b'{"text": "a perfectly ordinary document"}\n' * 100
+    p.write_bytes(gzip.compress(data))
+    reader = FileReader(describe(str(p)), ReadConfig(max_decompressed_bytes=len(data)))
+    assert sum(len(b) for b in reader.batches()) == 100 and not reader.unread
+
+
+def test_run_reports_the_bomb_as_unread_after_cap(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    d = tmp_path / "in"
+    d.mkdir()
+    gzip_bomb(d / "bomb.txt.gz", 1024)
+    lines = b"".join(json.dumps({"text": f"line number {i} of a real file that was cut"}).encode() + b"\n"
+                     for i in range(2000))
+    (d / "lines.jsonl.gz").write_bytes(gzip.compress(lines))
+    (d / "fine.jsonl").write_text(json.dumps({"text": "a perfectly ordinary document"}) + "\n")
+    cfg = fast_config(tmp_path, [d])
+    cfg.read.max_decompressed_bytes = 16 * 1024  # the lines file is cut mid-line too
+    cfg.read.max_record_bytes = 4096
+    report = run_prepare(cfg, progress=False, log=lambda msg: None).report
+    files = report["files"]
+    assert files["in/bomb.txt.gz"]["unread_after_cap"] and files["in/lines.jsonl.gz"]["unread_after_cap"]
+    assert not files["in/fine.jsonl"]["unread_after_cap"]
+    assert files["in/bomb.txt.gz"]["quarantined_by_reason"] == {"too_large": 1}
+    assert files["in/lines.jsonl.gz"]["input"] == physical_lines(lines[:16 * 1024])
+    assert_balanced(report["counts"])
+    for counts in files.values():
+        assert_balanced(counts)
+
+
+MEMORY_SCRIPT = r"""
+import gzip, json, resource, sys, time
+from pathlib import Path
+from pipeline.config import PrepareConfig, ReadConfig
+from pipeline.normalize import Normalizer
+from pipeline.readers import FileReader, describe, split_ranges
+
+case, path = sys.argv[1], Path(sys.argv[2])
+MIB = 1 << 20
+# a regression fails with MemoryError here instead of taking the machine's memory
+resource.setrlimit(resource.RLIMIT_AS, (6 << 30, 6 << 30))
+member = gzip.compress(b"\0" * MIB, 9)
+
+def bomb(head, mib, tail=b""):
+    with open(path, "wb") as fh:
+        fh.write(gzip.compress(head))
+        for _ in range(mib):
+            fh.write(member)
+        if tail:
+            fh.write(gzip.compress(tail))
+
+def chunked(head, chunk, n, tail):  # n copies of chunk between head and tail, gzip, a few KB on disk
+    piece = gzip.compress(chunk * 64, 9)
+    with open(path, "wb") as fh:
+        fh.write(gzip.compress(head))
+        for _ in range(n // 64):
+            fh.write(piece)
+        fh.write(gzip.compress(tail))
+
+cfg = PrepareConfig()
+if case == "csv-no-line-end":     # a CSV whose second line is 400 MiB of zeros
+    bomb(b"text,lang\n", 400)
+elif case == "txt-no-line-end":   # a text file of one 400 MiB line
+    bomb(b"", 400)
+elif case == "json-huge-item":    # a JSON array item of 6,400 strings of 64 KiB: 400 MiB in one record
+    chunked(b'[{"text": "a document", "parts": [', b'"' + b"a" * (64 * 1024) + b'", ', 6400,
+            b'"end"]}, "a fine text document"]')
+elif case == "json-deep":         # items of 400,000 nested brackets (ijson.items took gigabytes for 100,000)
+    nested = b"[" * 400_000 + b"]" * 400_000
+    path.write_bytes(b"[" + nested + b', {"text": "a real document", "x": ' + nested + b'}, "a fine text document"]')
+elif case == "split-no-line-end":  # an uncompressed .jsonl of 400 MiB with no newline, cut into ranges
+    with open(path, "wb") as fh:
+        fh.truncate(400 * MIB)     # sparse: no disk space, reads as zeros
+
+base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+start = time.perf_counter()
+result = {}
+if case == "split-no-line-end":
+    result["ranges"] = len(split_ranges(describe(str(path)), 16 * MIB))
+else:
+    normalizer = Normalizer(describe(str(path)), cfg)
+    result["yielded"] = sum(len(b) for b in normalizer.batches())
+    result["stages"] = {s.name: {"in": s.records_in, "q": dict(s.quarantined), "d": dict(s.dropped)}
+                        for s in normalizer.stats}
+    result["unread"] = normalizer.reader.unread
+result["growth_mb"] = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - base) / 1024
+result["seconds"] = time.perf_counter() - start
+print(json.dumps(result))
+"""
+
+
+@pytest.mark.parametrize("case", ["csv-no-line-end", "txt-no-line-end", "json-huge-item", "json-deep",
+                                  "split-no-line-end"])
+def test_memory_stays_bounded(tmp_path, case):
+    """Each case in a fresh process (address space capped at 6 GB), so its peak RSS is its own: 400 MiB of
+    input in one record or one line costs under 200 MB (the default 8 MiB record cap), and deep nesting is
+    read in bounded memory and time. Before the fixes the CSV, JSON and split cases took 0.7-1.1 GB and
+    the deep JSON was killed; the .txt case was already bounded and stays as a guard."""
+    name = {"csv-no-line-end": "x.csv.gz", "txt-no-line-end": "x.txt.gz", "json-huge-item": "x.json.gz",
+            "json-deep": "x.json", "split-no-line-end": "x.jsonl"}[case]
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    proc = subprocess.run([sys.executable, "-c", MEMORY_SCRIPT, case, str(tmp_path / name)], env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    result = json.loads(proc.stdout)
+    assert result["growth_mb"] < 200, result
+    if case == "split-no-line-end":
+        assert result["ranges"] == 1  # no line end: one range, found without holding the line
+        return
+    read = result["stages"]["read"]
+    if case == "csv-no-line-end":
+        assert read["in"] == 1 and read["q"] == {"too_large": 1}
+    elif case == "txt-no-line-end":
+        assert read["in"] == 1 and read["q"] == {"too_large": 1}
+    elif case == "json-huge-item":
+        assert read["in"] == 2 and read["q"] == {"too_large": 1} and result["yielded"] == 1
+    elif case == "json-deep":  # the deep list is not a record; the deep field makes the record too_deep
+        assert read["in"] == 3 and read["q"] == {"not_an_object": 1}
+        assert result["stages"]["normalize"]["q"] == {"too_deep": 1} and result["yielded"] == 1
+    assert result["seconds"] < 60
+
+
+def test_block_mode_with_one_endless_block_is_linear(tmp_path):
+    """Block mode summed the block's line lengths on every line: quadratic in lines per block."""
+    p = tmp_path / "one_block.txt"
+    p.write_bytes(b"word\n" * 200_000 + b"\nafter the block\n")
+    cfg = PrepareConfig()
+    cfg.read.txt_mode = "block"
+    cfg.read.max_record_bytes = 512 * 1024
+    start = time.perf_counter()
+    yielded, normalizer = normalize_file(p, cfg)
+    assert time.perf_counter() - start < 10
+    assert_accounted(yielded, normalizer)
+    # one too_large block (its rest skipped, not made a record of its own) and the block after it
+    assert normalizer.read.records_in == 2 and normalizer.read.quarantined == {"too_large": 1}
+
+
+# --- 5. records over the size cap are quarantined by reference ---------------------------------------
+
+def test_records_over_the_cap_are_quarantined_by_reference(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    d = tmp_path / "in"
+    d.mkdir()
+    secret = "SECRET-CONTENT-" + "z" * 5000
+    ok = [{"text": f"a perfectly ordinary document number {i}"} for i in range(3)]
+    many_parts = {"text": "x", "parts": [secret[:900]] * 10}  # each value under the cap, the record over it
+    (d / "array.json").write_text(json.dumps([ok[0], {"text": secret}, ok[1], many_parts, ok[2]]))
+    pq.write_table(pa.Table.from_pylist([ok[0], {"text": secret}, ok[1], ok[2]]), d / "table.parquet")
+    (d / "wide.csv").write_text("text,extra\n" + "\n".join([
+        f"{ok[0]['text']},a", f'"{secret}",b', f"{ok[1]['text']},c", f"{secret[:900]}," + secret[:900],
+        f"{ok[2]['text']},d"]) + "\n")
+    (d / "lines.jsonl").write_text("\n".join(json.dumps(r) for r in [ok[0], {"text": secret}, ok[1], ok[2]]) + "\n")
+    cfg = fast_config(tmp_path, [d])
+    cfg.read.max_record_bytes = 1024
+    cfg.dedup.enabled = False
+    result = run_prepare(cfg, progress=False, log=lambda msg: None)
+    report = result.report
+    assert_balanced(report["counts"])
+    too_large = {(q["file"], q["line"]) for q in quarantine_lines(result.run_dir) if q["reason"] == "too_large"}
+    assert too_large == {("in/array.json", 2), ("in/array.json", 4), ("in/table.parquet", 2), ("in/wide.csv", 2),
+                         ("in/wide.csv", 4), ("in/lines.jsonl", 2)}
+    for q in quarantine_lines(result.run_dir):
+        assert set(q) == {"file", "line", "reason"}
+    for name, counts in report["files"].items():
+        assert_balanced(counts)
+        assert counts["kept"] == 3, (name, counts)
+    for path in result.run_dir.rglob("*"):  # by reference: the content is nowhere in the run directory
+        if path.is_file():
+            assert b"SECRET-CONTENT" not in path.read_bytes(), path
+
+
+# --- 6. paths from input data never become output paths ---------------------------------------------
+
+PATHS = ["../../etc/passwd", "/etc/passwd", "..\\..\\windows", "~/.ssh/id_rsa", "a\x00b", "\x00", "/dev/null",
+         "../run/../../escape", "s3://bucket/../../x", "file:///etc/shadow", "train/part-00000.parquet",
+         "manifest.json", "../quarantine/00000.jsonl"]
+
+
+def snapshot(root: Path) -> dict[str, str]:
+    return {str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in root.rglob("*") if p.is_file() or p.is_symlink()}
+
+
+def path_rows(value: str) -> list[dict]:
+    long_answer = f"The answer mentions {value} and goes on for a while."
+    return [
+        {"instruction": value, "input": value, "output": long_answer, "system": value, "history": [[value, value]],
+         "file": value, "path": value, "source": {"file": value, "line": value}, "id": value, "_order": value,
+         "_split": value, "out": value},
+        {"conversations": [{"from": "human", "value": value, "name": value},
+                           {"from": "function_call",
+                            "value": json.dumps({"name": value, "arguments": {"path": value}})},
+                           {"from": "observation", "value": value, "name": value},
+                           {"from": "gpt", "value": long_answer}], "system": value, "tools": value},
+        {"messages": [{"role": "user", "content": value},
+                      {"role": "assistant", "content": long_answer,
+                       "tool_calls": [{"function": {"name": value, "arguments": value}}]},
+                      {"role": "tool", "content": value, "name": value},
+                      {"role": "assistant", "content": long_answer}], "s3": value, "out": value},
+        {"prompt": value, "completion": long_answer, "name": value},
+        {"text": long_answer, "file": value, "uri": value, "run_dir": value},
+    ]
+
+
+ODD_NAMES = ["a b.jsonl", "-rf.jsonl", "ünïcødé ünd 中文.jsonl", "new\nline.jsonl", "tab\there.jsonl",
+             "back\\slash.jsonl", "x" * 200 + ".jsonl", "00000.jsonl", "manifest.json", "report.json",
+             "quote'\"name.jsonl", "semi;colon$(touch pwned).jsonl", "x..%2f..%2fescape.jsonl", "UPPER.JSONL",
+             "dots...jsonl", "emoji🙂.jsonl"]
+
+
+def test_no_path_from_input_data_writes_outside_the_run_dir(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # a relative path taken from the data would land here
+    d = tmp_path / "in"
+    (d / "sub dir" / "..." / "deeper").mkdir(parents=True)
+    files = [d / n for n in ODD_NAMES] + [d / "sub dir" / "..." / "deeper" / "nested.jsonl",
+                                          d / os.fsdecode(b"not-utf8-\xff\xfe.jsonl")]
+    for i, path in enumerate(files):
+        rows = [r for value in PATHS for r in path_rows(f"{value}#{i}")]
+        if path.name in ("manifest.json", "report.json"):
+            path.write_text(json.dumps(rows))
+        else:
+            path.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    pq.write_table(pa.Table.from_pylist([{"text": f"Parquet row about {v} for a while", v: v} for v in PATHS]),
+                   d / "paths.parquet")
+    (d / "paths.csv").write_text("text,path\n" + "\n".join(f'"A row about {v!r} and more",{v!r}' for v in PATHS[:4]))
+    # symlinks inside the input pointing outside: read through, never written to
+    outside = tmp_path.parent / f"{tmp_path.name}-outside.jsonl"
+    outside.write_text(json.dumps({"text": "a document that lives outside the input folder"}) + "\n")
+    (d / "link.jsonl").symlink_to(outside)
+    before = snapshot(tmp_path)
+    outside_before = outside.read_bytes()
+    parent_before = set(os.listdir(tmp_path.parent))
+    run_dir = tmp_path / "run"
+    cfg = fast_config(tmp_path, [d])
+    report = run_prepare(cfg, progress=False, log=lambda msg: None).report
+    after = snapshot(tmp_path)
+    new_or_changed = {p for p, h in after.items() if before.get(p) != h}
+    outside_run = {p for p in new_or_changed if not (tmp_path / p).resolve().is_relative_to(run_dir.resolve())}
+    assert not outside_run
+    assert {p for p in before if p not in after} == set()  # no input removed
+    assert set(os.listdir(tmp_path.parent)) == parent_before and outside.read_bytes() == outside_before
+    for value in PATHS:
+        if value.startswith("/") and "\x00" not in value:
+            assert not Path(value + "#0").exists()
+    assert_balanced(report["counts"])
+    assert report["counts"]["kept"] > 0
+    assert len(report["files"]) == len(files) + 3
+    quarantine = quarantine_lines(run_dir)
+    assert len(quarantine) == report["counts"]["quarantined"]
+    assert {q["file"] for q in quarantine} <= set(report["files"])
+    assert "in/not-utf8-\\xff\\xfe.jsonl" in report["files"]  # a non-UTF-8 name, shown escaped
+    for path in run_dir.rglob("*"):  # everything the run wrote is UTF-8 text or Parquet
+        if path.suffix in (".json", ".jsonl", ".md"):
+            path.read_text(encoding="utf-8")
+        elif path.suffix == ".parquet":
+            pq.read_table(path)
+
+
+# --- 7. coverage-guided: atheris over the readers and the Normalizer --------------------------------
+
+ATHERIS_HARNESS = r"""
+import gzip, json, os, sys, tempfile
+import atheris
+import zstandard
+
+with atheris.instrument_imports(include=["pipeline"]):
+    from pipeline.config import PrepareConfig, ReadConfig
+    from pipeline.normalize import Normalizer
+    from pipeline.readers import UnreadableInput, describe
+    from pipeline.records import public, to_table
+from pipeline.schemas import validate
+
+EXTS = ["jsonl", "json", "csv", "tsv", "txt", "jsonl.gz", "json.gz", "csv.gz", "txt.zst"]
+DIR = tempfile.mkdtemp()
+CONFIGS = []
+for mode in ("line", "block"):
+    cfg = PrepareConfig()
+    cfg.read = ReadConfig(max_record_bytes=1024, batch_size=3, txt_mode=mode)
+    CONFIGS.append(cfg)
+
+
+def one_input(data: bytes):
+    # byte 0 picks the file type, byte 1 the config, the rest is the file
+    if len(data) < 2:
+        return
+    ext, cfg, body = EXTS[data[0] % len(EXTS)], CONFIGS[data[1] % 2], data[2:]
+    if ext.endswith(".gz"):
+        body = gzip.compress(body, 1)
+    elif ext.endswith(".zst"):
+        body = zstandard.ZstdCompressor().compress(body)
+    path = os.path.join(DIR, "x." + ext)
+    with open(path, "wb") as fh:
+        fh.write(body)
+    try:
+        normalizer = Normalizer(describe(path), cfg)
+        records = [r for batch in normalizer.batches() for r in batch]
+    except UnreadableInput:
+        return
+    removed = sum(sum(s.quarantined.values()) + sum(s.dropped.values()) for s in normalizer.stats)
+    assert normalizer.read.records_in == len(records) + removed
+    if records:
+        to_table(records)
+        for rec in records:
+            validate(public(rec), "record")
+            json.dumps(public(rec), ensure_ascii=False).encode("utf-8")
+
+
+atheris.Setup(sys.argv, one_input)
+atheris.Fuzz()
+"""
+ATHERIS_SEEDS = [
+    b"\x00\x00" + b'{"text": "hello world document"}\n{"instruction": "q?", "output": "answer"}\n',
+    b"\x01\x00" + b'[{"messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]}]',
+    b"\x01\x00" + b'{"train": [{"text": "some document"}], "test": [{"prompt": "p", "completion": "c"}]}',
+    b"\x02\x00" + b'instruction,output\n"What?","An answer here"\n',
+    b"\x04\x01" + b"para one line\nline two\n\npara two\n",
+    b"\x00\x00" + '{"text": "Привет мир"}\n'.encode("cp1251"),
+]
+
+
+def test_atheris_over_readers_and_normalizer(tmp_path):
+    """A short coverage-guided run (fixed seed, a few thousand inputs): no exception but UnreadableInput,
+    every row accounted for, every record valid. Longer runs: the same harness with -max_total_time."""
+    pytest.importorskip("atheris")
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    for i, seed in enumerate(ATHERIS_SEEDS):
+        (corpus / f"seed{i}").write_bytes(seed)
+    harness = tmp_path / "fuzz_readers.py"
+    harness.write_text(ATHERIS_HARNESS, encoding="utf-8")
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    proc = subprocess.run([sys.executable, str(harness), str(corpus), "-seed=1", "-runs=2500", "-max_len=4096",
+                           "-timeout=30", "-rss_limit_mb=2048"], cwd=tmp_path, env=env, capture_output=True,
+                          text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-5000:]
+
+
+# --- 8. end to end: a folder of fuzzed files -------------------------------------------------------
+
+VALID_LINES = [
+    {"text": "A perfectly ordinary document about parcels."},
+    {"instruction": "Where is my order?", "output": "It left the warehouse this morning."},
+    {"messages": [{"role": "user", "content": "Refund, please."}, {"role": "assistant", "content": "Done, 3 days."}]},
+    {"conversations": [{"from": "human", "value": "Card declined?"}, {"from": "gpt", "value": "Try another card."}]},
+    {"prompt": "Tariff options?", "completion": "Basic, plus and premium."},
+]
+
+
+def is_utf8(value: str) -> bool:
+    try:
+        value.encode("utf-8")
+        return True
+    except UnicodeEncodeError:
+        return False
+
+
+utf8_text = st.one_of(st.sampled_from([s for s in HOSTILE_STRINGS if is_utf8(s)]),  # Arrow strings are UTF-8
+                      st.text(st.characters(exclude_categories=("Cs",)), max_size=40))
+parquet_rows = st.lists(st.fixed_dictionaries({}, optional={
+    "text": st.one_of(st.none(), utf8_text), "content": st.one_of(st.none(), utf8_text),
+    "raw": st.one_of(st.none(), st.binary(max_size=20)), "n": st.one_of(st.none(), st.integers(-2**63, 2**63 - 1)),
+    "x": st.one_of(st.none(), st.floats()), "tags": st.one_of(st.none(), st.lists(utf8_text, max_size=3))}),
+    max_size=8)
+
+
+def parquet_bytes(rows: list[dict]) -> bytes:
+    schema = pa.schema([("text", pa.string()), ("content", pa.string()), ("raw", pa.binary()), ("n", pa.int64()),
+                        ("x", pa.float64()), ("tags", pa.list_(pa.string()))])
+    sink = pa.BufferOutputStream()
+    pq.write_table(pa.Table.from_pylist(rows, schema=schema), sink)
+    return sink.getvalue().to_pybytes()
+
+
+@st.composite
+def fuzzed_folder(draw):
+    files = []
+    if draw(st.booleans()):  # a real Parquet file with hostile values of every column type
+        rows = draw(parquet_rows)
+        files.append(("table.parquet", len(rows), parquet_bytes(rows)))
+    for i in range(draw(st.integers(1, 6))):
+        fmt, data = draw(fuzzed_file())
+        if fmt in ("jsonl", "txt") and draw(st.booleans()):  # valid rows mixed with the noise
+            good = [json.dumps(r, ensure_ascii=False).encode() for r in draw(st.lists(st.sampled_from(VALID_LINES),
+                                                                                       max_size=5))]
+            good = [g if fmt == "jsonl" else json.loads(g).get("text", "plain line of text").encode() for g in good]
+            data = b"\n".join(good + [data])
+        ext = draw(st.sampled_from(["", ".gz", ".zst"]))
+        if ext == ".gz":
+            payload = gzip.compress(data)
+        elif ext == ".zst":
+            payload = zstandard.ZstdCompressor().compress(data)
+        else:
+            payload = data
+        files.append((f"f{i}.{fmt}{ext}", data, payload))
+    return files
+
+
+@fuzz(20)
+@given(fuzzed_folder())
+def test_run_over_fuzzed_files_balances_per_file(tmp_path_factory, files):
+    root = tmp_path_factory.mktemp("e2e")
+    d = root / "in"
+    d.mkdir()
+    for name, _, payload in files:
+        (d / name).write_bytes(payload)
+    cfg = fast_config(root, [d])
+    cfg.read.skip_unreadable = True
+    cfg.read.max_record_bytes = 2048
+    cfg.read.shard_bytes = 1024  # large plain .jsonl/.txt files are read as several byte ranges
+    result = run_prepare(cfg, progress=False, log=lambda msg: None)
+    report = result.report
+    assert_balanced(report["counts"])
+    unreadable = {Path(u["file"]).name for u in report["unreadable_inputs"]}
+    for name, data, _ in files:
+        key = f"in/{name}"
+        assert (key in report["files"]) != (name in unreadable), name  # read, or reported unreadable: not both
+        if key in report["files"]:
+            counts = report["files"][key]
+            assert_balanced(counts)
+            if name == "table.parquet":
+                assert counts["input"] == data  # the number of rows
+            elif name.split(".")[1] in ("jsonl", "txt"):
+                assert counts["input"] == physical_lines(data), name
+    quarantine = quarantine_lines(result.run_dir)
+    assert len(quarantine) == report["counts"]["quarantined"]
+    assert all(set(q) == {"file", "line", "reason"} for q in quarantine)
+    assert {p.name for p in result.run_dir.iterdir()} <= {
+        "manifest.json", "quarantine", "report.json", "report.md", "train", "validation", "dedup_removed.parquet"}
