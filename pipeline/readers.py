@@ -389,24 +389,23 @@ class FileReader:
                 text = _decode(data, self.encoding)
             yield (number, None, "undecodable") if text is None else (number, text.rstrip("\r\n"), None)
 
-    def _rows_jsonl(self) -> Iterator[RawRow]:
+    def _content_lines(self) -> Iterator[RawRow]:
+        """One RawRow per line: its text, or the reason it has none (undecodable, too_large, empty_line)."""
         for number, text, error in self._text_lines():
             if error:
                 yield RawRow(number, None, error)
             elif not text.strip():
                 yield RawRow(number, None, "empty_line")
             else:
-                yield _parse_json_row(number, text)
+                yield RawRow(number, text)
+
+    def _rows_jsonl(self) -> Iterator[RawRow]:
+        for row in self._content_lines():
+            yield row if row.error else _parse_json_row(row.line, row.value)
 
     def _rows_txt(self) -> Iterator[RawRow]:
         if self.cfg.txt_mode == "line":
-            for number, text, error in self._text_lines():
-                if error:
-                    yield RawRow(number, None, error)
-                elif not text.strip():
-                    yield RawRow(number, None, "empty_line")
-                else:
-                    yield RawRow(number, text)
+            yield from self._content_lines()
             return
         block: list[str] = []
         start = size = 0
