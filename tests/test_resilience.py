@@ -88,3 +88,21 @@ def test_deployment_rejects_bad_parameters_through_the_server(prefect_api):
         asyncio.run(deploy_and_run())
     message = str(exc.value)
     assert "params.workers" in message and "minimum of 1" in message, message
+
+
+def test_a_failing_shard_names_the_file_and_phase_but_no_content(tmp_path, monkeypatch):
+    from pipeline import dedup
+    from pipeline.runner import PrepareError
+
+    inputs = make_inputs(tmp_path / "in", files=2, rows=20)
+
+    def broken_keys(records, cfg):
+        raise ValueError(f"cannot hash {records[0]['messages'][0]['content']}")  # would leak content
+
+    monkeypatch.setattr(dedup, "compute_keys", broken_keys)
+    monkeypatch.delenv("PREPARE_DEBUG", raising=False)
+    with pytest.raises(PrepareError) as exc:
+        run_prepare(fast_config(tmp_path, [inputs]), progress=False)
+    message = str(exc.value)
+    assert message == "in/part0.jsonl: normalize failed (ValueError)"
+    assert not (tmp_path / "run" / "manifest.json").exists()
