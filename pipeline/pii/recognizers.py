@@ -169,47 +169,43 @@ def _windows(ctx: TextContext, lo: int, hi: int, seps: str | None = None):
 
 # ---------------------------------------------------------------- identifiers with checksums
 
-class TcknRecognizer(PiiRecognizer):
+class DigitChecksumRecognizer(PiiRecognizer):
+    """N digits in a row that pass a checksum; a base score per length, raised by context words. Weak
+    checksums (one check digit: 1 in 10 random numbers pass) get a low base and need context."""
+
+    NEEDS = "digits"
+    FORMS: tuple[tuple[int, float], ...] = ()  # (digits, base score), in the order they are tried
+    BONUS = 0.6
+    valid = staticmethod(lambda digits: False)
+
+    def find(self, ctx):
+        out = []
+        for length, base in self.FORMS:
+            for s, e in _contiguous(ctx, length):
+                if self.valid(ctx.text[s:e]):
+                    out.append(self.hit(s, e, self.context_score(ctx, s, e, base, bonus=self.BONUS)))
+        return out
+
+
+class TcknRecognizer(DigitChecksumRecognizer):
     """T.C. Kimlik No: 11 digits, two check digits."""
 
-    ENTITY = "TCKN"
-    NEEDS, MIN_DIGITS = "digits", 11
-
-    def find(self, ctx):
-        out = []
-        for s, e in _contiguous(ctx, 11):
-            if checks.tckn_valid(ctx.text[s:e]):
-                out.append(self.hit(s, e, self.context_score(ctx, s, e, 0.8, bonus=0.2)))
-        return out
+    ENTITY, MIN_DIGITS, FORMS, BONUS = "TCKN", 11, ((11, 0.8),), 0.2
+    valid = staticmethod(checks.tckn_valid)
 
 
-class VknRecognizer(PiiRecognizer):
-    """Vergi Kimlik No: 10 digits, one check digit (1 in 10 random numbers pass): needs context."""
+class VknRecognizer(DigitChecksumRecognizer):
+    """Vergi Kimlik No: 10 digits, one check digit: needs context."""
 
-    ENTITY = "VKN"
-    NEEDS, MIN_DIGITS = "digits", 10
-
-    def find(self, ctx):
-        out = []
-        for s, e in _contiguous(ctx, 10):
-            if checks.vkn_valid(ctx.text[s:e]):
-                out.append(self.hit(s, e, self.context_score(ctx, s, e, 0.35, bonus=0.6)))
-        return out
+    ENTITY, MIN_DIGITS, FORMS = "VKN", 10, ((10, 0.35),)
+    valid = staticmethod(checks.vkn_valid)
 
 
-class InnRecognizer(PiiRecognizer):
+class InnRecognizer(DigitChecksumRecognizer):
     """Russian INN: 12 digits (person, two check digits) or 10 (organisation, one: needs context)."""
 
-    ENTITY = "INN"
-    NEEDS, MIN_DIGITS = "digits", 10
-
-    def find(self, ctx):
-        out = []
-        for length, base in ((12, 0.55), (10, 0.35)):
-            for s, e in _contiguous(ctx, length):
-                if checks.inn_valid(ctx.text[s:e]):
-                    out.append(self.hit(s, e, self.context_score(ctx, s, e, base, bonus=0.6)))
-        return out
+    ENTITY, MIN_DIGITS, FORMS = "INN", 10, ((12, 0.55), (10, 0.35))
+    valid = staticmethod(checks.inn_valid)
 
 
 class SnilsRecognizer(PiiRecognizer):
