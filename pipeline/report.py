@@ -78,9 +78,14 @@ def check_accounting(counts: dict) -> None:
         raise AssertionError(f"accounting broken: input {counts['input']} != accounted {total}")
 
 
+def _cell(value) -> str:
+    """A table cell: file names may hold "|" or line breaks, which would break the Markdown table."""
+    return str(value).replace("\\", "\\\\").replace("|", "\\|").replace("\r", " ").replace("\n", " ")
+
+
 def _table(header: list[str], rows: list[list]) -> str:
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
+    lines += ["| " + " | ".join(_cell(c) for c in row) + " |" for row in rows]
     return "\n".join(lines)
 
 

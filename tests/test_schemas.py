@@ -31,3 +31,10 @@ def test_record_schema_rejects_what_the_trainer_cannot_take():
     ):
         with pytest.raises(ValidationError):
             validate(broken, "record")
+
+
+def test_report_tables_survive_odd_file_names():
+    from pipeline.report import _table
+
+    table = _table(["file", "records"], [["in/a|b\nc.jsonl", 3]])
+    assert table.splitlines()[2] == "| in/a\\|b c.jsonl | 3 |"
