@@ -199,6 +199,15 @@ def phone_parse(value: str, lang: str = "en") -> "phonenumbers.PhoneNumber | Non
     return None
 
 
+@lru_cache(maxsize=65536)
+def phone_region(value: str, lang: str = "en") -> str | None:
+    """The region of phone_parse(value, lang) (phonenumbers.region_code_for_number), or None."""
+    num = phone_parse(value, lang)
+    if num is None:
+        return None
+    return phonenumbers.region_code_for_number(num) or ""  # "" (no region): still a valid number
+
+
 def phone_e164(value: str, lang: str = "en") -> str | None:
     num = phone_parse(value, lang)
     return phonenumbers.format_number(num, phonenumbers.PhoneNumberFormat.E164) if num else None

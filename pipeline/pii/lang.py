@@ -19,7 +19,7 @@ def detect_language(text: str, allowed: tuple[str, ...] = ("tr", "ru", "en")) ->
     """'ru' when Cyrillic letters dominate, else 'tr' or 'en' by stop words and Turkish letters; always one
     of `allowed` (the configured languages). Looks at the first 600 characters; words with digits or
     symbols (keys, tokens, URLs, e-mails) do not count."""
-    words = [w for w in (x.strip(_STRIP) for x in text[:600].split()) if len(w) <= 20 and w.isalpha()]
+    words = [w for x in text[:600].split() if len(w := x.strip(_STRIP)) <= 20 and w.isalpha()]
     cleaned = "".join(words)
     cyr = len(_CYR_CHARS.findall(cleaned[:300]))
     if not cleaned:

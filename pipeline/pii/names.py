@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import re
 import threading
+from collections import OrderedDict
 from functools import lru_cache
 
 from presidio_analyzer import LocalRecognizer, RecognizerResult
@@ -116,15 +117,21 @@ def _tokens(ctx: TextContext, regex, cache_key: str) -> list[_Tok]:
     toks = ctx.extra.get(cache_key)
     if toks is None:
         toks = []
+        append = toks.append
         text = ctx.text
+        n = len(text)
         for m in regex.finditer(text):
             a = m.start()
-            if a and (text[a - 1].isalnum() or text[a - 1] in "'’_"):
-                continue  # inside a word ("McDonald" is one token, "aBc" none)
+            if a:
+                c = text[a - 1]
+                if c.isalnum() or c in "'’_":
+                    continue  # inside a word ("McDonald" is one token, "aBc" none)
             b = m.end(1)
-            if b < len(text) and (text[b].isalnum() or text[b] == "_"):
-                continue
-            toks.append(_Tok(a, b, m.end(), m.group(1)))
+            if b < n:
+                c = text[b]
+                if c.isalnum() or c == "_":
+                    continue
+            append(_Tok(a, b, m.end(), m.group(1)))
         ctx.extra[cache_key] = toks
     return toks
 
@@ -429,6 +436,10 @@ def _word_bound_right(text: str, pos: int, words: int) -> int:
 
 _NATASHA = None
 _NATASHA_LOCK = threading.Lock()
+# natasha hits per window text (tuples of Hits, immutable), most recently used last
+_WINDOW_CACHE: OrderedDict[str, tuple[Hit, ...]] = OrderedDict()
+_WINDOW_CACHE_SIZE = 16384
+_WINDOW_LOCK = threading.Lock()
 _BLAS = None
 
 
@@ -481,6 +492,33 @@ class NatashaPersonRecognizer(LocalRecognizer):
     def find_many(self, texts: list[str]) -> list[list[Hit]]:
         if not texts:
             return []
+        # natasha's tags for a window depend on the window text only (not on the other texts of its batch:
+        # checked batched vs one by one vs shuffled), so each distinct window is tagged once: repeated
+        # windows within a batch and across batches (an LRU of recent windows) reuse the hits
+        found: dict[str, tuple[Hit, ...] | None] = {}
+        todo: list[str] = []
+        with _WINDOW_LOCK:
+            for text in texts:
+                if text in found:
+                    continue
+                hits = _WINDOW_CACHE.get(text)
+                if hits is None:
+                    found[text] = None
+                    todo.append(text)
+                else:
+                    _WINDOW_CACHE.move_to_end(text)
+                    found[text] = hits
+        if todo:
+            for text, hits in zip(todo, self._tag(todo)):
+                found[text] = hits
+            with _WINDOW_LOCK:
+                for text in todo:
+                    _WINDOW_CACHE[text] = found[text]
+                while len(_WINDOW_CACHE) > _WINDOW_CACHE_SIZE:
+                    _WINDOW_CACHE.popitem(last=False)
+        return [list(found[text]) for text in texts]
+
+    def _tag(self, texts: list[str]) -> list[tuple[Hit, ...]]:
         tagger = natasha_tagger()
         # similar lengths in one batch: less padding in the CNN
         order = sorted(range(len(texts)), key=lambda k: len(texts[k]))
@@ -506,7 +544,7 @@ class NatashaPersonRecognizer(LocalRecognizer):
                                         and _sentence_initial(text, sp.start)):
                         score = 0.45  # a lone unknown or ambiguous word: a residual candidate only
                 hits.append(Hit(sp.start, sp.stop, "PERSON", score, "natasha"))
-            out.append(hits)
+            out.append(tuple(hits))
         return out
 
     def find(self, ctx: TextContext) -> list[Hit]:

@@ -14,7 +14,6 @@ from __future__ import annotations
 import re
 from typing import Iterable
 
-import phonenumbers
 from presidio_analyzer import LocalRecognizer, RecognizerResult
 
 from . import checks
@@ -306,10 +305,9 @@ class PhoneNumberRecognizer(PiiRecognizer):
             candidate = ("+" if plus else "") + d
             if not plus and d.startswith("00"):
                 candidate = d
-            num = checks.phone_parse(candidate, ctx.lang)
-            if num is None:
+            region = checks.phone_region(candidate, ctx.lang)
+            if region is None:
                 continue
-            region = phonenumbers.region_code_for_number(num)
             home = region in _HOME_REGIONS.get(ctx.lang, ())
             # the full national form: with its trunk prefix (0 5xx..., 8 9xx...), or NANP's ten digits
             trunk = d[0] in "08" or (len(d) == 11 and d[0] in "17") or (region in ("US", "CA") and len(d) == 10)
@@ -602,9 +600,10 @@ class SecretRecognizer(PiiRecognizer):
                             "пароль", "api key", "api_key", "api-key", "apikey", "secret", "token",
                             "aws_secret_access_key", "client_secret", "access_token", "auth_token"])
 
+    _CASED_RX = re.compile("|".join(re.escape(k) for k in _CASED))  # any(k in text for k in _CASED), one scan
+
     def triggered(self, ctx):
-        text = ctx.text
-        if any(k in text for k in self._CASED):
+        if self._CASED_RX.search(ctx.text) is not None:
             return True
         return self._FOLDED.search(ctx.norm)
 
