@@ -760,7 +760,7 @@ def test_atheris_over_readers_and_normalizer(tmp_path):
     harness.write_text(ATHERIS_HARNESS, encoding="utf-8")
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     proc = subprocess.run([sys.executable, str(harness), str(corpus), "-seed=1", "-runs=2500", "-max_len=4096",
-                           "-timeout=30", "-rss_limit_mb=2048"], cwd=tmp_path, env=env, capture_output=True,
+                           "-timeout=30", "-rss_limit_mb=4096"], cwd=tmp_path, env=env, capture_output=True,
                           text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-5000:]
 
