@@ -16,9 +16,9 @@ import threading
 from collections import OrderedDict
 from functools import lru_cache
 
-from presidio_analyzer import LocalRecognizer, RecognizerResult
+from presidio_analyzer import LocalRecognizer
 
-from .text import ContextWords, Hit, TextContext, fold, load_data
+from .text import ContextWords, Hit, TextContext, fold, load_data, to_results
 
 _NAMES = load_data("names.json")
 _CTX = load_data("context.json")
@@ -236,7 +236,7 @@ class LatinNameRecognizer(LocalRecognizer):
         return out
 
     def analyze(self, text, entities, nlp_artifacts=None):
-        return _to_results(self, self.find(TextContext(text, self.supported_language)))
+        return to_results(self, self.find(TextContext(text, self.supported_language)))
 
 
 # ---------------------------------------------------------------- Russian
@@ -375,7 +375,7 @@ class RussianNameGazetteer(LocalRecognizer):
         return out
 
     def analyze(self, text, entities, nlp_artifacts=None):
-        return _to_results(self, self.find(TextContext(text, self.supported_language)))
+        return to_results(self, self.find(TextContext(text, self.supported_language)))
 
     def natasha_windows(self, ctx: TextContext, covered: list[Hit], words: int = 2) -> list[tuple[int, int]]:
         """Windows of `words` words on each side around the capitalized Cyrillic words worth showing to
@@ -553,7 +553,7 @@ class NatashaPersonRecognizer(LocalRecognizer):
     def analyze(self, text, entities, nlp_artifacts=None):
         if not text.strip():
             return []
-        return _to_results(self, self.find(TextContext(text, self.supported_language)))
+        return to_results(self, self.find(TextContext(text, self.supported_language)))
 
 
 def _plausible(span: str) -> bool:
@@ -566,13 +566,3 @@ def _plausible(span: str) -> bool:
     return not (_VERB_END.search(word.lower()) and ru_name_kind(word) is None)
 
 
-def _to_results(rec, hits):
-    return [
-        RecognizerResult(h.entity, h.start, h.end, h.score, recognition_metadata={
-            RecognizerResult.RECOGNIZER_NAME_KEY: rec.name,
-            RecognizerResult.RECOGNIZER_IDENTIFIER_KEY: rec.id,
-            RecognizerResult.IS_SCORE_ENHANCED_BY_CONTEXT_KEY: True,
-            "method": h.method,
-        })
-        for h in hits
-    ]

@@ -14,10 +14,10 @@ from __future__ import annotations
 import re
 from typing import Iterable
 
-from presidio_analyzer import LocalRecognizer, RecognizerResult
+from presidio_analyzer import LocalRecognizer
 
 from . import checks
-from .text import ENTITY_TYPES, ContextWords, Hit, TextContext, load_data  # noqa: F401
+from .text import ENTITY_TYPES, ContextWords, Hit, TextContext, load_data, to_results  # noqa: F401
 
 # The built-in recognizers are replaced, not loaded: on this data they misfire or cannot see tr/ru text.
 DISABLED_BUILTINS = {
@@ -84,16 +84,7 @@ class PiiRecognizer(LocalRecognizer):
     def analyze(self, text, entities, nlp_artifacts=None):
         if entities and self.ENTITY not in entities and not set(entities) & set(self.supported_entities):
             return []
-        ctx = TextContext(text, self.supported_language)
-        return [
-            RecognizerResult(h.entity, h.start, h.end, h.score, recognition_metadata={
-                RecognizerResult.RECOGNIZER_NAME_KEY: self.name,
-                RecognizerResult.RECOGNIZER_IDENTIFIER_KEY: self.id,
-                RecognizerResult.IS_SCORE_ENHANCED_BY_CONTEXT_KEY: True,
-                "method": h.method,
-            })
-            for h in self.find(ctx)
-        ]
+        return to_results(self, self.find(TextContext(text, self.supported_language)))
 
     # -- scoring --
     def context_score(self, ctx: TextContext, s: int, e: int, base: float, *, bonus: float = 0.3,

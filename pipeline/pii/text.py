@@ -208,3 +208,18 @@ class TextContext:
         if self._max_digits is None:
             self._max_digits = max((r.ndigits for r in self.runs), default=0)
         return self._max_digits
+
+
+def to_results(recognizer, hits) -> list:
+    """Hits as Presidio RecognizerResults of `recognizer`, with how each was found."""
+    from presidio_analyzer import RecognizerResult
+
+    return [
+        RecognizerResult(h.entity, h.start, h.end, h.score, recognition_metadata={
+            RecognizerResult.RECOGNIZER_NAME_KEY: recognizer.name,
+            RecognizerResult.RECOGNIZER_IDENTIFIER_KEY: recognizer.id,
+            RecognizerResult.IS_SCORE_ENHANCED_BY_CONTEXT_KEY: True,
+            "method": h.method,
+        })
+        for h in hits
+    ]
