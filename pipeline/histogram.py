@@ -137,14 +137,19 @@ def pack_bfd(lengths, max_len: int) -> np.ndarray:
     bins[order[:n_big]] = np.arange(n_big)
     buckets: dict[int, list[int]] = {}
     mask = 0
+
+    def add(room: int, b: int) -> None:  # bin b now has `room` tokens free
+        nonlocal mask
+        lst = buckets.get(room)
+        if lst is None:
+            buckets[room] = [b]
+            mask |= 1 << room
+        else:
+            lst.append(b)
+
     for b, room in enumerate((max_len - xs[:n_big]).tolist()):
         if room > 0:
-            lst = buckets.get(room)
-            if lst is None:
-                buckets[room] = [b]
-                mask |= 1 << room
-            else:
-                lst.append(b)
+            add(room, b)
     n_bins = n_big
     rest_items = order[n_big:].tolist()
     for item, s in zip(rest_items, xs[n_big:].tolist()):
@@ -160,14 +165,8 @@ def pack_bfd(lengths, max_len: int) -> np.ndarray:
             b, room = n_bins, max_len
             n_bins += 1
         bins[item] = b
-        left = room - s
-        if left > 0:
-            lst = buckets.get(left)
-            if lst is None:
-                buckets[left] = [b]
-                mask |= 1 << left
-            else:
-                lst.append(b)
+        if room > s:
+            add(room - s, b)
     return bins
 
 
