@@ -15,6 +15,7 @@ import re
 import threading
 from collections import OrderedDict
 from functools import lru_cache
+from typing import NamedTuple
 
 from presidio_analyzer import LocalRecognizer
 
@@ -47,11 +48,13 @@ _LAST_WORDS = frozenset(p.split()[-1] for p in _PHRASES_ALL)
 
 _LAT_UP = "A-ZÇĞİÖŞÜÂÊÎÔÛÉÈÁÍÓÚÑƏ"
 _LAT_LO = "a-zçğıöşüâêîôûéèáíóúñäëə"
-# no leading look-behind (slow on every position): the character before a match is checked in Python
+# A capitalized word not inside another word ("McDonald" is one token, "aBc" none) and its apostrophe
+# suffix ("Ahmet'in"). The leading look-ahead on a capital lets the regex engine skip to candidate
+# positions; the look-behind then runs only there (alone at the start it ran at every position).
 _LATIN_TOKEN = re.compile(
-    rf"((?:O['’])?[{_LAT_UP}][{_LAT_LO}]+(?:[{_LAT_UP}][{_LAT_LO}]+)?(?:-[{_LAT_UP}][{_LAT_LO}]+)?"
-    rf"|[{_LAT_UP}]{{2,}})((?:['’][{_LAT_LO}]+)?)")
-_CYR_TOKEN = re.compile(r"([А-ЯЁ][а-яё]+(?:-[А-ЯЁ][а-яё]+)?|[А-ЯЁ]{2,})()")
+    rf"(?=[O{_LAT_UP}])(?<![\w'’])((?:O['’])?[{_LAT_UP}][{_LAT_LO}]+(?:[{_LAT_UP}][{_LAT_LO}]+)?"
+    rf"(?:-[{_LAT_UP}][{_LAT_LO}]+)?|[{_LAT_UP}]{{2,}})(?!\w)((?:['’][{_LAT_LO}]+)?)")
+_CYR_TOKEN = re.compile(r"(?=[А-ЯЁ])(?<![\w'’])([А-ЯЁ][а-яё]+(?:-[А-ЯЁ][а-яё]+)?|[А-ЯЁ]{2,})(?!\w)()")
 _LATIN_CAPITAL = re.compile(rf"[{_LAT_UP}]")
 _SENTENCE_END = set(".!?:;\n\"«“(—–-•*>")
 
@@ -105,34 +108,20 @@ def _strong_before(ctx: TextContext, start: int) -> bool:
     return _phrase_before(ctx, start, _PHRASES_STRONG)
 
 
-class _Tok:
-    __slots__ = ("start", "end", "full_end", "key", "word")
-
-    def __init__(self, start, end, full_end, word):
-        self.start, self.end, self.full_end, self.word = start, end, full_end, word
-        self.key = fold(word) if ("I" in word or "İ" in word or "ı" in word) else word.lower()
+class _Tok(NamedTuple):
+    start: int
+    end: int          # end of the word
+    full_end: int     # end of the word and its apostrophe suffix
+    word: str
+    key: str          # folded lower case
 
 
 def _tokens(ctx: TextContext, regex, cache_key: str) -> list[_Tok]:
     toks = ctx.extra.get(cache_key)
     if toks is None:
-        toks = []
-        append = toks.append
-        text = ctx.text
-        n = len(text)
-        for m in regex.finditer(text):
-            a = m.start()
-            if a:
-                c = text[a - 1]
-                if c.isalnum() or c in "'’_":
-                    continue  # inside a word ("McDonald" is one token, "aBc" none)
-            b = m.end(1)
-            if b < n:
-                c = text[b]
-                if c.isalnum() or c == "_":
-                    continue
-            append(_Tok(a, b, m.end(), m.group(1)))
-        ctx.extra[cache_key] = toks
+        toks = ctx.extra[cache_key] = [
+            _Tok(m.start(), m.end(1), m.end(), w, fold(w) if ("I" in w or "İ" in w or "ı" in w) else w.lower())
+            for m in regex.finditer(ctx.text) for w in (m.group(1),)]
     return toks
 
 
