@@ -598,10 +598,29 @@ class SecretRecognizer(PiiRecognizer):
             return True
         return self._FOLDED.search(ctx.norm)
 
+    # a literal each pattern's match must contain (in the text, or in the folded text for the case-blind
+    # ones): the patterns whose literal is absent are not run (most start with a character class that
+    # the regex engine tries at every position)
+    _NEEDS = {"private_key": ("-----BEGIN",), "aws_key": ("AKIA", "ASIA", "AGPA", "AIDA", "AROA"),
+              "github": ("gh", "github_pat_"), "slack": ("xox",), "sk_token": ("sk-",),
+              "stripe": ("_live_", "_test_"), "google": ("AIza",), "jwt": ("eyJ",), "telegram": (":AA",),
+              "url_credentials": ("://",)}
+    _NEEDS_FOLDED = {"bearer": ("bearer",)}
+
     def find(self, ctx):
         out = []
         text = ctx.text
         for name, rx, score, group in self._PATTERNS:
+            needs = self._NEEDS.get(name)
+            if needs is not None and not any(k in text for k in needs):
+                continue
+            needs = self._NEEDS_FOLDED.get(name)
+            if needs is not None and not any(k in ctx.norm for k in needs):
+                continue
+            if name == "url_credentials" and "@" not in text:
+                continue
+            if name == "keyword_value" and self._FOLDED.quick.search(ctx.norm) is None:
+                continue
             if name != "keyword_value":
                 for m in rx.finditer(text):
                     s, e = m.span(group)
