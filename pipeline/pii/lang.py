@@ -13,6 +13,7 @@ _TR_WORDS = frozenset(
 _EN_WORDS = frozenset(
     "the and is are was to of you your for with this that please hello thanks thank have has will can could "
     "would my our we it on in at be not from order account number i me".split())
+assert not _TR_WORDS & _EN_WORDS  # a word counts for one language only
 
 
 def detect_language(text: str, allowed: tuple[str, ...] = ("tr", "ru", "en")) -> str:
@@ -27,13 +28,9 @@ def detect_language(text: str, allowed: tuple[str, ...] = ("tr", "ru", "en")) ->
     elif cyr * 2 > min(len(cleaned), 300):  # Cyrillic letters are most of the characters
         lang = "ru"
     else:
-        tr = en = 0
-        for w in words:
-            w = w.lower()
-            if w in _TR_WORDS:
-                tr += 2
-            elif w in _EN_WORDS:
-                en += 2
+        lowered = " ".join(words).lower().split()  # one lower() call, not one per word
+        tr = 2 * sum(map(_TR_WORDS.__contains__, lowered))
+        en = 2 * sum(map(_EN_WORDS.__contains__, lowered))
         tr += 0.5 * len(_TR_CHARS.findall(cleaned))
         lang = "tr" if tr > en else "en"
     if lang in allowed:

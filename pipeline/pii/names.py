@@ -49,12 +49,13 @@ _LAST_WORDS = frozenset(p.split()[-1] for p in _PHRASES_ALL)
 _LAT_UP = "A-ZÇĞİÖŞÜÂÊÎÔÛÉÈÁÍÓÚÑƏ"
 _LAT_LO = "a-zçğıöşüâêîôûéèáíóúñäëə"
 # A capitalized word not inside another word ("McDonald" is one token, "aBc" none) and its apostrophe
-# suffix ("Ahmet'in"). The leading look-ahead on a capital lets the regex engine skip to candidate
-# positions; the look-behind then runs only there (alone at the start it ran at every position).
+# suffix ("Ahmet'in", "O'Brien'in"). The pattern starts with a plain character class so that the regex
+# engine skips to capitals; the word-start look-behind runs after that first character, only there.
 _LATIN_TOKEN = re.compile(
-    rf"(?=[O{_LAT_UP}])(?<![\w'’])((?:O['’])?[{_LAT_UP}][{_LAT_LO}]+(?:[{_LAT_UP}][{_LAT_LO}]+)?"
-    rf"(?:-[{_LAT_UP}][{_LAT_LO}]+)?|[{_LAT_UP}]{{2,}})(?!\w)((?:['’][{_LAT_LO}]+)?)")
-_CYR_TOKEN = re.compile(r"(?=[А-ЯЁ])(?<![\w'’])([А-ЯЁ][а-яё]+(?:-[А-ЯЁ][а-яё]+)?|[А-ЯЁ]{2,})(?!\w)()")
+    rf"([{_LAT_UP}](?<![\w'’].)(?:(?<=O)['’][{_LAT_UP}][{_LAT_LO}]+(?:[{_LAT_UP}][{_LAT_LO}]+)?"
+    rf"(?:-[{_LAT_UP}][{_LAT_LO}]+)?|[{_LAT_LO}]+(?:[{_LAT_UP}][{_LAT_LO}]+)?(?:-[{_LAT_UP}][{_LAT_LO}]+)?"
+    rf"|[{_LAT_UP}]+))(?!\w)((?:['’][{_LAT_LO}]+)?)")
+_CYR_TOKEN = re.compile(r"([А-ЯЁ](?<![\w'’].)(?:[а-яё]+(?:-[А-ЯЁ][а-яё]+)?|[А-ЯЁ]+))(?!\w)()")
 _LATIN_CAPITAL = re.compile(rf"[{_LAT_UP}]")
 _SENTENCE_END = set(".!?:;\n\"«“(—–-•*>")
 
@@ -72,16 +73,11 @@ def _phrase_before(ctx: TextContext, start: int, phrases: frozenset) -> bool:
     norm = ctx.norm
     if start < 2 or norm[start - 1] not in " \t\u00a0":
         return False
-    # quick test: the word before must end some phrase
-    j = start - 1
-    while j >= 0 and norm[j] in _GAP:
-        j -= 1
-    i = j
-    while i >= 0 and norm[i] not in " \t\u00a0\n":
-        i -= 1
-    if norm[i + 1:j + 1].strip(",:;.\"'«»()") not in _LAST_WORDS:
-        return False
     p = norm[max(0, start - 40):start].rstrip(_GAP)
+    # quick test: the word before must end some phrase
+    k = max(p.rfind(" "), p.rfind("\t"), p.rfind("\u00a0"), p.rfind("\n"))
+    if p[k + 1:].strip(",:;.\"'«»()") not in _LAST_WORDS:
+        return False
     abbrev = p.endswith(".")
     if abbrev:
         p = p[:-1]

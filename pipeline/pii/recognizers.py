@@ -74,7 +74,7 @@ class PiiRecognizer(LocalRecognizer):
     # -- the fast path calls these directly with a shared TextContext --
     def triggered(self, ctx: TextContext) -> bool:
         if self.NEEDS == "digits":
-            return ctx.max_run_digits() >= self.MIN_DIGITS
+            return ctx.has_run_of(self.MIN_DIGITS)
         return True
 
     def find(self, ctx: TextContext) -> list[Hit]:
@@ -365,7 +365,9 @@ class IpRecognizer(PiiRecognizer):
     _VERSION = ContextWords(["version", "sürüm", "versiyon", "версия", "ver", "v", "build", "release", "oid"])
 
     def triggered(self, ctx):
-        # IPv4: a digit run of four dot-separated groups; IPv6: two colons
+        # IPv4: a digit run of four groups, the first two joined by a dot; IPv6: two colons
+        if _DIGIT_DOT_DIGIT.search(ctx.text) is None:
+            return ctx.text.count(":") >= 2
         return any(len(r.groups) >= 4 and ctx.text[r.groups[0][1]] == "." for r in ctx.runs) \
             or ctx.text.count(":") >= 2
 
@@ -400,6 +402,11 @@ class IpRecognizer(PiiRecognizer):
 
 
 # ---------------------------------------------------------------- format + context
+
+_DIGIT_DOT_DIGIT = re.compile(r"\d\.\d")
+# two digits (a closing parenthesis, one separator) and a character: a capital there is a necessary condition
+_TWO_DIGITS_LETTER = re.compile(r"\d\d\)?[ \u00a0-]?(\S)")
+
 
 class PassportRecognizer(PiiRecognizer):
     """Passports: RU internal (series 4 digits + number 6: '45 08 123456', '4508 123456'), RU foreign
@@ -443,6 +450,8 @@ class LicensePlateRecognizer(PiiRecognizer):
     def triggered(self, ctx):
         # a two-digit run followed by a capital letter ("34 ABC 123", "34ABC123")
         text = ctx.text
+        if not any(m.group(1).isupper() for m in _TWO_DIGITS_LETTER.finditer(text)):
+            return False  # no two digits followed by a capital at all: the runs need not be built
         for r in ctx.runs:
             if r.ndigits == 2 and len(r.groups) == 1 and r.end < len(text):
                 nxt = text[r.end:r.end + 2].lstrip(" \u00a0-")

@@ -100,6 +100,8 @@ class NumRun(NamedTuple):
 # character-class scan finds the stretches; _split_runs applies the separator rules in Python.
 _NUMSPAN = re.compile(r"[+(]?\d[\d \u00a0\-./()]*")
 _DIGITS = re.compile(r"\d+")
+# ten digits with only run characters between them: a necessary condition for a run of ten or more
+_TEN_DIGITS = re.compile(r"\d(?:[ \u00a0\-./()]*\d){9}")
 _SEPARATORS = frozenset([" ", "\u00a0", "-", ".", "/", ")", ") ", ")\u00a0", "(", " (", "\u00a0("])
 
 
@@ -151,7 +153,7 @@ _IBAN_LIKE = re.compile(r"(?<![A-Za-z0-9])[A-Z]{2}\d{2}(?:[ \u00a0-]?[A-Z0-9]){1
 class TextContext:
     """Lazily computed views of one text."""
 
-    __slots__ = ("text", "lang", "_norm", "_runs", "_iban_like", "_max_digits", "extra")
+    __slots__ = ("text", "lang", "_norm", "_runs", "_iban_like", "_max_digits", "_below_ten", "extra")
 
     def __init__(self, text: str, lang: str):
         self.text = text
@@ -160,6 +162,7 @@ class TextContext:
         self._runs = None
         self._iban_like = None
         self._max_digits = None
+        self._below_ten = None
         self.extra = {}
 
     @property
@@ -206,10 +209,17 @@ class TextContext:
             self._runs = runs
         return self._runs
 
-    def max_run_digits(self) -> int:
+    def has_run_of(self, n: int) -> bool:
+        """A run of at least `n` digits. Most texts hold no ten digits within one stretch of digits and
+        separators at all: one regex search answers for them without building the runs."""
         if self._max_digits is None:
+            if n >= 10 and self._runs is None:
+                if self._below_ten is None:
+                    self._below_ten = _TEN_DIGITS.search(self.text) is None
+                if self._below_ten:
+                    return False
             self._max_digits = max((r.ndigits for r in self.runs), default=0)
-        return self._max_digits
+        return self._max_digits >= n
 
 
 def to_results(recognizer, hits) -> list:
