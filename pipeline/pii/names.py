@@ -517,6 +517,11 @@ def _cached_tagger():
     return tagger
 
 
+def clear_window_cache() -> None:
+    with _WINDOW_LOCK:
+        _WINDOW_CACHE.clear()
+
+
 class NatashaPersonRecognizer(LocalRecognizer):
     """PERSON in Russian text from natasha's NER (slovnet news model, PER spans)."""
 
