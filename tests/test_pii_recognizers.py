@@ -211,3 +211,87 @@ def test_language_heuristic():
     assert detect_language("Здравствуйте, мой заказ не пришёл. AKIAIOSFODNN7EXAMPLE AKIAIOSFODNN7EXAMPLE") == "ru"
     assert detect_language("Hello, my order has not arrived, can you help?") == "en"
     assert detect_language("Здравствуйте, мой заказ не пришёл", allowed=("tr", "en")) == "tr"
+
+
+# ------------------------------------------------------------------------------------------ fast-path invariants
+
+def _bench_texts(n: int = 300) -> list[tuple[str, str]]:
+    """Texts of the PII benchmark's generator: every entity type, hard negatives, three languages."""
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "bench" / "pii" / "generate.py"
+    spec = importlib.util.spec_from_file_location("pii_generate", path)
+    gen = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(gen)
+    out = []
+    for row in gen.generate(n, seed=23):
+        rec = row["record"]
+        texts = [m["content"] for m in rec["messages"]] if rec.get("messages") else [rec["text"]]
+        out += [(t, row["lang"]) for t in texts]
+    return out
+
+
+EDGE_TEXTS = [
+    ("(34) ABC 123 plakalı araç", "tr"), ("34ABC123", "tr"), ("Ⓐ 34 Ⓑ", "tr"), ("v1.2.3.4 ve 10.0.0.1", "tr"),
+    ("fe80::1ff:fe23:4567:890a", "en"), ("1.2 3 4", "en"), ("+90 (532) 123-45-67", "tr"),
+    ("ИНН 7707083893, 8 (916) 123-45-67", "ru"), ("4111-1111-1111-1111", "en"), ("mypassword=Xk8!pq2Z", "en"),
+    ("postgres://app:Sx9!kk@db:5432/x", "en"), ("Authorization: Bearer abcdefghijklmnop1234", "en"),
+    ("PAROLASI: Gizli.Sifre.123", "tr"), ("ŞİFRE: Qw3rty!!x", "tr"), ("TR330006100519786457841326", "tr"),
+    ("TR33 0006 1005 1978 6457 8413 27", "tr"), ("O'Brien'in dosyası, McDonald ve aBc; İSTANBUL", "tr"),
+]
+
+
+def test_prefilters_never_hide_a_detection(detector):
+    """A recognizer the fast path skips (triggered() is False) finds nothing that counts in that text (no
+    candidate scored at or above the residual floor): each prefilter is a necessary condition of its
+    recognizer's detections, so skipping loses none."""
+    from pipeline.pii.engine import RESIDUAL_FLOOR
+    from pipeline.pii.text import TextContext
+
+    texts = _bench_texts() + EDGE_TEXTS
+    skipped = checked = 0
+    for text, lang in texts:
+        for rec in detector.fast[lang]:
+            if rec.triggered(TextContext(text, lang)):
+                continue
+            skipped += 1
+            hits = [h for h in rec.find(TextContext(text, lang)) if h.score >= RESIDUAL_FLOOR]
+            assert hits == [], (type(rec).__name__, lang, len(text))
+            checked += 1
+    assert skipped > 1000  # the prefilters do skip most recognizers on most texts
+
+
+def test_capitalized_word_tokens():
+    from pipeline.pii.names import _CYR_TOKEN, _LATIN_TOKEN, _tokens
+    from pipeline.pii.text import TextContext
+
+    ctx = TextContext("O'Brien'in dosyası: McDonald, aBc, İSTANBUL ve Ahmet'in x-Ali Ayşe_Y", "tr")
+    words = [(t.word, t.key) for t in _tokens(ctx, _LATIN_TOKEN, "latin")]
+    assert words == [("O'Brien", "o'brien"), ("McDonald", "mcdonald"), ("İSTANBUL", "istanbul"), ("Ahmet", "ahmet"),
+                     ("Ali", "ali")]
+    suffixed = [t for t in _tokens(ctx, _LATIN_TOKEN, "latin") if t.full_end > t.end]
+    assert [ctx.text[t.end:t.full_end] for t in suffixed] == ["'in", "'in"]
+    ctx = TextContext("Иван Петров-Водкин,ООО «Ромашка» иИван", "ru")
+    assert [t.word for t in _tokens(ctx, _CYR_TOKEN, "cyr")] == ["Иван", "Петров-Водкин", "ООО", "Ромашка"]
+
+
+def test_natasha_tagger_cache_round_trip(tmp_path, monkeypatch):
+    """The tagger pickled into the cache tags exactly like one built from the wheel; a damaged cache file is
+    rebuilt and replaced, not trusted."""
+    from pipeline.pii import names
+
+    monkeypatch.setenv("PREPARE_CACHE", str(tmp_path))
+    path = names._tagger_cache_file()
+    assert path is not None and str(path).startswith(str(tmp_path))
+    built = names._cached_tagger()  # nothing cached yet: built and written
+    assert path.is_file()
+    loaded = names._cached_tagger()  # from the file
+    windows = ["Курьер Юстим Кибкало приедет завтра.", "Меня зовут Иванов Пётр Сергеевич", "Почта России"]
+    spans = [[(s.start, s.stop, s.type) for s in m.spans] for m in built.map(windows)]
+    assert spans == [[(s.start, s.stop, s.type) for s in m.spans] for m in loaded.map(windows)]
+    assert any(t == "PER" for per in spans for _, _, t in per)
+    path.write_bytes(b"not a pickle")
+    rebuilt = names._cached_tagger()
+    assert [[(s.start, s.stop, s.type) for s in m.spans] for m in rebuilt.map(windows)] == spans
+    assert path.stat().st_size > 1_000_000  # replaced by a good copy

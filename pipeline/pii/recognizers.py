@@ -512,6 +512,9 @@ class DateOfBirthRecognizer(PiiRecognizer):
 _ADDR = load_data("address.json")
 
 
+_NON_WORD = re.compile(r"\W+")
+
+
 def _alt(words):
     return "|".join(re.escape(w) for w in sorted(set(words), key=len, reverse=True))
 
@@ -521,7 +524,9 @@ class AddressRecognizer(PiiRecognizer):
     the name before or after it and the house number, flat and city that follow."""
 
     ENTITY = "ADDRESS"
-    _W = r"[A-ZÇĞİÖŞÜ0-9][\wçğıöşüÇĞİÖŞÜ'’-]*"
+    # a word of a street's name: capitalized letters (with ' or - inside) or a short number ("19 Mayıs");
+    # not a code mixing both ("Pasaport No: Z61451471 Umut Apartmanı" names a building after a passport)
+    _W = r"(?:[A-ZÇĞİÖŞÜ][^\W\d_]*(?:['’-][^\W\d_]+)*|\d{1,4})"
     _TR = re.compile(
         r"(?<![\w.])(?:" + _W + r" ){1,3}(?:" + _alt(w for w in _ADDR["tr_street_words"]) + r")\b\.?"
         r"(?:[ ,]+(?:" + _W + r" ){0,3}(?:" + _alt(_ADDR["tr_street_words"]) + r")\b\.?)*"
@@ -546,11 +551,15 @@ class AddressRecognizer(PiiRecognizer):
     _WORDS = frozenset(w.lower().rstrip(".") for w in _ADDR["tr_street_words"] + _ADDR["ru_street_words"]
                        + _ADDR["en_street_suffixes"])
 
+    # the street words split as the regexes' word boundaries split text ("Apartmanı'nın", "б-р", "küme
+    # evler"): the first part of each must be a word of the text for any of the regexes to match
+    _TRIGGER_WORDS = frozenset(re.split(r"\W+", w)[0] for w in _WORDS)
+
     def triggered(self, ctx):
         words = ctx.extra.get("words")
         if words is None:
-            words = ctx.extra["words"] = frozenset(ctx.text.lower().replace(".", " ").replace(",", " ").split())
-        return not words.isdisjoint(self._WORDS)
+            words = ctx.extra["words"] = frozenset(_NON_WORD.split(ctx.text.lower()))
+        return not words.isdisjoint(self._TRIGGER_WORDS)
 
     def find(self, ctx):
         out = []
@@ -605,7 +614,8 @@ class SecretRecognizer(PiiRecognizer):
     def triggered(self, ctx):
         if self._CASED_RX.search(ctx.text) is not None:
             return True
-        return self._FOLDED.search(ctx.norm)
+        # anywhere, not only at a word start: "mypassword=..." is matched by the keyword pattern too
+        return self._FOLDED.quick.search(ctx.norm) is not None
 
     # a literal each pattern's match must contain (in the text, or in the folded text for the case-blind
     # ones): the patterns whose literal is absent are not run (most start with a character class that
