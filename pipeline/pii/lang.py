@@ -3,8 +3,9 @@ from __future__ import annotations
 
 import re
 
-_CYR_CHARS = re.compile(r"[А-Яа-яЁё]")
-_TR_CHARS = re.compile(r"[çğışöüÇĞİŞÖÜ]")
+# counted as runs (sum of their lengths): findall of single characters allocates one string per letter
+_CYR_RUNS = re.compile(r"[А-Яа-яЁё]+")
+_TR_LETTERS = "çğışöüÇĞİŞÖÜ"  # counted with str.count: a regex class of non-ASCII letters is 3x slower
 _STRIP = ".,!?;:\"'()«»“”-—–"
 _TR_WORDS = frozenset(
     "ve bir bu için ile da de mi mı çok ne ama gibi daha olarak var yok ben sen siz biz merhaba teşekkür "
@@ -22,7 +23,7 @@ def detect_language(text: str, allowed: tuple[str, ...] = ("tr", "ru", "en")) ->
     symbols (keys, tokens, URLs, e-mails) do not count."""
     words = [w for x in text[:600].split() if len(w := x.strip(_STRIP)) <= 20 and w.isalpha()]
     cleaned = "".join(words)
-    cyr = len(_CYR_CHARS.findall(cleaned[:300]))
+    cyr = sum(map(len, _CYR_RUNS.findall(cleaned, 0, 300)))
     if not cleaned:
         lang = allowed[0]
     elif cyr * 2 > min(len(cleaned), 300):  # Cyrillic letters are most of the characters
@@ -31,7 +32,7 @@ def detect_language(text: str, allowed: tuple[str, ...] = ("tr", "ru", "en")) ->
         lowered = " ".join(words).lower().split()  # one lower() call, not one per word
         tr = 2 * sum(map(_TR_WORDS.__contains__, lowered))
         en = 2 * sum(map(_EN_WORDS.__contains__, lowered))
-        tr += 0.5 * len(_TR_CHARS.findall(cleaned))
+        tr += 0.5 * sum(map(cleaned.count, _TR_LETTERS))
         lang = "tr" if tr > en else "en"
     if lang in allowed:
         return lang
