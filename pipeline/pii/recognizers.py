@@ -603,8 +603,15 @@ class SecretRecognizer(PiiRecognizer):
             r"[\"']?\s*(?:[:=]|=>|\bis\b|\s-\s|:\s*=)\s*[\"']?([^\s\"',;<>]{6,})"), 0.85, 1),
     ]
 
-    _CASED = ("-----BEGIN", "AKIA", "ASIA", "AGPA", "AIDA", "AROA", "gh", "github_pat_", "xox", "sk-", "_live_",
-              "_test_", "AIza", "eyJ", ":AA", "://")
+    # a literal each pattern's match must contain (in the text, or in the folded text for the case-blind
+    # ones): the patterns whose literal is absent are not run (most start with a character class that
+    # the regex engine tries at every position)
+    _NEEDS = {"private_key": ("-----BEGIN",), "aws_key": ("AKIA", "ASIA", "AGPA", "AIDA", "AROA"),
+              "github": ("gh", "github_pat_"), "slack": ("xox",), "sk_token": ("sk-",),
+              "stripe": ("_live_", "_test_"), "google": ("AIza",), "jwt": ("eyJ",), "telegram": (":AA",),
+              "url_credentials": ("://",)}
+    _NEEDS_FOLDED = {"bearer": ("bearer",)}
+    _CASED = tuple(k for keys in _NEEDS.values() for k in keys)  # any of them: a cased pattern may match
     _FOLDED = ContextWords(["bearer", "password", "passwd", "passcode", "pass", "pwd", "şifre", "sifre", "parola",
                             "пароль", "api key", "api_key", "api-key", "apikey", "secret", "token",
                             "aws_secret_access_key", "client_secret", "access_token", "auth_token"])
@@ -616,15 +623,6 @@ class SecretRecognizer(PiiRecognizer):
             return True
         # anywhere, not only at a word start: "mypassword=..." is matched by the keyword pattern too
         return self._FOLDED.quick.search(ctx.norm) is not None
-
-    # a literal each pattern's match must contain (in the text, or in the folded text for the case-blind
-    # ones): the patterns whose literal is absent are not run (most start with a character class that
-    # the regex engine tries at every position)
-    _NEEDS = {"private_key": ("-----BEGIN",), "aws_key": ("AKIA", "ASIA", "AGPA", "AIDA", "AROA"),
-              "github": ("gh", "github_pat_"), "slack": ("xox",), "sk_token": ("sk-",),
-              "stripe": ("_live_", "_test_"), "google": ("AIza",), "jwt": ("eyJ",), "telegram": (":AA",),
-              "url_credentials": ("://",)}
-    _NEEDS_FOLDED = {"bearer": ("bearer",)}
 
     def find(self, ctx):
         out = []
