@@ -295,3 +295,22 @@ def test_natasha_tagger_cache_round_trip(tmp_path, monkeypatch):
     rebuilt = names._cached_tagger()
     assert [[(s.start, s.stop, s.type) for s in m.spans] for m in rebuilt.map(windows)] == spans
     assert path.stat().st_size > 1_000_000  # replaced by a good copy
+
+
+def test_repeated_texts_are_answered_from_the_cache():
+    """The same system prompt in every record is scanned once: repeats within a call and across calls get
+    the hits a fresh detector computes, as independent lists."""
+    from pipeline.pii.engine import Detector
+
+    system = "Sen bir destek asistanısın. Müşteri temsilcisi Ayşe Yılmaz, tel 0532 123 45 67."
+    ru = "Курьер Юстим Кибкало приедет завтра, ИНН 7707083893."
+    items = [(system, "tr"), (ru, "ru"), (system, "tr"), ("ok", "en"), (ru, "ru")]
+    fresh = Detector(("tr", "ru", "en"))
+    expected = [fresh.detect([item])[0] for item in items]  # one text per call: repeats hit its cache
+    det = Detector(("tr", "ru", "en"))
+    first = det.detect(items)
+    assert first == expected and det.texts_cached == 2
+    assert any(h.entity == "PERSON" and h.method == "natasha" for h in first[1])
+    first[0].clear()  # the caller owns its lists
+    again = det.detect(items)
+    assert again == expected and det.texts_cached == 6

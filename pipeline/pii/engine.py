@@ -18,6 +18,7 @@ from __future__ import annotations
 import os
 import re
 import threading
+from collections import OrderedDict
 
 os.environ.setdefault("TLDEXTRACT_PUBLIC_SUFFIX_LIST_URLS", "")  # before presidio: no network at import
 
@@ -30,6 +31,9 @@ RESIDUAL_FLOOR = 0.4  # below this a candidate is noise (a capitalized word, a 1
 # ("postgres://app:pw@host": SECRET, not EMAIL)
 _PRIORITY = {"SECRET": 3, "IBAN": 2, "CREDIT_CARD": 2, "TCKN": 1, "INN": 1, "SNILS": 1, "OGRN": 1, "OGRNIP": 1}
 _QUICK = re.compile(r"[\d@A-ZА-ЯЁÇĞİÖŞÜ:=]")
+# hits of recently scanned texts, per process: at most this many texts of at most this many characters
+_CACHED_TEXTS = 4096
+_CACHED_TEXT_CHARS = 8192
 
 
 def make_recognizers(lang: str) -> list:
@@ -119,11 +123,17 @@ class Detector:
                     if isinstance(rec, RussianNameGazetteer):
                         self.ru_gazetteer[lang] = rec
         self.texts_skipped = 0
+        self.texts_cached = 0
+        self._cache: OrderedDict[tuple[str, str], tuple[Hit, ...]] = OrderedDict()
+        self._lock = threading.Lock()
 
     def detect(self, items: list[tuple[str, str]]) -> list[list[Hit]]:
-        """Raw hits for each (text, language) item."""
+        """Raw hits for each (text, language) item. A text seen before (the same system prompt or canned
+        reply in every record) takes its hits from a per-process LRU instead of being scanned again."""
         out: list[list[Hit]] = []
         jobs: list[tuple[int, int, str]] = []  # (item index, offset, window text) for natasha
+        first: dict[tuple[str, str], int] = {}  # texts scanned in this call -> their item index
+        repeats: list[tuple[int, int]] = []  # (item index, index of the same text scanned in this call)
         for idx, (text, lang) in enumerate(items):
             if not text or len(text) < 4 or not _QUICK.search(text):
                 self.texts_skipped += 1
@@ -131,6 +141,22 @@ class Detector:
                 continue
             if lang not in self.fast:
                 lang = self.languages[0]
+            key = (text, lang)
+            if len(text) <= _CACHED_TEXT_CHARS:
+                with self._lock:
+                    cached = self._cache.get(key)
+                    if cached is not None:
+                        self._cache.move_to_end(key)
+                if cached is not None:
+                    self.texts_cached += 1
+                    out.append(list(cached))
+                    continue
+                if key in first:
+                    repeats.append((idx, first[key]))
+                    self.texts_cached += 1
+                    out.append([])
+                    continue
+                first[key] = idx
             ctx = TextContext(text, lang)
             hits: list[Hit] = []
             for rec in self.fast[lang]:
@@ -148,6 +174,13 @@ class Detector:
             found = rec.find_many([w for _, _, w in jobs])
             for (idx, off, _), hits in zip(jobs, found):
                 out[idx].extend(Hit(h.start + off, h.end + off, h.entity, h.score, h.method) for h in hits)
+        for idx, src in repeats:
+            out[idx] = list(out[src])
+        with self._lock:  # a thread-pool task runner shares this process's detector
+            for key, idx in first.items():
+                self._cache[key] = tuple(out[idx])
+            while len(self._cache) > _CACHED_TEXTS:
+                self._cache.popitem(last=False)
         return out
 
     def analyze_plain(self, text: str, lang: str) -> list[Hit]:

@@ -239,10 +239,11 @@ class PiiStep:
         for _, lang, units, _, _ in collected:
             items.extend((u.text, lang) for u in units)
         detector = self.detector
-        skipped_before = detector.texts_skipped
+        skipped_before, cached_before = detector.texts_skipped, detector.texts_cached
         found = detector.detect(items)
         stats.add("texts_scanned", len(items))
         stats.add("texts_skipped", detector.texts_skipped - skipped_before)
+        stats.add("texts_cached", detector.texts_cached - cached_before)
 
         out = []
         violations: Counter = Counter()
