@@ -126,7 +126,17 @@ FRAGMENTS = [
     b"question,answer\n", b'"a ""quoted"" field",x\n', b'"unterminated\n',
     b"\xed\xa0\x80",  # a surrogate encoded as UTF-8 (invalid)
 ]
-random_content = st.lists(st.one_of(st.binary(max_size=48), st.sampled_from(FRAGMENTS)), max_size=30).map(b"".join)
+
+
+def constants(values: list):
+    """sampled_from(values) whose repr does not hold the values. Hypothesis renders a strategy's repr in
+    warnings (for one, when a background thread of an earlier test touches `random` during a draw), and
+    nested in one_of/flatmap the repr of the huge strings below grew to gigabytes: the pytest process
+    was once OOM-killed at 23.6 GB that way."""
+    return st.sampled_from(range(len(values))).map(lambda i: values[i])
+
+
+random_content = st.lists(st.one_of(st.binary(max_size=48), constants(FRAGMENTS)), max_size=30).map(b"".join)
 PREFIXES = {"jsonl": [b""], "txt": [b""], "json": [b"", b"[", b"{", b'{"train": [', b"[{"],
             "csv": [b"", b"text,lang\n", b"instruction,output\n"], "tsv": [b"", b"text\tlang\n"],
             "parquet": [b"", b"PAR1"]}
@@ -191,7 +201,7 @@ HUGE_STRINGS = ["x" * 300_000, "\x00" * 100_000, "\ud800" * 20_000, "ab \n" * 50
 text = st.one_of(
     st.sampled_from(HOSTILE_STRINGS),
     st.text(st.characters(exclude_categories=()), max_size=40),  # includes lone surrogates and controls
-    st.sampled_from(HUGE_STRINGS),
+    constants(HUGE_STRINGS),
 )
 KEYS = ["text", "content", "role", "from", "value", "instruction", "output", "input", "history", "system",
         "messages", "conversations", "prompt", "completion", "response", "tool_calls", "function", "name",
@@ -209,8 +219,10 @@ EXTRA = {"meta": json_value, "id": V, "source": V, "_order": V, "lang": V}
 
 
 def weighted(*choices):
-    """One of the strategies, drawn with the given weights (st.one_of does not take weights)."""
-    return st.sampled_from([s for weight, s in choices for _ in range(weight)]).flatmap(lambda s: s)
+    """One of the strategies, drawn with the given weights (st.one_of does not take weights). Drawn by index,
+    so that the repr stays short (see constants())."""
+    table = [s for weight, s in choices for _ in range(weight)]
+    return st.sampled_from(range(len(table))).flatmap(lambda i: table[i])
 
 
 sentence = st.builds("A sentence with {} and {} inside.".format, text, text)
