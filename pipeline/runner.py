@@ -449,7 +449,7 @@ def upload(cfg: PrepareConfig, run_dir: str) -> dict:
     files = [s["path"] for s in json.loads((Path(run_dir) / "manifest.json").read_text())["shards"]]
     result = upload_run(run_dir, cfg.s3, files)
     return {"manifest_uri": result.manifest_uri, "uploaded": result.uploaded, "skipped": result.skipped,
-            "seconds": round(time.perf_counter() - start, 3)}
+            "removed": result.removed, "seconds": round(time.perf_counter() - start, 3)}
 
 
 # --- the whole run ----------------------------------------------------------------------------------
@@ -542,7 +542,8 @@ def run_prepare(cfg: PrepareConfig, executor: Executor | None = None, progress: 
             log(f"prepare: reused {reused} shard result(s) finished by an earlier run")
         uploaded = executor.call(upload, "upload", cfg=cfg, run_dir=str(run_dir)) if cfg.s3 else None
         if uploaded:
-            log(f"prepare: uploaded {len(uploaded['uploaded'])} object(s), {len(uploaded['skipped'])} unchanged")
+            log(f"prepare: uploaded {len(uploaded['uploaded'])} object(s), {len(uploaded['skipped'])} unchanged"
+                + (f", {len(uploaded['removed'])} stale shard(s) of an earlier run removed" if uploaded["removed"] else ""))
         shutil.rmtree(work_dir, ignore_errors=True)
         return RunResult(rep, run_dir, uploaded and uploaded["manifest_uri"], uploaded, reused)
     finally:

@@ -17,7 +17,7 @@ import os
 import random
 import re
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterator
 
@@ -103,6 +103,11 @@ class UploadResult:
     uploaded: list[str]
     skipped: list[str]
     manifest_uri: str
+    removed: list[str] = field(default_factory=list)  # shards of an earlier run the new manifest drops
+
+
+# the shard names this project writes (schemas/manifest.schema.json): only these are ever deleted
+_SHARD_NAME = re.compile(r"(train|validation)/part-[0-9]{5}\.parquet")
 
 
 class _Mismatch(Exception):
@@ -167,7 +172,30 @@ def upload_run(run_dir: str | Path, uri: str, files: list[str], manifest: str = 
         _retry("upload", target[rel], lambda retry, rel=rel: put(rel, retry))
         if progress:
             progress(rel)
-    return UploadResult(todo, [rel for rel in names if rel not in todo], target[manifest])
+    # a new manifest went up: shards of an earlier run that it does not list go (an unchanged run only looks)
+    removed = _remove_stale_shards(s3, bucket, prefix, set(names)) if todo else []
+    return UploadResult(todo, [rel for rel in names if rel not in todo], target[manifest], removed)
+
+
+def _remove_stale_shards(s3, bucket: str, prefix: str, keep: set[str]) -> list[str]:
+    """Delete the shards under the prefix that the new manifest does not list (an earlier run wrote more of
+    them): a loader that reads the prefix (`load_dataset("parquet", data_dir=...)`) would otherwise mix them
+    in. Runs after the new manifest is in place; only this project's shard names are touched."""
+    def stale(_retry_flag) -> list[str]:
+        found = []
+        for split in ("train/", "validation/"):
+            for page in s3.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix + split):
+                for obj in page.get("Contents", []):
+                    rel = obj["Key"][len(prefix):]
+                    if _SHARD_NAME.fullmatch(rel) and rel not in keep:
+                        found.append(rel)
+        return sorted(found)
+
+    removed = _retry("listing", f"s3://{bucket}/{prefix}", stale)
+    for rel in removed:
+        _retry("delete", f"s3://{bucket}/{prefix}{rel}",
+               lambda _, rel=rel: s3.delete_object(Bucket=bucket, Key=prefix + rel))
+    return removed
 
 
 def _retry(action: str, uri: str, fn: Callable[[bool], object]):

@@ -202,3 +202,38 @@ def test_redacting_filter_covers_botocore_loggers(caplog, monkeypatch):
     logging.getLogger("botocore.brand_new_module").debug("headers %s", {"Authorization": f"Credential={KEY_ID}/x",
                                                                         "secret": SECRET})
     assert "Credential=***/x" in caplog.text and SECRET not in caplog.text and KEY_ID not in caplog.text
+
+
+def test_a_rerun_with_fewer_shards_removes_the_stale_ones(tmp_path, bucket, proxy, direct):
+    """An earlier run wrote more shards under the prefix: once the new manifest is up, the shards it does
+    not list are deleted (a loader reading the prefix would mix them in); other objects are not touched."""
+    def run_with(names):
+        run = tmp_path / f"run{len(names)}"
+        shards = []
+        for rel in names:
+            (run / rel).parent.mkdir(parents=True, exist_ok=True)
+            data = os.urandom(1000)
+            (run / rel).write_bytes(data)
+            shards.append({"path": rel, "sha256": hashlib.sha256(data).hexdigest()})
+        (run / "manifest.json").write_text(json.dumps({"shards": shards}))
+        return run
+
+    first = ["train/part-00000.parquet", "train/part-00001.parquet", "train/part-00002.parquet",
+             "validation/part-00000.parquet"]
+    upload_run(run_with(first), f"s3://{bucket}/ds", first)
+    direct.put_object(Bucket=bucket, Key="ds/train/README.txt", Body=b"the user's own file")
+    direct.put_object(Bucket=bucket, Key="other/train/part-00009.parquet", Body=b"another prefix")
+
+    second = ["train/part-00000.parquet", "train/part-00001.parquet"]
+    run = run_with(second)
+    result = upload_run(run, f"s3://{bucket}/ds", second)
+    assert result.removed == ["train/part-00002.parquet", "validation/part-00000.parquet"]
+    keys = {o["Key"] for o in direct.list_objects_v2(Bucket=bucket).get("Contents", [])}
+    assert keys == {"ds/manifest.json", "ds/train/part-00000.parquet", "ds/train/part-00001.parquet",
+                    "ds/train/README.txt", "other/train/part-00009.parquet"}
+    assert json.loads(direct.get_object(Bucket=bucket, Key="ds/manifest.json")["Body"].read()) == \
+        json.loads((run / "manifest.json").read_text())
+
+    proxy.log.clear()
+    assert upload_run(run, f"s3://{bucket}/ds", second).removed == []
+    assert {m for m, _, _ in proxy.log} == {"HEAD"}, "an unchanged re-run only looks"
