@@ -41,3 +41,36 @@ def test_flow_runs_end_to_end_and_publishes_artifacts(prefect_api, bucket, tmp_p
 
     assert asyncio.run(artifact_keys()) == {"prepare-report", "prepare-accounting", "prepare-token-lengths",
                                             "prepare-gpu-plan"}
+
+
+def test_a_task_that_fails_once_is_retried(prefect_api):
+    """A phase's task that hits a transient fault is retried by Prefect (RETRIES) and the phase completes
+    with every shard's result, in order."""
+    import threading
+    from types import SimpleNamespace
+
+    from prefect import flow
+    from prefect.task_runners import ThreadPoolTaskRunner
+
+    from flows.prepare import RETRIES, PrefectExecutor
+
+    calls: list[int] = []
+    lock = threading.Lock()
+
+    def flaky(task, factor: int) -> int:  # phases take a shard task (with a label) first
+        with lock:
+            calls.append(task.n)
+            first_try = calls.count(task.n) == 1
+        if task.n == 1 and first_try:
+            raise ConnectionResetError("a transient fault on the first try")
+        return task.n * factor
+
+    shards = [SimpleNamespace(n=n, label=f"shard-{n}") for n in range(3)]
+
+    @flow(task_runner=ThreadPoolTaskRunner(max_workers=2))
+    def phase():
+        return PrefectExecutor().map(flaky, shards, "flaky", factor=10)
+
+    assert RETRIES["retries"] >= 1
+    assert phase() == [0, 10, 20]
+    assert sorted(calls) == [0, 1, 1, 2], "shard 1 ran twice, the others once"
