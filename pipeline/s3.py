@@ -106,8 +106,13 @@ class UploadResult:
     removed: list[str] = field(default_factory=list)  # shards of an earlier run the new manifest drops
 
 
-# the shard names this project writes (schemas/manifest.schema.json): only these are ever deleted
-_SHARD_NAME = re.compile(r"(train|validation)/part-[0-9]{5}\.parquet")
+
+def _shard_name():
+    """The shard paths this project writes, as schemas/manifest.schema.json defines them: only these are
+    ever deleted."""
+    from .schemas import load_schema
+
+    return re.compile(load_schema("manifest")["properties"]["shards"]["items"]["properties"]["path"]["pattern"])
 
 
 class _Mismatch(Exception):
@@ -181,13 +186,15 @@ def _remove_stale_shards(s3, bucket: str, prefix: str, keep: set[str]) -> list[s
     """Delete the shards under the prefix that the new manifest does not list (an earlier run wrote more of
     them): a loader that reads the prefix (`load_dataset("parquet", data_dir=...)`) would otherwise mix them
     in. Runs after the new manifest is in place; only this project's shard names are touched."""
+    shard_name = _shard_name()
+
     def stale(_retry_flag) -> list[str]:
         found = []
         for split in ("train/", "validation/"):
             for page in s3.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix + split):
                 for obj in page.get("Contents", []):
                     rel = obj["Key"][len(prefix):]
-                    if _SHARD_NAME.fullmatch(rel) and rel not in keep:
+                    if shard_name.fullmatch(rel) and rel not in keep:
                         found.append(rel)
         return sorted(found)
 

@@ -448,7 +448,7 @@ def natasha_tagger():
     """natasha's NewsNERTagger, loaded once per process. Building it from the wheel's files takes about
     0.9 s (navec's product-quantization tables and two 250k-word vocabularies are rebuilt in Python); the
     built tagger is pickled into the cache (keyed by the package versions) and loads from there in about
-    0.15 s, which matters once per worker process and run."""
+    0.2 s, which matters once per worker process and run."""
     global _NATASHA
     if _NATASHA is None:
         with _NATASHA_LOCK:
@@ -469,6 +469,9 @@ def _build_tagger():
     return tagger
 
 
+_TAGGER_FORMAT = 1  # bump when _build_tagger changes what it builds
+
+
 def _tagger_cache_file():
     import sys
     from importlib.metadata import PackageNotFoundError, version
@@ -481,9 +484,6 @@ def _tagger_cache_file():
         return None
     tag = f"news-ner-{versions}-py{sys.version_info[0]}{sys.version_info[1]}-{_TAGGER_FORMAT}"
     return default_cache_root() / "natasha" / f"{tag}.pkl"
-
-
-_TAGGER_FORMAT = 1  # bump when _build_tagger changes what it builds
 
 
 def _cached_tagger():

@@ -365,11 +365,11 @@ class IpRecognizer(PiiRecognizer):
     _VERSION = ContextWords(["version", "sürüm", "versiyon", "версия", "ver", "v", "build", "release", "oid"])
 
     def triggered(self, ctx):
-        # IPv4: a digit run of four groups, the first two joined by a dot; IPv6: two colons
-        if _DIGIT_DOT_DIGIT.search(ctx.text) is None:
-            return ctx.text.count(":") >= 2
-        return any(len(r.groups) >= 4 and ctx.text[r.groups[0][1]] == "." for r in ctx.runs) \
-            or ctx.text.count(":") >= 2
+        # IPv6: two colons; IPv4: a digit run of four groups, the first two joined by a dot
+        if ctx.text.count(":") >= 2:
+            return True
+        return _DIGIT_DOT_DIGIT.search(ctx.text) is not None and \
+            any(len(r.groups) >= 4 and ctx.text[r.groups[0][1]] == "." for r in ctx.runs)
 
     def find(self, ctx):
         import ipaddress
@@ -553,7 +553,7 @@ class AddressRecognizer(PiiRecognizer):
 
     # the street words split as the regexes' word boundaries split text ("Apartmanı'nın", "б-р", "küme
     # evler"): the first part of each must be a word of the text for any of the regexes to match
-    _TRIGGER_WORDS = frozenset(re.split(r"\W+", w)[0] for w in _WORDS)
+    _TRIGGER_WORDS = frozenset(_NON_WORD.split(w)[0] for w in _WORDS)
 
     def triggered(self, ctx):
         words = ctx.extra.get("words")
