@@ -279,22 +279,38 @@ def test_capitalized_word_tokens():
 def test_natasha_tagger_cache_round_trip(tmp_path, monkeypatch):
     """The tagger pickled into the cache tags exactly like one built from the wheel; a damaged cache file is
     rebuilt and replaced, not trusted."""
-    from pipeline.pii import names
+    from pipeline.pii import ner
 
     monkeypatch.setenv("PREPARE_CACHE", str(tmp_path))
-    path = names._tagger_cache_file()
+    path = ner._tagger_cache_file()
     assert path is not None and str(path).startswith(str(tmp_path))
-    built = names._cached_tagger()  # nothing cached yet: built and written
+    built = ner._cached_tagger()  # nothing cached yet: built and written
     assert path.is_file()
-    loaded = names._cached_tagger()  # from the file
+    loaded = ner._cached_tagger()  # from the file
     windows = ["Курьер Юстим Кибкало приедет завтра.", "Меня зовут Иванов Пётр Сергеевич", "Почта России"]
     spans = [[(s.start, s.stop, s.type) for s in m.spans] for m in built.map(windows)]
     assert spans == [[(s.start, s.stop, s.type) for s in m.spans] for m in loaded.map(windows)]
     assert any(t == "PER" for per in spans for _, _, t in per)
     path.write_bytes(b"not a pickle")
-    rebuilt = names._cached_tagger()
+    rebuilt = ner._cached_tagger()
     assert [[(s.start, s.stop, s.type) for s in m.spans] for m in rebuilt.map(windows)] == spans
     assert path.stat().st_size > 1_000_000  # replaced by a good copy
+
+
+def test_lean_natasha_forward_pass_gives_slovnets_spans():
+    """entity_spans' own forward pass tags exactly like slovnet's NER.map: windows of different lengths in
+    one batch (padding), more windows than one batch, punctuation, Latin words, a blank window."""
+    from pipeline.pii import ner
+
+    windows = ["Курьер Юстим Кибкало приедет завтра.", "Меня зовут Иванов Пётр Сергеевич", "Почта России",
+               "в Москве, ул. Ленина", "   ", "Договор с ООО «Ромашка» подписал Сидоров А. В.",
+               "Спасибо, Анна! Заказ Wildberries №123 у Петра Ильича Чайковского-Младшего"]
+    windows = windows * 12 + [w + " Ок." for w in windows]  # > 64: several batches, shuffled lengths
+    lean = ner._forward()
+    assert lean, "slovnet's layout changed: the lean forward pass is off and NER.map is used"
+    with ner.one_blas_thread():
+        assert lean.spans(windows) == ner._slovnet_spans(windows)
+    assert any(kind == "PER" for per in ner.entity_spans(windows) for _, _, kind in per)
 
 
 def test_repeated_texts_are_answered_from_the_cache():

@@ -10,7 +10,6 @@
 """
 from __future__ import annotations
 
-import contextlib
 import re
 import threading
 from collections import OrderedDict
@@ -19,6 +18,7 @@ from typing import NamedTuple
 
 from presidio_analyzer import LocalRecognizer
 
+from .ner import entity_spans
 from .text import ContextWords, Hit, TextContext, fold, load_data, to_results
 
 _NAMES = load_data("names.json")
@@ -419,102 +419,10 @@ def _word_bound_right(text: str, pos: int, words: int) -> int:
     return k
 
 
-_NATASHA = None
-_NATASHA_LOCK = threading.Lock()
 # natasha hits per window text (tuples of Hits, immutable), most recently used last
 _WINDOW_CACHE: OrderedDict[str, tuple[Hit, ...]] = OrderedDict()
 _WINDOW_CACHE_SIZE = 16384
 _WINDOW_LOCK = threading.Lock()
-_BLAS = None
-
-
-def _one_blas_thread():
-    """natasha's CNN is small matrix products: one BLAS thread is 3x cheaper in CPU than OpenBLAS's
-    default pool (which spins on a busy machine and competes with the other worker processes)."""
-    global _BLAS
-    if _BLAS is None:
-        try:
-            from threadpoolctl import ThreadpoolController
-
-            _BLAS = ThreadpoolController()
-        except ImportError:  # optional: without it natasha just runs with the default thread pool
-            _BLAS = False
-    if _BLAS is False:
-        return contextlib.nullcontext()
-    return _BLAS.limit(limits=1, user_api="blas")
-
-
-def natasha_tagger():
-    """natasha's NewsNERTagger, loaded once per process. Building it from the wheel's files takes about
-    0.9 s (navec's product-quantization tables and two 250k-word vocabularies are rebuilt in Python); the
-    built tagger is pickled into the cache (keyed by the package versions) and loads from there in about
-    0.2 s, which matters once per worker process and run."""
-    global _NATASHA
-    if _NATASHA is None:
-        with _NATASHA_LOCK:
-            if _NATASHA is None:
-                _NATASHA = _cached_tagger()
-    return _NATASHA
-
-
-def _build_tagger():
-    from natasha import NewsEmbedding, NewsNERTagger
-
-    tagger = NewsNERTagger(NewsEmbedding())
-    # batches of 64 short windows: fewer, larger matrix products (the default is 8)
-    tagger.batch_size = 64
-    encoder = getattr(getattr(tagger, "infer", None), "encoder", None)
-    if encoder is not None and hasattr(encoder, "batch_size"):
-        encoder.batch_size = 64
-    return tagger
-
-
-_TAGGER_FORMAT = 1  # bump when _build_tagger changes what it builds
-
-
-def _tagger_cache_file():
-    import sys
-    from importlib.metadata import PackageNotFoundError, version
-
-    from ..tokenizer import default_cache_root
-
-    try:
-        versions = "-".join(version(p) for p in ("natasha", "slovnet", "navec", "numpy"))
-    except PackageNotFoundError:
-        return None
-    tag = f"news-ner-{versions}-py{sys.version_info[0]}{sys.version_info[1]}-{_TAGGER_FORMAT}"
-    return default_cache_root() / "natasha" / f"{tag}.pkl"
-
-
-def _cached_tagger():
-    """The tagger from the cache file when it loads, else built and written there (atomically: workers of
-    one run may race to write it). The file is this cache's own output, like any other cache entry."""
-    import os
-    import pickle
-    import tempfile
-
-    path = _tagger_cache_file()
-    if path is not None and path.is_file():
-        try:
-            with path.open("rb") as fh:
-                return pickle.load(fh)
-        except Exception:  # a truncated or foreign file: rebuild and replace it
-            pass
-    tagger = _build_tagger()
-    if path is not None:
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
-            try:
-                with os.fdopen(fd, "wb") as fh:
-                    pickle.dump(tagger, fh, protocol=pickle.HIGHEST_PROTOCOL)
-                os.replace(tmp, path)
-            finally:
-                if os.path.exists(tmp):
-                    os.unlink(tmp)
-        except OSError:  # a read-only cache: build each time
-            pass
-    return tagger
 
 
 def clear_window_cache() -> None:
@@ -532,7 +440,7 @@ class NatashaPersonRecognizer(LocalRecognizer):
         super().__init__(supported_entities=["PERSON"], name="NatashaPersonRecognizer", supported_language=language)
 
     def load(self):
-        pass  # lazily, on first use: natasha_tagger()
+        pass  # lazily, on first use: ner.natasha_tagger()
 
     def find_many(self, texts: list[str]) -> list[list[Hit]]:
         if not texts:
@@ -564,31 +472,22 @@ class NatashaPersonRecognizer(LocalRecognizer):
         return [list(found[text]) for text in texts]
 
     def _tag(self, texts: list[str]) -> list[tuple[Hit, ...]]:
-        tagger = natasha_tagger()
-        # similar lengths in one batch: less padding in the CNN
-        order = sorted(range(len(texts)), key=lambda k: len(texts[k]))
-        ordered = [texts[k] for k in order]
-        results: list = [None] * len(texts)
-        with _one_blas_thread():
-            for k, markup in zip(order, tagger.map(ordered)):
-                results[k] = markup
         out = []
-        for text, markup in zip(texts, results):
+        for text, spans in zip(texts, entity_spans(texts)):
             hits = []
-            for sp in markup.spans:
-                if sp.type != "PER":
+            for start, stop, kind in spans:
+                if kind != "PER":
                     continue
-                word = text[sp.start:sp.stop]
+                word = text[start:stop]
                 if not _plausible(word):
                     continue
                 score = self.SCORE
                 single = word.split()
-                if len(single) == 1 and not _RU_NAME_CONTEXT.near(fold(text), sp.start, sp.stop, 32):
-                    kind = ru_name_kind(word)
-                    if kind is None or (word.lower().replace("ё", "е") in RU_AMBIGUOUS
-                                        and _sentence_initial(text, sp.start)):
+                if len(single) == 1 and not _RU_NAME_CONTEXT.near(fold(text), start, stop, 32):
+                    if ru_name_kind(word) is None or (word.lower().replace("ё", "е") in RU_AMBIGUOUS
+                                                      and _sentence_initial(text, start)):
                         score = 0.45  # a lone unknown or ambiguous word: a residual candidate only
-                hits.append(Hit(sp.start, sp.stop, "PERSON", score, "natasha"))
+                hits.append(Hit(start, stop, "PERSON", score, "natasha"))
             out.append(tuple(hits))
         return out
 
