@@ -607,7 +607,7 @@ class SecretRecognizer(PiiRecognizer):
     # ones): the patterns whose literal is absent are not run (most start with a character class that
     # the regex engine tries at every position)
     _NEEDS = {"private_key": ("-----BEGIN",), "aws_key": ("AKIA", "ASIA", "AGPA", "AIDA", "AROA"),
-              "github": ("gh", "github_pat_"), "slack": ("xox",), "sk_token": ("sk-",),
+              "github": ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"), "slack": ("xox",), "sk_token": ("sk-",),
               "stripe": ("_live_", "_test_"), "google": ("AIza",), "jwt": ("eyJ",), "telegram": (":AA",),
               "url_credentials": ("://",)}
     _NEEDS_FOLDED = {"bearer": ("bearer",)}
