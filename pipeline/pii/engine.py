@@ -15,6 +15,7 @@ the fast way:
 """
 from __future__ import annotations
 
+import gc
 import os
 import re
 import threading
@@ -206,4 +207,7 @@ def get_detector(languages) -> Detector:
             det = _DETECTORS.get(key)
             if det is None:
                 det = _DETECTORS[key] = Detector(key)
+                # the engine lives as long as the process: out of the cyclic GC's sight, so that its full
+                # collections do not walk the recognizers, gazetteers and models again and again
+                gc.freeze()
     return det

@@ -9,6 +9,7 @@ compares them); if slovnet's internals ever differ from what this expects, it fa
 from __future__ import annotations
 
 import contextlib
+import gc
 import threading
 
 _NATASHA = None
@@ -45,6 +46,7 @@ def natasha_tagger():
         with _LOCK:
             if _NATASHA is None:
                 _NATASHA = _cached_tagger()
+                gc.freeze()  # long-lived, like the engine (engine.get_detector): kept out of GC passes
     return _NATASHA
 
 
