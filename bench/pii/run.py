@@ -69,8 +69,7 @@ def measure_stage(rows: list[dict], batch_size: int) -> dict:
 
     step.detector.clear_cache()
     names.clear_window_cache()
-    checks.phone_parse.cache_clear()
-    checks.phone_region.cache_clear()
+    checks.phone_lookup.cache_clear()
     warm = StageStats("pii")
     c1 = time.process_time()
     for i in range(0, len(records), batch_size):

@@ -188,9 +188,11 @@ _PHONE_REGIONS_BY_LANG = {"tr": ("TR", "RU", "US"), "ru": ("RU", "TR", "US"), "e
 
 
 @lru_cache(maxsize=65536)
-def phone_parse(value: str, lang: str = "en") -> "phonenumbers.PhoneNumber | None":
-    """A valid phone number read from `value`, or None. International numbers (+ or 00) in any region;
-    national numbers as TR (0 5xx ..., 5xx ...), RU (8 9xx ..., 9xx ...), US/GB."""
+def phone_lookup(value: str, lang: str = "en") -> "tuple[phonenumbers.PhoneNumber, str] | None":
+    """A valid phone number read from `value` and its region ("" when it has none), or None. International
+    numbers (+ or 00) in any region; national numbers as TR (0 5xx ..., 5xx ...), RU (8 9xx ..., 9xx ...),
+    US/GB. The region is found once: phonenumbers.is_valid_number(n) is region_code_for_number(n) followed
+    by is_valid_number_for_region(n, region), and the region is what the caller wants next."""
     raw = value.strip()
     d = digits(raw)
     if len(d) < 10 or len(d) > 15:
@@ -201,29 +203,29 @@ def phone_parse(value: str, lang: str = "en") -> "phonenumbers.PhoneNumber | Non
             num = phonenumbers.parse(text, None)
         except phonenumbers.NumberParseException:
             return None
-        return num if phonenumbers.is_valid_number(num) else None
-    for region in _PHONE_REGIONS_BY_LANG.get(lang, _PHONE_REGIONS_BY_LANG["en"]):
+        region = phonenumbers.region_code_for_number(num)
+        return (num, region or "") if phonenumbers.is_valid_number_for_region(num, region) else None
+    for default in _PHONE_REGIONS_BY_LANG.get(lang, _PHONE_REGIONS_BY_LANG["en"]):
         try:
-            num = phonenumbers.parse(d, region)
+            num = phonenumbers.parse(d, default)
         except phonenumbers.NumberParseException:
             continue
-        if phonenumbers.is_valid_number(num):
+        region = phonenumbers.region_code_for_number(num)
+        if phonenumbers.is_valid_number_for_region(num, region):
             # a national number must use all its digits in that region's format
             national = str(num.national_number)
             if d.endswith(national) and len(d) - len(national) <= 2:
-                return num
+                return num, region or ""
     return None
 
 
-@lru_cache(maxsize=65536)
 def phone_region(value: str, lang: str = "en") -> str | None:
-    """The region of phone_parse(value, lang) (phonenumbers.region_code_for_number), or None."""
-    num = phone_parse(value, lang)
-    if num is None:
-        return None
-    return phonenumbers.region_code_for_number(num) or ""  # "" (no region): still a valid number
+    """The region of a valid phone number in `value` (phonenumbers.region_code_for_number; "" when it has
+    none), or None when `value` holds no valid number."""
+    found = phone_lookup(value, lang)
+    return found[1] if found else None
 
 
 def phone_e164(value: str, lang: str = "en") -> str | None:
-    num = phone_parse(value, lang)
-    return phonenumbers.format_number(num, phonenumbers.PhoneNumberFormat.E164) if num else None
+    found = phone_lookup(value, lang)
+    return phonenumbers.format_number(found[0], phonenumbers.PhoneNumberFormat.E164) if found else None
