@@ -160,6 +160,21 @@ def test_lone_ambiguous_first_names_need_context(found):
     assert found("Deniz Yılmaz aradı.", "tr") == [("Deniz Yılmaz", "PERSON")]
 
 
+@pytest.mark.parametrize("text,name", [
+    ("List the US states that border Mexico.", None),                   # an acronym, not the name "Us"
+    ("Links: About Us, Contact Us, FAQ.", None),
+    ("We flew to San Francisco on Monday.", None),                     # a place, not "Francisco"
+    ("Visit St. Peter's Basilica.", None),
+    ("Dear Boss, the report is attached.", None),
+    ("Customer: Yes, the box was damaged.", None),
+    ("conservative Prime Minister Benjamin Netanyahu won", "Benjamin Netanyahu"),  # the office is left out
+    ("said Disney CEO Robert Iger today", "Robert Iger"),
+    ("I spoke with Rachel Pope from billing.", "Rachel Pope"),          # an office word as a surname
+])
+def test_acronyms_places_and_offices_are_not_names(found, text, name):
+    assert only(found(text, "en"), "PERSON") == ([name] if name else [])
+
+
 def test_names_are_found_across_scripts(found):
     # a Russian name in a Turkish chat, a Turkish name in a Russian one
     assert ("Иванов Пётр", "PERSON") in found("Müşteri Иванов Пётр aradı", "tr")

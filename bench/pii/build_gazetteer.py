@@ -25,6 +25,7 @@ Heather Holly Ivy Lily Daisy Violet Olive Hazel Iris Jasmine Autumn Winter Paris
 Dallas Jordan Kent Cameron Brandon Tyler Taylor Mason Cooper Carter Parker Porter Baker Fisher Walker Turner Tanner
 Bishop Bruce Shane Neil Dean Reed Reid Cole Gray Grey Rowan Colt Tucker Stewart Lance Norman Price Ward Case Bradley
 Angel Bob Nick Sue Ken Jean Gay Ali Sam Dan Tom Jim Joe Ben Al Ed Ted Lee Kim Jay Mack Mike Van Ron Rod Roy Sal
+Oscar Troy Alexandria Chelsea Madison Sydney Dakota Savannah
 """.split()
 
 

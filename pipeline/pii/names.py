@@ -27,8 +27,11 @@ _CTX = load_data("context.json")
 LATIN_FIRST = frozenset(fold(n) for n in _NAMES["latin_first"])
 LATIN_LAST = frozenset(fold(n) for n in _NAMES["latin_last"])
 LATIN_AMBIGUOUS = frozenset(fold(n) for n in _NAMES["latin_ambiguous"])
-STOP = frozenset(fold(w) for w in _CTX["name_stop"] + _CTX["name_titles_before"] + _CTX["name_titles_after"])
+PLACE_BEFORE = frozenset(fold(w) for w in _CTX["name_place_before"])
+STOP = frozenset(fold(w) for w in _CTX["name_stop"] + _CTX["name_titles_before"] + _CTX["name_titles_after"]) \
+    | PLACE_BEFORE
 TITLES_AFTER = frozenset(fold(w) for w in _CTX["name_titles_after"])
+OFFICES = frozenset(fold(w) for w in _CTX["name_offices"])
 
 TITLES = frozenset(fold(w) for w in _CTX["name_titles_before"])
 
@@ -137,6 +140,18 @@ def _titled(text: str, toks: list, i: int) -> bool:
     return gap in (" ", ", ", "\u00a0") or (prev.key in ABBREVIATED and gap in (". ", "."))
 
 
+def _acronym(tok: _Tok) -> bool:
+    """US, UK, ANN, CEO: short all-capital words are abbreviations, not names."""
+    return len(tok.word) <= 3 and tok.word.isupper()
+
+
+def _after_place_word(text: str, toks: list, i: int) -> bool:
+    """toks[i] follows San, St., Fort ...: "San Francisco", "St. Peter's" are places."""
+    if i == 0 or toks[i - 1].key not in PLACE_BEFORE:
+        return False
+    return text[toks[i - 1].full_end:toks[i].start] in (" ", ". ", "\u00a0")
+
+
 def _title_after(text: str, toks: list, j: int) -> bool:
     """toks[j] is followed by Bey / Hanım."""
     return j + 1 < len(toks) and toks[j + 1].key in TITLES_AFTER and _adjacent(text, toks[j], toks[j + 1])
@@ -165,7 +180,7 @@ class LatinNameRecognizer(LocalRecognizer):
         while i < n:
             t = toks[i]
             key = t.key
-            if key in STOP or len(key) < 2:
+            if key in STOP or len(key) < 2 or _acronym(t):
                 i += 1
                 continue
             is_first = key in LATIN_FIRST
@@ -181,12 +196,17 @@ class LatinNameRecognizer(LocalRecognizer):
                 i += 2  # "Ramazan Bayramı", "Deniz Bank": a name word inside another proper noun
                 continue
             j = i
-            while j + 1 < n and j - i < 3 and _adjacent(text, toks[j], toks[j + 1]) and toks[j + 1].key not in STOP:
+            while j + 1 < n and j - i < 3 and _adjacent(text, toks[j], toks[j + 1]) and toks[j + 1].key not in STOP \
+                    and not _acronym(toks[j + 1]):
                 j += 1
+            if _after_place_word(text, toks, i):
+                i = j + 1
+                continue
             s = t.start
             # a word right before the first name that is capitalized mid-sentence: the surname first
             # ("Öztürk Ahmet") or a first name the list lacks ("Bibiana Leon")
             if is_first and i > 0 and _adjacent(text, toks[i - 1], t) and toks[i - 1].key not in STOP \
+                    and toks[i - 1].key not in OFFICES and not _acronym(toks[i - 1]) \
                     and (not out or out[-1].end < toks[i - 1].start) \
                     and (toks[i - 1].key in LATIN_LAST or not _sentence_initial(text, toks[i - 1].start)):
                 s = toks[i - 1].start
