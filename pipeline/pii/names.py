@@ -157,16 +157,31 @@ def _title_after(text: str, toks: list, j: int) -> bool:
     return j + 1 < len(toks) and toks[j + 1].key in TITLES_AFTER and _adjacent(text, toks[j], toks[j + 1])
 
 
-class LatinNameRecognizer(LocalRecognizer):
-    """PERSON in Turkish and English text from the Latin gazetteer and context rules."""
+class PersonRecognizer(LocalRecognizer):
+    """Base of the PERSON recognizers: subclasses implement find(ctx) -> list[Hit] (the fast path calls it
+    with a shared TextContext); Presidio's analyze builds a context of its own."""
 
     ENTITY = "PERSON"
+    DEFAULT_LANGUAGE = "en"
 
-    def __init__(self, language: str = "en"):
-        super().__init__(supported_entities=["PERSON"], name="LatinNameRecognizer", supported_language=language)
+    def __init__(self, language: str | None = None):
+        super().__init__(supported_entities=["PERSON"], name=type(self).__name__,
+                         supported_language=language or self.DEFAULT_LANGUAGE)
 
     def load(self):
-        pass
+        pass  # the gazetteers are module data; natasha loads on first use (ner.natasha_tagger)
+
+    def find(self, ctx: TextContext) -> list[Hit]:
+        raise NotImplementedError
+
+    def analyze(self, text, entities, nlp_artifacts=None):
+        if not text.strip():
+            return []
+        return to_results(self, self.find(TextContext(text, self.supported_language)))
+
+
+class LatinNameRecognizer(PersonRecognizer):
+    """PERSON in Turkish and English text from the Latin gazetteer and context rules."""
 
     def triggered(self, ctx: TextContext) -> bool:
         return _LATIN_CAPITAL.search(ctx.text) is not None
@@ -240,9 +255,6 @@ class LatinNameRecognizer(LocalRecognizer):
             i = j + 1
         return out
 
-    def analyze(self, text, entities, nlp_artifacts=None):
-        return to_results(self, self.find(TextContext(text, self.supported_language)))
-
 
 # ---------------------------------------------------------------- Russian
 
@@ -293,18 +305,12 @@ _VERB_END = re.compile(r"(?:ал|ял|ил|ел|ыл|ла|ли|ло|ть|ет|и
 _CYR_CAPITAL = re.compile(r"[А-ЯЁ][а-яё]")
 
 
-class RussianNameGazetteer(LocalRecognizer):
+class RussianNameGazetteer(PersonRecognizer):
     """PERSON in Russian text from Faker ru_RU name lists (case endings stripped) and surname/patronymic
     endings; complements natasha and tells the fast path where natasha needs to look. Registered for every
     language (a Russian name in a Turkish chat), it only runs where a capitalized Cyrillic word is."""
 
-    ENTITY = "PERSON"
-
-    def __init__(self, language: str = "ru"):
-        super().__init__(supported_entities=["PERSON"], name="RussianNameGazetteer", supported_language=language)
-
-    def load(self):
-        pass
+    DEFAULT_LANGUAGE = "ru"
 
     def triggered(self, ctx):
         return ctx.lang == "ru" or _CYR_CAPITAL.search(ctx.text) is not None
@@ -379,9 +385,6 @@ class RussianNameGazetteer(LocalRecognizer):
             i = j + 1
         return out
 
-    def analyze(self, text, entities, nlp_artifacts=None):
-        return to_results(self, self.find(TextContext(text, self.supported_language)))
-
     def natasha_windows(self, ctx: TextContext, covered: list[Hit], words: int = 2) -> list[tuple[int, int]]:
         """Windows of `words` words on each side around the capitalized Cyrillic words worth showing to
         natasha: not explained by a gazetteer chain, not a plain sentence-initial word, not an unknown word
@@ -450,17 +453,11 @@ def clear_window_cache() -> None:
         _WINDOW_CACHE.clear()
 
 
-class NatashaPersonRecognizer(LocalRecognizer):
+class NatashaPersonRecognizer(PersonRecognizer):
     """PERSON in Russian text from natasha's NER (slovnet news model, PER spans)."""
 
-    ENTITY = "PERSON"
+    DEFAULT_LANGUAGE = "ru"
     SCORE = 0.85
-
-    def __init__(self, language: str = "ru"):
-        super().__init__(supported_entities=["PERSON"], name="NatashaPersonRecognizer", supported_language=language)
-
-    def load(self):
-        pass  # lazily, on first use: ner.natasha_tagger()
 
     def find_many(self, texts: list[str]) -> list[list[Hit]]:
         if not texts:
@@ -513,11 +510,6 @@ class NatashaPersonRecognizer(LocalRecognizer):
 
     def find(self, ctx: TextContext) -> list[Hit]:
         return self.find_many([ctx.text])[0]
-
-    def analyze(self, text, entities, nlp_artifacts=None):
-        if not text.strip():
-            return []
-        return to_results(self, self.find(TextContext(text, self.supported_language)))
 
 
 def _plausible(span: str) -> bool:
