@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections import Counter
+from collections import Counter, defaultdict
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -32,26 +32,31 @@ def peer_texts(peer: Path) -> list[str]:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--peer", default=str(ROOT.parent / "shared" / "peer_formats"))
-    ap.add_argument("--top", type=int, default=40)
+    ap.add_argument("--top", type=int, default=25, help="spans listed per entity type")
+    ap.add_argument("--entity", help="only this entity type (PERSON, PHONE, ...)")
     ap.add_argument("--threshold", type=float, default=0.5)
     args = ap.parse_args()
     from pipeline.pii.engine import get_detector, resolve
+    from pipeline.pii.lang import detect_language
 
     texts = peer_texts(Path(args.peer))
-    detector = get_detector(("en",))
-    counts: Counter = Counter()
-    snippet: dict[str, str] = {}
-    for text, hits in zip(texts, detector.detect([(t, "en") for t in texts])):
+    detector = get_detector(("tr", "ru", "en"))
+    items = [(t, detect_language(t)) for t in texts]
+    counts: dict[str, Counter] = defaultdict(Counter)
+    snippet: dict[tuple[str, str], str] = {}
+    for (text, _), hits in zip(items, detector.detect(items)):
         kept, _ = resolve(hits, args.threshold)
         for h in kept:
-            if h.entity == "PERSON":
-                span = text[h.start:h.end]
-                counts[span] += 1
-                snippet.setdefault(span, text[max(0, h.start - 35):h.end + 25].replace("\n", " "))
-    print(f"{len(texts)} texts, {sum(counts.values())} PERSON spans >= {args.threshold}, {len(counts)} distinct")
-    for span, n in counts.most_common(args.top):
-        print(f"{n:5d}  {span!r:32}  ...{snippet[span]}...")
-
+            if args.entity and h.entity != args.entity:
+                continue
+            span = text[h.start:h.end]
+            counts[h.entity][span] += 1
+            snippet.setdefault((h.entity, span), text[max(0, h.start - 35):h.end + 25].replace("\n", " "))
+    print(f"{len(texts)} texts ({dict(Counter(lang for _, lang in items))}), spans at >= {args.threshold}:")
+    for entity, spans in sorted(counts.items(), key=lambda kv: -sum(kv[1].values())):
+        print(f"\n{entity}: {sum(spans.values())} spans, {len(spans)} distinct")
+        for span, n in spans.most_common(args.top):
+            print(f"{n:5d}  {span!r:36.36}  ...{snippet[(entity, span)]}...")
 
 if __name__ == "__main__":
     main()
