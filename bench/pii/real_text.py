@@ -7,7 +7,7 @@ names were found this way). --speed times the PII stage and the plain baselines 
 (alpaca and glaive as chats, c4 and wiki as texts): real text holds far less personal data than the
 generated set, so the prefilters skip more of it.
     .venv/bin/python bench/pii/real_text.py [--top 25] [--entity PERSON] [--peer ../shared/peer_formats]
-    .venv/bin/python bench/pii/real_text.py --speed
+    .venv/bin/python bench/pii/real_text.py --speed [--chars 700]
 """
 from __future__ import annotations
 
@@ -34,7 +34,19 @@ def peer_texts(peer: Path) -> list[str]:
     return [t for t in texts if t]
 
 
-def peer_records(peer: Path) -> list[dict]:
+def _pieces(t: str, chars: int) -> list[str]:
+    """`t` cut at spaces into pieces of about `chars` characters (one piece, maybe empty, if short)."""
+    if len(t) <= chars * 1.3:
+        return [t]
+    out, k = [], 0
+    while k < len(t):
+        end = len(t) if len(t) - k <= chars * 1.3 else (t.rfind(" ", k, k + chars) + 1 or k + chars)
+        out.append(t[k:end])
+        k = end
+    return out
+
+
+def peer_records(peer: Path, chars: int | None = None) -> list[dict]:
     """Canonical records (as run.py's rows, without labels) from the peer files."""
     def chat(contents):
         msgs = [{"role": "user" if i % 2 == 0 else "assistant", "content": c} for i, c in enumerate(contents) if c]
@@ -50,6 +62,9 @@ def peer_records(peer: Path) -> list[dict]:
     with (peer / "c4_demo.jsonl").open(encoding="utf-8") as fh:
         records += [text(json.loads(line)["text"]) for line in fh]
     records += [text(t) for t in (peer / "wiki_demo.txt").read_text(encoding="utf-8").split("\n") if t.strip()]
+    if chars:  # long documents as several records of about `chars` characters, cut at spaces
+        records = [part for rec in records
+                   for part in ([text(p) for p in _pieces(rec["text"], chars)] if rec["kind"] == "text" else [rec])]
     rows = []
     for k, rec in enumerate(records):
         if rec["kind"] == "chat" and not rec["messages"]:
@@ -59,10 +74,10 @@ def peer_records(peer: Path) -> list[dict]:
     return rows
 
 
-def speed(peer: Path) -> None:
+def speed(peer: Path, chars: int | None) -> None:
     from run import _in_child, field_texts, measure_baseline, measure_stage
 
-    rows = peer_records(peer)
+    rows = peer_records(peer, chars)
     chars = sum(sum(len(x) for x in field_texts(r["record"])) for r in rows) / len(rows)
     print(f"{len(rows)} records from {peer.name} ({chars:.0f} chars on average); each side in a fresh process, "
           "engine set-up included (wall clock | CPU time):")
@@ -87,9 +102,10 @@ def main() -> None:
     ap.add_argument("--entity", help="only this entity type (PERSON, PHONE, ...)")
     ap.add_argument("--threshold", type=float, default=0.5)
     ap.add_argument("--speed", action="store_true", help="time the stage and the baselines on these records")
+    ap.add_argument("--chars", type=int, help="with --speed: cut documents into records of about this many characters")
     args = ap.parse_args()
     if args.speed:
-        speed(Path(args.peer))
+        speed(Path(args.peer), args.chars)
         return
     from pipeline.pii.engine import get_detector, resolve
     from pipeline.pii.lang import detect_language
