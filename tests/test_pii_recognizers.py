@@ -170,6 +170,9 @@ def test_lone_ambiguous_first_names_need_context(found):
     ("conservative Prime Minister Benjamin Netanyahu won", "Benjamin Netanyahu"),  # the office is left out
     ("said Disney CEO Robert Iger today", "Robert Iger"),
     ("I spoke with Rachel Pope from billing.", "Rachel Pope"),          # an office word as a surname
+    ("Hi Sarah Please find the invoice attached.", "Sarah"),           # a word that follows a name, not in it
+    ("Dear John Sorry for the delay.", "John"),
+    ("Hi Sarah The invoice is attached.", "Sarah"),
 ])
 def test_acronyms_places_and_offices_are_not_names(found, text, name):
     assert only(found(text, "en"), "PERSON") == ([name] if name else [])

@@ -28,8 +28,9 @@ LATIN_FIRST = frozenset(fold(n) for n in _NAMES["latin_first"])
 LATIN_LAST = frozenset(fold(n) for n in _NAMES["latin_last"])
 LATIN_AMBIGUOUS = frozenset(fold(n) for n in _NAMES["latin_ambiguous"])
 PLACE_BEFORE = frozenset(fold(w) for w in _CTX["name_place_before"])
+NEVER = frozenset(fold(w) for w in _CTX["name_never"])  # never in a name, but may follow one
 STOP = frozenset(fold(w) for w in _CTX["name_stop"] + _CTX["name_titles_before"] + _CTX["name_titles_after"]) \
-    | PLACE_BEFORE
+    | PLACE_BEFORE | NEVER
 TITLES_AFTER = frozenset(fold(w) for w in _CTX["name_titles_after"])
 OFFICES = frozenset(fold(w) for w in _CTX["name_offices"])
 
@@ -207,7 +208,7 @@ class LatinNameRecognizer(PersonRecognizer):
                     i += 1
                     continue
             if i + 1 < n and toks[i + 1].key in STOP and toks[i + 1].key not in TITLES_AFTER \
-                    and _adjacent(text, t, toks[i + 1]):
+                    and toks[i + 1].key not in NEVER and _adjacent(text, t, toks[i + 1]):
                 i += 2  # "Ramazan Bayramı", "Deniz Bank": a name word inside another proper noun
                 continue
             j = i
