@@ -178,6 +178,30 @@ def test_acronyms_places_and_offices_are_not_names(found, text, name):
     assert only(found(text, "en"), "PERSON") == ([name] if name else [])
 
 
+@pytest.mark.parametrize("text,lang,names", [
+    ("merhaba ben murat, siparişim nerede", "tr", ["murat"]),                # all lower case: past the prefilter
+    ("adım mehmet yılmaz", "tr", ["mehmet yılmaz"]),
+    ("my name is james smith and i need help", "en", ["james smith"]),
+    ("thanks john!", "en", ["john"]),
+    ("tell john i said hi", "en", []),                                      # no introduction before it
+    ("merhaba ben evde değilim", "tr", []),                                 # "Evde" is in Faker's list, a word
+])
+def test_lower_case_first_names_after_an_introduction(found, text, lang, names):
+    assert only(found(text, lang), "PERSON") == names
+
+
+@pytest.mark.parametrize("text,lang,names", [
+    ("Evde kimse yoktu, kargo geri gitti.", "tr", []),                      # Faker tr_TR "names" that are words
+    ("Özel bir durum var mı?", "tr", []),
+    ("Kayıt olurken hata aldım.", "tr", []),
+    ("Eşim Elif Yıldız adına kayıtlı hat.", "tr", ["Elif Yıldız"]),
+    ("Adam haklı, kargo gecikti.", "tr", []),
+    ("Adam called yesterday.", "en", ["Adam"]),                             # a word in Turkish, a name in English
+])
+def test_turkish_words_in_the_name_list(found, text, lang, names):
+    assert only(found(text, lang), "PERSON") == names
+
+
 def test_names_are_found_across_scripts(found):
     # a Russian name in a Turkish chat, a Turkish name in a Russian one
     assert ("Иванов Пётр", "PERSON") in found("Müşteri Иванов Пётр aradı", "tr")

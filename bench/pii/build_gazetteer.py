@@ -28,6 +28,14 @@ Angel Bob Nick Sue Ken Jean Gay Ali Sam Dan Tom Jim Joe Ben Al Ed Ted Lee Kim Ja
 Oscar Troy Alexandria Chelsea Madison Sydney Dakota Savannah
 """.split()
 
+# Names in Faker's tr_TR list that are plain Turkish words ("Evde" at home, "Özel" private, "Kayıt" record, "Eşim"
+# my spouse, "Adam" man): ambiguous in Turkish text only ("Adam called" in English is a name).
+AMBIGUOUS_TR = """
+Adam Ana Anne Baba Kara Kurt Canal Ortak Yeşil Değer Eşim Evde İmam Limon Döner Susam Kayıt Kayit Ülke Güven Uygun
+Üstün Özel İkiz Seçme Verim İlgi İlim Nihai Kibar Enfes Över Amaç Besin Benek Diken Divan Oluş Siper Solma Topuz Toy
+Ulu Uçan Yargı Yargi Ürper Oymak Kopan Çerçi Verde
+""".split()
+
 
 # Faker's tr_TR lists miss the most frequent Turkish names (no Mehmet, Ayşe or Ahmet; 61 surnames):
 # the commonest given names and surnames in Turkey are added by hand.
@@ -77,6 +85,7 @@ def main() -> None:
         "latin_first": sorted(latin_first),
         "latin_last": sorted(latin_last - latin_first),
         "latin_ambiguous": sorted({n for n in AMBIGUOUS if n in latin_first or n in latin_last}),
+        "latin_ambiguous_tr": sorted({n for n in AMBIGUOUS_TR if n in latin_first or n in latin_last} - set(AMBIGUOUS)),
         "ru_first": sorted(set(ru.first_names_male) | set(ru.first_names_female)),
         "ru_middle": sorted(set(ru.middle_names_male) | set(ru.middle_names_female)),
         "ru_last": sorted(set(ru.last_names_male) | set(ru.last_names_female)),

@@ -23,7 +23,8 @@ from collections import OrderedDict
 
 os.environ.setdefault("TLDEXTRACT_PUBLIC_SUFFIX_LIST_URLS", "")  # before presidio: no network at import
 
-from .names import LatinNameRecognizer, NatashaPersonRecognizer, RussianNameGazetteer  # noqa: E402
+from .names import (LatinNameRecognizer, NatashaPersonRecognizer, RussianNameGazetteer,  # noqa: E402
+                    may_hold_lower_case_name)
 from .recognizers import IDENTIFIER_RECOGNIZERS  # noqa: E402
 from .text import Hit, TextContext  # noqa: E402
 
@@ -136,7 +137,7 @@ class Detector:
         first: dict[tuple[str, str], int] = {}  # texts scanned in this call -> their item index
         repeats: list[tuple[int, int]] = []  # (item index, index of the same text scanned in this call)
         for idx, (text, lang) in enumerate(items):
-            if not text or len(text) < 4 or not _QUICK.search(text):
+            if not text or len(text) < 4 or not (_QUICK.search(text) or may_hold_lower_case_name(text)):
                 self.texts_skipped += 1
                 out.append([])
                 continue

@@ -5,7 +5,8 @@
 * Turkish and English: no NER model can be installed offline, so a gazetteer (Faker tr_TR/en_US first and
   last names, pipeline/data/pii/names.json) with context rules: a known first name followed by capitalized
   words, a title before (Sayın, Mr., Dr., г-н) or after (Bey, Hanım), an introduction (my name is, adım,
-  меня зовут). Names outside the list, written in lower case, or alone without context are missed: the
+  меня зовут), a known first name in lower case right after an introduction ("ben murat"). Names outside the
+  list, written in lower case without an introduction, or alone without context are missed: the
   KVKK summary states this residual risk.
 """
 from __future__ import annotations
@@ -19,7 +20,7 @@ from typing import NamedTuple
 from presidio_analyzer import LocalRecognizer
 
 from .ner import entity_spans
-from .text import ContextWords, Hit, TextContext, fold, load_data, to_results
+from .text import NON_WORD, ContextWords, Hit, TextContext, fold, load_data, to_results
 
 _NAMES = load_data("names.json")
 _CTX = load_data("context.json")
@@ -27,6 +28,7 @@ _CTX = load_data("context.json")
 LATIN_FIRST = frozenset(fold(n) for n in _NAMES["latin_first"])
 LATIN_LAST = frozenset(fold(n) for n in _NAMES["latin_last"])
 LATIN_AMBIGUOUS = frozenset(fold(n) for n in _NAMES["latin_ambiguous"])
+TURKISH_WORDS = frozenset(fold(n) for n in _NAMES["latin_ambiguous_tr"])  # ambiguous in Turkish text only
 PLACE_BEFORE = frozenset(fold(w) for w in _CTX["name_place_before"])
 NEVER = frozenset(fold(w) for w in _CTX["name_never"])  # never in a name, but may follow one
 STOP = frozenset(fold(w) for w in _CTX["name_stop"] + _CTX["name_titles_before"] + _CTX["name_titles_after"]) \
@@ -184,8 +186,13 @@ class PersonRecognizer(LocalRecognizer):
 class LatinNameRecognizer(PersonRecognizer):
     """PERSON in Turkish and English text from the Latin gazetteer and context rules."""
 
+    def __init__(self, language: str | None = None):
+        super().__init__(language)
+        self.words = TURKISH_WORDS if self.supported_language == "tr" else frozenset()
+        self.ambiguous = LATIN_AMBIGUOUS | self.words
+
     def triggered(self, ctx: TextContext) -> bool:
-        return _LATIN_CAPITAL.search(ctx.text) is not None
+        return _LATIN_CAPITAL.search(ctx.text) is not None or not ctx.words.isdisjoint(_LOWER_FIRST)
 
     def find(self, ctx: TextContext) -> list[Hit]:
         text = ctx.text
@@ -200,6 +207,12 @@ class LatinNameRecognizer(PersonRecognizer):
                 i += 1
                 continue
             is_first = key in LATIN_FIRST
+            if key in self.words and i + 2 < n and toks[i + 1].key in LATIN_FIRST \
+                    and toks[i + 1].key not in self.ambiguous and _adjacent(text, toks[i + 1], toks[i + 2]) \
+                    and (toks[i + 2].key in LATIN_FIRST or toks[i + 2].key in LATIN_LAST) \
+                    and _sentence_initial(text, t.start):
+                i += 1  # "Eşim Elif Yıldız ...": a word at the start of the sentence, then a full name
+                continue
             titled = _titled(text, toks, i)
             strong = False
             if not is_first and not titled:
@@ -235,7 +248,7 @@ class LatinNameRecognizer(PersonRecognizer):
                     score = 0.9
                 elif is_first and known:
                     score = 0.85
-                elif is_first and key in LATIN_AMBIGUOUS:
+                elif is_first and key in self.ambiguous:
                     score = 0.45
                 elif is_first:
                     score = 0.75
@@ -246,7 +259,7 @@ class LatinNameRecognizer(PersonRecognizer):
                     score = 0.8
                 elif context:
                     score = 0.6
-                elif key in LATIN_AMBIGUOUS:
+                elif key in self.ambiguous:
                     score = 0.3
                 elif _sentence_initial(text, s):
                     score = 0.5
@@ -254,7 +267,40 @@ class LatinNameRecognizer(PersonRecognizer):
                     score = 0.6
             out.append(Hit(s, e, "PERSON", score, "gazetteer"))
             i = j + 1
+        if not ctx.words.isdisjoint(_LOWER_FIRST):
+            out += _lower_case_names(ctx)
         return out
+
+
+# first names as people type them in lower case ("merhaba ben murat", "my name is james"); not the ones that
+# are also words, not the very short ones
+_LOWER_FIRST = frozenset(form for n in _NAMES["latin_first"] if len(n) > 2 and fold(n) not in LATIN_AMBIGUOUS
+                         and fold(n) not in TURKISH_WORDS and fold(n) not in STOP for form in (n.lower(), fold(n)))
+_LOWER_WORD = re.compile(rf"[{_LAT_LO}]+")
+
+
+def may_hold_lower_case_name(text: str) -> bool:
+    """For texts without a capital letter or digit (which the engine's prefilter would skip): a known first
+    name among its words."""
+    return not frozenset(NON_WORD.split(text.lower())).isdisjoint(_LOWER_FIRST)
+
+
+def _lower_case_names(ctx: TextContext) -> list[Hit]:
+    """A known first name written in lower case counts only right after an introduction or greeting ("ben",
+    "my name is", "thanks"); a known surname in lower case right after it joins it."""
+    text = ctx.text
+    out = []
+    for word in ctx.words & _LOWER_FIRST:
+        for m in re.finditer(rf"(?<![\w'’]){re.escape(word)}(?![\w])", text):
+            s, e = m.span()
+            if not _strong_before(ctx, s):
+                continue
+            nxt = _LOWER_WORD.match(text, e + 1) if text[e:e + 1] == " " else None
+            if nxt is not None and (k := fold(nxt.group())) in LATIN_LAST \
+                    and k not in STOP and (nxt.end() == len(text) or not text[nxt.end()].isalnum()):
+                e = nxt.end()
+            out.append(Hit(s, e, "PERSON", 0.7, "gazetteer"))
+    return out
 
 
 # ---------------------------------------------------------------- Russian

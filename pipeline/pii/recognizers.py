@@ -17,7 +17,7 @@ from typing import Iterable
 from presidio_analyzer import LocalRecognizer
 
 from . import checks
-from .text import ENTITY_TYPES, ContextWords, Hit, TextContext, load_data, to_results  # noqa: F401
+from .text import ENTITY_TYPES, NON_WORD, ContextWords, Hit, TextContext, load_data, to_results  # noqa: F401
 
 # The built-in recognizers are replaced, not loaded: on this data they misfire or cannot see tr/ru text.
 DISABLED_BUILTINS = {
@@ -512,9 +512,6 @@ class DateOfBirthRecognizer(PiiRecognizer):
 _ADDR = load_data("address.json")
 
 
-_NON_WORD = re.compile(r"\W+")
-
-
 def _alt(words):
     return "|".join(re.escape(w) for w in sorted(set(words), key=len, reverse=True))
 
@@ -553,13 +550,10 @@ class AddressRecognizer(PiiRecognizer):
 
     # the street words split as the regexes' word boundaries split text ("Apartmanı'nın", "б-р", "küme
     # evler"): the first part of each must be a word of the text for any of the regexes to match
-    _TRIGGER_WORDS = frozenset(_NON_WORD.split(w)[0] for w in _WORDS)
+    _TRIGGER_WORDS = frozenset(NON_WORD.split(w)[0] for w in _WORDS)
 
     def triggered(self, ctx):
-        words = ctx.extra.get("words")
-        if words is None:
-            words = ctx.extra["words"] = frozenset(_NON_WORD.split(ctx.text.lower()))
-        return not words.isdisjoint(self._TRIGGER_WORDS)
+        return not ctx.words.isdisjoint(self._TRIGGER_WORDS)
 
     def find(self, ctx):
         out = []

@@ -328,7 +328,8 @@ def _doc_setter(container: dict, key: str):
 _RESIDUAL_NOTES = {
     "PERSON_latin": ("medium", "Turkish/English names come from a gazetteer (Faker lists + common Turkish names) "
                      "and context rules, not a model: unlisted names without a title or introduction, "
-                     "lower-case names and lone first names that are common words stay."),
+                     "lower-case names without an introduction (\"ben murat\", \"my name is james\" are "
+                     "found) and lone first names that are common words stay."),
     "PERSON_ru": ("low", "Russian names: natasha NER + ru_RU gazetteer; lower-case or transliterated names "
                   "can be missed."),
     "ADDRESS": ("medium", "Addresses are best effort (street word + house number); free-form directions stay."),

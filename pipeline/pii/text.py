@@ -146,6 +146,7 @@ def _emit(text: str, groups: list, out: list) -> None:
 # a sentence ends at "?" or "!", or at "." after a lower-case letter, digit or ")" when a capital follows
 # ("No. 123" and "T.C. Kimlik" do not end one)
 _SENT_BOUNDARY = re.compile(r"[!?]\s+|(?<=[a-zçğıöşüа-яё\d)])\.\s+(?=[A-ZÇĞİÖŞÜА-ЯЁ])")
+NON_WORD = re.compile(r"\W+")  # what splits a text into words (TextContext.words)
 _IBAN_HINT = re.compile(r"[A-Z]{2}\d{2}")
 _IBAN_LIKE = re.compile(r"(?<![A-Za-z0-9])[A-Z]{2}\d{2}(?:[ \u00a0-]?[A-Z0-9]){10,32}")
 
@@ -153,7 +154,7 @@ _IBAN_LIKE = re.compile(r"(?<![A-Za-z0-9])[A-Z]{2}\d{2}(?:[ \u00a0-]?[A-Z0-9]){1
 class TextContext:
     """Lazily computed views of one text."""
 
-    __slots__ = ("text", "lang", "_norm", "_runs", "_iban_like", "_max_digits", "_below_ten", "extra")
+    __slots__ = ("text", "lang", "_norm", "_runs", "_iban_like", "_max_digits", "_below_ten", "_words", "extra")
 
     def __init__(self, text: str, lang: str):
         self.text = text
@@ -163,7 +164,16 @@ class TextContext:
         self._iban_like = None
         self._max_digits = None
         self._below_ten = None
+        self._words = None
         self.extra = {}
+
+    @property
+    def words(self) -> frozenset:
+        """The text's lower-case words (split at non-word characters): one C-speed set test tells whether a
+        text holds any of a list of words."""
+        if self._words is None:
+            self._words = frozenset(NON_WORD.split(self.text.lower()))
+        return self._words
 
     @property
     def iban_like(self) -> list[tuple[int, int]]:
