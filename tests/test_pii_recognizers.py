@@ -98,6 +98,13 @@ def test_checksum_functions_against_faker_and_stdnum():
     ("My name is Oskar Hendriks.", "en", "Oskar Hendriks", "PERSON"),           # not in the gazetteer
     ("Меня зовут Иванов Пётр Сергеевич.", "ru", "Иванов Пётр Сергеевич", "PERSON"),
     ("Передайте Анне Смирновой, что заказ готов.", "ru", "Анне Смирновой", "PERSON"),  # inflected
+    ("iban tr33 0006 1005 1978 6457 8413 26", "tr", "tr33 0006 1005 1978 6457 8413 26", "IBAN"),  # typed lower case
+    ("Iban: Tr330006100519786457841326 teşekkürler", "tr", "Tr330006100519786457841326", "IBAN"),
+    ("Atatürk Mahallesi 1234. Sokak No 5 Çankaya/Ankara", "tr", "Atatürk Mahallesi 1234. Sokak No 5 Çankaya/Ankara",
+     "ADDRESS"),                                                        # a numbered street
+    ("Adres: 1203/5 Sk. No: 7 D: 3 Bornova/İzmir", "tr", "1203/5 Sk. No: 7 D: 3 Bornova/İzmir", "ADDRESS"),
+    ("my ssn is 123-45-6789", "en", "123-45-6789", "SSN"),
+    ("social security number 078 05 1120", "en", "078 05 1120", "SSN"),
 ])
 def test_valid_values_are_found(found, text, lang, value, entity):
     assert (value, entity) in found(text, lang)
@@ -124,6 +131,10 @@ def test_valid_values_are_found(found, text, lang, value, entity):
     ("The password is required.", "en", "SECRET"),
     ("Ramazan Bayramı nedeniyle teslimatlar gecikebilir.", "tr", "PERSON"),
     ("Chase Bank blocked my card.", "en", "PERSON"),
+    ("iban tr12 0006 1005 1978 6457 8413 26", "tr", "IBAN"),            # lower case, bad check digits
+    ("ssn 000-12-3456", "en", "SSN"),                                   # no area 000
+    ("order 123456789 shipped", "en", "SSN"),                           # nine digits without context
+    ("Ürün kodu TC-82694. Umut Apartmanı'nın", "tr", "ADDRESS"),       # a number ending a sentence
 ])
 def test_invalid_or_contextless_values_are_left(found, text, lang, entity):
     assert only(found(text, lang), entity) == []

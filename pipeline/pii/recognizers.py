@@ -27,7 +27,7 @@ DISABLED_BUILTINS = {
     "UsBankRecognizer": "any 8-17 digit number",
     "UsItinRecognizer": "US only; overlaps TCKN/SNILS digits",
     "UsPassportRecognizer": "9 digits without context; replaced by PassportRecognizer",
-    "UsSsnRecognizer": "US only",
+    "UsSsnRecognizer": "replaced by SsnRecognizer: invalid areas (000, 666, 9xx) out, bare nine digits need context",
     "PhoneRecognizer": "default regions have no TR/RU; slowest recognizer; replaced by PhoneNumberRecognizer",
     "EmailRecognizer": "tldextract tries the network; replaced by EmailRecognizer here",
     "IbanRecognizer": "replaced: spaced TR IBANs, trims trailing words",
@@ -321,11 +321,17 @@ class IbanRecognizer(PiiRecognizer):
     """IBAN, spaced or not, mod 97 and country length (python-stdnum); trailing words are trimmed off."""
 
     ENTITY = "IBAN"
+    # typed in lower or mixed case ("iban tr33 0006 ..."): text.py's iban_like takes capitals only, since its
+    # spans also keep digits from being read as phones or cards
+    _LOWER = re.compile(r"(?<![A-Za-z0-9])(?:[a-z][A-Za-z]|[A-Z][a-z])\d{2}(?:[ \u00a0-]?[A-Za-z0-9]){10,32}")
 
     def find(self, ctx):
         out = []
         text = ctx.text
-        for s, e in ctx.iban_like:  # two capitals, two digits, 10-32 more: text.py's _IBAN_LIKE
+        spans = list(ctx.iban_like)  # two capitals, two digits, 10-32 more: text.py's _IBAN_LIKE
+        if ctx.has_run_of(10) or "iban" in ctx.words:  # spaced digit groups, or glued ones after the word
+            spans += [m.span() for m in self._LOWER.finditer(text)]
+        for s, e in spans:
             # positions of the alphanumerics, so a valid prefix maps back to the text
             pos = [k for k in range(s, e) if text[k].isalnum()]
             compact = "".join(text[k] for k in pos)
@@ -436,6 +442,27 @@ class PassportRecognizer(PiiRecognizer):
         return out
 
 
+class SsnRecognizer(PiiRecognizer):
+    """US Social Security numbers (English text is often American): area 001-899 except 666, group 01-99,
+    serial 0001-9999; no check digit. Written 123-45-6789 it stands at the threshold; spaced or bare (nine
+    digits are also phone parts, order numbers, RU passports) it needs a context word (SSN, social security)."""
+
+    ENTITY = "SSN"
+    NEEDS, MIN_DIGITS = "digits", 9
+    _RE = re.compile(r"(?<![\w-])(\d{3})([- \u00a0]?)(\d{2})\2(\d{4})(?![\w-])")
+    _BASE = {"-": 0.5, "": 0.1}
+
+    def find(self, ctx):
+        out = []
+        for m in self._RE.finditer(ctx.text):
+            area, group, serial = int(m.group(1)), int(m.group(3)), int(m.group(4))
+            if not (0 < area < 900 and area != 666 and group and serial):
+                continue
+            base = self._BASE.get(m.group(2), 0.3)
+            out.append(self.hit(m.start(), m.end(), self.context_score(ctx, m.start(), m.end(), base, bonus=0.45)))
+        return out
+
+
 class LicensePlateRecognizer(PiiRecognizer):
     """Turkish plates, every current format: province 01-81, then 1 letter + 4-5 digits, 2 letters + 3-4
     digits, or 3 letters + 2-3 digits ('06 A 12345', '34 AB 1234', '35 ABC 12'); Ç Ğ İ Ö Ş Ü Q W X unused."""
@@ -522,11 +549,14 @@ class AddressRecognizer(PiiRecognizer):
 
     ENTITY = "ADDRESS"
     # a word of a street's name: capitalized letters (with ' or - inside) or a short number ("19 Mayıs");
-    # not a code mixing both ("Pasaport No: Z61451471 Umut Apartmanı" names a building after a passport)
+    # not a code mixing both ("Pasaport No: Z61451471 Umut Apartmanı" names a building after a passport).
+    # A numbered street ("1234. Sokak", "1203/5 Sk.") is its number right before the street word.
     _W = r"(?:[A-ZÇĞİÖŞÜ][^\W\d_]*(?:['’-][^\W\d_]+)*|\d{1,4})"
+    _NUMBERED = r"\d{1,5}(?:/\d{1,3})?\.? "
     _TR = re.compile(
-        r"(?<![\w.])(?:" + _W + r" ){1,3}(?:" + _alt(w for w in _ADDR["tr_street_words"]) + r")\b\.?"
-        r"(?:[ ,]+(?:" + _W + r" ){0,3}(?:" + _alt(_ADDR["tr_street_words"]) + r")\b\.?)*"
+        r"(?<![\w.])(?:(?:" + _W + r" ){1,3}|" + _NUMBERED + r")(?:" + _alt(w for w in _ADDR["tr_street_words"])
+        + r")\b\.?"
+        r"(?:[ ,]+(?:(?:" + _W + r" ){0,3}|" + _NUMBERED + r")(?:" + _alt(_ADDR["tr_street_words"]) + r")\b\.?)*"
         r"(?:[ ,]*(?:No|Numara|Kapı\s*No)\s*[:.]?\s*\d+[A-Za-z]?(?:\s*/\s*\d+)?)?"
         r"(?:[ ,]*(?:Daire|D|Kat|K|İç\s*Kapı)\s*[:.]?\s*\d+)*"
         r"(?:[ ,]+\d{5})?"
@@ -661,5 +691,5 @@ class SecretRecognizer(PiiRecognizer):
 IDENTIFIER_RECOGNIZERS = (
     TcknRecognizer, VknRecognizer, InnRecognizer, SnilsRecognizer, OgrnRecognizer, CreditCardRecognizer,
     PhoneNumberRecognizer, IbanRecognizer, EmailRecognizer, IpRecognizer, PassportRecognizer,
-    LicensePlateRecognizer, DateOfBirthRecognizer, AddressRecognizer, SecretRecognizer,
+    LicensePlateRecognizer, DateOfBirthRecognizer, AddressRecognizer, SecretRecognizer, SsnRecognizer,
 )

@@ -16,7 +16,7 @@ from typing import NamedTuple
 # Entity types the step can report; the placeholder of each is "<TYPE>".
 ENTITY_TYPES = (
     "TCKN", "VKN", "INN", "SNILS", "OGRN", "OGRNIP", "CREDIT_CARD", "PHONE", "IBAN", "EMAIL", "IP_ADDRESS",
-    "PASSPORT", "LICENSE_PLATE", "DATE_OF_BIRTH", "ADDRESS", "SECRET", "PERSON", "USER_ID",
+    "PASSPORT", "LICENSE_PLATE", "DATE_OF_BIRTH", "ADDRESS", "SECRET", "PERSON", "USER_ID", "SSN",
 )
 
 
