@@ -103,6 +103,8 @@ def test_checksum_functions_against_faker_and_stdnum():
     ("Atatürk Mahallesi 1234. Sokak No 5 Çankaya/Ankara", "tr", "Atatürk Mahallesi 1234. Sokak No 5 Çankaya/Ankara",
      "ADDRESS"),                                                        # a numbered street
     ("Adres: 1203/5 Sk. No: 7 D: 3 Bornova/İzmir", "tr", "1203/5 Sk. No: 7 D: 3 Bornova/İzmir", "ADDRESS"),
+    ("whatsapp: 905321234567", "tr", "905321234567", "PHONE"),          # country code without its +
+    ("серия 4508 номер 123456", "ru", "4508 номер 123456", "PASSPORT"),
     ("my ssn is 123-45-6789", "en", "123-45-6789", "SSN"),
     ("social security number 078 05 1120", "en", "078 05 1120", "SSN"),
 ])
@@ -133,6 +135,8 @@ def test_valid_values_are_found(found, text, lang, value, entity):
     ("Chase Bank blocked my card.", "en", "PERSON"),
     ("iban tr12 0006 1005 1978 6457 8413 26", "tr", "IBAN"),            # lower case, bad check digits
     ("ssn 000-12-3456", "en", "SSN"),                                   # no area 000
+    ("sipariş no 905321234567", "tr", "PHONE"),                         # an order number that reads like one
+    ("заказ 4508 номер 123456", "ru", "PASSPORT"),
     ("order 123456789 shipped", "en", "SSN"),                           # nine digits without context
     ("Ürün kodu TC-82694. Umut Apartmanı'nın", "tr", "ADDRESS"),       # a number ending a sentence
 ])

@@ -282,8 +282,14 @@ class PhoneNumberRecognizer(PiiRecognizer):
             if s < taken_end:
                 continue
             plus = run.plus and i == 0
+            bare_country = False
             if not plus and len(d) > 11 and not d.startswith("00"):
-                continue  # a national number has at most 11 digits with its trunk prefix
+                # a national number has at most 11 digits with its trunk prefix; longer, it may be an international
+                # one without its "+" (905321234567, as WhatsApp exports write them) from this language's country
+                region = checks.phone_region("+" + d, ctx.lang)
+                if region not in _HOME_REGIONS.get(ctx.lang, ()):
+                    continue
+                bare_country = True
             if plus:
                 s = run.start
             elif i == 0 and text[run.start] == "(":
@@ -293,7 +299,7 @@ class PhoneNumberRecognizer(PiiRecognizer):
                 continue  # an IPv4 address
             if seps == {"/"} or seps == {"."} and j - i == 2:
                 continue  # a date or a fraction
-            candidate = ("+" if plus else "") + d
+            candidate = ("+" if plus or bare_country else "") + d
             if not plus and d.startswith("00"):
                 candidate = d
             region = checks.phone_region(candidate, ctx.lang)
@@ -304,6 +310,8 @@ class PhoneNumberRecognizer(PiiRecognizer):
             trunk = d[0] in "08" or (len(d) == 11 and d[0] in "17") or (region in ("US", "CA") and len(d) == 10)
             if plus or d.startswith("00"):
                 base = 0.9
+            elif bare_country:
+                base = 0.5 if j == i else 0.75
             elif j > i:  # written in groups
                 base = 0.75 if home else 0.55
             elif home and trunk:  # 0532..., 8916...: a national number with its trunk prefix
@@ -420,7 +428,8 @@ class PassportRecognizer(PiiRecognizer):
     so a context word (passport, паспорт, pasaport, серия) is required to pass the default threshold."""
 
     ENTITY = "PASSPORT"
-    _RU = re.compile(r"(?<![\d\w])(?:\d{2}[ \u00a0]?\d{2}[ \u00a0№#]{1,3}\d{6}|\d{2}[ \u00a0]\d{7}|\d{10}|\d{9})(?![\d\w])")
+    _RU = re.compile(r"(?<![\d\w])(?:\d{2}[ \u00a0]?\d{2}(?:[ \u00a0№#]{1,3}|[ \u00a0]+(?i:номер|ном\.|no\.?)[ \u00a0]*)\d{6}"
+                     r"|\d{2}[ \u00a0]\d{7}|\d{10}|\d{9})(?![\d\w])")
     _LATIN = re.compile(r"(?<![\w])[A-Z]{1,2}[ \u00a0]?\d{7,8}(?![\w])")
 
     def triggered(self, ctx):
