@@ -291,6 +291,8 @@ def _lower_case_names(ctx: TextContext) -> list[Hit]:
     text = ctx.text
     out = []
     for word in ctx.words & _LOWER_FIRST:
+        if word not in text:  # the words are lower-cased: most are names written with a capital
+            continue
         for m in re.finditer(rf"(?<![\w'’]){re.escape(word)}(?![\w])", text):
             s, e = m.span()
             if not _strong_before(ctx, s):

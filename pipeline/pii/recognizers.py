@@ -265,6 +265,7 @@ class CreditCardRecognizer(PiiRecognizer):
 
 
 _HOME_REGIONS = {"tr": ("TR",), "ru": ("RU", "KZ"), "en": ("US", "CA", "GB")}
+_HOME_CODES = {"tr": ("90",), "ru": ("7",), "en": ("1", "44")}  # their country calling codes
 
 
 class PhoneNumberRecognizer(PiiRecognizer):
@@ -286,8 +287,8 @@ class PhoneNumberRecognizer(PiiRecognizer):
             if not plus and len(d) > 11 and not d.startswith("00"):
                 # a national number has at most 11 digits with its trunk prefix; longer, it may be an international
                 # one without its "+" (905321234567, as WhatsApp exports write them) from this language's country
-                region = checks.phone_region("+" + d, ctx.lang)
-                if region not in _HOME_REGIONS.get(ctx.lang, ()):
+                if not d.startswith(_HOME_CODES.get(ctx.lang, ())) \
+                        or checks.phone_region("+" + d, ctx.lang) not in _HOME_REGIONS.get(ctx.lang, ()):
                     continue
                 bare_country = True
             if plus:
@@ -332,13 +333,14 @@ class IbanRecognizer(PiiRecognizer):
     # typed in lower or mixed case ("iban tr33 0006 ..."): text.py's iban_like takes capitals only, since its
     # spans also keep digits from being read as phones or cards
     _LOWER = re.compile(r"(?<![A-Za-z0-9])(?:[a-z][A-Za-z]|[A-Z][a-z])\d{2}(?:[ \u00a0-]?[A-Za-z0-9]){10,32}")
+    _LOWER_HINT = re.compile(r"\d\d(?<=[a-z]\d\d)")  # its necessary part, 3x cheaper to search for
 
     def find(self, ctx):
         out = []
         text = ctx.text
         spans = list(ctx.iban_like)  # two capitals, two digits, 10-32 more: text.py's _IBAN_LIKE
-        if ctx.has_run_of(10) or "iban" in ctx.words:  # spaced digit groups, or glued ones after the word
-            spans += [m.span() for m in self._LOWER.finditer(text)]
+        if (ctx.has_run_of(10) or "iban" in ctx.words) and self._LOWER_HINT.search(text):
+            spans += [m.span() for m in self._LOWER.finditer(text)]  # spaced groups, or glued after "iban"
         for s, e in spans:
             # positions of the alphanumerics, so a valid prefix maps back to the text
             pos = [k for k in range(s, e) if text[k].isalnum()]
@@ -457,9 +459,12 @@ class SsnRecognizer(PiiRecognizer):
     digits are also phone parts, order numbers, RU passports) it needs a context word (SSN, social security)."""
 
     ENTITY = "SSN"
-    NEEDS, MIN_DIGITS = "digits", 9
-    _RE = re.compile(r"(?<![\w-])(\d{3})([- \u00a0]?)(\d{2})\2(\d{4})(?![\w-])")
+    # starts with a digit (the regex engine skips to digits), the word-start look-behind right after it
+    _RE = re.compile(r"(\d(?<![\w-]\d)\d{2})([- \u00a0]?)(\d{2})\2(\d{4})(?![\w-])")
     _BASE = {"-": 0.5, "": 0.1}
+
+    def triggered(self, ctx):
+        return self._RE.search(ctx.text) is not None
 
     def find(self, ctx):
         out = []
