@@ -20,7 +20,7 @@ from typing import NamedTuple
 from presidio_analyzer import LocalRecognizer
 
 from .ner import entity_spans
-from .text import NON_WORD, ContextWords, Hit, TextContext, fold, load_data, to_results
+from .text import ContextWords, Hit, TextContext, fold, load_data, to_results
 
 _NAMES = load_data("names.json")
 _CTX = load_data("context.json")
@@ -281,8 +281,11 @@ _LOWER_WORD = re.compile(rf"[{_LAT_LO}]+")
 
 def may_hold_lower_case_name(text: str) -> bool:
     """For texts without a capital letter or digit (which the engine's prefilter would skip): a known first
-    name among its words."""
-    return not frozenset(NON_WORD.split(text.lower())).isdisjoint(_LOWER_FIRST)
+    name among the words of their first and last 200 characters, where people introduce themselves and sign.
+    str.split with the commonest punctuation blanked: a regex split of a whole 1 KB text costs 40 us, this 6."""
+    part = text if len(text) <= 400 else text[:200] + " " + text[-200:]
+    part = part.lower().replace(",", " ").replace(".", " ").replace("!", " ").replace("?", " ")
+    return not _LOWER_FIRST.isdisjoint(part.split())
 
 
 def _lower_case_names(ctx: TextContext) -> list[Hit]:

@@ -681,11 +681,15 @@ class SecretRecognizer(PiiRecognizer):
                     s, e = m.span(group)
                     out.append(self.hit(s, e, score, name))
                 continue
+            # the case-blind keyword alternation costs ~40 ns a character when searched for; instead the
+            # pattern is matched only where the folded text holds a keyword (same positions: fold keeps lengths)
             pos = 0
-            while True:
-                m = rx.search(text, pos)
+            for k in self._FOLDED.quick.finditer(ctx.norm):
+                if k.start() < pos:
+                    continue
+                m = rx.match(text, k.start())
                 if m is None:
-                    break
+                    continue
                 s, e = m.span(group)
                 while e > s and text[e - 1] in ".,;:!?)" and (e == len(text) or text[e].isspace()):
                     e -= 1
