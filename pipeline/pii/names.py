@@ -188,8 +188,9 @@ class LatinNameRecognizer(PersonRecognizer):
 
     def __init__(self, language: str | None = None):
         super().__init__(language)
-        self.words = TURKISH_WORDS if self.supported_language == "tr" else frozenset()
-        self.ambiguous = LATIN_AMBIGUOUS | self.words
+        # first names that are everyday words of this language ("Evde", "Özel" in Turkish)
+        self.common_words = TURKISH_WORDS if self.supported_language == "tr" else frozenset()
+        self.ambiguous = LATIN_AMBIGUOUS | self.common_words
 
     def triggered(self, ctx: TextContext) -> bool:
         return _LATIN_CAPITAL.search(ctx.text) is not None or not ctx.words.isdisjoint(_LOWER_FIRST)
@@ -207,7 +208,7 @@ class LatinNameRecognizer(PersonRecognizer):
                 i += 1
                 continue
             is_first = key in LATIN_FIRST
-            if key in self.words and i + 2 < n and toks[i + 1].key in LATIN_FIRST \
+            if key in self.common_words and i + 2 < n and toks[i + 1].key in LATIN_FIRST \
                     and toks[i + 1].key not in self.ambiguous and _adjacent(text, toks[i + 1], toks[i + 2]) \
                     and (toks[i + 2].key in LATIN_FIRST or toks[i + 2].key in LATIN_LAST) \
                     and _sentence_initial(text, t.start):
