@@ -106,6 +106,8 @@ def test_checksum_functions_against_faker_and_stdnum():
     ("whatsapp: 905321234567", "tr", "905321234567", "PHONE"),          # country code without its +
     ("серия 4508 номер 123456", "ru", "4508 номер 123456", "PASSPORT"),
     ("my ssn is 123-45-6789", "en", "123-45-6789", "SSN"),
+    ("client_secret_key = Xk9!pq2Lm", "en", "Xk9!pq2Lm", "SECRET"),       # keywords overlap: client_secret, secret_key
+    ("CLIENT_SECRET_KEY: Abc12345zz", "en", "Abc12345zz", "SECRET"),
     ("social security number 078 05 1120", "en", "078 05 1120", "SSN"),
 ])
 def test_valid_values_are_found(found, text, lang, value, entity):
