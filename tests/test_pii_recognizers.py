@@ -107,6 +107,10 @@ def test_checksum_functions_against_faker_and_stdnum():
     ("серия 4508 номер 123456", "ru", "4508 номер 123456", "PASSPORT"),
     ("my ssn is 123-45-6789", "en", "123-45-6789", "SSN"),
     ("client_secret_key = Xk9!pq2Lm", "en", "Xk9!pq2Lm", "SECRET"),       # keywords overlap: client_secret, secret_key
+    ("Aras Kargo hâlâ teslim etmedi. 49 R 96151 plakalı araç", "tr", "49 R 96151", "LICENSE_PLATE"),  # "kargo" is
+    ("Başvurunuz alınmıştır. 3598-7347-1816-6545 numaralı karttan", "tr", "3598-7347-1816-6545", "CREDIT_CARD"),
+    ("Whatsapp: +90 312 042 62 30 71 ST 6228 plakalı", "tr", "71 ST 6228", "LICENSE_PLATE"),  # in the last sentence
+    ("Text 7833427772 when the courier arrives.", "en", "7833427772", "PHONE"),
     ("CLIENT_SECRET_KEY: Abc12345zz", "en", "Abc12345zz", "SECRET"),
     ("social security number 078 05 1120", "en", "078 05 1120", "SSN"),
 ])

@@ -15,6 +15,7 @@ Turkish text, de/fr/it/es names in English text, uk_UA names in Russian text: "o
 from __future__ import annotations
 
 import argparse
+import datetime
 import json
 import random
 import string
@@ -31,6 +32,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from pipeline.pii import checks  # noqa: E402  (only to reject accidental valid "bad" values)
 from pipeline.records import record_id  # noqa: E402
+
+_DOB_FROM, _DOB_TO = datetime.date(1940, 1, 1), datetime.date(2008, 1, 1)
 
 LANGS = ("tr", "ru", "en")
 
@@ -334,7 +337,9 @@ class Generator:
         return (f"{prov} {lt} {num}" if self.rng.random() < 0.8 else f"{prov}{lt}{num}"), {}
 
     def v_date_of_birth(self, lang):
-        d = self.fk["en_US"].date_of_birth(minimum_age=18, maximum_age=85)
+        # Faker's date_of_birth counts back from today: the set would change at midnight. The same draw between
+        # fixed dates (18 to 85 years before 2026-01-01) keeps it the same on every day.
+        d = self.fk["en_US"].date_time_ad(start_datetime=_DOB_FROM, end_datetime=_DOB_TO).date()
         style = self.rng.random()
         tr_m = ["Ocak", "Şubat", "Mart", "Nisan", "Mayıs", "Haziran", "Temmuz", "Ağustos", "Eylül", "Ekim", "Kasım", "Aralık"]
         ru_m = ["января", "февраля", "марта", "апреля", "мая", "июня", "июля", "августа", "сентября", "октября",

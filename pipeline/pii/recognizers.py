@@ -420,8 +420,9 @@ class IpRecognizer(PiiRecognizer):
 # ---------------------------------------------------------------- format + context
 
 _DIGIT_DOT_DIGIT = re.compile(r"\d\.\d")
-# two digits (a closing parenthesis, one separator) and a character: a capital there is a necessary condition
-_TWO_DIGITS_LETTER = re.compile(r"\d\d\)?[ \u00a0-]?(\S)")
+# two digits (a closing parenthesis, one separator) and a character: a capital there is a necessary condition.
+# The character is looked at, not consumed: "30 71 ST" must also try "71"
+_TWO_DIGITS_LETTER = re.compile(r"\d\d\)?(?=[ \u00a0-]?(\S))")
 
 
 class PassportRecognizer(PiiRecognizer):
@@ -493,13 +494,12 @@ class LicensePlateRecognizer(PiiRecognizer):
         text = ctx.text
         if not any(m.group(1).isupper() for m in _TWO_DIGITS_LETTER.finditer(text)):
             return False  # no two digits followed by a capital at all: the runs need not be built
+        # any two-digit group of a run, also the last of a longer one ("... 62 30 71 ST 6228")
         for r in ctx.runs:
-            if r.ndigits == 2 and len(r.groups) == 1 and r.end < len(text):
-                nxt = text[r.end:r.end + 2].lstrip(" \u00a0-")
-                if nxt[:1].isupper():
+            for a, b in r.groups:
+                if b - a == 2 and text[b:b + 2].lstrip(" \u00a0-")[:1].isupper():
                     return True
-        return any(r.ndigits > 2 and r.groups[0][1] - r.groups[0][0] == 2 and r.groups[0][1] < len(text)
-                   and text[r.groups[0][1]].isupper() for r in ctx.runs)
+        return False
 
     def find(self, ctx):
         out = []

@@ -143,9 +143,11 @@ def _emit(text: str, groups: list, out: list) -> None:
     if b < len(text) and text[b] == ")" and "(" in text[a:b]:
         b += 1
     out.append(NumRun(a, b, plus, tuple(groups), sum(y - x for x, y in groups)))
-# a sentence ends at "?" or "!", or at "." after a lower-case letter, digit or ")" when a capital follows
-# ("No. 123" and "T.C. Kimlik" do not end one)
-_SENT_BOUNDARY = re.compile(r"[!?]\s+|(?<=[a-zçğıöşüа-яё\d)])\.\s+(?=[A-ZÇĞİÖŞÜА-ЯЁ])")
+# a sentence ends at "?" or "!", or at "." after a lower-case letter, digit or ")" when a capital follows,
+# or after a lower-case word of four letters or more when a digit follows ("teslim etmedi. 49 R 96151");
+# "No. 123", "Tel. 0532" and "T.C. Kimlik" do not end one
+_SENT_BOUNDARY = re.compile(r"[!?]\s+|(?<=[a-zçğıöşüа-яё\d)])\.\s+(?=[A-ZÇĞİÖŞÜА-ЯЁ])"
+                            r"|(?<=[a-zçğıöşüа-яё]{4})\.\s+(?=\d)")
 NON_WORD = re.compile(r"\W+")  # what splits a text into words (TextContext.words)
 _IBAN_HINT = re.compile(r"[A-Z]{2}\d{2}")
 _IBAN_LIKE = re.compile(r"(?<![A-Za-z0-9])[A-Z]{2}\d{2}(?:[ \u00a0-]?[A-Z0-9]){10,32}")
@@ -187,7 +189,10 @@ class TextContext:
         before the start of its sentence ("...magazine? Спишите с 4021..." keeps "товар" out)."""
         lo = max(0, s - before)
         last = lo
-        for m in _SENT_BOUNDARY.finditer(self.text, lo, s):
+        # a candidate that starts with a digit may start a sentence ("etmedi. 49 R 96151"): the boundary's
+        # look-ahead sees it; one that starts with a capital does not ("Passport No. E06863303")
+        end = s + 1 if self.text[s:s + 1].isdigit() else s
+        for m in _SENT_BOUNDARY.finditer(self.text, lo, end):
             last = m.end()
         return last
 
