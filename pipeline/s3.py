@@ -106,7 +106,6 @@ class UploadResult:
     removed: list[str] = field(default_factory=list)  # shards of an earlier run the new manifest drops
 
 
-
 def _shard_name():
     """The shard paths this project writes, as schemas/manifest.schema.json defines them: only these are
     ever deleted."""

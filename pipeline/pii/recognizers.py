@@ -287,8 +287,7 @@ class PhoneNumberRecognizer(PiiRecognizer):
             if not plus and len(d) > 11 and not d.startswith("00"):
                 # a national number has at most 11 digits with its trunk prefix; longer, it may be an international
                 # one without its "+" (905321234567, as WhatsApp exports write them) from this language's country
-                if not d.startswith(_HOME_CODES.get(ctx.lang, ())) \
-                        or checks.phone_region("+" + d, ctx.lang) not in _HOME_REGIONS.get(ctx.lang, ()):
+                if not d.startswith(_HOME_CODES.get(ctx.lang, ())):
                     continue
                 bare_country = True
             if plus:
@@ -307,6 +306,8 @@ class PhoneNumberRecognizer(PiiRecognizer):
             if region is None:
                 continue
             home = region in _HOME_REGIONS.get(ctx.lang, ())
+            if bare_country and not home:
+                continue  # a country code without its "+" is read only as this language's country
             # the full national form: with its trunk prefix (0 5xx..., 8 9xx...), or NANP's ten digits
             trunk = d[0] in "08" or (len(d) == 11 and d[0] in "17") or (region in ("US", "CA") and len(d) == 10)
             if plus or d.startswith("00"):
@@ -431,7 +432,8 @@ class PassportRecognizer(PiiRecognizer):
     so a context word (passport, паспорт, pasaport, серия) is required to pass the default threshold."""
 
     ENTITY = "PASSPORT"
-    _RU = re.compile(r"(?<![\d\w])(?:\d{2}[ \u00a0]?\d{2}(?:[ \u00a0№#]{1,3}|[ \u00a0]+(?i:номер|ном\.|no\.?)[ \u00a0]*)\d{6}"
+    _RU = re.compile(r"(?<![\d\w])(?:\d{2}[ \u00a0]?\d{2}"
+                     r"(?:[ \u00a0№#]{1,3}|[ \u00a0]+(?i:номер|ном\.|no\.?)[ \u00a0]*)\d{6}"
                      r"|\d{2}[ \u00a0]\d{7}|\d{10}|\d{9})(?![\d\w])")
     _LATIN = re.compile(r"(?<![\w])[A-Z]{1,2}[ \u00a0]?\d{7,8}(?![\w])")
 
