@@ -223,6 +223,34 @@ def test_turkish_words_in_the_name_list(found, text, lang, names):
     assert only(found(text, lang), "PERSON") == names
 
 
+@pytest.mark.parametrize("text,lang,names", [
+    # names outside the gazetteer, known by the phrase before or after them
+    ("Kargo Rövşən Hacıyev adına teslim edildi.", "tr", ["Rövşən Hacıyev"]),
+    ("Fatura Elçin Məmmədli adına kesilsin.", "tr", ["Elçin Məmmədli"]),     # not "Fatura Elçin Məmmədli"
+    ("Dün Tural Əliyev ile görüştüm, sorun çözüldü.", "tr", ["Tural Əliyev"]),
+    ("Kargo Şirketi adına imza attım.", "tr", []),                            # an organisation word
+    ("Hesap Ziraat Bankası adına açılmış.", "tr", []),
+    ("I spoke with Ingeborg Schäfer yesterday.", "en", ["Ingeborg Schäfer"]),
+    ("The parcel was signed for by Jörg Weiß.", "en", ["Jörg Weiß"]),
+    ("I spoke with Customer Service twice.", "en", []),
+    ("Please forward this to Billing Department.", "en", []),
+    # Russian first names that are also nouns, used as the noun
+    ("Надежда на скорую доставку есть.", "ru", []),
+    ("Вера в людей вернулась.", "ru", []),
+    ("Роман Пушкина пришёл без обложки.", "ru", []),                          # a novel by Pushkin
+    ("Роман Петров пришёл за заказом.", "ru", ["Роман Петров"]),
+    ("Надежда Петрова оформила заказ.", "ru", ["Надежда Петрова"]),
+])
+def test_names_by_the_phrase_around_them(found, text, lang, names):
+    assert only(found(text, lang), "PERSON") == names
+
+
+def test_birth_words_count_in_the_dates_own_clause(found):
+    assert only(found("Born on 08/15/1948. Delivery on 16/09/2025.", "en"), "DATE_OF_BIRTH") == ["08/15/1948"]
+    assert only(found("Delivery on 16/09/2025, born on 08/15/1948.", "en"), "DATE_OF_BIRTH") == ["08/15/1948"]
+    assert only(found("Müşteri 15.03.1980 doğumlu.", "tr"), "DATE_OF_BIRTH") == ["15.03.1980"]
+
+
 def test_names_are_found_across_scripts(found):
     # a Russian name in a Turkish chat, a Turkish name in a Russian one
     assert ("Иванов Пётр", "PERSON") in found("Müşteri Иванов Пётр aradı", "tr")

@@ -5,9 +5,10 @@
 * Turkish and English: no NER model can be installed offline, so a gazetteer (Faker tr_TR/en_US first and
   last names, pipeline/data/pii/names.json) with context rules: a known first name followed by capitalized
   words, a title before (Sayın, Mr., Dr., г-н) or after (Bey, Hanım), an introduction (my name is, adım,
-  меня зовут), a known first name in lower case right after an introduction ("ben murat"). Names outside the
-  list, written in lower case without an introduction, or alone without context are missed: the
-  KVKK summary states this residual risk.
+  меня зовут, I spoke with) or a phrase after (adına, ile görüştüm) that also makes words outside the list a
+  name, a known first name in lower case right after an introduction ("ben murat"). Names outside the
+  list without such a phrase, written in lower case without an introduction, or alone without context are
+  missed: the KVKK summary states this residual risk.
 """
 from __future__ import annotations
 
@@ -51,9 +52,13 @@ _PHRASES_ALL = frozenset(_norm_phrase(w) for w in _CTX["name_intros"] + _CTX["na
                          + _CTX["name_titles_before"])
 _PHRASES_STRONG = frozenset(_norm_phrase(w) for w in _CTX["name_intros_strong"] + _CTX["name_titles_before"])
 _LAST_WORDS = frozenset(p.split()[-1] for p in _PHRASES_ALL)
+# "Anar Baharlı adına", "Xəlil Vilayətoğlu ile görüştüm": matched in folded text right after a name's last word
+_CUES_AFTER = re.compile("[ \u00a0]+(?:" + "|".join(
+    re.escape(_norm_phrase(w.rstrip("*"))) + (r"\w*" if w.endswith("*") else "")
+    for w in sorted(_CTX["name_cues_after"], key=len, reverse=True)) + r")(?!\w)")
 
-_LAT_UP = "A-ZÇĞİÖŞÜÂÊÎÔÛÉÈÁÍÓÚÑƏ"
-_LAT_LO = "a-zçğıöşüâêîôûéèáíóúñäëə"
+_LAT_UP = "A-ZÇĞİÖŞÜÂÊÎÔÛÉÈÁÍÓÚÑƏÄËÏÀÌÒÙÃÕÅØÆŒ"
+_LAT_LO = "a-zçğıöşüâêîôûéèáíóúñäëəïàìòùãõåøæœß"
 # A capitalized word not inside another word ("McDonald" is one token, "aBc" none) and its apostrophe
 # suffix ("Ahmet'in", "O'Brien'in"). The pattern starts with a plain character class so that the regex
 # engine skips to capitals; the word-start look-behind runs after that first character, only there.
@@ -160,6 +165,21 @@ def _title_after(text: str, toks: list, j: int) -> bool:
     return j + 1 < len(toks) and toks[j + 1].key in TITLES_AFTER and _adjacent(text, toks[j], toks[j + 1])
 
 
+def _cue_after(ctx: TextContext, tok: _Tok) -> bool:
+    """tok is followed by a phrase that names a person before it ("adına", "ile görüştüm")."""
+    return tok.full_end == tok.end and _CUES_AFTER.match(ctx.norm, tok.end) is not None
+
+
+def _run_end(text: str, toks: list, i: int) -> int:
+    """The last of up to four adjacent capitalized words from toks[i] on, stopping before a name_stop word
+    or an acronym."""
+    j = i
+    while j + 1 < len(toks) and j - i < 3 and _adjacent(text, toks[j], toks[j + 1]) and toks[j + 1].key not in STOP \
+            and not _acronym(toks[j + 1]):
+        j += 1
+    return j
+
+
 class PersonRecognizer(LocalRecognizer):
     """Base of the PERSON recognizers: subclasses implement find(ctx) -> list[Hit] (the fast path calls it
     with a shared TextContext); Presidio's analyze builds a context of its own."""
@@ -215,20 +235,20 @@ class LatinNameRecognizer(PersonRecognizer):
                 i += 1  # "Eşim Elif Yıldız ...": a word at the start of the sentence, then a full name
                 continue
             titled = _titled(text, toks, i)
-            strong = False
-            if not is_first and not titled:
-                strong = _strong_before(ctx, t.start)
-                if not strong and not (_title_after(text, toks, i) and not _sentence_initial(text, t.start)):
+            if not is_first and not titled and not _strong_before(ctx, t.start) \
+                    and not (_title_after(text, toks, i) and not _sentence_initial(text, t.start)):
+                j = _run_end(text, toks, i)
+                if not _cue_after(ctx, toks[j]):
                     i += 1
+                    continue
+                if j - i == 2 and _sentence_initial(text, t.start):
+                    i += 1  # "Fatura Anar Baharlı adına": a name takes two words before the cue, not the third
                     continue
             if i + 1 < n and toks[i + 1].key in STOP and toks[i + 1].key not in TITLES_AFTER \
                     and toks[i + 1].key not in NEVER and _adjacent(text, t, toks[i + 1]):
                 i += 2  # "Ramazan Bayramı", "Deniz Bank": a name word inside another proper noun
                 continue
-            j = i
-            while j + 1 < n and j - i < 3 and _adjacent(text, toks[j], toks[j + 1]) and toks[j + 1].key not in STOP \
-                    and not _acronym(toks[j + 1]):
-                j += 1
+            j = _run_end(text, toks, i)
             if _after_place_word(text, toks, i):
                 i = j + 1
                 continue
@@ -241,7 +261,7 @@ class LatinNameRecognizer(PersonRecognizer):
                     and (toks[i - 1].key in LATIN_LAST or not _sentence_initial(text, toks[i - 1].start)):
                 s = toks[i - 1].start
             e = toks[j].end
-            context = titled or _context_before(ctx, s) or _title_after(text, toks, j)
+            context = titled or _context_before(ctx, s) or _title_after(text, toks, j) or _cue_after(ctx, toks[j])
             if j > i or s < t.start:
                 others = [tk.key for tk in toks[i + 1:j + 1]]
                 known = any(k in LATIN_FIRST or k in LATIN_LAST for k in others) or s < t.start
@@ -315,6 +335,28 @@ RU_FIRST = frozenset(n.lower() for n in _NAMES["ru_first"])
 RU_MIDDLE = frozenset(n.lower() for n in _NAMES["ru_middle"])
 RU_LAST = frozenset(n.lower() for n in _NAMES["ru_last"])
 RU_AMBIGUOUS = frozenset("роман вера надежда любовь лев слава роза лилия мир ян май август марс зоя влас".split())
+_RU_AMBIGUOUS_MALE = frozenset("роман лев ян мир май август марс влас".split())
+# the words these names also are, in their set phrases: "Надежда на быструю доставку", "Вера в людей"
+_RU_IDIOMS = {"надежда": ("на",), "вера": ("в", "во"), "любовь": ("к", "ко"), "слава": ("богу",),
+              "роман": ("о", "об")}
+
+
+def _common_noun_use(text: str, start: int, stop: int) -> bool:
+    """An ambiguous first name used as the noun it also is: alone before its set preposition ("Надежда на"),
+    or in the nominative before a surname in the genitive ("Роман Толстого": a novel by Tolstoy; a person
+    would be "Роман Толстой")."""
+    words = text[start:stop].split()
+    first = words[0].lower().replace("ё", "е")
+    if first not in RU_AMBIGUOUS:
+        return False
+    if len(words) == 1:
+        nxt = text[stop:stop + 8].split()[:1]
+        return bool(nxt) and nxt[0].lower() in _RU_IDIOMS.get(first, ())
+    if len(words) == 2:
+        second = words[1].lower()
+        return second.endswith(("ого", "его")) or (
+            first in _RU_AMBIGUOUS_MALE and second.endswith(("ова", "ева", "ёва", "ина", "ына")))
+    return False
 _RU_ENDINGS = ("ого", "ому", "ыми", "ами", "ым", "им", "ой", "ою", "ую", "ом", "ем", "ей", "ею", "ью", "ам",
                "ах", "а", "у", "е", "ы", "и", "ю", "я")
 _RU_NOMINATIVE = ("", "а", "я", "й", "ь", "ий", "ая", "ой", "ый", "ия", "ея")
@@ -419,9 +461,6 @@ class RussianNameGazetteer(PersonRecognizer):
                 score = 0.85
             elif len(chain_kinds) >= 2:
                 score = 0.7 if _strong_before(ctx, s) else 0.6
-            elif len(chain_kinds) >= 2 and chain_kinds[0] == "first" and t.key.replace("ё", "е") in RU_AMBIGUOUS \
-                    and _sentence_initial(text, s) and not ctx_near:
-                score = 0.45  # "Роман Толстого ...": a book as much as a person
             elif ctx_near and kind != "surname_like":
                 score = 0.8
             elif ctx_near:
@@ -434,6 +473,8 @@ class RussianNameGazetteer(PersonRecognizer):
                 score = 0.6  # one unknown word right after "меня зовут" / "Получатель:"
             else:
                 score = 0.35
+            if score > 0.45 and _common_noun_use(text, s, e):
+                score = 0.45  # a residual candidate only
             out.append(Hit(s, e, "PERSON", score, "gazetteer"))
             i = j + 1
         return out
@@ -557,6 +598,8 @@ class NatashaPersonRecognizer(PersonRecognizer):
                     if ru_name_kind(word) is None or (word.lower().replace("ё", "е") in RU_AMBIGUOUS
                                                       and _sentence_initial(text, start)):
                         score = 0.45  # a lone unknown or ambiguous word: a residual candidate only
+                if score > 0.45 and _common_noun_use(text, start, stop):
+                    score = 0.45
                 hits.append(Hit(start, stop, "PERSON", score, "natasha"))
             out.append(tuple(hits))
         return out

@@ -545,9 +545,13 @@ class DateOfBirthRecognizer(PiiRecognizer):
 
     def find(self, ctx):
         out = []
-        for m in self._RE.finditer(ctx.text):
-            s, e = m.span()
-            if self.pos.near(ctx.norm, s, e, 40, 24):
+        spans = [m.span() for m in self._RE.finditer(ctx.text)]
+        for k, (s, e) in enumerate(spans):
+            # the birth word in the date's own sentence ("born on 08/15/1948. Delivery on 16/09/2025."), and
+            # after it only in its own clause ("15.03.1980 doğumlu"; not "Delivery on 16/09/2025, born on ...")
+            tail = ctx.text[e:min(e + 24, spans[k + 1][0]) if k + 1 < len(spans) else e + 24]
+            after = min((i for i in (tail.find(","), tail.find(";")) if i >= 0), default=len(tail))
+            if self.pos.near(ctx.norm, s, e, s - ctx.scope_start(s, 40), after):
                 out.append(self.hit(s, e, 0.9))
         return out
 
