@@ -228,6 +228,7 @@ def test_turkish_words_in_the_name_list(found, text, lang, names):
     ("Kargo Rövşən Hacıyev adına teslim edildi.", "tr", ["Rövşən Hacıyev"]),
     ("Fatura Elçin Məmmədli adına kesilsin.", "tr", ["Elçin Məmmədli"]),     # not "Fatura Elçin Məmmədli"
     ("Dün Tural Əliyev ile görüştüm, sorun çözüldü.", "tr", ["Tural Əliyev"]),
+    ("Elçin Məmmədli Bey sizi aradı.", "tr", ["Elçin Məmmədli"]),            # a title after two words
     ("Kargo Şirketi adına imza attım.", "tr", []),                            # an organisation word
     ("Hesap Ziraat Bankası adına açılmış.", "tr", []),
     ("I spoke with Ingeborg Schäfer yesterday.", "en", ["Ingeborg Schäfer"]),

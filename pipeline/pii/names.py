@@ -235,13 +235,14 @@ class LatinNameRecognizer(PersonRecognizer):
                 i += 1  # "Eşim Elif Yıldız ...": a word at the start of the sentence, then a full name
                 continue
             titled = _titled(text, toks, i)
-            if not is_first and not titled and not _strong_before(ctx, t.start) \
-                    and not (_title_after(text, toks, i) and not _sentence_initial(text, t.start)):
+            if not is_first and not titled and not _strong_before(ctx, t.start):
+                # words outside the list: a name when a title (Bey, Hanım) or a cue (adına) follows them
                 j = _run_end(text, toks, i)
-                if not _cue_after(ctx, toks[j]):
+                initial = _sentence_initial(text, t.start)
+                if not (_title_after(text, toks, j) and (j > i or not initial)) and not _cue_after(ctx, toks[j]):
                     i += 1
                     continue
-                if j - i == 2 and _sentence_initial(text, t.start):
+                if j - i == 2 and initial:
                     i += 1  # "Fatura Anar Baharlı adına": a name takes two words before the cue, not the third
                     continue
             if i + 1 < n and toks[i + 1].key in STOP and toks[i + 1].key not in TITLES_AFTER \
