@@ -9,6 +9,10 @@ import argparse
 import json
 import os
 import sys
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # the config module imports pydantic: loaded only when a command needs it
+    from .config import PrepareConfig
 
 EXIT_ERROR, EXIT_POLICY = 2, 3
 
@@ -37,7 +41,7 @@ def add_run_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="print the report as JSON on stdout")
 
 
-def config_from_args(args) -> "PrepareConfig":
+def config_from_args(args) -> PrepareConfig:
     from .config import load_config
 
     cfg = load_config(args.config, inputs=args.inputs, out=args.out, s3=args.s3,

@@ -7,7 +7,6 @@ import os
 import tempfile
 from pathlib import Path
 
-import pyarrow as pa
 import pyarrow.parquet as pq
 
 from .config import WriteConfig

@@ -2,7 +2,6 @@
 local S3 server: tasks mapped over shards, artifacts published, the same output as `prepare run`."""
 import json
 
-import pytest
 
 from conftest import SAMPLE_DATA
 

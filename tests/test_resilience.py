@@ -73,7 +73,6 @@ def test_dask_cluster_gives_the_same_shards(prefect_api, tmp_path):
 def test_deployment_rejects_bad_parameters_through_the_server(prefect_api):
     import asyncio
 
-    from prefect.client.orchestration import get_client
     from prefect.deployments import run_deployment
 
     from flows.prepare import prepare

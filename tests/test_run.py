@@ -1,6 +1,5 @@
 """End to end with every stage on: the sample data to Parquet shards, manifest, report and S3."""
 import json
-from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
