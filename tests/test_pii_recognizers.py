@@ -368,25 +368,41 @@ def test_capitalized_word_tokens():
     assert [t.word for t in _tokens(ctx, _CYR_TOKEN, "cyr")] == ["Иван", "Петров-Водкин", "ООО", "Ромашка"]
 
 
-def test_natasha_tagger_cache_round_trip(tmp_path, monkeypatch):
-    """The tagger pickled into the cache tags exactly like one built from the wheel; a damaged cache file is
-    rebuilt and replaced, not trusted."""
+def test_natasha_forward_cache_round_trip(tmp_path, monkeypatch):
+    """The lean forward pass's state pickled into the cache tags exactly like one built from the wheel; a
+    damaged cache file is rebuilt and replaced, not trusted."""
     from pipeline.pii import ner
 
     monkeypatch.setenv("PREPARE_CACHE", str(tmp_path))
-    path = ner._tagger_cache_file()
+    path = ner._forward_cache_file()
     assert path is not None and str(path).startswith(str(tmp_path))
-    built = ner._cached_tagger()  # nothing cached yet: built and written
-    assert path.is_file()
-    loaded = ner._cached_tagger()  # from the file
+    built = ner._cached_forward()  # nothing cached yet: built and written
+    assert built and path.is_file()
+    loaded = ner._cached_forward()  # from the file
+    assert loaded is not built
     windows = ["Курьер Юстим Кибкало приедет завтра.", "Меня зовут Иванов Пётр Сергеевич", "Почта России"]
-    spans = [[(s.start, s.stop, s.type) for s in m.spans] for m in built.map(windows)]
-    assert spans == [[(s.start, s.stop, s.type) for s in m.spans] for m in loaded.map(windows)]
+    spans = built.spans(windows)
+    assert loaded.spans(windows) == spans
     assert any(t == "PER" for per in spans for _, _, t in per)
     path.write_bytes(b"not a pickle")
-    rebuilt = ner._cached_tagger()
-    assert [[(s.start, s.stop, s.type) for s in m.spans] for m in rebuilt.map(windows)] == spans
+    rebuilt = ner._cached_forward()
+    assert rebuilt.spans(windows) == spans
     assert path.stat().st_size > 1_000_000  # replaced by a good copy
+
+
+def test_sorted_vocab_gives_slovnets_word_ids():
+    """The tagger's word vocabulary as sorted byte strings: every word of natasha's 250k gets the id slovnet's
+    Vocab gives it; unknown, over-long and NUL-ended words get its unk id."""
+    from natasha import NewsEmbedding, NewsNERTagger
+
+    from pipeline.pii import ner
+
+    vocab = NewsNERTagger(NewsEmbedding()).infer.encoder.words_vocab
+    fast = ner.SortedVocab(vocab)
+    assert [fast.encode(w) for w in vocab.items] == list(range(len(vocab.items)))
+    for word in ["", "абракадабраxyz", "я" * 200, vocab.items[1000] + "\x00", "москва", "ß", "zzzz"]:
+        assert fast.encode(word) == vocab.encode(word), word
+    assert (fast.unk_id, fast.pad_id) == (vocab.unk_id, vocab.pad_id)
 
 
 def test_lean_natasha_forward_pass_gives_slovnets_spans():

@@ -1,10 +1,12 @@
-"""natasha's Russian NER: loading the tagger once per process, and tagging windows of text with it.
+"""natasha's Russian NER: loading the model once per process, and tagging windows of text with it.
 
 `entity_spans(texts)` runs the slovnet news model's own weights through a leaner forward pass than
 slovnet's `NER.map`: the convolutions are one matrix product per layer on the (batch, tokens, channels)
 layout instead of an im2col copy, word and shape ids are looked up through a per-process dict, and no
 markup objects are built. The spans are the same as `tagger.map` gives (tests/test_pii_recognizers.py
 compares them); if slovnet's internals ever differ from what this expects, it falls back to `tagger.map`.
+The forward pass's state is pickled into the cache the first time: a worker process loads it in about
+0.05 s without importing natasha, where building natasha's tagger takes 0.9 s.
 """
 from __future__ import annotations
 
@@ -14,10 +16,10 @@ import threading
 
 _NATASHA = None
 _FAST = None
-_LOCK = threading.Lock()
+_LOCK = threading.RLock()  # _forward builds the tagger under it when the cache is empty
 _BLAS = None
 _BATCH = 64  # windows per forward pass: large enough for efficient matrix products, little padding
-_TAGGER_FORMAT = 1  # bump when _build_tagger changes what it builds
+_TAGGER_FORMAT = 2  # bump when _build_tagger changes what it builds
 
 
 def one_blas_thread():
@@ -36,33 +38,55 @@ def one_blas_thread():
     return _BLAS.limit(limits=1, user_api="blas")
 
 
+class SortedVocab:
+    """natasha's 250k-word vocabulary as one sorted array of UTF-8 byte strings and the word ids in that order.
+    slovnet's Vocab holds a list and a dict of 250k Python strings, which take 0.15-0.2 s to unpickle in every
+    worker process; these two numpy arrays load in milliseconds. A word's id is found by binary search, once
+    per distinct word (_Forward caches ids). Same ids as Vocab.encode, unknown words get unk_id."""
+
+    def __init__(self, vocab):
+        import numpy as np
+
+        words = np.array([w.encode("utf-8") for w in vocab.items], dtype=bytes)
+        order = np.argsort(words, kind="stable")
+        self.words = words[order]
+        self.ids = order.astype(np.int32)
+        self.unk_id = vocab.unk_id
+        self.pad_id = vocab.pad_id
+
+    def encode(self, item: str) -> int:
+        import numpy as np
+
+        key = item.encode("utf-8")
+        # numpy's fixed-width bytes drop trailing NULs and cannot hold a longer word: neither is in the list
+        if len(key) > self.words.itemsize or key.endswith(b"\x00"):
+            return self.unk_id
+        k = int(np.searchsorted(self.words, key))
+        return int(self.ids[k]) if k < len(self.words) and self.words[k] == key else self.unk_id
+
+
 def natasha_tagger():
-    """natasha's NewsNERTagger, loaded once per process. Building it from the wheel's files takes about
-    0.9 s (navec's product-quantization tables and two 250k-word vocabularies are rebuilt in Python); the
-    built tagger is pickled into the cache (keyed by the package versions) and loads from there in about
-    0.2 s, which matters once per worker process and run."""
+    """natasha's NewsNERTagger built from the wheel's files (about 0.9 s: navec's product-quantization
+    tables and two 250k-word vocabularies are rebuilt in Python), once per process. Only slovnet's own
+    NER.map (the fallback, and the reference in tests) needs it: the lean forward pass loads its own state
+    from the cache (`_forward`)."""
     global _NATASHA
     if _NATASHA is None:
         with _LOCK:
             if _NATASHA is None:
-                _NATASHA = _cached_tagger()
-                gc.freeze()  # long-lived, like the engine (engine.get_detector): kept out of GC passes
+                from natasha import NewsEmbedding, NewsNERTagger
+
+                tagger = NewsNERTagger(NewsEmbedding())
+                # batches of 64 short windows: fewer, larger matrix products (the default is 8)
+                tagger.batch_size = _BATCH
+                encoder = getattr(getattr(tagger, "infer", None), "encoder", None)
+                if encoder is not None and hasattr(encoder, "batch_size"):
+                    encoder.batch_size = _BATCH
+                _NATASHA = tagger
     return _NATASHA
 
 
-def _build_tagger():
-    from natasha import NewsEmbedding, NewsNERTagger
-
-    tagger = NewsNERTagger(NewsEmbedding())
-    # batches of 64 short windows: fewer, larger matrix products (the default is 8)
-    tagger.batch_size = _BATCH
-    encoder = getattr(getattr(tagger, "infer", None), "encoder", None)
-    if encoder is not None and hasattr(encoder, "batch_size"):
-        encoder.batch_size = _BATCH
-    return tagger
-
-
-def _tagger_cache_file():
+def _forward_cache_file():
     import sys
     from importlib.metadata import PackageNotFoundError, version
 
@@ -76,35 +100,42 @@ def _tagger_cache_file():
     return default_cache_root() / "natasha" / f"{tag}.pkl"
 
 
-def _cached_tagger():
-    """The tagger from the cache file when it loads, else built and written there (atomically: workers of
-    one run may race to write it). The file is this cache's own output, like any other cache entry."""
+def _cached_forward():
+    """The lean forward pass's state (weights, vocabularies: no natasha import, ~0.05 s) from the cache file
+    when it loads, else built from the tagger and written there (atomically: workers of one run may race to
+    write it); False when slovnet's layout is not the one _Forward expects. The file is this cache's own
+    output, like any other cache entry."""
     import os
     import pickle
     import tempfile
 
-    path = _tagger_cache_file()
+    path = _forward_cache_file()
     if path is not None and path.is_file():
         try:
             with path.open("rb") as fh:
-                return pickle.load(fh)
+                fast = pickle.load(fh)
+            if isinstance(fast, _Forward):
+                return fast
         except Exception:  # a truncated or foreign file: rebuild and replace it
             pass
-    tagger = _build_tagger()
+    try:
+        fast = _Forward(natasha_tagger())
+    except (AttributeError, IndexError, TypeError, ValueError):  # not the slovnet layout expected
+        return False
     if path is not None:
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
             try:
                 with os.fdopen(fd, "wb") as fh:
-                    pickle.dump(tagger, fh, protocol=pickle.HIGHEST_PROTOCOL)
+                    pickle.dump(fast, fh, protocol=pickle.HIGHEST_PROTOCOL)
                 os.replace(tmp, path)
             finally:
                 if os.path.exists(tmp):
                     os.unlink(tmp)
         except OSError:  # a read-only cache: build each time
             pass
-    return tagger
+    return fast
 
 
 class _Forward:
@@ -114,13 +145,14 @@ class _Forward:
         import numpy as np
 
         infer = tagger.infer
-        self.model = infer.model
-        self.words = infer.encoder.words_vocab
+        self.emb = infer.model.emb  # word (navec, product-quantized) and shape embeddings
+        self.head = infer.model.head  # projection to tag scores, CRF
+        self.words = SortedVocab(infer.encoder.words_vocab)
         self.shapes = infer.encoder.shapes_vocab
         self.tags = infer.decoder.tags_vocab.items
         self.ids: dict[str, tuple[int, int]] = {}
         self.layers = []
-        for layer in self.model.encoder.layers:
+        for layer in infer.model.encoder.layers:
             weight = layer.conv.weight.array  # filters x channels x kernel
             kernel = weight.shape[2]
             # channels x (kernel * filters): one product gives every kernel tap's contribution
@@ -142,7 +174,7 @@ class _Forward:
     def _emissions(self, word_id, shape_id, pad_mask):
         import numpy as np
 
-        x = self.model.emb(word_id, shape_id)  # batch x tokens x channels
+        x = self.emb(word_id, shape_id)  # batch x tokens x channels
         for taps, bias, pad, kernel, filters, mean, std, gamma, beta in self.layers:
             xp = np.pad(x, ((0, 0), (pad, pad), (0, 0)))
             batch, length, channels = xp.shape
@@ -156,7 +188,7 @@ class _Forward:
             out = (out - mean) / std * gamma + beta
             out[pad_mask] = 0
             x = out
-        return self.model.head(x)
+        return self.head(x)
 
     def spans(self, texts: list[str]) -> list[list[tuple[int, int, str]]]:
         import numpy as np
@@ -175,7 +207,7 @@ class _Forward:
                 for j, tok in enumerate(tt):
                     word_id[b, j], shape_id[b, j] = self._ids(tok.text)
             pad_mask = word_id == self.words.pad_id
-            paths = self.model.head.crf.decode(self._emissions(word_id, shape_id, pad_mask), ~pad_mask)
+            paths = self.head.crf.decode(self._emissions(word_id, shape_id, pad_mask), ~pad_mask)
             for b, path in enumerate(paths):
                 out[idx[b]] = [(s.start, s.stop, s.type)
                                for s in bio_spans(toks[b], [self.tags[i] for i in path[:len(toks[b])]])]
@@ -194,13 +226,10 @@ def _slovnet_spans(texts: list[str]) -> list[list[tuple[int, int, str]]]:
 def _forward():
     global _FAST
     if _FAST is None:
-        tagger = natasha_tagger()
         with _LOCK:
             if _FAST is None:
-                try:
-                    _FAST = _Forward(tagger)
-                except (AttributeError, IndexError, TypeError, ValueError):  # not the slovnet layout expected
-                    _FAST = False
+                _FAST = _cached_forward()
+                gc.freeze()  # long-lived, like the engine (engine.get_detector): kept out of GC passes
     return _FAST
 
 
