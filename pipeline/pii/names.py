@@ -455,10 +455,13 @@ class RussianNameGazetteer(PersonRecognizer):
             s, e = t.start, toks[j].end
             ctx_near = _RU_NAME_CONTEXT.near(ctx.norm, s, e, 32) or _context_before(ctx, s)
             strong = [k for k in chain_kinds if k in ("first", "middle", "last")]
-            if len(chain_kinds) >= 2 and strong and not (chain_kinds[0] == "first" and _sentence_initial(text, s)
-                                                         and t.key.replace("ё", "е") in RU_AMBIGUOUS
-                                                         and not ctx_near) and not (ctx_near is False and chain_kinds[0] == "unknown"
-                                                          and _sentence_initial(text, s) and len(strong) < 2):
+            initial = _sentence_initial(text, s)
+            # "Роман Толстого" at a sentence start, no name context: a book as much as a person
+            ambiguous_start = chain_kinds[0] == "first" and initial and t.key.replace("ё", "е") in RU_AMBIGUOUS \
+                and not ctx_near
+            # an unknown capitalized word at a sentence start before one known name part
+            unknown_start = chain_kinds[0] == "unknown" and initial and not ctx_near and len(strong) < 2
+            if len(chain_kinds) >= 2 and strong and not ambiguous_start and not unknown_start:
                 score = 0.85
             elif len(chain_kinds) >= 2:
                 score = 0.7 if _strong_before(ctx, s) else 0.6
