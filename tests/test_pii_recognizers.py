@@ -31,6 +31,26 @@ def only(found_list, entity):
 
 # ------------------------------------------------------------------------------------------ checksums
 
+def test_eleven_digits_without_a_phone_prefix_are_never_a_valid_phone():
+    """phone_lookup skips phonenumbers for eleven digits that start with no trunk prefix or country code of
+    its regions: phonenumbers itself finds none of them valid in any of those regions."""
+    import random
+
+    import phonenumbers
+
+    rng = random.Random(5)
+    regions = {r for regs in checks._PHONE_REGIONS_BY_LANG.values() for r in regs}
+    tried = 0
+    while tried < 1500:
+        d = str(rng.randint(1, 9)) + "".join(rng.choice("0123456789") for _ in range(10))
+        if d[0] in checks._ELEVEN_DIGIT_STARTS or d[:2] in checks._ELEVEN_DIGIT_STARTS:
+            continue
+        tried += 1
+        for region in regions:
+            assert not phonenumbers.is_valid_number(phonenumbers.parse(d, region)), (region, d[:2])
+        assert checks.phone_lookup(d, "en") is None
+
+
 def test_checksum_functions_against_faker_and_stdnum():
     from faker import Faker
     from stdnum.ru import ogrn as std_ogrn

@@ -185,6 +185,9 @@ def ip_valid(value: str) -> bool:
 
 # Phones: which regions a national-format number (no + or 00 prefix) may be read in.
 _PHONE_REGIONS_BY_LANG = {"tr": ("TR", "RU", "US"), "ru": ("RU", "TR", "US"), "en": ("US", "GB", "TR", "RU")}
+# These regions' national numbers have at most ten digits, so eleven hold a trunk prefix (0, 8, 1) or a
+# country code (1, 7, 44, 90) first (tests/test_pii_recognizers.py checks phonenumbers on the others)
+_ELEVEN_DIGIT_STARTS = frozenset(("0", "1", "7", "8", "44", "90"))
 
 
 @lru_cache(maxsize=65536)
@@ -205,6 +208,8 @@ def phone_lookup(value: str, lang: str = "en") -> "tuple[phonenumbers.PhoneNumbe
             return None
         region = phonenumbers.region_code_for_number(num)
         return (num, region or "") if phonenumbers.is_valid_number_for_region(num, region) else None
+    if len(d) == 11 and d[0] not in _ELEVEN_DIGIT_STARTS and d[:2] not in _ELEVEN_DIGIT_STARTS:
+        return None  # a TCKN or a SNILS, not a phone: skips three to four parses
     for default in _PHONE_REGIONS_BY_LANG.get(lang, _PHONE_REGIONS_BY_LANG["en"]):
         try:
             num = phonenumbers.parse(d, default)

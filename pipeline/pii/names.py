@@ -220,6 +220,7 @@ class LatinNameRecognizer(PersonRecognizer):
         toks = _tokens(ctx, _LATIN_TOKEN, "latin_tokens")
         out: list[Hit] = []
         n = len(toks)
+        followed = None  # does the text hold a title after a word (Bey) or a cue (adına) at all?
         i = 0
         while i < n:
             t = toks[i]
@@ -237,6 +238,11 @@ class LatinNameRecognizer(PersonRecognizer):
             titled = _titled(text, toks, i)
             if not is_first and not titled and not _strong_before(ctx, t.start):
                 # words outside the list: a name when a title (Bey, Hanım) or a cue (adına) follows them
+                if followed is None:
+                    followed = any(tk.key in TITLES_AFTER for tk in toks) or _CUES_AFTER.search(ctx.norm) is not None
+                if not followed:
+                    i += 1
+                    continue
                 j = _run_end(text, toks, i)
                 initial = _sentence_initial(text, t.start)
                 if not (_title_after(text, toks, j) and (j > i or not initial)) and not _cue_after(ctx, toks[j]):
