@@ -327,9 +327,10 @@ def _doc_setter(container: dict, key: str):
 
 _RESIDUAL_NOTES = {
     "PERSON_latin": ("medium", "Turkish/English names come from a gazetteer (Faker lists + common Turkish names) "
-                     "and context rules, not a model: unlisted names without a title or introduction, "
-                     "lower-case names without an introduction (\"ben murat\", \"my name is james\" are "
-                     "found) and lone first names that are common words stay."),
+                     "and context rules, not a model: unlisted names without a title, introduction or cue "
+                     "around them (\"Sayın\", \"Bey\", \"I spoke with\", \"adına\"), lower-case names without an "
+                     "introduction (\"ben murat\", \"my name is james\" are found) and lone first names that are "
+                     "common words stay."),
     "PERSON_ru": ("low", "Russian names: natasha NER + ru_RU gazetteer; lower-case or transliterated names "
                   "can be missed."),
     "ADDRESS": ("medium", "Addresses are best effort (street word + house number); free-form directions stay."),
