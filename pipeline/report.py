@@ -8,6 +8,7 @@ from collections import Counter
 from pathlib import Path
 
 from .config import PrepareConfig
+from .markdown import table
 from .shards import atomic_write_text
 from .stats import StageStats, merge_all
 
@@ -78,17 +79,6 @@ def check_accounting(counts: dict) -> None:
         raise AssertionError(f"accounting broken: input {counts['input']} != accounted {total}")
 
 
-def _cell(value) -> str:
-    """A table cell: file names may hold "|" or line breaks, which would break the Markdown table."""
-    return str(value).replace("\\", "\\\\").replace("|", "\\|").replace("\r", " ").replace("\n", " ")
-
-
-def _table(header: list[str], rows: list[list]) -> str:
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    lines += ["| " + " | ".join(_cell(c) for c in row) + " |" for row in rows]
-    return "\n".join(lines)
-
-
 def render_markdown(report: dict) -> str:
     c = report["counts"]
     out = ["# Prepare run report", "",
@@ -98,22 +88,23 @@ def render_markdown(report: dict) -> str:
     reasons = [[f"dropped: {k}", v] for k, v in c["dropped"].items()]
     reasons += [[f"quarantined: {k}", v] for k, v in c["quarantined_by_reason"].items()]
     if reasons:
-        out += ["## Why records were removed", "", _table(["reason", "records"], reasons), ""]
-    out += ["## Per source file", "", _table(
+        out += ["## Why records were removed", "", table(["reason", "records"], reasons), ""]
+    out += ["## Per source file", "", table(
         ["file", "format", "input", "kept", "quarantined", "dropped"],
         [[name, f["format"], f["input"], f["kept"], f["quarantined"], sum(f["dropped"].values())]
          for name, f in report["files"].items()]), ""]
     if report.get("unreadable_inputs"):
         out += ["Unreadable inputs (skipped): " + ", ".join(u["file"] for u in report["unreadable_inputs"]), ""]
-    out += ["## Stages", "", _table(
+    out += ["## Stages", "", table(
         ["stage", "seconds", "in", "out"],
         [[n, f"{s['seconds']:.2f}", s["records_in"], s["records_out"]] for n, s in report["stages"].items()]), ""]
     if "dedup" in report:
         d = report["dedup"]
         out += ["## Duplicates", "", "```json", json.dumps(d.get("counts", d), indent=1)[:2000], "```", ""]
     if "pii" in report:
-        out += ["## Personal data (KVKK)", "", "```json", json.dumps(report["pii"], indent=1, ensure_ascii=False)[:4000],
-                "```", ""]
+        from .pii import render_kvkk_markdown
+
+        out += ["## Personal data (KVKK)", "", render_kvkk_markdown(report["pii"]), ""]
     if "lengths" in report:
         from .histogram import render_lengths_markdown
 

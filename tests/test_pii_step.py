@@ -284,6 +284,28 @@ def test_kvkk_summary_from_summed_shard_counters():
     assert off["residual_risk"]["overall"] == "high"
 
 
+def test_kvkk_section_of_report_md_is_whole_and_readable():
+    """report.md's KVKK section is a table of every type found by language with its action, then the risks:
+    nothing cut off, however many types a run finds (the JSON dump it replaces was cut at 4,000 characters)."""
+    from pipeline.pii import ENTITY_TYPES, render_kvkk_markdown
+
+    counters = {"entities": {}, "languages": {"tr": {}, "ru": {}, "en": {}}, "actions": {"placeholder": 0},
+                "methods": {"PERSON": {"gazetteer": 7, "natasha": 5}}, "records_with_pii": 40,
+                "fields_stripped": {"email": 3}, "residual": {"PASSPORT": 2}, "records_by_language": {"tr": 9}}
+    for k, ent in enumerate(ENTITY_TYPES):
+        for lang in ("tr", "ru", "en"):
+            counters["languages"][lang][ent] = k + 1
+        counters["entities"][ent] = 3 * (k + 1)
+        counters["actions"]["placeholder"] += 3 * (k + 1)
+    md = render_kvkk_markdown(kvkk_summary(counters, PiiConfig(operators={"EMAIL": "mask"})))
+    for k, ent in enumerate(ENTITY_TYPES):
+        action = "mask" if ent == "EMAIL" else "placeholder"
+        assert f"| {ent} | {3 * (k + 1)} | {k + 1} | {k + 1} | {k + 1} | {action} |" in md
+    assert "- How names were found: PERSON gazetteer 7, PERSON natasha 5" in md
+    assert "- Candidates left below the threshold: PASSPORT 2" in md
+    assert md.rstrip().endswith("|") and "| quasi | medium |" in md  # the risk table, last and whole
+
+
 def test_anonymizer_engine_and_splice_agree():
     """The step splices replacements itself (12x cheaper); presidio-anonymizer gives the same text."""
     from pipeline.pii.engine import get_detector, resolve

@@ -34,7 +34,7 @@ def test_record_schema_rejects_what_the_trainer_cannot_take():
 
 
 def test_report_tables_survive_odd_file_names():
-    from pipeline.report import _table
+    from pipeline.markdown import table
 
-    table = _table(["file", "records"], [["in/a|b\nc.jsonl", 3]])
-    assert table.splitlines()[2] == "| in/a\\|b c.jsonl | 3 |"
+    lines = table(["file", "records"], [["in/a|b\nc.jsonl", 3]], numeric=(1,)).splitlines()
+    assert lines[1] == "|---|---:|" and lines[2] == "| in/a\\|b c.jsonl | 3 |"

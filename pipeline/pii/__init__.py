@@ -3,7 +3,7 @@
 Entry points for the runner:
     PiiStep(cfg: PiiConfig, salt: bytes).process(batch, stats) -> kept, anonymized records
     strip_fields(meta_json, fields) -> (meta_json, removed field names)
-    kvkk_summary(counters, cfg) -> the report's "pii" section
+    kvkk_summary(counters, cfg) -> the report's "pii" section; render_kvkk_markdown(that) -> report.md's
     PiiPolicyError: kvkk="strict" and detected personal data above strict_score would remain
 
 Entity types (placeholders are "<TYPE>"): see ENTITY_TYPES. Engine: Presidio AnalyzerEngine with this
@@ -15,6 +15,8 @@ _os.environ.setdefault("TLDEXTRACT_PUBLIC_SUFFIX_LIST_URLS", "")  # before any p
 
 from .fields import strip_fields  # noqa: E402
 from .text import ENTITY_TYPES  # noqa: E402
-from .step import PiiPolicyError, PiiStep, PiiStepError, kvkk_summary  # noqa: E402
+from .step import PiiPolicyError, PiiStep, PiiStepError  # noqa: E402
+from .summary import kvkk_summary, render_kvkk_markdown  # noqa: E402
 
-__all__ = ["PiiStep", "PiiPolicyError", "PiiStepError", "strip_fields", "kvkk_summary", "ENTITY_TYPES"]
+__all__ = ["PiiStep", "PiiPolicyError", "PiiStepError", "strip_fields", "kvkk_summary", "render_kvkk_markdown",
+           "ENTITY_TYPES"]

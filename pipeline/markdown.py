@@ -1,0 +1,15 @@
+"""Markdown tables for report.md."""
+from __future__ import annotations
+
+
+def cell(value) -> str:
+    """A table cell: file names may hold "|" or line breaks, which would break the Markdown table."""
+    return str(value).replace("\\", "\\\\").replace("|", "\\|").replace("\r", " ").replace("\n", " ")
+
+
+def table(header: list[str], rows: list[list], numeric: tuple[int, ...] = ()) -> str:
+    """A Markdown table; the columns at the `numeric` indexes are right-aligned."""
+    lines = ["| " + " | ".join(header) + " |",
+             "|" + "".join("---:|" if k in numeric else "---|" for k in range(len(header)))]
+    lines += ["| " + " | ".join(cell(c) for c in row) + " |" for row in rows]
+    return "\n".join(lines)
