@@ -58,7 +58,8 @@ def prepare(params: PrepareConfig = DEMO_DEFAULTS) -> dict:
 
 
 def publish(result: RunResult) -> None:
-    """Artifacts for the Prefect UI: the whole report, the accounting table, lengths and the GPU plan."""
+    """Artifacts for the Prefect UI: the whole report, the accounting table, the KVKK summary, lengths and the
+    GPU plan."""
     from pipeline.report import render_markdown
 
     report = result.report
@@ -69,6 +70,11 @@ def publish(result: RunResult) -> None:
     rows += [{"reason": f"quarantined: {k}", "records": v} for k, v in counts["quarantined_by_reason"].items()]
     create_table_artifact(key="prepare-accounting", table=rows or [{"reason": "none", "records": 0}],
                           description=f"{counts['input']} in, {counts['kept']} kept")
+    if "pii" in report:
+        from pipeline.pii import render_kvkk_markdown
+
+        create_markdown_artifact(key="prepare-kvkk", markdown=render_kvkk_markdown(report["pii"]),
+                                 description="personal data found, what was done with it, residual risk")
     if "lengths" in report:
         from pipeline.histogram import render_lengths_markdown
 

@@ -35,11 +35,12 @@ def test_flow_runs_end_to_end_and_publishes_artifacts(prefect_api, bucket, tmp_p
         async with get_client() as client:
             found = await client.read_artifacts(
                 artifact_filter=ArtifactFilter(key=ArtifactFilterKey(any_=["prepare-report", "prepare-accounting",
-                                                                           "prepare-token-lengths", "prepare-gpu-plan"])))
+                                                                           "prepare-kvkk", "prepare-token-lengths",
+                                                                           "prepare-gpu-plan"])))
             return {a.key for a in found}
 
-    assert asyncio.run(artifact_keys()) == {"prepare-report", "prepare-accounting", "prepare-token-lengths",
-                                            "prepare-gpu-plan"}
+    assert asyncio.run(artifact_keys()) == {"prepare-report", "prepare-accounting", "prepare-kvkk",
+                                            "prepare-token-lengths", "prepare-gpu-plan"}
 
 
 def test_a_task_that_fails_once_is_retried(prefect_api):
