@@ -336,11 +336,15 @@ class IbanRecognizer(PiiRecognizer):
     _LOWER = re.compile(r"(?<![A-Za-z0-9])(?:[a-z][A-Za-z]|[A-Z][a-z])\d{2}(?:[ \u00a0-]?[A-Za-z0-9]){10,32}")
     _LOWER_HINT = re.compile(r"\d\d(?<=[a-z]\d\d)")  # its necessary part, 3x cheaper to search for
 
+    def triggered(self, ctx):
+        # what find() reads from: an IBAN-shaped span in capitals, or the lower-case form's necessary part
+        return bool(ctx.iban_like) or self._LOWER_HINT.search(ctx.text) is not None
+
     def find(self, ctx):
         out = []
         text = ctx.text
         spans = list(ctx.iban_like)  # two capitals, two digits, 10-32 more: text.py's _IBAN_LIKE
-        if (ctx.has_run_of(10) or "iban" in ctx.words) and self._LOWER_HINT.search(text):
+        if self._LOWER_HINT.search(text) and (ctx.has_run_of(10) or "iban" in ctx.words):
             spans += [m.span() for m in self._LOWER.finditer(text)]  # spaced groups, or glued after "iban"
         for s, e in spans:
             # positions of the alphanumerics, so a valid prefix maps back to the text
@@ -661,8 +665,18 @@ class SecretRecognizer(PiiRecognizer):
                             "aws_secret_access_key", "client_secret", "access_token", "auth_token"])
 
     _CASED_RX = re.compile("|".join(re.escape(k) for k in _CASED))  # any(k in text for k in _CASED), one scan
-    # every position where a keyword starts, overlapping ones too ("client_secret_key": at "client" and "secret")
-    _KEYWORD_STARTS = re.compile("(?=" + _FOLDED.quick.pattern + ")")
+
+    def _keyword_starts(self, norm: str) -> list[int]:
+        """Every position where a keyword starts, overlapping ones too ("client_secret_key": at "client" and
+        "secret"), in order: str.find per keyword is C-speed, where a look-ahead alternation is tried at every
+        character (~40 ns each)."""
+        starts = set()
+        for word in self._FOLDED.words:
+            k = norm.find(word)
+            while k >= 0:
+                starts.add(k)
+                k = norm.find(word, k + 1)
+        return sorted(starts)
 
     def triggered(self, ctx):
         if self._CASED_RX.search(ctx.text) is not None:
@@ -692,10 +706,10 @@ class SecretRecognizer(PiiRecognizer):
             # the case-blind keyword alternation costs ~40 ns a character when searched for; instead the
             # pattern is matched only where the folded text holds a keyword (same positions: fold keeps lengths)
             pos = 0
-            for k in self._KEYWORD_STARTS.finditer(ctx.norm):
-                if k.start() < pos:
+            for start in self._keyword_starts(ctx.norm):
+                if start < pos:
                     continue
-                m = rx.match(text, k.start())
+                m = rx.match(text, start)
                 if m is None:
                     continue
                 s, e = m.span(group)
