@@ -687,9 +687,10 @@ class SecretRecognizer(PiiRecognizer):
     def find(self, ctx):
         out = []
         text = ctx.text
+        cased = self._CASED_RX.search(text) is not None  # one scan says whether any literal below is there
         for name, rx, score, group in self._PATTERNS:
             needs = self._NEEDS.get(name)
-            if needs is not None and not any(k in text for k in needs):
+            if needs is not None and not (cased and any(k in text for k in needs)):
                 continue
             needs = self._NEEDS_FOLDED.get(name)
             if needs is not None and not any(k in ctx.norm for k in needs):
