@@ -396,8 +396,11 @@ def test_natasha_forward_cache_round_trip(tmp_path, monkeypatch):
     monkeypatch.setenv("PREPARE_CACHE", str(tmp_path))
     path = ner._forward_cache_file()
     assert path is not None and str(path).startswith(str(tmp_path))
-    built = ner._cached_forward()  # nothing cached yet: built and written
-    assert built and path.is_file()
+    stale = path.parent / "news-ner-0.0-py00-0.pkl"  # an earlier format's file
+    stale.parent.mkdir(parents=True)
+    stale.write_bytes(b"old")
+    built = ner._cached_forward()  # nothing cached yet: built and written, the stale file removed
+    assert built and path.is_file() and not stale.exists()
     loaded = ner._cached_forward()  # from the file
     assert loaded is not built
     windows = ["Курьер Юстим Кибкало приедет завтра.", "Меня зовут Иванов Пётр Сергеевич", "Почта России"]

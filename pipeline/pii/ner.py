@@ -130,6 +130,10 @@ def _cached_forward():
                 with os.fdopen(fd, "wb") as fh:
                     pickle.dump(fast, fh, protocol=pickle.HIGHEST_PROTOCOL)
                 os.replace(tmp, path)
+                # files of earlier formats or package versions (35-45 MB each) would only pile up
+                for old in path.parent.glob("news-ner-*.pkl"):
+                    if old != path:
+                        old.unlink(missing_ok=True)
             finally:
                 if os.path.exists(tmp):
                     os.unlink(tmp)
