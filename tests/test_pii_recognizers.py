@@ -261,6 +261,8 @@ def test_turkish_words_in_the_name_list(found, text, lang, names):
     ("Роман Пушкина пришёл без обложки.", "ru", []),                          # a novel by Pushkin
     ("Роман Петров пришёл за заказом.", "ru", ["Роман Петров"]),
     ("Надежда Петрова оформила заказ.", "ru", ["Надежда Петрова"]),
+    ("Онисим Демʼянюк оставил отзыв.", "ru", ["Онисим Демʼянюк"]),             # an apostrophe inside a name
+    ("Звонила Мар'яна Коваль вчера.", "ru", ["Мар'яна Коваль"]),
 ])
 def test_names_by_the_phrase_around_them(found, text, lang, names):
     assert only(found(text, lang), "PERSON") == names

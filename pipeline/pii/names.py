@@ -66,7 +66,8 @@ _LATIN_TOKEN = re.compile(
     rf"([{_LAT_UP}](?<![\w'’].)(?:(?<=O)['’][{_LAT_UP}][{_LAT_LO}]+(?:[{_LAT_UP}][{_LAT_LO}]+)?"
     rf"(?:-[{_LAT_UP}][{_LAT_LO}]+)?|[{_LAT_LO}]+(?:[{_LAT_UP}][{_LAT_LO}]+)?(?:-[{_LAT_UP}][{_LAT_LO}]+)?"
     rf"|[{_LAT_UP}]+))(?!\w)((?:['’][{_LAT_LO}]+)?)")
-_CYR_TOKEN = re.compile(r"([А-ЯЁ](?<![\w'’].)(?:[а-яё]+(?:-[А-ЯЁ][а-яё]+)?|[А-ЯЁ]+))(?!\w)()")
+# an apostrophe inside: Ukrainian names in Russian text ("Демʼянюк", "Мар'яна"; U+02BC is a word character)
+_CYR_TOKEN = re.compile(r"([А-ЯЁ](?<![\w'’].)(?:[а-яё]+(?:[ʼ'’][а-яё]+)?(?:-[А-ЯЁ][а-яё]+)?|[А-ЯЁ]+))(?!\w)()")
 _LATIN_CAPITAL = re.compile(rf"[{_LAT_UP}]")
 _SENTENCE_END = set(".!?:;\n\"«“(—–-•*>")
 
