@@ -354,7 +354,7 @@ def _common_noun_use(text: str, start: int, stop: int) -> bool:
     or in the nominative before a surname in the genitive ("Роман Толстого": a novel by Tolstoy; a person
     would be "Роман Толстой")."""
     words = text[start:stop].split()
-    first = words[0].lower().replace("ё", "е")
+    first = words[0].lower().replace("ё", "е") if words else ""
     if first not in RU_AMBIGUOUS:
         return False
     if len(words) == 1:
