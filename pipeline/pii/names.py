@@ -365,6 +365,8 @@ def _common_noun_use(text: str, start: int, stop: int) -> bool:
         return second.endswith(("ого", "его")) or (
             first in _RU_AMBIGUOUS_MALE and second.endswith(("ова", "ева", "ёва", "ина", "ына")))
     return False
+
+
 _RU_ENDINGS = ("ого", "ому", "ыми", "ами", "ым", "им", "ой", "ою", "ую", "ом", "ем", "ей", "ею", "ью", "ам",
                "ах", "а", "у", "е", "ы", "и", "ю", "я")
 _RU_NOMINATIVE = ("", "а", "я", "й", "ь", "ий", "ая", "ой", "ый", "ия", "ея")
