@@ -421,4 +421,3 @@ def render_catalog_text(catalog: Catalog) -> str:
     lines = ["  ".join(cell.ljust(w) for cell, w in zip(r, widths)).rstrip() for r in rows]
     lines.insert(1, "  ".join("-" * w for w in widths))
     return "\n".join(lines) + f"\n\nPrices {catalog.price_basis} ({catalog.currency}); source: {catalog.source}\n"
-

@@ -264,4 +264,3 @@ def load_model_spec(name_or_path: str | ModelSpec) -> ModelSpec:
         return _spec_from_hub(str(name_or_path))
     raise ValueError(f"unknown model {name_or_path!r}: not a file, folder or hub id; built-in: "
                      f"{', '.join(builtin_models())}")
-

@@ -66,8 +66,8 @@ def test_accounting_invariant_on_corrupted_files(tmp_path):
     assert counts["dropped"]["too_short"] == 2
     assert counts["dropped"]["exact_duplicate"] == 1
     assert counts["dropped"]["empty_line"] == 2
-    quarantine = [json.loads(l) for f in sorted((tmp_path / "run" / "quarantine").glob("*.jsonl"))
-                  for l in f.read_text().splitlines()]
+    quarantine = [json.loads(line) for f in sorted((tmp_path / "run" / "quarantine").glob("*.jsonl"))
+                  for line in f.read_text().splitlines()]
     assert len(quarantine) == counts["quarantined"]
     assert {"file", "line", "reason"} == set(quarantine[0])
     assert {(q["file"], q["line"]) for q in quarantine} >= {("in/alpaca.jsonl", 6), ("in/chat.jsonl", 3)}

@@ -274,6 +274,8 @@ sharegpt_tool = st.tuples(sharegpt_turn(USER), st.fixed_dictionaries({
     "from": st.just("function_call"),
     "value": st.one_of(call.map(lambda c: json.dumps(c, ensure_ascii=False)), content)}),
     sharegpt_turn(["observation", "tool"]), sharegpt_turn(ASSISTANT)).map(list)
+
+
 def without_last(turns):
     return turns[:-1] if isinstance(turns, list) else turns
 

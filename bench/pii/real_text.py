@@ -129,5 +129,6 @@ def main() -> None:
         for span, n in spans.most_common(args.top):
             print(f"{n:5d}  {span!r:36.36}  ...{snippet[(entity, span)]}...")
 
+
 if __name__ == "__main__":
     main()

@@ -629,5 +629,3 @@ def _plausible(span: str) -> bool:
     if word.lower() in _RU_STOP or ("-" in word and word.split("-", 1)[1][:1].islower()):
         return False
     return not (_VERB_END.search(word.lower()) and ru_name_kind(word) is None)
-
-

@@ -114,8 +114,8 @@ def render_kvkk_markdown(pii: dict) -> str:
                 + [actions["per_type"].get(ent, actions["default_operator"])]
                 for ent, n in found["by_type"].items()]
         lines += [table(["type", "found"] + langs + ["action"], rows, numeric=tuple(range(1, len(langs) + 2))), ""]
-    extras = [("How names were found", {f"{ent} {m}": n for ent, d in found["by_method"].items()
-                                         for m, n in d.items()}),
+    methods = {f"{ent} {m}": n for ent, d in found["by_method"].items() for m, n in d.items()}
+    extras = [("How names were found", methods),
               ("Fields removed by name", pii["fields_stripped"]),
               ("Replacements by operator", actions["counts"]),
               ("Candidates left below the threshold", risk["candidates_left_below_threshold"]),
@@ -129,4 +129,3 @@ def render_kvkk_markdown(pii: dict) -> str:
             for item in risk["items"]]
     lines.append(table(["risk", "level", "what remains", "counted"], rows))
     return "\n".join(lines)
-

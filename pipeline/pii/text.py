@@ -143,6 +143,8 @@ def _emit(text: str, groups: list, out: list) -> None:
     if b < len(text) and text[b] == ")" and "(" in text[a:b]:
         b += 1
     out.append(NumRun(a, b, plus, tuple(groups), sum(y - x for x, y in groups)))
+
+
 # a sentence ends at "?" or "!", or at "." after a lower-case letter, digit or ")" when a capital follows,
 # or after a lower-case word of four letters or more when a digit follows ("teslim etmedi. 49 R 96151");
 # "No. 123", "Tel. 0532" and "T.C. Kimlik" do not end one
