@@ -92,6 +92,9 @@ def test_checksum_functions_against_faker_and_stdnum():
     ("Мой телефон 8 (916) 123-45-67.", "ru", "8 (916) 123-45-67", "PHONE"),
     ("Call me at +1 212 555 0198 after six", "en", "+1 212 555 0198", "PHONE"),
     ("E-posta: ayse.yilmaz@example.com.tr", "tr", "ayse.yilmaz@example.com.tr", "EMAIL"),
+    ("email me at mcushing7 (at) hotmail (dot) com.", "en", "mcushing7 (at) hotmail (dot) com", "EMAIL"),  # obfuscated
+    ("почта ivan(собака)mail(точка)ru", "ru", "ivan(собака)mail(точка)ru", "EMAIL"),   # lower case: past the prefilter
+    ("yaz bana ali [at] firma [nokta] com [nokta] tr", "tr", "ali [at] firma [nokta] com [nokta] tr", "EMAIL"),
     ("Login from 203.0.113.77 was blocked", "en", "203.0.113.77", "IP_ADDRESS"),
     ("Requests came from 2001:db8::8a2e:370:7334", "en", "2001:db8::8a2e:370:7334", "IP_ADDRESS"),
     ("Мой ИНН 500100732259.", "ru", "500100732259", "INN"),
@@ -168,6 +171,11 @@ def test_valid_values_are_found(found, text, lang, value, entity):
 ])
 def test_invalid_or_contextless_values_are_left(found, text, lang, entity):
     assert only(found(text, lang), entity) == []
+
+
+def test_at_and_dot_as_prose_are_no_email(found):
+    assert found("look (at) this picture, then meet at home.com", "en") == []
+    assert found("we met at the office dot com era", "en") == []
 
 
 def test_iban_with_bad_check_digits_leaves_no_number_behind(found):

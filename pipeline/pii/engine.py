@@ -32,7 +32,9 @@ RESIDUAL_FLOOR = 0.4  # below this a candidate is noise (a capitalized word, a 1
 # equal scores on overlapping spans: the more specific type names the merged span
 # ("postgres://app:pw@host": SECRET, not EMAIL)
 _PRIORITY = {"SECRET": 3, "IBAN": 2, "CREDIT_CARD": 2, "TCKN": 1, "INN": 1, "SNILS": 1, "OGRN": 1, "OGRNIP": 1}
-_QUICK = re.compile(r"[\d@A-ZА-ЯЁÇĞİÖŞÜ:=]")
+# a text without any of these (a digit, "@", a capital, ":" or "=" of a secret, the bracket of "[at]") holds
+# no candidate of the pattern recognizers
+_QUICK = re.compile(r"[\d@A-ZА-ЯЁÇĞİÖŞÜ:=\[({<]")
 # hits of recently scanned texts, per process: at most this many texts of at most this many characters
 _CACHED_TEXTS = 4096
 _CACHED_TEXT_CHARS = 8192

@@ -360,15 +360,23 @@ class IbanRecognizer(PiiRecognizer):
 class EmailRecognizer(PiiRecognizer):
     ENTITY = "EMAIL"
     _RE = re.compile(r"(?<![\w.+%-])[\w.+%-]{1,64}@(?:[^\W_](?:[\w-]{0,61}[^\W_])?\.)+[^\W\d_]{2,24}(?![\w-])")
+    # written to dodge scrapers: "ali.veli [at] example [dot] com", "ivan(собака)mail(точка)ru"; the bracketed
+    # forms only ("at" and "dot" as plain words are prose)
+    _AT = r"\s?[\[({<]\s?(?:at|собака)\s?[\])}>]\s?"
+    _DOT = r"(?:\s?[\[({<]\s?(?:dot|nokta|точка)\s?[\])}>]\s?|\.)"
+    _AT_HINT = re.compile(r"[\[({<]\s?(?:at|собака)\s?[\])}>]")
+    _OBFUSCATED = re.compile(r"(?<![\w.+%-])[\w.+%-]{1,64}" + _AT + r"(?:[^\W_](?:[\w-]{0,61}[^\W_])?" + _DOT
+                             + r")+[^\W\d_]{2,24}(?![\w-])", re.IGNORECASE)
 
     def triggered(self, ctx):
-        return "@" in ctx.text
+        return "@" in ctx.text or self._AT_HINT.search(ctx.norm) is not None
 
     def find(self, ctx):
         text = ctx.text
+        out = [self.hit(m.start(), m.end(), 0.9) for m in self._OBFUSCATED.finditer(text)] \
+            if self._AT_HINT.search(ctx.norm) else []
         if "@" not in text:
-            return []
-        out = []
+            return out
         for m in self._RE.finditer(text):
             s = m.start()
             pre = text[max(0, s - 80):s]
