@@ -82,6 +82,7 @@ def test_checksum_functions_against_faker_and_stdnum():
 @pytest.mark.parametrize("text,lang,value,entity", [
     ("TC kimlik numaram 10000000146, teşekkürler.", "tr", "10000000146", "TCKN"),
     ("Bilgilerim: 10000000146", "tr", "10000000146", "TCKN"),                       # checksum, no context
+    ("TC kimlik no: 100 000 001 46", "tr", "100 000 001 46", "TCKN"),                # in groups, after its word
     ("Vergi numaramız 1234567890.", "tr", "1234567890", "VKN"),
     ("IBAN: TR33 0006 1005 1978 6457 8413 26 olarak kayıtlı", "tr", "TR33 0006 1005 1978 6457 8413 26", "IBAN"),
     ("Please send it to DE89370400440532013000 today", "en", "DE89370400440532013000", "IBAN"),
@@ -171,6 +172,11 @@ def test_valid_values_are_found(found, text, lang, value, entity):
 ])
 def test_invalid_or_contextless_values_are_left(found, text, lang, entity):
     assert only(found(text, lang), entity) == []
+
+
+def test_a_tckn_in_groups_needs_its_context_word(found):
+    assert found("Sipariş 100 000 001 46 kargoda", "tr") == []      # checksum passes, but no kimlik / TC
+    assert found("Telefon 8 916 123 45 67", "ru") == [("8 916 123 45 67", "PHONE")]
 
 
 def test_at_and_dot_as_prose_are_no_email(found):

@@ -178,10 +178,18 @@ class DigitChecksumRecognizer(PiiRecognizer):
 
 
 class TcknRecognizer(DigitChecksumRecognizer):
-    """T.C. Kimlik No: 11 digits, two check digits."""
+    """T.C. Kimlik No: 11 digits, two check digits; written in groups ("123 456 789 01") only with a
+    context word (kimlik, TC) before it."""
 
     ENTITY, MIN_DIGITS, FORMS, BONUS = "TCKN", 11, ((11, 0.8),), 0.2
     valid = staticmethod(checks.tckn_valid)
+
+    def find(self, ctx):
+        out = super().find(ctx)
+        for _run, i, j, s, e, d in _windows(ctx, 11, 11, seps=" \u00a0"):
+            if j > i and checks.tckn_valid(d):
+                out.append(self.hit(s, e, self.context_score(ctx, s, e, 0.3, bonus=0.6)))
+        return out
 
 
 class VknRecognizer(DigitChecksumRecognizer):
