@@ -108,6 +108,7 @@ def test_checksum_functions_against_faker_and_stdnum():
     ("Araç plakası 34 ABC 123.", "tr", "34 ABC 123", "LICENSE_PLATE"),
     ("Plaka: 06 A 12345", "tr", "06 A 12345", "LICENSE_PLATE"),
     ("35AB1234 plakalı araç", "tr", "35AB1234", "LICENSE_PLATE"),
+    ("plakam 34 abc 123, otoparktayım", "tr", "34 abc 123", "LICENSE_PLATE"),     # lower case, a plate word near
     ("Doğum tarihim 12.03.1985.", "tr", "12.03.1985", "DATE_OF_BIRTH"),
     ("Дата рождения: 5 марта 1985 г.", "ru", "5 марта 1985 г.", "DATE_OF_BIRTH"),
     ("I was born on March 5, 1985.", "en", "March 5, 1985", "DATE_OF_BIRTH"),
@@ -172,6 +173,10 @@ def test_valid_values_are_found(found, text, lang, value, entity):
 ])
 def test_invalid_or_contextless_values_are_left(found, text, lang, entity):
     assert only(found(text, lang), entity) == []
+
+
+def test_a_lower_case_plate_needs_a_plate_word(found):
+    assert found("sipariş 34 abc 123 kodlu", "tr") == []
 
 
 def test_a_tckn_in_groups_needs_its_context_word(found):

@@ -511,22 +511,31 @@ class LicensePlateRecognizer(PiiRecognizer):
               "TRY", "RUB", "GBP", "AM", "PM", "AH", "MAH", "SOK", "CAD", "NO", "TEL", "KAT", "DK", "SN", "YIL",
               "AY", "GUN", "LT", "MG", "KCAL", "MP", "FPS", "HP", "CC", "GHZ", "MHZ", "DPI", "PPM"}
 
+    # typed in lower or mixed case ("plakam 34 abc 123"): a plate only where a plate is talked about
+    _ANY_CASE = re.compile(_RE.pattern, re.IGNORECASE)
+
     def triggered(self, ctx):
         # a two-digit run followed by a capital letter ("34 ABC 123", "34ABC123")
         text = ctx.text
-        if not any(m.group(1).isupper() for m in _TWO_DIGITS_LETTER.finditer(text)):
-            return False  # no two digits followed by a capital at all: the runs need not be built
-        # any two-digit group of a run, also the last of a longer one ("... 62 30 71 ST 6228")
-        for r in ctx.runs:
-            for a, b in r.groups:
-                if b - a == 2 and text[b:b + 2].lstrip(" \u00a0-")[:1].isupper():
-                    return True
-        return False
+        followers = [m.group(1) for m in _TWO_DIGITS_LETTER.finditer(text)]
+        # no two digits followed by a capital at all: the runs need not be built
+        if any(c.isupper() for c in followers):
+            # any two-digit group of a run, also the last of a longer one ("... 62 30 71 ST 6228")
+            for r in ctx.runs:
+                for a, b in r.groups:
+                    if b - a == 2 and text[b:b + 2].lstrip(" \u00a0-")[:1].isupper():
+                        return True
+        # typed in lower case: only in a text that talks about a plate
+        return any(c.islower() for c in followers) and self.pos.search(ctx.norm)
 
     def find(self, ctx):
         out = []
-        for m in self._RE.finditer(ctx.text):
-            letters, num = m.group(3), m.group(5)
+        matches = list(self._RE.finditer(ctx.text))
+        if self.pos.search(ctx.norm):
+            matches += [m for m in self._ANY_CASE.finditer(ctx.text) if not m.group(3).isupper()
+                        and self.pos.near(ctx.norm, m.start(), m.end(), WIN_BEFORE, self.AFTER)]
+        for m in matches:
+            letters, num = m.group(3).upper(), m.group(5)
             if letters in self._UNITS and not self.pos.near(ctx.norm, m.start(), m.end(), WIN_BEFORE, self.AFTER):
                 continue  # "65 TL 9988" is a plate only where a plate is talked about
             nl, nd = len(letters), len(num)
