@@ -175,6 +175,12 @@ def test_invalid_or_contextless_values_are_left(found, text, lang, entity):
     assert only(found(text, lang), entity) == []
 
 
+def test_years_and_compound_words_are_no_street(found):
+    assert found("The 1862 Morrill Land-Grant Colleges Act provided land.", "en") == []
+    assert found("He spoke in the 1860 Cooper Union speech.", "en") == []
+    assert found("We live at 4221 Myra Street, Gibson, NC.", "en") == [("4221 Myra Street", "ADDRESS")]
+
+
 def test_a_lower_case_plate_needs_a_plate_word(found):
     assert found("sipariş 34 abc 123 kodlu", "tr") == []
 

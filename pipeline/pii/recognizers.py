@@ -618,8 +618,10 @@ class AddressRecognizer(PiiRecognizer):
         r"(?:,?\s*(?:к\.|корп\.|корпус|стр\.|строение)\s*\d+[а-яА-Я]?(?:/\d+)?)*"
         r"(?:,?\s*(?:кв\.|квартира|оф\.|офис)\s*\d+)?"
         r"(?:,\s*\d{6})?")
+    # not after "the" ("in the 1860 Cooper Union speech": a year); the suffix a whole word ("Land-Grant")
     _EN = re.compile(
-        r"(?<![\w])\d{1,6}\s+(?:[A-Z][\w'.-]*\s+){1,3}(?:" + _alt(_ADDR["en_street_suffixes"]) + r")\b\.?"
+        r"(?<![\w])(?<!the )(?<!The )\d{1,6}\s+(?:[A-Z][\w'.-]*\s+){1,3}(?:" + _alt(_ADDR["en_street_suffixes"])
+        + r")\b(?![-'’]\w)\.?"
         r"(?:,?\s+(?:Apt\.?|Apartment|Suite|Ste\.?|Unit|#)\s*\w+)?"
         r"(?:,?\s*\n?\s*(?:[A-Z][a-z]+\s){0,2}[A-Z][a-z]+,\s*[A-Z]{2}\s+\d{5}(?:-\d{4})?)?")
     _TR_WORD = re.compile(r"(?<![\w])(?:" + _alt(_ADDR["tr_street_words"]) + r")\b")
