@@ -14,6 +14,14 @@ PEER_FORMATS = SHARED / "peer_formats"
 SAMPLE_DATA = ROOT / "sample_data"
 
 
+def pytest_collection_modifyitems(session, config, items):
+    """The Hypothesis tests (test_fuzz.py) run first. Hypothesis checks that the global `random` state does
+    not change during a draw, and the session's Prefect and moto servers, once started, draw from it in
+    background threads: later, that shows as a HypothesisDeprecationWarning, which a future Hypothesis may
+    turn into an error."""
+    items.sort(key=lambda item: 0 if item.path.name == "test_fuzz.py" else 1)  # stable: the rest keep their order
+
+
 @pytest.fixture(autouse=True, scope="session")
 def _isolated_cache(tmp_path_factory):
     os.environ["PREPARE_CACHE"] = str(tmp_path_factory.mktemp("prepare-cache"))
