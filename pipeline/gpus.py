@@ -12,6 +12,7 @@ import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from pipeline.markdown import table
 from pipeline.memory import GIB, MemoryEstimate, estimate_memory
 from pipeline.models import ModelSpec, load_model_spec, param_breakdown
 
@@ -381,11 +382,9 @@ def render_plan_markdown(plan: dict) -> str:
     lines += [line + "  " for line in _headline_lines(plan)]
     lines += ["", f"**{_choice_line('Recommended (cheapest that fits)', plan['recommendation'])}**  ",
               _choice_line("Fastest", plan["fastest"]), "",
-              "| " + " | ".join(HEADERS) + " |", "|" + "---|" * len(HEADERS)]
-    lines += ["| " + " | ".join(_candidate_cells(c)) + " |" for c in plan["candidates"]]
-    comps = plan["memory"]["components"]
-    lines += ["", "| component | GiB |", "|---|---|"]
-    lines += [f"| {name.replace('_', ' ')} | {gib:.2f} |" for name, gib in comps.items() if gib > 0]
+              table(HEADERS, [_candidate_cells(c) for c in plan["candidates"]]), "",
+              table(["component", "GiB"], [[name.replace("_", " "), f"{gib:.2f}"]
+                                           for name, gib in plan["memory"]["components"].items() if gib > 0])]
     if plan["hints"]:
         lines += ["", "Cheaper paths:"] + [f"- {h}" for h in plan["hints"]]
     lines += ["", _checkpoint_line(plan)]

@@ -19,6 +19,7 @@ from statistics import NormalDist
 import numpy as np
 
 from .config import LengthsConfig
+from .markdown import table
 
 PERCENTILES = (50.0, 90.0, 95.0, 99.0, 99.9)
 PCT_KEYS = tuple(f"p{q:g}" for q in PERCENTILES)          # p50 p90 p95 p99 p99.9
@@ -434,30 +435,27 @@ def render_lengths_markdown(summary: dict) -> str:
     lines: list[str] = []
     if s.get("tokenizer"):
         lines += [f"Tokenizer: `{s['tokenizer']}`", ""]
-    lines += ["| group | records | mean | " + " | ".join(PCT_KEYS) + " | max | tokens | trainable tokens |",
-              "|---|" + "---:|" * (len(PCT_KEYS) + 5)]
-    for name, g in s.get("groups", {}).items():
-        t = g["tokens"]
-        lines.append(f"| {name} | {_n(g['records'])} | {t['mean']:,.1f} | "
-                     + " | ".join(_n(t[k]) for k in PCT_KEYS)
-                     + f" | {_n(t['max'])} | {_n(t['total'])} | {_n(g['trainable']['total'])} |")
+    header = ["group", "records", "mean", *PCT_KEYS, "max", "tokens", "trainable tokens"]
+    rows = [[name, _n(g["records"]), f"{g['tokens']['mean']:,.1f}", *(_n(g["tokens"][k]) for k in PCT_KEYS),
+             _n(g["tokens"]["max"]), _n(g["tokens"]["total"]), _n(g["trainable"]["total"])]
+            for name, g in s.get("groups", {}).items()]
+    lines.append(table(header, rows, numeric=tuple(range(1, len(header)))))
     ci = _ci_text(_uncertainty(s))
     if ci:
         lines += ["", f"Percentiles from a sample: {ci}."]
     if s.get("max_seq_len"):
         lines += ["", f"**{_choice_line(s)}**"]
     if s.get("tradeoff"):
-        lines += ["", "| max_seq_len | records over | tokens lost | trainable lost | padding waste (no packing) "
-                      "| packing efficiency | sequences / epoch | steps / epoch | packed sequences "
-                      "| packed steps / epoch |",
-                  "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
-        for r in s["tradeoff"]:
-            mark = " ◀" if r.get("chosen") else ""
-            lines.append(
-                f"| {r['max_seq_len']:,}{mark} | {_n(r['records_over'])} ({_pct(r['records_over_share'])}) "
-                f"| {_n(r['tokens_lost'])} ({_pct(r['tokens_lost_share'])}) | {_n(r['trainable_lost'])} "
-                f"| {_pct(r['padding_waste'])} | {_pct(r['packing_efficiency'])} | {_n(r['sequences_per_epoch'])} "
-                f"| {_n(r['steps_per_epoch'])} | {_n(r['packed_sequences'])} | {_n(r['packed_steps_per_epoch'])} |")
+        header = ["max_seq_len", "records over", "tokens lost", "trainable lost", "padding waste (no packing)",
+                  "packing efficiency", "sequences / epoch", "steps / epoch", "packed sequences",
+                  "packed steps / epoch"]
+        rows = [[f"{r['max_seq_len']:,}" + (" ◀" if r.get("chosen") else ""),
+                 f"{_n(r['records_over'])} ({_pct(r['records_over_share'])})",
+                 f"{_n(r['tokens_lost'])} ({_pct(r['tokens_lost_share'])})", _n(r["trainable_lost"]),
+                 _pct(r["padding_waste"]), _pct(r["packing_efficiency"]), _n(r["sequences_per_epoch"]),
+                 _n(r["steps_per_epoch"]), _n(r["packed_sequences"]), _n(r["packed_steps_per_epoch"])]
+                for r in s["tradeoff"]]
+        lines += ["", table(header, rows, numeric=tuple(range(len(header))))]
         lines += ["", f"Batch size {s.get('batch_size')}. Padding waste: random batches padded to their longest "
                       "record. Packing: best-fit decreasing; longer records truncated to the length."]
     p = s.get("packing") or {}
