@@ -193,7 +193,7 @@ class PersonRecognizer(LocalRecognizer):
                          supported_language=language or self.DEFAULT_LANGUAGE)
 
     def load(self):
-        pass  # the gazetteers are module data; natasha loads on first use (ner.natasha_tagger)
+        pass  # the gazetteers are module data; natasha's model loads on first use (ner.entity_spans)
 
     def find(self, ctx: TextContext) -> list[Hit]:
         raise NotImplementedError

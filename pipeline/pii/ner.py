@@ -6,7 +6,7 @@ layout instead of an im2col copy, word and shape ids are looked up through a per
 markup objects are built. The spans are the same as `tagger.map` gives (tests/test_pii_recognizers.py
 compares them); if slovnet's internals ever differ from what this expects, it falls back to `tagger.map`.
 The forward pass's state is pickled into the cache the first time: a worker process loads it in about
-0.05 s without importing natasha, where building natasha's tagger takes 0.9 s.
+0.07 s (the cache key included) without importing natasha, where building natasha's tagger takes 0.9 s.
 """
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ _FAST = None
 _LOCK = threading.RLock()  # _forward builds the tagger under it when the cache is empty
 _BLAS = None
 _BATCH = 64  # windows per forward pass: large enough for efficient matrix products, little padding
-_TAGGER_FORMAT = 2  # bump when _build_tagger changes what it builds
+_TAGGER_FORMAT = 2  # bump when what _Forward keeps (and the cache file pickles) changes
 
 
 def one_blas_thread():

@@ -441,8 +441,9 @@ class IpRecognizer(PiiRecognizer):
 # ---------------------------------------------------------------- format + context
 
 _DIGIT_DOT_DIGIT = re.compile(r"\d\.\d")
-# two digits (a closing parenthesis, one separator) and a character: a capital there is a necessary condition.
-# The character is looked at, not consumed: "30 71 ST" must also try "71"
+# two digits (a closing parenthesis, one separator) and a character: a capital there, or a lower-case letter
+# in a text that talks about a plate, is a necessary condition. The character is looked at, not consumed:
+# "30 71 ST" must also try "71"
 _TWO_DIGITS_LETTER = re.compile(r"\d\d\)?(?=[ \u00a0-]?(\S))")
 
 
