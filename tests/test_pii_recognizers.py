@@ -316,6 +316,23 @@ def test_disabled_builtins_are_not_in_the_registry(detector):
     assert {"TcknRecognizer", "NatashaPersonRecognizer", "LatinNameRecognizer", "PhoneNumberRecognizer"} <= names
 
 
+def test_a_stock_presidio_registry_still_loads_beside_ours(detector, tmp_path):
+    """Presidio's loader finds a predefined recognizer class by its name among all EntityRecognizer
+    subclasses: a recognizer of ours with a built-in's name would be picked instead and break it."""
+    import spacy
+    from presidio_analyzer import RecognizerRegistry
+    from presidio_analyzer.nlp_engine import SpacyNlpEngine
+
+    spacy.blank("en").to_disk(tmp_path / "en")
+    nlp = SpacyNlpEngine(models=[{"lang_code": "en", "model_name": str(tmp_path / "en")}])
+    nlp.load()
+    registry = RecognizerRegistry(supported_languages=["en"])
+    registry.load_predefined_recognizers(languages=["en"], nlp_engine=nlp)
+    loaded = {type(r).__name__: type(r).__module__ for r in registry.recognizers}
+    assert {"EmailRecognizer", "IbanRecognizer", "CreditCardRecognizer", "IpRecognizer"} <= set(loaded)
+    assert all(module.startswith("presidio_analyzer.") for module in loaded.values())
+
+
 def test_fast_path_matches_plain_presidio(detector):
     """Same spans from the fast path and from AnalyzerEngine.analyze with every recognizer of the language."""
     from pipeline.pii.engine import resolve

@@ -20,6 +20,8 @@ from . import checks
 from .text import ENTITY_TYPES, NON_WORD, ContextWords, Hit, TextContext, load_data, to_results  # noqa: F401
 
 # The built-in recognizers are replaced, not loaded: on this data they misfire or cannot see tr/ru text.
+# Ours have other class names: Presidio's loader (load_predefined_recognizers) finds a recognizer class by
+# its name among all subclasses, so a shared name would break a stock registry built in the same process.
 DISABLED_BUILTINS = {
     "MedicalLicenseRecognizer": "matched the bank code inside IBANs (TR3300061...)",
     "UsLicenseRecognizer": "US_DRIVER_LICENSE matches plain words",
@@ -29,9 +31,10 @@ DISABLED_BUILTINS = {
     "UsPassportRecognizer": "9 digits without context; replaced by PassportRecognizer",
     "UsSsnRecognizer": "replaced by SsnRecognizer: invalid areas (000, 666, 9xx) out, bare nine digits need context",
     "PhoneRecognizer": "default regions have no TR/RU; slowest recognizer; replaced by PhoneNumberRecognizer",
-    "EmailRecognizer": "tldextract tries the network; replaced by EmailRecognizer here",
-    "IbanRecognizer": "replaced: spaced TR IBANs, trims trailing words",
-    "CreditCardRecognizer": "not loaded for tr/ru; replaced: issuer prefixes, negative context",
+    "EmailRecognizer": "tldextract tries the network; replaced by EmailAddressRecognizer",
+    "IbanRecognizer": "replaced by IbanMod97Recognizer: spaced TR IBANs, trims trailing words",
+    "CreditCardRecognizer": "not loaded for tr/ru; replaced by PaymentCardRecognizer: issuer prefixes, negative context",
+    "IpRecognizer": "replaced by IpAddressRecognizer: a version word lowers an IPv4-shaped number",
     "TrNationalIdRecognizer": "disabled by default; replaced with context-aware TcknRecognizer",
     "TrLicensePlateRecognizer": "allows 2-4 digits only, missed '06 A 12345'",
     "DateRecognizer": "every date; only dates of birth are personal data here",
@@ -253,7 +256,7 @@ class OgrnRecognizer(PiiRecognizer):
         return out
 
 
-class CreditCardRecognizer(PiiRecognizer):
+class PaymentCardRecognizer(PiiRecognizer):
     """Payment cards: 13-19 digits in groups (space or dash) or in a row; issuer prefix and Luhn."""
 
     ENTITY = "CREDIT_CARD"
@@ -335,7 +338,7 @@ class PhoneNumberRecognizer(PiiRecognizer):
         return out
 
 
-class IbanRecognizer(PiiRecognizer):
+class IbanMod97Recognizer(PiiRecognizer):
     """IBAN, spaced or not, mod 97 and country length (python-stdnum); trailing words are trimmed off."""
 
     ENTITY = "IBAN"
@@ -365,7 +368,7 @@ class IbanRecognizer(PiiRecognizer):
         return out
 
 
-class EmailRecognizer(PiiRecognizer):
+class EmailAddressRecognizer(PiiRecognizer):
     ENTITY = "EMAIL"
     _RE = re.compile(r"(?<![\w.+%-])[\w.+%-]{1,64}@(?:[^\W_](?:[\w-]{0,61}[^\W_])?\.)+[^\W\d_]{2,24}(?![\w-])")
     # written to dodge scrapers: "ali.veli [at] example [dot] com", "ivan(собака)mail(точка)ru"; the bracketed
@@ -395,7 +398,7 @@ class EmailRecognizer(PiiRecognizer):
         return out
 
 
-class IpRecognizer(PiiRecognizer):
+class IpAddressRecognizer(PiiRecognizer):
     ENTITY = "IP_ADDRESS"
     _V4 = re.compile(r"(?<![\w.])(?:\d{1,3}\.){3}\d{1,3}(?![\w]|\.\d)")
     _V6 = re.compile(r"(?<![\w:.])(?=[0-9A-Fa-f:.]*::|(?:[0-9A-Fa-f]{1,4}:){3})[0-9A-Fa-f:.]{4,45}(?![\w:])")
@@ -758,7 +761,7 @@ class SecretRecognizer(PiiRecognizer):
 # ---------------------------------------------------------------- registry
 
 IDENTIFIER_RECOGNIZERS = (
-    TcknRecognizer, VknRecognizer, InnRecognizer, SnilsRecognizer, OgrnRecognizer, CreditCardRecognizer,
-    PhoneNumberRecognizer, IbanRecognizer, EmailRecognizer, IpRecognizer, PassportRecognizer,
+    TcknRecognizer, VknRecognizer, InnRecognizer, SnilsRecognizer, OgrnRecognizer, PaymentCardRecognizer,
+    PhoneNumberRecognizer, IbanMod97Recognizer, EmailAddressRecognizer, IpAddressRecognizer, PassportRecognizer,
     LicensePlateRecognizer, DateOfBirthRecognizer, AddressRecognizer, SecretRecognizer, SsnRecognizer,
 )
