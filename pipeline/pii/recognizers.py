@@ -444,6 +444,8 @@ class IpAddressRecognizer(PiiRecognizer):
 # ---------------------------------------------------------------- format + context
 
 _DIGIT_DOT_DIGIT = re.compile(r"\d\.\d")
+_DIGIT = re.compile(r"\d")
+_CYRILLIC = re.compile(r"[А-Яа-яЁё]")
 # two digits (a closing parenthesis, one separator) and a character: a capital there, or a lower-case letter
 # in a text that talks about a plate, is a necessary condition. The character is looked at, not consumed:
 # "30 71 ST" must also try "71"
@@ -630,12 +632,16 @@ class AddressRecognizer(PiiRecognizer):
         r"(?:,?\s*\n?\s*(?:[A-Z][a-z]+\s){0,2}[A-Z][a-z]+,\s*[A-Z]{2}\s+\d{5}(?:-\d{4})?)?")
     _TR_WORD = re.compile(r"(?<![\w])(?:" + _alt(_ADDR["tr_street_words"]) + r")\b")
 
-    _WORDS = frozenset(w.lower().rstrip(".") for w in _ADDR["tr_street_words"] + _ADDR["ru_street_words"]
-                       + _ADDR["en_street_suffixes"])
+    @staticmethod
+    def _first_parts(words) -> frozenset:
+        """The street words split as the regexes' word boundaries split text ("Apartmanı'nın", "б-р", "küme
+        evler"): the first part of one must be a word of the text for a regex to match."""
+        return frozenset(NON_WORD.split(w.lower().rstrip("."))[0] for w in words)
 
-    # the street words split as the regexes' word boundaries split text ("Apartmanı'nın", "б-р", "küme
-    # evler"): the first part of each must be a word of the text for any of the regexes to match
-    _TRIGGER_WORDS = frozenset(NON_WORD.split(w)[0] for w in _WORDS)
+    _TR_TRIGGER = _first_parts(_ADDR["tr_street_words"])
+    _RU_TRIGGER = _first_parts(_ADDR["ru_street_words"])
+    _EN_TRIGGER = _first_parts(_ADDR["en_street_suffixes"])  # common words ("Court", "Field"): needs a digit too
+    _TRIGGER_WORDS = _TR_TRIGGER | _RU_TRIGGER | _EN_TRIGGER
 
     def triggered(self, ctx):
         return not ctx.words.isdisjoint(self._TRIGGER_WORDS)
@@ -643,9 +649,15 @@ class AddressRecognizer(PiiRecognizer):
     def find(self, ctx):
         out = []
         text = ctx.text
-        regexes = (self._RU,) if ctx.lang == "ru" else (self._TR, self._EN)
-        if ctx.lang != "ru" and re.search(r"[А-Яа-яЁё]", text):
-            regexes += (self._RU,)
+        words = ctx.words
+        regexes = []
+        if ctx.lang != "ru":
+            if not words.isdisjoint(self._TR_TRIGGER):
+                regexes.append(self._TR)
+            if not words.isdisjoint(self._EN_TRIGGER) and _DIGIT.search(text):  # a house number leads
+                regexes.append(self._EN)
+        if (ctx.lang == "ru" or _CYRILLIC.search(text)) and not words.isdisjoint(self._RU_TRIGGER):
+            regexes.append(self._RU)
         for rx in regexes:
             for m in rx.finditer(text):
                 s, e = m.span()
