@@ -288,6 +288,17 @@ def test_turkish_words_in_the_name_list(found, text, lang, names):
     ("Надежда Петрова оформила заказ.", "ru", ["Надежда Петрова"]),
     ("Онисим Демʼянюк оставил отзыв.", "ru", ["Онисим Демʼянюк"]),             # an apostrophe inside a name
     ("Звонила Мар'яна Коваль вчера.", "ru", ["Мар'яна Коваль"]),
+    # an e-mail signature: a closing formula alone on the line above
+    ("Paket hâlâ gelmedi.\n\nSaygılarımla,\nAnar Baharlı", "tr", ["Anar Baharlı"]),
+    ("The box arrived damaged.\nBest regards,\nBibiana Leon\nLogistics", "en", ["Bibiana Leon"]),
+    ("Thanks!\n\nIngeborg Schäfer", "en", ["Ingeborg Schäfer"]),
+    ("I wanted to say thanks,\nExpress Delivery was fast.", "en", []),    # the formula ends a sentence
+    ("Regards,\nCustomer Service", "en", []),
+    # a mail header line
+    ("Kimden: Anar Baharlı\nKonu: iade", "tr", ["Anar Baharlı"]),
+    ("Subject: refund\nFrom: Bibiana Leon <b@example.com>", "en", ["Bibiana Leon"]),
+    ("A parcel from Express Delivery arrived.", "en", []),                 # "from" in a sentence
+    ("Origin from: Express Delivery", "en", []),                           # not a header line
 ])
 def test_names_by_the_phrase_around_them(found, text, lang, names):
     assert only(found(text, lang), "PERSON") == names

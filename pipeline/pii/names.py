@@ -6,7 +6,8 @@
   last names, pipeline/data/pii/names.json) with context rules: a known first name followed by capitalized
   words, a title before (Sayın, Mr., Dr., г-н) or after (Bey, Hanım), an introduction (my name is, adım,
   меня зовут, I spoke with) or a phrase after (adına, ile görüştüm) that also makes words outside the list a
-  name, a known first name in lower case right after an introduction ("ben murat"). Names outside the
+  name, as do a signature line under a closing formula ("Saygılarımla,") and a "From:" header line; a known
+  first name in lower case right after an introduction ("ben murat"). Names outside the
   list without such a phrase, written in lower case without an introduction, or alone without context are
   missed: the KVKK summary states this residual risk.
 """
@@ -52,6 +53,9 @@ _PHRASES_ALL = frozenset(_norm_phrase(w) for w in _CTX["name_intros"] + _CTX["na
                          + _CTX["name_titles_before"])
 _PHRASES_STRONG = frozenset(_norm_phrase(w) for w in _CTX["name_intros_strong"] + _CTX["name_titles_before"])
 _LAST_WORDS = frozenset(p.split()[-1] for p in _PHRASES_ALL)
+_SIGNOFFS = frozenset(_norm_phrase(w) for w in _CTX["name_signoffs"])
+# "From: Bibiana Leon <...>": a header word and a colon, the whole line before the name
+_HEADER = re.compile(r"[ \t]*(?:" + "|".join(re.escape(fold(w)) for w in _CTX["name_headers"]) + r")[ \t]*:[ \t]*")
 # "Anar Baharlı adına", "Xəlil Vilayətoğlu ile görüştüm": matched in folded text right after a name's last word
 _CUES_AFTER = re.compile("[ \u00a0]+(?:" + "|".join(
     re.escape(_norm_phrase(w.rstrip("*"))) + (r"\w*" if w.endswith("*") else "")
@@ -81,10 +85,19 @@ def _sentence_initial(text: str, start: int) -> bool:
 
 def _phrase_before(ctx: TextContext, start: int, phrases: frozenset) -> bool:
     """One of `phrases` (an introduction, title or greeting) ends right before `start`, separated only by
-    spaces, ':', ',' or a dash; a '.' only after an abbreviated title ("Mr. Smith", not "Thanks. Ends")."""
+    spaces, ':', ',' or a dash; a '.' only after an abbreviated title ("Mr. Smith", not "Thanks. Ends").
+    Whatever `phrases` are: a header ("From:") that is all of the line before `start`, or, at the start of a
+    line, a closing formula that is all of the line above ("Best regards,")."""
     norm = ctx.norm
-    if start < 2 or norm[start - 1] not in " \t\u00a0":
+    if start < 2:
         return False
+    if norm[start - 1] == "\n":
+        return _signoff_above(norm, start)
+    if norm[start - 1] not in " \t\u00a0":
+        return False
+    line = norm.rfind("\n", 0, start) + 1
+    if start - line <= 16 and ":" in norm[line:start] and _HEADER.fullmatch(norm, line, start):
+        return True
     p = norm[max(0, start - 40):start].rstrip(_GAP)
     # quick test: the word before must end some phrase
     k = max(p.rfind(" "), p.rfind("\t"), p.rfind("\u00a0"), p.rfind("\n"))
@@ -105,6 +118,17 @@ def _phrase_before(ctx: TextContext, start: int, phrases: frozenset) -> bool:
             if ph in phrases and (not abbrev or ph in ABBREVIATED):
                 return True
     return False
+
+
+def _signoff_above(norm: str, start: int) -> bool:
+    """The line above the one `start` begins (one blank line between allowed) holds only a closing formula
+    and its punctuation: "Best regards,", "Saygılarımla", "Thanks!". A formula inside a sentence does not
+    count ("I wanted to say thanks,")."""
+    above = norm[max(0, start - 48):start].rstrip(" \t\u00a0\r\n")
+    if norm.count("\n", max(0, start - 48) + len(above), start) > 2:
+        return False
+    line = above[above.rfind("\n") + 1:].strip(" \t\u00a0,.!-—–")
+    return _norm_phrase(line) in _SIGNOFFS
 
 
 def _context_before(ctx: TextContext, start: int) -> bool:
