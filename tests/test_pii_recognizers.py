@@ -294,6 +294,12 @@ def test_turkish_words_in_the_name_list(found, text, lang, names):
     ("Thanks!\n\nIngeborg Schäfer", "en", ["Ingeborg Schäfer"]),
     ("I wanted to say thanks,\nExpress Delivery was fast.", "en", []),    # the formula ends a sentence
     ("Regards,\nCustomer Service", "en", []),
+    # a job word right before the name, in lower case or starting a sentence
+    ("Paketi kurye Rövşən Hacıyev getirdi.", "tr", ["Rövşən Hacıyev"]),
+    ("Temsilcimiz Elçin Məmmədli size dönecek.", "tr", ["Elçin Məmmədli"]),
+    ("Your agent Ingeborg Schäfer was great.", "en", ["Ingeborg Schäfer"]),
+    ("Agent: Thank you for waiting.", "en", []),                             # a speaker label
+    ("Open Properties > Driver > Driver Details.", "en", []),               # a title
     # a mail header line
     ("Kimden: Anar Baharlı\nKonu: iade", "tr", ["Anar Baharlı"]),
     ("Subject: refund\nFrom: Bibiana Leon <b@example.com>", "en", ["Bibiana Leon"]),

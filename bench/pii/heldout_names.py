@@ -6,6 +6,9 @@ names in Russian) flatters the rules. The templates below were written once, bef
 against them, and are not to be tuned on: this prints how a name the lists lack fares in unseen phrasing,
 per template, so the figure in a note can be read against run.py's.
 
+SEEN lists the templates a rule was later written knowing of (their phrasing is no longer unseen); the
+last lines give the recall without them too.
+
     .venv/bin/python bench/pii/heldout_names.py [--per-template 40]
 """
 from __future__ import annotations
@@ -29,6 +32,8 @@ TEMPLATES = {
     "ru": ["{v} звонил вчера вечером.", "Спросите {v} на складе.", "Заказ оформлен на {v}.",
            "Передайте {v}, что посылка пришла.", "С уважением, {v}", "Оператор {v} был вежлив."],
 }
+# 2026-12-03: job words before a name (context.json name_roles) were added knowing that these two use them
+SEEN = {"Müşteri temsilcisi {v} çok yardımcı oldu.", "Your agent {v} was great."}
 
 
 def main() -> None:
@@ -55,14 +60,18 @@ def main() -> None:
                 covered = sum(1 for k in chars if any(h.start <= k < h.end and h.entity == "PERSON" for h in kept))
                 per_template[(lang, tpl)][1] += 1
                 per_template[(lang, tpl)][0] += covered >= 0.9 * len(chars)
-    totals: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+    totals: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0, 0])  # all ok, n; unseen ok, n
     for (lang, tpl), (ok, n) in per_template.items():
-        print(f"{lang}  {ok / n:5.3f}  {tpl}")
+        print(f"{lang}  {ok / n:5.3f}  {tpl}{'   (seen)' if tpl in SEEN else ''}")
         totals[lang][0] += ok
         totals[lang][1] += n
+        if tpl not in SEEN:
+            totals[lang][2] += ok
+            totals[lang][3] += n
     print()
-    for lang, (ok, n) in totals.items():
-        print(f"recall, names outside the lists in unseen phrasing, {lang}: {ok / n:.3f} ({ok} of {n})")
+    for lang, (ok, n, ok_unseen, n_unseen) in totals.items():
+        print(f"recall, names outside the lists, {lang}: {ok / n:.3f} ({ok} of {n}); "
+              f"in the templates no rule was written for: {ok_unseen / n_unseen:.3f} ({ok_unseen} of {n_unseen})")
 
 
 if __name__ == "__main__":

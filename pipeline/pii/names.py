@@ -6,10 +6,10 @@
   last names, pipeline/data/pii/names.json) with context rules: a known first name followed by capitalized
   words, a title before (Sayın, Mr., Dr., г-н) or after (Bey, Hanım), an introduction (my name is, adım,
   меня зовут, I spoke with) or a phrase after (adına, ile görüştüm) that also makes words outside the list a
-  name, as do a signature line under a closing formula ("Saygılarımla,") and a "From:" header line; a known
-  first name in lower case right after an introduction ("ben murat"). Names outside the
-  list without such a phrase, written in lower case without an introduction, or alone without context are
-  missed: the KVKK summary states this residual risk.
+  name, as do a job word in lower case (kurye, agent), a signature line under a closing formula
+  ("Saygılarımla,") and a "From:" header line; a known first name in lower case right after an
+  introduction ("ben murat"). Names outside the list without such a phrase, written in lower case without
+  an introduction, or alone without context are missed: the KVKK summary states this residual risk.
 """
 from __future__ import annotations
 
@@ -54,6 +54,7 @@ _PHRASES_ALL = frozenset(_norm_phrase(w) for w in _CTX["name_intros"] + _CTX["na
 _PHRASES_STRONG = frozenset(_norm_phrase(w) for w in _CTX["name_intros_strong"] + _CTX["name_titles_before"])
 _LAST_WORDS = frozenset(p.split()[-1] for p in _PHRASES_ALL)
 _SIGNOFFS = frozenset(_norm_phrase(w) for w in _CTX["name_signoffs"])
+_ROLES = frozenset(fold(w) for w in _CTX["name_roles"])
 # "From: Bibiana Leon <...>": a header word and a colon, the whole line before the name
 _HEADER = re.compile(r"[ \t]*(?:" + "|".join(re.escape(fold(w)) for w in _CTX["name_headers"]) + r")[ \t]*:[ \t]*")
 # "Anar Baharlı adına", "Xəlil Vilayətoğlu ile görüştüm": matched in folded text right after a name's last word
@@ -131,13 +132,33 @@ def _signoff_above(norm: str, start: int) -> bool:
     return _norm_phrase(line) in _SIGNOFFS
 
 
+def _role_before(ctx: TextContext, start: int) -> bool:
+    """A job word (courier, temsilcimiz) right before `start`, only spaces between, in lower case or at the
+    start of a sentence: not a speaker label ("Agent: Thank you") or a title ("Driver > Driver Details")."""
+    text = ctx.text
+    k = start
+    while k > 0 and text[k - 1] == " ":
+        k -= 1
+    if k == start or k == 0:
+        return False
+    j = k
+    while j > 0 and text[j - 1].isalpha():
+        j -= 1
+    if ctx.norm[j:k] not in _ROLES:
+        return False
+    if text[j].islower():
+        return True
+    before = text[:j].rstrip(" \t\u00a0")
+    return not before or before[-1] in ".!?\n"
+
+
 def _context_before(ctx: TextContext, start: int) -> bool:
-    """An introduction, title or greeting ends right where the name starts."""
-    return _phrase_before(ctx, start, _PHRASES_ALL)
+    """An introduction, title, greeting or job word ends right where the name starts."""
+    return _phrase_before(ctx, start, _PHRASES_ALL) or _role_before(ctx, start)
 
 
 def _strong_before(ctx: TextContext, start: int) -> bool:
-    return _phrase_before(ctx, start, _PHRASES_STRONG)
+    return _phrase_before(ctx, start, _PHRASES_STRONG) or _role_before(ctx, start)
 
 
 class _Tok(NamedTuple):
