@@ -304,6 +304,7 @@ def test_kvkk_section_of_report_md_is_whole_and_readable():
     assert "- How names were found: PERSON gazetteer 7, PERSON natasha 5" in md
     assert "- Candidates left below the threshold: PASSPORT 2" in md
     assert md.rstrip().endswith("|") and "| quasi | medium |" in md  # the risk table, last and whole
+    assert "| special | medium | KVKK art. 6 special categories" in md
 
 
 def test_anonymizer_engine_and_splice_agree():

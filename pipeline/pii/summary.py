@@ -18,6 +18,10 @@ _RESIDUAL_NOTES = {
     "context": ("low", "Passports, 10-digit VKN/INN and OGRN need a context word; without one they stay "
                 "(see candidates_left_below_threshold)."),
     "quasi": ("medium", "Indirect identifiers (job + employer + city, ages, rare events) are not detected."),
+    "special": ("medium", "KVKK art. 6 special categories (health, religion, ethnicity, political views, union "
+                "membership, criminal records, biometrics) in free text are neither detected nor removed; with "
+                "the identifiers gone they remain personal data wherever the rest of a record still points "
+                "to a person."),
     "pseudonym": ("medium", "Pseudonyms stay personal data while the salt exists: keep it off the training side."),
     "mask": ("low", "Masking keeps the length and separators of a value."),
     "disabled": ("high", "PII stripping is off: all personal data in the input is in the output."),
@@ -52,6 +56,7 @@ def kvkk_summary(counters: dict, cfg) -> dict:
         risks.append(_risk("ADDRESS", found=entities.get("ADDRESS", 0)))
         risks.append(_risk("context", left_below_threshold=sum(residual.values())))
         risks.append(_risk("quasi"))
+        risks.append(_risk("special"))
         used = {cfg.operator, *cfg.operators.values()}
         if "pseudonym" in used:
             risks.append(_risk("pseudonym"))
