@@ -300,6 +300,13 @@ def test_turkish_words_in_the_name_list(found, text, lang, names):
     ("Your agent Ingeborg Schäfer was great.", "en", ["Ingeborg Schäfer"]),
     ("Agent: Thank you for waiting.", "en", []),                             # a speaker label
     ("Open Properties > Driver > Driver Details.", "en", []),               # a title
+    # two or three capitalized words ending in a surname ending
+    ("Anar Məmmədov sizi aradı.", "tr", ["Anar Məmmədov"]),
+    ("Dosyayı Elif Hacıoğlu hazırladı.", "tr", ["Elif Hacıoğlu"]),
+    ("Dün Tural Əliyev aradı.", "tr", ["Tural Əliyev"]),                    # not the first word of the sentence
+    ("Çukurova Üniversitesi kapalı.", "tr", []),
+    ("Yeni Görev Listesi hazır.", "tr", []),                                 # -ev, but five letters
+    ("İstanbul Beyoğlu şubesine gelin.", "tr", []),                          # a district
     # a mail header line
     ("Kimden: Anar Baharlı\nKonu: iade", "tr", ["Anar Baharlı"]),
     ("Subject: refund\nFrom: Bibiana Leon <b@example.com>", "en", ["Bibiana Leon"]),

@@ -55,6 +55,9 @@ _PHRASES_STRONG = frozenset(_norm_phrase(w) for w in _CTX["name_intros_strong"] 
 _LAST_WORDS = frozenset(p.split()[-1] for p in _PHRASES_ALL)
 _SIGNOFFS = frozenset(_norm_phrase(w) for w in _CTX["name_signoffs"])
 _ROLES = frozenset(fold(w) for w in _CTX["name_roles"])
+# as TextContext.words may hold them (text.lower(): "DANIŞMAN" -> "danişman")
+_ROLE_WORDS = frozenset(f for w in _CTX["name_roles"] for f in (w.lower(), fold(w)))
+_SURNAME_ENDINGS = tuple(fold(w) for w in _CTX["name_surname_endings"])
 # "From: Bibiana Leon <...>": a header word and a colon, the whole line before the name
 _HEADER = re.compile(r"[ \t]*(?:" + "|".join(re.escape(fold(w)) for w in _CTX["name_headers"]) + r")[ \t]*:[ \t]*")
 # "Anar Baharlı adına", "Xəlil Vilayətoğlu ile görüştüm": matched in folded text right after a name's last word
@@ -96,9 +99,10 @@ def _phrase_before(ctx: TextContext, start: int, phrases: frozenset) -> bool:
         return _signoff_above(norm, start)
     if norm[start - 1] not in " \t\u00a0":
         return False
-    line = norm.rfind("\n", 0, start) + 1
-    if start - line <= 16 and ":" in norm[line:start] and _HEADER.fullmatch(norm, line, start):
-        return True
+    if ":" in norm[max(0, start - 16):start]:
+        line = norm.rfind("\n", 0, start) + 1
+        if start - line <= 16 and _HEADER.fullmatch(norm, line, start):
+            return True
     p = norm[max(0, start - 40):start].rstrip(_GAP)
     # quick test: the word before must end some phrase
     k = max(p.rfind(" "), p.rfind("\t"), p.rfind("\u00a0"), p.rfind("\n"))
@@ -135,6 +139,8 @@ def _signoff_above(norm: str, start: int) -> bool:
 def _role_before(ctx: TextContext, start: int) -> bool:
     """A job word (courier, temsilcimiz) right before `start`, only spaces between, in lower case or at the
     start of a sentence: not a speaker label ("Agent: Thank you") or a title ("Driver > Driver Details")."""
+    if ctx.words.isdisjoint(_ROLE_WORDS):  # most texts hold no job word at all
+        return False
     text = ctx.text
     k = start
     while k > 0 and text[k - 1] == " ":
@@ -216,6 +222,20 @@ def _cue_after(ctx: TextContext, tok: _Tok) -> bool:
     return tok.full_end == tok.end and _CUES_AFTER.match(ctx.norm, tok.end) is not None
 
 
+def _surname_shaped_run(text: str, toks: list, i: int) -> bool:
+    """toks[i] starts two or three adjacent capitalized words whose last has a surname ending of six letters
+    or more ("Anar Məmmədov", "Elif Hacıoğlu"): a name even outside the lists."""
+    nxt = toks[i + 1] if i + 1 < len(toks) else None
+    if nxt is None or not (nxt.key.endswith(_SURNAME_ENDINGS)
+                           or i + 2 < len(toks) and toks[i + 2].key.endswith(_SURNAME_ENDINGS)):
+        return False  # the cheap test first: most capitalized words are followed by no such word
+    j = _run_end(text, toks, i)
+    last = toks[j].key
+    if j - i == 2 and _sentence_initial(text, toks[i].start):
+        return False  # "Dün Tural Əliyev ...": a name takes the two words, from the next token on
+    return 1 <= j - i <= 2 and len(last) >= 6 and last.endswith(_SURNAME_ENDINGS)
+
+
 def _run_end(text: str, toks: list, i: int) -> int:
     """The last of up to four adjacent capitalized words from toks[i] on, stopping before a name_stop word
     or an acronym."""
@@ -267,6 +287,7 @@ class LatinNameRecognizer(PersonRecognizer):
         out: list[Hit] = []
         n = len(toks)
         followed = None  # does the text hold a title after a word (Bey) or a cue (adına) at all?
+        surnames = any(tk.key.endswith(_SURNAME_ENDINGS) for tk in toks)  # a word with a surname ending at all?
         i = 0
         while i < n:
             t = toks[i]
@@ -282,7 +303,8 @@ class LatinNameRecognizer(PersonRecognizer):
                 i += 1  # "Eşim Elif Yıldız ...": a word at the start of the sentence, then a full name
                 continue
             titled = _titled(text, toks, i)
-            if not is_first and not titled and not _strong_before(ctx, t.start):
+            if not is_first and not titled and not (surnames and _surname_shaped_run(text, toks, i)) \
+                    and not _strong_before(ctx, t.start):
                 # words outside the list: a name when a title (Bey, Hanım) or a cue (adına) follows them
                 if followed is None:
                     followed = any(tk.key in TITLES_AFTER for tk in toks) or _CUES_AFTER.search(ctx.norm) is not None
