@@ -7,7 +7,8 @@
   words, a title before (Sayın, Mr., Dr., г-н) or after (Bey, Hanım), an introduction (my name is, adım,
   меня зовут, I spoke with) or a phrase after (adına, ile görüştüm) that also makes words outside the list a
   name, as do a job word in lower case (kurye, agent), a signature line under a closing formula
-  ("Saygılarımla,") and a "From:" header line; a known first name in lower case right after an
+  ("Saygılarımla,"), a "From:" header line and a surname ending on the last of two or three capitalized
+  words (Məmmədov, Hacıoğlu); a known first name in lower case right after an
   introduction ("ben murat"). Names outside the list without such a phrase, written in lower case without
   an introduction, or alone without context are missed: the KVKK summary states this residual risk.
 """
