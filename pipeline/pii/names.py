@@ -8,9 +8,9 @@
   меня зовут, I spoke with) or a phrase after (adına, ile görüştüm) that also makes words outside the list a
   name, as do a job word in lower case (kurye, agent), a signature line under a closing formula
   ("Saygılarımla,"), a "From:" header line and a surname ending on the last of two or three capitalized
-  words (Məmmədov, Hacıoğlu); a known first name in lower case right after an
-  introduction ("ben murat"). Names outside the list without such a phrase, written in lower case without
-  an introduction, or alone without context are missed: the KVKK summary states this residual risk.
+  words (Məmmədov, Hacıoğlu); a known first name in lower case right after an introduction ("ben murat").
+  Names outside the list without such a phrase, written in lower case without an introduction, or alone
+  without context are missed: the KVKK summary states this residual risk.
 """
 from __future__ import annotations
 
@@ -130,11 +130,14 @@ def _signoff_above(norm: str, start: int) -> bool:
     """The line above the one `start` begins (one blank line between allowed) holds only a closing formula
     and its punctuation: "Best regards,", "Saygılarımla", "Thanks!". A formula inside a sentence does not
     count ("I wanted to say thanks,")."""
-    above = norm[max(0, start - 48):start].rstrip(" \t\u00a0\r\n")
-    if norm.count("\n", max(0, start - 48) + len(above), start) > 2:
+    lo = max(0, start - 48)
+    above = norm[lo:start].rstrip(" \t\u00a0\r\n")
+    if norm.count("\n", lo + len(above), start) > 2:
         return False
-    line = above[above.rfind("\n") + 1:].strip(" \t\u00a0,.!-—–")
-    return _norm_phrase(line) in _SIGNOFFS
+    k = above.rfind("\n")
+    if k < 0 and lo > 0:
+        return False  # the line above is longer than any closing formula
+    return _norm_phrase(above[k + 1:].strip(" \t\u00a0,.!-—–")) in _SIGNOFFS
 
 
 def _role_before(ctx: TextContext, start: int) -> bool:
