@@ -721,8 +721,15 @@ class SecretRecognizer(PiiRecognizer):
                 k = norm.find(word, k + 1)
         return sorted(starts)
 
+    def _cased(self, ctx) -> bool:
+        """Any provider literal in the text (one scan, kept for find() after triggered())."""
+        cased = ctx.extra.get("secret_cased")
+        if cased is None:
+            cased = ctx.extra["secret_cased"] = self._CASED_RX.search(ctx.text) is not None
+        return cased
+
     def triggered(self, ctx):
-        if self._CASED_RX.search(ctx.text) is not None:
+        if self._cased(ctx):
             return True
         # anywhere, not only at a word start: "mypassword=..." is matched by the keyword pattern too
         return self._FOLDED.quick.search(ctx.norm) is not None
@@ -730,7 +737,7 @@ class SecretRecognizer(PiiRecognizer):
     def find(self, ctx):
         out = []
         text = ctx.text
-        cased = self._CASED_RX.search(text) is not None  # one scan says whether any literal below is there
+        cased = self._cased(ctx)  # whether any literal below is there at all
         for name, rx, score, group in self._PATTERNS:
             needs = self._NEEDS.get(name)
             if needs is not None and not (cased and any(k in text for k in needs)):
