@@ -33,7 +33,8 @@ DISABLED_BUILTINS = {
     "PhoneRecognizer": "default regions have no TR/RU; slowest recognizer; replaced by PhoneNumberRecognizer",
     "EmailRecognizer": "tldextract tries the network; replaced by EmailAddressRecognizer",
     "IbanRecognizer": "replaced by IbanMod97Recognizer: spaced TR IBANs, trims trailing words",
-    "CreditCardRecognizer": "not loaded for tr/ru; replaced by PaymentCardRecognizer: issuer prefixes, negative context",
+    "CreditCardRecognizer": "not loaded for tr/ru; replaced by PaymentCardRecognizer: issuer prefixes, "
+                            "negative context",
     "IpRecognizer": "replaced by IpAddressRecognizer: a version word lowers an IPv4-shaped number",
     "TrNationalIdRecognizer": "disabled by default; replaced with context-aware TcknRecognizer",
     "TrLicensePlateRecognizer": "allows 2-4 digits only, missed '06 A 12345'",
