@@ -374,9 +374,10 @@ class EmailAddressRecognizer(PiiRecognizer):
     _RE = re.compile(r"(?<![\w.+%-])[\w.+%-]{1,64}@(?:[^\W_](?:[\w-]{0,61}[^\W_])?\.)+[^\W\d_]{2,24}(?![\w-])")
     # written to dodge scrapers: "ali.veli [at] example [dot] com", "ivan(собака)mail(точка)ru"; the bracketed
     # forms only ("at" and "dot" as plain words are prose)
-    _AT = r"\s?[\[({<]\s?(?:at|собака)\s?[\])}>]\s?"
+    _BRACKETED_AT = r"[\[({<]\s?(?:at|собака)\s?[\])}>]"
+    _AT = r"\s?" + _BRACKETED_AT + r"\s?"
     _DOT = r"(?:\s?[\[({<]\s?(?:dot|nokta|точка)\s?[\])}>]\s?|\.)"
-    _AT_HINT = re.compile(r"[\[({<]\s?(?:at|собака)\s?[\])}>]")
+    _AT_HINT = re.compile(_BRACKETED_AT)  # searched in the folded text: the pattern's necessary part
     _OBFUSCATED = re.compile(r"(?<![\w.+%-])[\w.+%-]{1,64}" + _AT + r"(?:[^\W_](?:[\w-]{0,61}[^\W_])?" + _DOT
                              + r")+[^\W\d_]{2,24}(?![\w-])", re.IGNORECASE)
 
