@@ -340,19 +340,27 @@ def test_disabled_builtins_are_not_in_the_registry(detector):
     assert {"TcknRecognizer", "NatashaPersonRecognizer", "LatinNameRecognizer", "PhoneNumberRecognizer"} <= names
 
 
-def test_a_stock_presidio_registry_still_loads_beside_ours(detector, tmp_path):
+def test_a_stock_presidio_registry_still_loads_beside_ours(detector):
     """Presidio's loader finds a predefined recognizer class by its name among all EntityRecognizer
-    subclasses: a recognizer of ours with a built-in's name would be picked instead and break it."""
-    import spacy
-    from presidio_analyzer import RecognizerRegistry
-    from presidio_analyzer.nlp_engine import SpacyNlpEngine
+    subclasses: a recognizer of ours with a built-in's name would be picked instead and break it. The
+    stock engine is the PII benchmark's (bench/pii/run.py)."""
+    import sys
+    from pathlib import Path
 
-    spacy.blank("en").to_disk(tmp_path / "en")
-    nlp = SpacyNlpEngine(models=[{"lang_code": "en", "model_name": str(tmp_path / "en")}])
-    nlp.load()
-    registry = RecognizerRegistry(supported_languages=["en"])
-    registry.load_predefined_recognizers(languages=["en"], nlp_engine=nlp)
-    loaded = {type(r).__name__: type(r).__module__ for r in registry.recognizers}
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench" / "pii"))
+    from run import build_stock_analyzer
+
+    from presidio_analyzer import EntityRecognizer
+
+    def subclasses(cls):
+        return {cls} | {s for c in cls.__subclasses__() for s in subclasses(c)}
+
+    # which of two same-named classes the loader picks depends on set order: the names are checked directly
+    by_module = {c.__module__.split(".")[0]: set() for c in subclasses(EntityRecognizer)}
+    for c in subclasses(EntityRecognizer):
+        by_module[c.__module__.split(".")[0]].add(c.__name__)
+    assert by_module["pipeline"] and not by_module["pipeline"] & by_module["presidio_analyzer"]
+    loaded = {type(r).__name__: type(r).__module__ for r in build_stock_analyzer(("en",)).registry.recognizers}
     assert {"EmailRecognizer", "IbanRecognizer", "CreditCardRecognizer", "IpRecognizer"} <= set(loaded)
     assert all(module.startswith("presidio_analyzer.") for module in loaded.values())
 

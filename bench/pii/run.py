@@ -99,14 +99,14 @@ def build_stock_analyzer(langs):
     from presidio_analyzer import AnalyzerEngine, RecognizerRegistry
     from presidio_analyzer.nlp_engine import SpacyNlpEngine
 
-    models = []
-    root = tempfile.mkdtemp(prefix="bench_pii_spacy_")
-    for lang in langs:
-        path = str(Path(root) / lang)
-        spacy.blank(lang).to_disk(path)
-        models.append({"lang_code": lang, "model_name": path})
-    nlp = SpacyNlpEngine(models=models)
-    nlp.load()
+    with tempfile.TemporaryDirectory(prefix="bench_pii_spacy_") as root:  # spaCy reads the pipelines on load
+        models = []
+        for lang in langs:
+            path = str(Path(root) / lang)
+            spacy.blank(lang).to_disk(path)
+            models.append({"lang_code": lang, "model_name": path})
+        nlp = SpacyNlpEngine(models=models)
+        nlp.load()
     registry = RecognizerRegistry(supported_languages=list(langs))
     registry.load_predefined_recognizers(languages=list(langs), nlp_engine=nlp)
     return AnalyzerEngine(registry=registry, nlp_engine=nlp, supported_languages=list(langs))
