@@ -167,6 +167,7 @@ def test_valid_values_are_found(found, text, lang, value, entity):
     ("iban tr12 0006 1005 1978 6457 8413 26", "tr", "IBAN"),            # lower case, bad check digits
     ("ssn 000-12-3456", "en", "SSN"),                                   # no area 000
     ("sipariş no 905321234567", "tr", "PHONE"),                         # an order number that reads like one
+    ("Tip to Tip 70.8750 11/25/2013 at 36 months", "en", "PHONE"),      # a decimal next to a date
     ("заказ 4508 номер 123456", "ru", "PASSPORT"),
     ("order 123456789 shipped", "en", "SSN"),                           # nine digits without context
     ("Ürün kodu TC-82694. Umut Apartmanı'nın", "tr", "ADDRESS"),       # a number ending a sentence

@@ -311,6 +311,8 @@ class PhoneNumberRecognizer(PiiRecognizer):
                 continue  # an IPv4 address
             if seps == {"/"} or seps == {"."} and j - i == 2:
                 continue  # a date or a fraction
+            if "/" in seps and "." in seps:
+                continue  # a decimal number next to a date ("70.8750 11/25/2013"): no phone mixes the two
             candidate = ("+" if plus or bare_country else "") + d
             if not plus and d.startswith("00"):
                 candidate = d
