@@ -120,7 +120,7 @@ def test_checksum_functions_against_faker_and_stdnum():
     ("Merhaba, ben Ayşe Yılmaz.", "tr", "Ayşe Yılmaz", "PERSON"),
     ("John Smith called about the refund.", "en", "John Smith", "PERSON"),
     ("Dear Mr. Johnson, thanks.", "en", "Johnson", "PERSON"),
-    ("My name is Oskar Hendriks.", "en", "Oskar Hendriks", "PERSON"),           # not in the gazetteer
+    ("My name is Joost Veenstra.", "en", "Joost Veenstra", "PERSON"),           # not in the gazetteer
     ("Меня зовут Иванов Пётр Сергеевич.", "ru", "Иванов Пётр Сергеевич", "PERSON"),
     ("Передайте Анне Смирновой, что заказ готов.", "ru", "Анне Смирновой", "PERSON"),  # inflected
     ("iban tr33 0006 1005 1978 6457 8413 26", "tr", "tr33 0006 1005 1978 6457 8413 26", "IBAN"),  # typed lower case
@@ -240,6 +240,14 @@ def test_lone_ambiguous_first_names_need_context(found):
     ("Hi Sarah Please find the invoice attached.", "Sarah"),           # a word that follows a name, not in it
     ("Dear John Sorry for the delay.", "John"),
     ("Hi Sarah The invoice is attached.", "Sarah"),
+    ("the German President Richard Hayes spoke", "Richard Hayes"),       # an office inside the run ends it
+    ("Teaching Roman Empire history", None),                            # a place or company word after a name word
+    ("The Annie Awards were held", None),
+    ("the Baptist Church on Main", None),
+    ("Dear Patricia Park, your order shipped.", "Patricia Park"),        # ... that is a surname after a title
+    ("Hi, this is Katherine Day from billing.", "Katherine Day"),
+    ("Account holder: Christine Church", "Christine Church"),
+    ("We met at Central Park yesterday.", None),
 ])
 def test_acronyms_places_and_offices_are_not_names(found, text, name):
     assert only(found(text, "en"), "PERSON") == ([name] if name else [])
@@ -277,8 +285,8 @@ def test_turkish_words_in_the_name_list(found, text, lang, names):
     ("Elçin Məmmədli Bey sizi aradı.", "tr", ["Elçin Məmmədli"]),            # a title after two words
     ("Kargo Şirketi adına imza attım.", "tr", []),                            # an organisation word
     ("Hesap Ziraat Bankası adına açılmış.", "tr", []),
-    ("I spoke with Ingeborg Schäfer yesterday.", "en", ["Ingeborg Schäfer"]),
-    ("The parcel was signed for by Jörg Weiß.", "en", ["Jörg Weiß"]),
+    ("I spoke with Aino Väisänen yesterday.", "en", ["Aino Väisänen"]),
+    ("The parcel was signed for by Jöns Sjöberg.", "en", ["Jöns Sjöberg"]),
     ("I spoke with Customer Service twice.", "en", []),
     ("Please forward this to Billing Department.", "en", []),
     # Russian first names that are also nouns, used as the noun
@@ -291,14 +299,14 @@ def test_turkish_words_in_the_name_list(found, text, lang, names):
     ("Звонила Мар'яна Коваль вчера.", "ru", ["Мар'яна Коваль"]),
     # an e-mail signature: a closing formula alone on the line above
     ("Paket hâlâ gelmedi.\n\nSaygılarımla,\nAnar Baharlı", "tr", ["Anar Baharlı"]),
-    ("The box arrived damaged.\nBest regards,\nBibiana Leon\nLogistics", "en", ["Bibiana Leon"]),
-    ("Thanks!\n\nIngeborg Schäfer", "en", ["Ingeborg Schäfer"]),
+    ("The box arrived damaged.\nBest regards,\nWietske Hooijman\nLogistics", "en", ["Wietske Hooijman"]),
+    ("Thanks!\n\nAino Väisänen", "en", ["Aino Väisänen"]),
     ("I wanted to say thanks,\nExpress Delivery was fast.", "en", []),    # the formula ends a sentence
     ("Regards,\nCustomer Service", "en", []),
     # a job word right before the name, in lower case or starting a sentence
     ("Paketi kurye Rövşən Hacıyev getirdi.", "tr", ["Rövşən Hacıyev"]),
     ("Temsilcimiz Elçin Məmmədli size dönecek.", "tr", ["Elçin Məmmədli"]),
-    ("Your agent Ingeborg Schäfer was great.", "en", ["Ingeborg Schäfer"]),
+    ("Your agent Aino Väisänen was great.", "en", ["Aino Väisänen"]),
     ("Agent: Thank you for waiting.", "en", []),                             # a speaker label
     ("Open Properties > Driver > Driver Details.", "en", []),               # a title
     # two or three capitalized words ending in a surname ending
@@ -310,7 +318,7 @@ def test_turkish_words_in_the_name_list(found, text, lang, names):
     ("İstanbul Beyoğlu şubesine gelin.", "tr", []),                          # a district
     # a mail header line
     ("Kimden: Anar Baharlı\nKonu: iade", "tr", ["Anar Baharlı"]),
-    ("Subject: refund\nFrom: Bibiana Leon <b@example.com>", "en", ["Bibiana Leon"]),
+    ("Subject: refund\nFrom: Wietske Hooijman <b@example.com>", "en", ["Wietske Hooijman"]),
     ("A parcel from Express Delivery arrived.", "en", []),                 # "from" in a sentence
     ("Origin from: Express Delivery", "en", []),                           # not a header line
 ])
@@ -322,6 +330,27 @@ def test_birth_words_count_in_the_dates_own_clause(found):
     assert only(found("Born on 08/15/1948. Delivery on 16/09/2025.", "en"), "DATE_OF_BIRTH") == ["08/15/1948"]
     assert only(found("Delivery on 16/09/2025, born on 08/15/1948.", "en"), "DATE_OF_BIRTH") == ["08/15/1948"]
     assert only(found("Müşteri 15.03.1980 doğumlu.", "tr"), "DATE_OF_BIRTH") == ["15.03.1980"]
+
+
+@pytest.mark.parametrize("text,lang,names", [
+    # de/fr/it/es names are in the gazetteer (bench/pii/build_gazetteer.py), with no phrase around them
+    ("Giuseppe Rossi approved the return yesterday.", "en", ["Giuseppe Rossi"]),
+    ("The invoice went to Brigitte Lefèvre and Jürgen Schmitt.", "en", ["Brigitte Lefèvre", "Jürgen Schmitt"]),
+    ("Siparişi Consuelo Ortega teslim aldı.", "tr", ["Consuelo Ortega"]),
+    # their first names that are also words or places stay alone below the threshold
+    ("Roman history is long. German cars are fine. Flights to Florence are full.", "en", []),
+    ("Teşekkürler Ayşe Hanım, kaydınızı güncelledim.", "tr", ["Ayşe"]),     # thanks is no surname
+])
+def test_european_names_and_the_words_among_them(found, text, lang, names):
+    assert only(found(text, lang), "PERSON") == names
+
+
+def test_a_card_right_after_an_iban_is_found(found):
+    """An IBAN-shaped match runs on into the digits after a valid IBAN; those digits are no longer hidden."""
+    text = "IBAN numaram TR330006100519786457841326 4111 1111 1111 1111 numaralı karttan çekim yapıldı."
+    assert found(text, "tr") == [("TR330006100519786457841326", "IBAN"), ("4111 1111 1111 1111", "CREDIT_CARD")]
+    # a bad check digit: the whole shape stays one span, and its digits are no card
+    assert only(found("IBAN TR330006100519786457841327 4111 1111 1111 1111", "tr"), "CREDIT_CARD") == []
 
 
 def test_names_are_found_across_scripts(found):

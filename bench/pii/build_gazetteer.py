@@ -1,4 +1,6 @@
-"""Build pipeline/data/pii/names.json from Faker's tr_TR, en_US and ru_RU name lists.
+"""Build pipeline/data/pii/names.json from Faker's tr_TR, en_US and ru_RU name lists, plus the de_DE, fr_FR,
+it_IT and es_ES ones for the Latin-script list (customers and staff named Giuseppe or Brigitte write in English
+too). bench/pii/generate.py draws its out-of-list names from locales not used here.
 
 The gazetteer is committed as data, so the pipeline does not need Faker at run time:
     .venv/bin/python bench/pii/build_gazetteer.py
@@ -26,6 +28,11 @@ Dallas Jordan Kent Cameron Brandon Tyler Taylor Mason Cooper Carter Parker Porte
 Bishop Bruce Shane Neil Dean Reed Reid Cole Gray Grey Rowan Colt Tucker Stewart Lance Norman Price Ward Case Bradley
 Angel Bob Nick Sue Ken Jean Gay Ali Sam Dan Tom Jim Joe Ben Al Ed Ted Lee Kim Jay Mack Mike Van Ron Rod Roy Sal
 Oscar Troy Alexandria Chelsea Madison Sydney Dakota Savannah
+Roman German Florence Carolina Orlando Valentine Alba Georgia Lorraine Normandie Paris Siena Verona Victoria Messina
+Else Edit Till Harm Meta Peer Pastor Urban Marine Coral Cord Wolf Sole Sol Flora Aura Iris Alla Edu Maxim Salvador
+Franca Thea Marion Michel Henri Baptist Christ Angelo Benedict Pius Noel Noël Constance Prudence Patience Mercedes
+Dolores Consuelo Rosario Pilar Luz Paz Mar Amparo Milagros Gloria Bella Vita Gala Fortunato Ventura Bonifacio Jan
+Santiago Marina
 """.split()
 
 # Names in Faker's tr_TR list that are plain Turkish words ("Evde" at home, "Özel" private, "Kayıt" record, "Eşim"
@@ -70,6 +77,10 @@ Uzun Deniz Dinç Taşkın Ergün Turhan Ören Altay Sağlam Yazar Aktürk Alkan 
 """.split()
 
 
+# Latin-script locales beside tr_TR and en_US; generate.py's out-of-list English names come from others (nl, sv, da, fi)
+EUROPEAN = ("de_DE", "fr_FR", "it_IT", "es_ES")
+
+
 def main() -> None:
     from faker import Faker
 
@@ -80,8 +91,13 @@ def main() -> None:
     latin_first = set(tr.first_names_male) | set(tr.first_names_female) | set(COMMON_TR_FIRST)
     latin_first |= set(en.first_names_male) | set(en.first_names_female) | set(getattr(en, "first_names_nonbinary", ()))
     latin_last = set(tr.last_names) | set(en.last_names) | set(COMMON_TR_LAST)
+    for locale in EUROPEAN:
+        p = prov(locale)
+        latin_first |= {n for n in set(p.first_names_male) | set(p.first_names_female) if " " not in n}
+        latin_last |= {n for n in p.last_names if " " not in n}  # "Da Silva": its words alone are no surname
     data = {
-        "_source": "Faker tr_TR, en_US, ru_RU person providers plus the commonest Turkish names (bench/pii/build_gazetteer.py)",
+        "_source": "Faker tr_TR, en_US, de_DE, fr_FR, it_IT, es_ES, ru_RU person providers plus the commonest Turkish names "
+                   "(bench/pii/build_gazetteer.py)",
         "latin_first": sorted(latin_first),
         "latin_last": sorted(latin_last - latin_first),
         "latin_ambiguous": sorted({n for n in AMBIGUOUS if n in latin_first or n in latin_last}),

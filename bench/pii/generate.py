@@ -8,7 +8,8 @@ Values: Faker tr_TR / ru_RU / en_US for TCKN, TR IBAN, INN, SNILS, OGRN(IP), car
 python-stdnum's check digit; phones generated here and kept only when `phonenumbers` accepts them; plates,
 Turkish addresses and secrets generated here. Person names come from the Faker lists (the gazetteer's
 source: "in list") and, to measure what the gazetteer cannot know, from other locales (az_AZ names in
-Turkish text, de/fr/it/es names in English text, uk_UA names in Russian text: "oov").
+Turkish text, nl/sv/da/fi names in English text, uk_UA names in Russian text: "oov"; the gazetteer holds the
+de/fr/it/es lists since 2026-12-03, which were the English "oov" names before).
 
     .venv/bin/python bench/pii/generate.py --records 2000 --out runs/bench_pii/eval.jsonl
 """
@@ -195,8 +196,8 @@ class Generator:
     def __init__(self, seed: int = 7):
         self.rng = random.Random(seed)
         self.fk = {}
-        for i, loc in enumerate(("tr_TR", "ru_RU", "en_US", "en_GB", "de_DE", "fr_FR", "az_AZ", "uk_UA", "it_IT",
-                                 "es_ES")):
+        for i, loc in enumerate(("tr_TR", "ru_RU", "en_US", "en_GB", "de_DE", "fr_FR", "az_AZ", "uk_UA", "nl_NL",
+                                 "sv_SE", "da_DK", "fi_FI")):
             f = Faker(loc)
             f.seed_instance(seed * 100 + i)
             self.fk[loc] = f
@@ -441,7 +442,7 @@ class Generator:
                 return f"{f.first_name_male()} {f.last_name_male()}", {}
             return f"{f.first_name_male()} {f.middle_name_male()}", {}
         if oov:
-            f = self.fk[self.rng.choice(["de_DE", "fr_FR", "it_IT", "es_ES"])]
+            f = self.fk[self.rng.choice(["nl_NL", "sv_SE", "da_DK", "fi_FI"])]
             for _ in range(50):
                 first, last = f.first_name(), f.last_name()
                 if first.lower() not in self.latin_known and " " not in first:

@@ -1,7 +1,7 @@
 """Recall of person names outside the gazetteer in phrasings the name rules were NOT tuned on.
 
 run.py's sentence templates are also where the context phrases of pipeline/data/pii/context.json were
-checked, so its out-of-vocabulary figure (az_AZ names in Turkish, de/fr/it/es names in English, uk_UA
+checked, so its out-of-vocabulary figure (az_AZ names in Turkish, nl/sv/da/fi names in English, uk_UA
 names in Russian) flatters the rules. The templates below were written once, before any rule was changed
 against them, and are not to be tuned on: this prints how a name the lists lack fares in unseen phrasing,
 per template, so the figure in a note can be read against run.py's.

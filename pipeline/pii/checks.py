@@ -171,6 +171,17 @@ def iban_valid(value: str) -> bool:
 _IBAN_DIGITS = {chr(c): str(c - 55) for c in range(ord("A"), ord("Z") + 1)}
 
 
+def iban_end(text: str, start: int, end: int) -> int | None:
+    """Where the longest valid IBAN that starts at `start` ends within text[start:end] (spaces and dashes may
+    lie between its characters), or None: an IBAN-shaped match may run on into the digits after it."""
+    pos = [k for k in range(start, end) if text[k].isalnum()]
+    compact = "".join(text[k] for k in pos)
+    for n in range(len(compact), 14, -1):
+        if iban_valid(compact[:n]):
+            return pos[n - 1] + 1
+    return None
+
+
 def ip_valid(value: str) -> bool:
     try:
         addr = ipaddress.ip_address(value)

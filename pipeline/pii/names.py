@@ -2,8 +2,8 @@
 
 * Russian: natasha's NER (its wheel ships the model; nothing is downloaded) as a Presidio recognizer, plus
   a gazetteer of Russian first names, patronymics and surnames (Faker ru_RU lists, case endings stripped).
-* Turkish and English: no NER model can be installed offline, so a gazetteer (Faker tr_TR/en_US first and
-  last names, pipeline/data/pii/names.json) with context rules: a known first name followed by capitalized
+* Turkish and English: no NER model can be installed offline, so a gazetteer (Faker tr_TR/en_US/de_DE/fr_FR/
+  it_IT/es_ES first and last names, pipeline/data/pii/names.json) with context rules: a known first name followed by capitalized
   words, a title before (Sayın, Mr., Dr., г-н) or after (Bey, Hanım), an introduction (my name is, adım,
   меня зовут, I spoke with) or a phrase after (adına, ile görüştüm) that also makes words outside the list a
   name, as do a job word in lower case (kurye, agent), a signature line under a closing formula
@@ -34,10 +34,13 @@ LATIN_AMBIGUOUS = frozenset(fold(n) for n in _NAMES["latin_ambiguous"])
 TURKISH_WORDS = frozenset(fold(n) for n in _NAMES["latin_ambiguous_tr"])  # ambiguous in Turkish text only
 PLACE_BEFORE = frozenset(fold(w) for w in _CTX["name_place_before"])
 NEVER = frozenset(fold(w) for w in _CTX["name_never"])  # never in a name, but may follow one
+# a place word that is also a surname ("West") is no stop word: "Steve West" is a name, "West Virginia" a place
 STOP = frozenset(fold(w) for w in _CTX["name_stop"] + _CTX["name_titles_before"] + _CTX["name_titles_after"]) \
-    | PLACE_BEFORE | NEVER
+    | (PLACE_BEFORE - LATIN_LAST - LATIN_FIRST) | NEVER
 TITLES_AFTER = frozenset(fold(w) for w in _CTX["name_titles_after"])
 OFFICES = frozenset(fold(w) for w in _CTX["name_offices"])
+STOP_SURNAMES = (STOP - NEVER - TITLES_AFTER) & LATIN_LAST  # Park, Day, Church: end a name unless context says
+OFFICE_NOT_NAME = OFFICES - LATIN_FIRST - LATIN_LAST  # "President", not "Pope" or "King" (surnames too)
 
 TITLES = frozenset(fold(w) for w in _CTX["name_titles_before"])
 
@@ -59,7 +62,7 @@ _ROLES = frozenset(fold(w) for w in _CTX["name_roles"])
 # as TextContext.words may hold them (text.lower(): "DANIŞMAN" -> "danişman")
 _ROLE_WORDS = frozenset(f for w in _CTX["name_roles"] for f in (w.lower(), fold(w)))
 _SURNAME_ENDINGS = tuple(fold(w) for w in _CTX["name_surname_endings"])
-# "From: Bibiana Leon <...>": a header word and a colon, the whole line before the name
+# "From: Wietske Hooijman <...>": a header word and a colon, the whole line before the name
 _HEADER = re.compile(r"[ \t]*(?:" + "|".join(re.escape(fold(w)) for w in _CTX["name_headers"]) + r")[ \t]*:[ \t]*")
 # "Anar Baharlı adına", "Xəlil Vilayətoğlu ile görüştüm": matched in folded text right after a name's last word
 _CUES_AFTER = re.compile("[ \u00a0]+(?:" + "|".join(
@@ -241,11 +244,12 @@ def _surname_shaped_run(text: str, toks: list, i: int) -> bool:
 
 
 def _run_end(text: str, toks: list, i: int) -> int:
-    """The last of up to four adjacent capitalized words from toks[i] on, stopping before a name_stop word
-    or an acronym."""
+    """The last of up to four adjacent capitalized words from toks[i] on, stopping before a name_stop word,
+    an office word that is no name ("German President Richard": a name starts after the office; "John Pope"
+    and "Martin Luther King" keep theirs) or an acronym."""
     j = i
     while j + 1 < len(toks) and j - i < 3 and _adjacent(text, toks[j], toks[j + 1]) and toks[j + 1].key not in STOP \
-            and not _acronym(toks[j + 1]):
+            and toks[j + 1].key not in OFFICE_NOT_NAME and not _acronym(toks[j + 1]):
         j += 1
     return j
 
@@ -323,17 +327,21 @@ class LatinNameRecognizer(PersonRecognizer):
                 if j - i == 2 and initial:
                     i += 1  # "Fatura Anar Baharlı adına": a name takes two words before the cue, not the third
                     continue
+            # a surname that is also a place or company word ("Park", "Day", "Church") after a title or an
+            # introduction: "Dear Patricia Park", "this is Katherine Day"
+            stop_surname = i + 1 < n and toks[i + 1].key in STOP_SURNAMES and _adjacent(text, t, toks[i + 1]) \
+                and (titled or _context_before(ctx, t.start))
             if i + 1 < n and toks[i + 1].key in STOP and toks[i + 1].key not in TITLES_AFTER \
-                    and toks[i + 1].key not in NEVER and _adjacent(text, t, toks[i + 1]):
+                    and toks[i + 1].key not in NEVER and _adjacent(text, t, toks[i + 1]) and not stop_surname:
                 i += 2  # "Ramazan Bayramı", "Deniz Bank": a name word inside another proper noun
                 continue
-            j = _run_end(text, toks, i)
+            j = i + 1 if stop_surname else _run_end(text, toks, i)
             if _after_place_word(text, toks, i):
                 i = j + 1
                 continue
             s = t.start
             # a word right before the first name that is capitalized mid-sentence: the surname first
-            # ("Öztürk Ahmet") or a first name the list lacks ("Bibiana Leon")
+            # ("Öztürk Ahmet") or a first name the list lacks ("Wietske Leon")
             if is_first and i > 0 and _adjacent(text, toks[i - 1], t) and toks[i - 1].key not in STOP \
                     and toks[i - 1].key not in OFFICES and not _acronym(toks[i - 1]) \
                     and (not out or out[-1].end < toks[i - 1].start) \

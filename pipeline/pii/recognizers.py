@@ -361,13 +361,9 @@ class IbanMod97Recognizer(PiiRecognizer):
         if self._LOWER_HINT.search(text) and (ctx.has_run_of(10) or "iban" in ctx.words):
             spans += [m.span() for m in self._LOWER.finditer(text)]  # spaced groups, or glued after "iban"
         for s, e in spans:
-            # positions of the alphanumerics, so a valid prefix maps back to the text
-            pos = [k for k in range(s, e) if text[k].isalnum()]
-            compact = "".join(text[k] for k in pos)
-            for n in range(len(compact), 14, -1):
-                if checks.iban_valid(compact[:n]):
-                    out.append(self.hit(s, pos[n - 1] + 1, 1.0))
-                    break
+            end = checks.iban_end(text, s, e)
+            if end is not None:
+                out.append(self.hit(s, end, 1.0))
         return out
 
 

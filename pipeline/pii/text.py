@@ -12,6 +12,8 @@ from functools import lru_cache
 from importlib import resources
 from typing import NamedTuple
 
+from .checks import iban_end
+
 
 # Entity types the step can report; the placeholder of each is "<TYPE>".
 ENTITY_TYPES = (
@@ -181,9 +183,12 @@ class TextContext:
 
     @property
     def iban_like(self) -> list[tuple[int, int]]:
-        """Spans shaped like an IBAN (valid or not): their digits are no phone, card or ID number."""
+        """Spans shaped like an IBAN (valid or not): their digits are no phone, card or ID number. One that
+        holds a valid IBAN ends with it: "TR33 0006 ... 26 4430 4692 ..." leaves the card after it alone."""
         if self._iban_like is None:
-            self._iban_like = [m.span() for m in _IBAN_LIKE.finditer(self.text)] if _IBAN_HINT.search(self.text) else []
+            text = self.text
+            self._iban_like = [(s, iban_end(text, s, e) or e) for s, e in (m.span() for m in _IBAN_LIKE.finditer(text))] \
+                if _IBAN_HINT.search(text) else []
         return self._iban_like
 
     def scope_start(self, s: int, before: int) -> int:
