@@ -353,6 +353,12 @@ def test_a_card_right_after_an_iban_is_found(found):
     assert only(found("IBAN TR330006100519786457841327 4111 1111 1111 1111", "tr"), "CREDIT_CARD") == []
 
 
+def test_a_context_word_belongs_to_the_next_number_only(found):
+    """'ИНН' before an INN does not make the phone right after it (one space between, one digit run) an ID."""
+    text = "Проверьте данные. ИНН 4415136454 8 (913) 069-14-25 — это мой рабочий номер."
+    assert found(text, "ru") == [("4415136454", "INN"), ("8 (913) 069-14-25", "PHONE")]
+
+
 def test_names_are_found_across_scripts(found):
     # a Russian name in a Turkish chat, a Turkish name in a Russian one
     assert ("Иванов Пётр", "PERSON") in found("Müşteri Иванов Пётр aradı", "tr")

@@ -204,12 +204,13 @@ class TextContext:
         return last
 
     def number_between(self, a: int, b: int) -> bool:
-        """A digit run lies between positions a and b: a context word belongs to the number after it."""
+        """A digit group lies between positions a and b: a context word belongs to the number after it, also
+        when the next number follows that one with only a space between ("ИНН 4415136454 8 (913) ...")."""
         for run in self.runs:
-            if run.start >= a and run.end <= b:
-                return True
             if run.start >= b:
                 break
+            if run.end > a and any(g0 >= a and g1 <= b for g0, g1 in run.groups):
+                return True
         return False
 
     def in_iban_like(self, start: int) -> bool:
