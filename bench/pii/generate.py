@@ -503,12 +503,13 @@ class Generator:
         weights = [mix[e] for e in ents]
         n_ent = rng.choice([0, 1, 2, 2, 3, 3, 4, 5])
         sentences = []
-        person_first = None
+        person_first, person_oov = None, False
         for ent in rng.choices(ents, weights, k=n_ent):
             segs, info = self.sentence(lang, ent)
             sentences.append(segs)
             if ent == "PERSON" and info.get("first"):
                 person_first = info["first"]
+                person_oov = bool(info.get("oov"))  # the first name of an out-of-list name is out of the lists too
         for _ in range(rng.choice([0, 1, 1, 2])):
             sentences.append([(self.negative(lang), None)])
         if person_first and lang in ("tr", "en") and rng.random() < 0.5:
@@ -516,7 +517,7 @@ class Generator:
                          else ("Thanks ", ", I've updated your details."))
             if lang == "tr" and rng.random() < 0.5:
                 post = " Bey, kaydınızı güncelledim."
-            sentences.append([(pre, None), (person_first, {"entity": "PERSON", "oov": False}), (post, None)])
+            sentences.append([(pre, None), (person_first, {"entity": "PERSON", "oov": person_oov}), (post, None)])
         rng.shuffle(sentences)
         target = rng.randint(620, 780)
         kind = "chat" if rng.random() < 0.6 else "text"
