@@ -12,8 +12,10 @@ from pathlib import Path
 
 OUT = Path(__file__).resolve().parents[2] / "pipeline" / "data" / "pii" / "names.json"
 
-# First names that are also everyday words (Turkish and English). Alone and without a context word they are
-# not taken as names; "Deniz Yılmaz", "Sayın Deniz", "Mr. Will" still are.
+# First names that are also everyday words (Turkish and English), months, nationalities or places. Alone and
+# without a context word they are not taken as names; "Deniz Yılmaz", "Sayın Deniz", "Mr. Will" still are. The
+# de/fr/it/es additions were found by listing the new first names that occur in lower case in the peer_formats
+# texts or as lower-case words in the Mistral tokenizer's vocabulary, and by the spans real_text.py showed.
 AMBIGUOUS = """
 Ada Ak Akın Alp Altın Anıl Arslan Aslan Ata Ay Aydın Ayna Bahar Bal Barış Başak Bayram Bilge Bora Bulut Can Cennet
 Cihan Çelik Çiçek Dalga Demir Deniz Derya Devrim Dilek Doğa Doğan Doruk Dünya Ekin Elmas Er Erdem Fidan Gök Gönül
@@ -32,7 +34,7 @@ Roman German Florence Carolina Orlando Valentine Alba Georgia Lorraine Normandie
 Else Edit Till Harm Meta Peer Pastor Urban Marine Coral Cord Wolf Sole Sol Flora Aura Iris Alla Edu Maxim Salvador
 Franca Thea Marion Michel Henri Baptist Christ Angelo Benedict Pius Noel Noël Constance Prudence Patience Mercedes
 Dolores Consuelo Rosario Pilar Luz Paz Mar Amparo Milagros Gloria Bella Vita Gala Fortunato Ventura Bonifacio Jan
-Santiago Marina
+Santiago Marina Pier Curt Aria Ale Ante Brit Abril Pero Durante
 """.split()
 
 # Names in Faker's tr_TR list that are plain Turkish words ("Evde" at home, "Özel" private, "Kayıt" record, "Eşim"
@@ -40,7 +42,7 @@ Santiago Marina
 AMBIGUOUS_TR = """
 Adam Ana Anne Baba Kara Kurt Canal Ortak Yeşil Değer Eşim Evde İmam Limon Döner Susam Kayıt Kayit Ülke Güven Uygun
 Üstün Özel İkiz Seçme Verim İlgi İlim Nihai Kibar Enfes Över Amaç Besin Benek Diken Divan Oluş Siper Solma Topuz Toy
-Ulu Uçan Yargı Yargi Ürper Oymak Kopan Çerçi Verde
+Ulu Uçan Yargı Yargi Ürper Oymak Kopan Çerçi Verde Elma Oda Adina
 """.split()
 
 
