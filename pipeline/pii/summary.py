@@ -6,9 +6,9 @@ from __future__ import annotations
 from ..markdown import table
 
 _RESIDUAL_NOTES = {
-    "PERSON_latin": ("medium", "Turkish/English names come from a gazetteer (Faker lists + common Turkish names) "
-                     "and context rules, not a model: unlisted names without a title, introduction or cue "
-                     "around them (\"Sayın\", \"Bey\", \"I spoke with\", \"adına\", \"kurye\", a signature under "
+    "PERSON_latin": ("medium", "Turkish/English names come from a gazetteer (Faker tr/en/de/fr/it/es lists + common "
+                     "Turkish names) and context rules, not a model: unlisted names without a title, introduction "
+                     "or cue around them (\"Sayın\", \"Bey\", \"I spoke with\", \"adına\", \"kurye\", a signature under "
                      "\"Saygılarımla,\", a \"From:\" line), lower-case names without an "
                      "introduction (\"ben murat\", \"my name is james\" are found) and lone first names that are "
                      "common words stay."),
