@@ -98,8 +98,8 @@ def main() -> None:
         latin_first |= {n for n in set(p.first_names_male) | set(p.first_names_female) if " " not in n}
         latin_last |= {n for n in p.last_names if " " not in n}  # "Da Silva": its words alone are no surname
     data = {
-        "_source": "Faker tr_TR, en_US, de_DE, fr_FR, it_IT, es_ES, ru_RU person providers plus the commonest Turkish names "
-                   "(bench/pii/build_gazetteer.py)",
+        "_source": "Faker tr_TR, en_US, de_DE, fr_FR, it_IT, es_ES, ru_RU person providers plus the commonest "
+                   "Turkish names (bench/pii/build_gazetteer.py)",
         "latin_first": sorted(latin_first),
         "latin_last": sorted(latin_last - latin_first),
         "latin_ambiguous": sorted({n for n in AMBIGUOUS if n in latin_first or n in latin_last}),

@@ -3,14 +3,14 @@
 * Russian: natasha's NER (its wheel ships the model; nothing is downloaded) as a Presidio recognizer, plus
   a gazetteer of Russian first names, patronymics and surnames (Faker ru_RU lists, case endings stripped).
 * Turkish and English: no NER model can be installed offline, so a gazetteer (Faker tr_TR/en_US/de_DE/fr_FR/
-  it_IT/es_ES first and last names, pipeline/data/pii/names.json) with context rules: a known first name followed by capitalized
-  words, a title before (Sayın, Mr., Dr., г-н) or after (Bey, Hanım), an introduction (my name is, adım,
-  меня зовут, I spoke with) or a phrase after (adına, ile görüştüm) that also makes words outside the list a
-  name, as do a job word in lower case (kurye, agent), a signature line under a closing formula
-  ("Saygılarımla,"), a "From:" header line and a surname ending on the last of two or three capitalized
-  words (Məmmədov, Hacıoğlu); a known first name in lower case right after an introduction ("ben murat").
-  Names outside the list without such a phrase, written in lower case without an introduction, or alone
-  without context are missed: the KVKK summary states this residual risk.
+  it_IT/es_ES first and last names, pipeline/data/pii/names.json) with context rules: a known first name
+  followed by capitalized words, a title before (Sayın, Mr., Dr., г-н) or after (Bey, Hanım), an introduction
+  (my name is, adım, меня зовут, I spoke with) or a phrase after (adına, ile görüştüm) that also makes words
+  outside the list a name, as do a job word in lower case (kurye, agent), a signature line under a closing
+  formula ("Saygılarımla,"), a "From:" header line and a surname ending on the last of two or three
+  capitalized words (Məmmədov, Hacıoğlu); a known first name in lower case right after an introduction ("ben
+  murat"). Names outside the list without such a phrase, written in lower case without an introduction, or
+  alone without context are missed: the KVKK summary states this residual risk.
 """
 from __future__ import annotations
 

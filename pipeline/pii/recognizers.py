@@ -355,15 +355,13 @@ class IbanMod97Recognizer(PiiRecognizer):
         return bool(ctx.iban_like) or self._LOWER_HINT.search(ctx.text) is not None
 
     def find(self, ctx):
-        out = []
+        out = [self.hit(s, e, 1.0) for s, e in ctx.ibans]  # in capitals: checked once, in text.py
         text = ctx.text
-        spans = list(ctx.iban_like)  # two capitals, two digits, 10-32 more: text.py's _IBAN_LIKE
         if self._LOWER_HINT.search(text) and (ctx.has_run_of(10) or "iban" in ctx.words):
-            spans += [m.span() for m in self._LOWER.finditer(text)]  # spaced groups, or glued after "iban"
-        for s, e in spans:
-            end = checks.iban_end(text, s, e)
-            if end is not None:
-                out.append(self.hit(s, end, 1.0))
+            for m in self._LOWER.finditer(text):  # spaced groups, or glued after "iban"
+                end = checks.iban_end(text, m.start(), m.end())
+                if end is not None:
+                    out.append(self.hit(m.start(), end, 1.0))
         return out
 
 

@@ -8,8 +8,8 @@ from ..markdown import table
 _RESIDUAL_NOTES = {
     "PERSON_latin": ("medium", "Turkish/English names come from a gazetteer (Faker tr/en/de/fr/it/es lists + common "
                      "Turkish names) and context rules, not a model: unlisted names without a title, introduction "
-                     "or cue around them (\"Sayın\", \"Bey\", \"I spoke with\", \"adına\", \"kurye\", a signature under "
-                     "\"Saygılarımla,\", a \"From:\" line), lower-case names without an "
+                     "or cue around them (\"Sayın\", \"Bey\", \"I spoke with\", \"adına\", \"kurye\", a signature "
+                     "under \"Saygılarımla,\", a \"From:\" line), lower-case names without an "
                      "introduction (\"ben murat\", \"my name is james\" are found) and lone first names that are "
                      "common words stay."),
     "PERSON_ru": ("low", "Russian names: natasha NER + ru_RU gazetteer; lower-case or transliterated names "

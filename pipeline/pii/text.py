@@ -160,7 +160,8 @@ _IBAN_LIKE = re.compile(r"(?<![A-Za-z0-9])[A-Z]{2}\d{2}(?:[ \u00a0-]?[A-Z0-9]){1
 class TextContext:
     """Lazily computed views of one text."""
 
-    __slots__ = ("text", "lang", "_norm", "_runs", "_iban_like", "_max_digits", "_below_ten", "_words", "extra")
+    __slots__ = ("text", "lang", "_norm", "_runs", "_iban_like", "_ibans", "_max_digits", "_below_ten", "_words",
+                 "extra")
 
     def __init__(self, text: str, lang: str):
         self.text = text
@@ -168,6 +169,7 @@ class TextContext:
         self._norm = None
         self._runs = None
         self._iban_like = None
+        self._ibans = None
         self._max_digits = None
         self._below_ten = None
         self._words = None
@@ -186,10 +188,26 @@ class TextContext:
         """Spans shaped like an IBAN (valid or not): their digits are no phone, card or ID number. One that
         holds a valid IBAN ends with it: "TR33 0006 ... 26 4430 4692 ..." leaves the card after it alone."""
         if self._iban_like is None:
-            text = self.text
-            self._iban_like = [(s, iban_end(text, s, e) or e) for s, e in (m.span() for m in _IBAN_LIKE.finditer(text))] \
-                if _IBAN_HINT.search(text) else []
+            self._scan_ibans()
         return self._iban_like
+
+    @property
+    def ibans(self) -> list[tuple[int, int]]:
+        """The valid IBANs among the iban_like spans."""
+        if self._ibans is None:
+            self._scan_ibans()
+        return self._ibans
+
+    def _scan_ibans(self) -> None:
+        text = self.text
+        self._iban_like, self._ibans = [], []
+        if _IBAN_HINT.search(text):
+            for m in _IBAN_LIKE.finditer(text):
+                s, e = m.span()
+                end = iban_end(text, s, e)
+                self._iban_like.append((s, end or e))
+                if end is not None:
+                    self._ibans.append((s, end))
 
     def scope_start(self, s: int, before: int) -> int:
         """Where the context window of a candidate at `s` starts: `before` characters back, but not
