@@ -385,6 +385,7 @@ class LatinNameRecognizer(PersonRecognizer):
 _LOWER_FIRST = frozenset(form for n in _NAMES["latin_first"] if len(n) > 2 and fold(n) not in LATIN_AMBIGUOUS
                          and fold(n) not in TURKISH_WORDS and fold(n) not in STOP for form in (n.lower(), fold(n)))
 _LOWER_WORD = re.compile(rf"[{_LAT_LO}]+")
+_BOUNDED_WORD = re.compile(r"(?<![\w'’])[^\W\d_]+(?!\w)")
 
 
 def may_hold_lower_case_name(text: str) -> bool:
@@ -401,10 +402,11 @@ def _lower_case_names(ctx: TextContext) -> list[Hit]:
     "my name is", "thanks"); a known surname in lower case right after it joins it."""
     text = ctx.text
     out = []
-    for word in ctx.words & _LOWER_FIRST:
-        if word not in text:  # the words are lower-cased: most are names written with a capital
-            continue
-        for m in re.finditer(rf"(?<![\w'’]){re.escape(word)}(?![\w])", text):
+    if not any(word in text for word in ctx.words & _LOWER_FIRST):
+        return out  # the words are lower-cased: most are names written with a capital
+    # one pass over the words (a long document holds many first names; a search per name would be quadratic)
+    for m in _BOUNDED_WORD.finditer(text):
+        if m.group() in _LOWER_FIRST:
             s, e = m.span()
             if not _strong_before(ctx, s):
                 continue
@@ -580,10 +582,13 @@ class RussianNameGazetteer(PersonRecognizer):
         text = ctx.text
         toks = _tokens(ctx, _CYR_TOKEN, "cyr_tokens")
         kinds = ctx.extra.setdefault("cyr_kinds", {})
-        strong = [(h.start, h.end) for h in covered if h.score >= 0.85]
+        strong = sorted((h.start, h.end) for h in covered if h.score >= 0.85)
+        k = 0  # tokens and strong spans are both in text order: one pass (a text of thousands of names)
         windows: list[tuple[int, int]] = []
         for idx, t in enumerate(toks):
-            if any(a <= t.start < b for a, b in strong):
+            while k < len(strong) and strong[k][1] <= t.start:
+                k += 1
+            if k < len(strong) and strong[k][0] <= t.start:
                 continue
             kind = kinds.get(t.start)
             if kind is None:
