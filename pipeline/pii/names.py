@@ -183,12 +183,9 @@ class _Tok(NamedTuple):
 
 
 def _tokens(ctx: TextContext, regex, cache_key: str) -> list[_Tok]:
-    toks = ctx.extra.get(cache_key)
-    if toks is None:
-        toks = ctx.extra[cache_key] = [
-            _Tok(m.start(), m.end(1), m.end(), w, fold(w) if ("I" in w or "İ" in w or "ı" in w) else w.lower())
-            for m in regex.finditer(ctx.text) for w in (m.group(1),)]
-    return toks
+    return ctx.memo(cache_key, lambda: [
+        _Tok(m.start(), m.end(1), m.end(), w, fold(w) if ("I" in w or "İ" in w or "ı" in w) else w.lower())
+        for m in regex.finditer(ctx.text) for w in (m.group(1),)])
 
 
 def _adjacent(text: str, a: _Tok, b: _Tok) -> bool:

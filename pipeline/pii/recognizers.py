@@ -377,13 +377,17 @@ class EmailAddressRecognizer(PiiRecognizer):
     _OBFUSCATED = re.compile(r"(?<![\w.+%-])[\w.+%-]{1,64}" + _AT + r"(?:[^\W_](?:[\w-]{0,61}[^\W_])?" + _DOT
                              + r")+[^\W\d_]{2,24}(?![\w-])", re.IGNORECASE)
 
+    def _bracketed(self, ctx) -> bool:
+        """A bracketed "at" in the text (one scan for triggered() and find())."""
+        return ctx.memo("email_bracketed_at", lambda: self._AT_HINT.search(ctx.norm) is not None)
+
     def triggered(self, ctx):
-        return "@" in ctx.text or self._AT_HINT.search(ctx.norm) is not None
+        return "@" in ctx.text or self._bracketed(ctx)
 
     def find(self, ctx):
         text = ctx.text
         out = [self.hit(m.start(), m.end(), 0.9) for m in self._OBFUSCATED.finditer(text)] \
-            if self._AT_HINT.search(ctx.norm) else []
+            if self._bracketed(ctx) else []
         if "@" not in text:
             return out
         for m in self._RE.finditer(text):
@@ -530,12 +534,16 @@ class LicensePlateRecognizer(PiiRecognizer):
                     if b - a == 2 and text[b:b + 2].lstrip(" \u00a0-")[:1].isupper():
                         return True
         # typed in lower case: only in a text that talks about a plate
-        return any(c.islower() for c in followers) and self.pos.search(ctx.norm)
+        return any(c.islower() for c in followers) and self._plate_talk(ctx)
+
+    def _plate_talk(self, ctx) -> bool:
+        """A plate context word anywhere in the text (one scan for triggered() and find())."""
+        return ctx.memo("plate_talk", lambda: self.pos.search(ctx.norm) is not None)
 
     def find(self, ctx):
         out = []
         matches = list(self._RE.finditer(ctx.text))
-        if self.pos.search(ctx.norm):
+        if self._plate_talk(ctx):
             matches += [m for m in self._ANY_CASE.finditer(ctx.text) if not m.group(3).isupper()
                         and self.pos.near(ctx.norm, m.start(), m.end(), WIN_BEFORE, self.AFTER)]
         for m in matches:
@@ -720,11 +728,8 @@ class SecretRecognizer(PiiRecognizer):
         return sorted(starts)
 
     def _cased(self, ctx) -> bool:
-        """Any provider literal in the text (one scan, kept for find() after triggered())."""
-        cased = ctx.extra.get("secret_cased")
-        if cased is None:
-            cased = ctx.extra["secret_cased"] = self._CASED_RX.search(ctx.text) is not None
-        return cased
+        """Any provider literal in the text (one scan for triggered() and find())."""
+        return ctx.memo("secret_cased", lambda: self._CASED_RX.search(ctx.text) is not None)
 
     def triggered(self, ctx):
         if self._cased(ctx):

@@ -175,6 +175,14 @@ class TextContext:
         self._words = None
         self.extra = {}
 
+    def memo(self, key: str, compute):
+        """A view of this text that a recognizer's triggered() and find() both read, computed once."""
+        try:
+            return self.extra[key]
+        except KeyError:
+            value = self.extra[key] = compute()
+            return value
+
     @property
     def words(self) -> frozenset:
         """The text's lower-case words (split at non-word characters): one C-speed set test tells whether a
