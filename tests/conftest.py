@@ -63,6 +63,25 @@ def prefect_api(tmp_path_factory):
             yield
 
 
+# every artifact the prepare flow publishes (flows/prepare.py publish)
+FLOW_ARTIFACT_KEYS = ("prepare-report", "prepare-accounting", "prepare-kvkk", "prepare-token-lengths",
+                      "prepare-gpu-plan")
+
+
+def read_flow_artifacts() -> list:
+    """The artifacts with the flow's keys on the session's Prefect server (prefect_api), all runs so far."""
+    import asyncio
+
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterKey
+
+    async def read():
+        async with get_client() as client:
+            return await client.read_artifacts(
+                artifact_filter=ArtifactFilter(key=ArtifactFilterKey(any_=list(FLOW_ARTIFACT_KEYS))))
+    return asyncio.run(read())
+
+
 def fast_config(tmp_path, inputs, **overrides):
     """A config with the slow stages off, for tests about reading and accounting."""
     from pipeline.config import PrepareConfig

@@ -3,13 +3,11 @@ local S3 server: tasks mapped over shards, artifacts published, the same output 
 import json
 
 
-from conftest import SAMPLE_DATA
+from conftest import FLOW_ARTIFACT_KEYS, SAMPLE_DATA, read_flow_artifacts
 
 
 def test_flow_runs_end_to_end_and_publishes_artifacts(prefect_api, bucket, tmp_path):
     import boto3
-    from prefect.client.orchestration import get_client
-    from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterKey
 
     from flows.prepare import prepare
     from pipeline.config import PrepareConfig
@@ -29,18 +27,7 @@ def test_flow_runs_end_to_end_and_publishes_artifacts(prefect_api, bucket, tmp_p
     plain_manifest = json.loads((plain.run_dir / "manifest.json").read_text())
     assert [s["sha256"] for s in plain_manifest["shards"]] == [s["sha256"] for s in local["shards"]]
 
-    import asyncio
-
-    async def artifact_keys():
-        async with get_client() as client:
-            found = await client.read_artifacts(
-                artifact_filter=ArtifactFilter(key=ArtifactFilterKey(any_=["prepare-report", "prepare-accounting",
-                                                                           "prepare-kvkk", "prepare-token-lengths",
-                                                                           "prepare-gpu-plan"])))
-            return {a.key for a in found}
-
-    assert asyncio.run(artifact_keys()) == {"prepare-report", "prepare-accounting", "prepare-kvkk",
-                                            "prepare-token-lengths", "prepare-gpu-plan"}
+    assert {a.key for a in read_flow_artifacts()} == set(FLOW_ARTIFACT_KEYS)
 
 
 def test_a_task_that_fails_once_is_retried(prefect_api):

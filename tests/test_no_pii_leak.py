@@ -70,11 +70,7 @@ def test_planted_personal_data_is_nowhere_in_the_output(tmp_path, capfd, caplog)
 
 def test_planted_personal_data_is_in_no_prefect_artifact(prefect_api, tmp_path):
     """The flow's artifacts (report, accounting, KVKK summary, lengths, GPU plan) hold counts, never values."""
-    import asyncio
-
-    from prefect.client.orchestration import get_client
-    from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterKey
-
+    from conftest import read_flow_artifacts
     from flows.prepare import prepare
 
     cfg = PrepareConfig(inputs=[str(write_inputs(tmp_path / "in"))], out=str(tmp_path / "flow"), workers=1)
@@ -82,14 +78,7 @@ def test_planted_personal_data_is_in_no_prefect_artifact(prefect_api, tmp_path):
     out = prepare(cfg)
     assert out["counts"]["kept"] == 3
 
-    async def artifacts():
-        async with get_client() as client:
-            found = await client.read_artifacts(artifact_filter=ArtifactFilter(key=ArtifactFilterKey(any_=[
-                "prepare-report", "prepare-accounting", "prepare-kvkk", "prepare-token-lengths",
-                "prepare-gpu-plan"])))
-            return [json.dumps(a.data, ensure_ascii=False) + (a.description or "") for a in found]
-
-    published = asyncio.run(artifacts())
+    published = [json.dumps(a.data, ensure_ascii=False) + (a.description or "") for a in read_flow_artifacts()]
     assert any("TCKN" in text for text in published)  # the KVKK summary counted what it replaced
     for name, value in PLANTED.items():
         compact = value.replace(" ", "").replace("-", "")
