@@ -1,10 +1,17 @@
-"""Markdown tables for report.md."""
+"""Markdown for report.md and the Prefect artifacts."""
 from __future__ import annotations
+
+import html
+
+
+def text(value) -> str:
+    """Inline text from data (file names): HTML in it is shown, never interpreted by a Markdown viewer."""
+    return html.escape(str(value), quote=False)
 
 
 def cell(value) -> str:
     """A table cell: file names may hold "|" or line breaks, which would break the Markdown table."""
-    return str(value).replace("\\", "\\\\").replace("|", "\\|").replace("\r", " ").replace("\n", " ")
+    return text(value).replace("\\", "\\\\").replace("|", "\\|").replace("\r", " ").replace("\n", " ")
 
 
 def table(header: list[str], rows: list[list], numeric: tuple[int, ...] = ()) -> str:

@@ -8,7 +8,7 @@ from collections import Counter
 from pathlib import Path
 
 from .config import PrepareConfig
-from .markdown import table
+from .markdown import table, text
 from .shards import atomic_write_text
 from .stats import StageStats, merge_all
 
@@ -94,7 +94,7 @@ def render_markdown(report: dict) -> str:
         [[name, f["format"], f["input"], f["kept"], f["quarantined"], sum(f["dropped"].values())]
          for name, f in report["files"].items()]), ""]
     if report.get("unreadable_inputs"):
-        out += ["Unreadable inputs (skipped): " + ", ".join(u["file"] for u in report["unreadable_inputs"]), ""]
+        out += ["Unreadable inputs (skipped): " + ", ".join(text(u["file"]) for u in report["unreadable_inputs"]), ""]
     out += ["## Stages", "", table(
         ["stage", "seconds", "in", "out"],
         [[n, f"{s['seconds']:.2f}", s["records_in"], s["records_out"]] for n, s in report["stages"].items()]), ""]
