@@ -162,6 +162,15 @@ def format_cost(usd: float | None) -> str:
     return "-" if usd is None else f"${usd:,.2f} + VAT"
 
 
+def format_hours(hours: float | None) -> str:
+    """Under an hour in minutes: a 4-minute job printed as "0.0 h" read as no time at all."""
+    if hours is None:
+        return "-"
+    if hours < 0.95:
+        return "<1 min" if hours * 60 < 1 else f"{hours * 60:.0f} min"
+    return f"{hours:.1f} h"
+
+
 def checkpoint_sizes(spec: ModelSpec, method: str, estimate: MemoryEstimate) -> dict:
     """GiB per saved checkpoint, for the S3 budget: the trained weights, a resumable trainer checkpoint
     (weights + optimizer state (+ fp32 master)), and for LoRA the merged 16-bit model one would deploy."""
@@ -251,7 +260,7 @@ def _hints(spec, method, seq_len, catalog, best, total_tokens, total_sequences, 
         return alt is not None and (best is None or alt["cost_usd"] < 0.95 * best["cost_usd"])
 
     def where(c):
-        return (f"{c['gpu']} x{c['count']} ({c['hours']:.1f} h, {format_cost(c['cost_usd'])}"
+        return (f"{c['gpu']} x{c['count']} ({format_hours(c['hours'])}, {format_cost(c['cost_usd'])}"
                 + (f" instead of {format_cost(best['cost_usd'])})" if best else ")"))
 
     hints = []
@@ -341,7 +350,7 @@ def _candidate_cells(c: dict) -> list[str]:
     setup = f"{c['count']}" + (f" ({c['sharding']})" if c["sharding"] else "")
     fit = "yes" if c["fits"] else "no"
     return [c["gpu"], setup, f"{fit}: {c['vram_need_gib']:.1f} / {c['usable_gib']:.1f}",
-            str(c["micro_batch"] or "-"), f"{c['price_per_hour']:.2f}", _fmt(c["hours"]),
+            str(c["micro_batch"] or "-"), f"{c['price_per_hour']:.2f}", format_hours(c["hours"]),
             format_cost(c["cost_usd"]) if c["fits"] else "-"]
 
 
@@ -365,7 +374,7 @@ def _choice_line(label: str, c: dict | None) -> str:
     if c is None:
         return f"{label}: nothing in the catalog fits."
     cards = f"{c['gpu']} x{c['count']}" + (f" ({c['sharding']})" if c["sharding"] else "")
-    return (f"{label}: {cards}, micro-batch {c['micro_batch']}, {c['hours']:.1f} h, "
+    return (f"{label}: {cards}, micro-batch {c['micro_batch']}, {format_hours(c['hours'])}, "
             f"{format_cost(c['cost_usd'])}")
 
 

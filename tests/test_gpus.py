@@ -236,3 +236,11 @@ def test_json_output_is_only_json_and_torch_free():
     result = subprocess.run([PYTHON, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout)["params"]["active"] < json.loads(result.stdout)["params"]["total"]
+
+
+@pytest.mark.parametrize("hours, shown", [(0.004, "<1 min"), (0.07, "4 min"), (0.5, "30 min"), (0.96, "1.0 h"),
+                                          (20.0, "20.0 h"), (None, "-")])
+def test_short_jobs_are_shown_in_minutes(hours, shown):
+    from pipeline.gpus import format_hours
+
+    assert format_hours(hours) == shown

@@ -65,6 +65,13 @@ def test_aliases_case_insensitive(alias):
     assert load_model_spec(alias).name == "Llama-3.1-8B"
 
 
+@pytest.mark.parametrize("alias", ["Llama-3-8B", "meta-llama/Meta-Llama-3-8B-Instruct", "llama3-8b"])
+def test_llama3_is_not_taken_for_llama31(alias):
+    # same shapes, but Llama 3 was trained to 8k positions: taking it for 3.1 allowed a 128k length cap
+    spec = load_model_spec(alias)
+    assert spec.name == "Llama-3-8B" and spec.max_position_embeddings == 8192
+
+
 def test_config_file_of_any_name(tmp_path):
     path = tmp_path / "my model settings.json"
     path.write_text(json.dumps(LLAMA_31_8B_CONFIG))
