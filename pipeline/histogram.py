@@ -13,6 +13,8 @@ Conventions:
 """
 from __future__ import annotations
 
+import textwrap
+
 import math
 from statistics import NormalDist
 
@@ -550,6 +552,14 @@ def render_lengths_text(summary: dict) -> str:
 
 
 def plot_lengths_png(summary: dict, path) -> None:
+    import matplotlib.pyplot as plt
+
+    fig = draw_lengths(summary)
+    fig.savefig(path, dpi=110, bbox_inches="tight")
+    plt.close(fig)
+
+
+def draw_lengths(summary: dict):
     """Left: histograms per split and source file (log-spaced bins, log x axis) with p50/p99 and the chosen
     length; right: the trade-off (records over the limit, packing efficiency, padding waste) per length."""
     import matplotlib
@@ -581,10 +591,11 @@ def plot_lengths_png(summary: dict, path) -> None:
     ax.set_xlabel("tokens per record (chat template applied)")
     ax.set_ylabel("records")
     title = "Token lengths"
-    if summary.get("tokenizer"):
-        title += f" — {str(summary['tokenizer'])[:60]}"
-    ax.set_title(title, fontsize=10)
-    ax.legend(fontsize=7)
+    if summary.get("tokenizer"):  # wrapped, not cut: the tokenizer's name says which counts these are
+        title += "\n" + "\n".join(textwrap.wrap(str(summary["tokenizer"]), 90))
+    ax.set_title(title, fontsize=9)
+    # below the axes, so no legend entry hides a bar or a marker line
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(0, -0.2), ncol=2, frameon=False)
     rows = summary.get("tradeoff") or []
     if rows:
         xs = [r["max_seq_len"] for r in rows]
@@ -599,9 +610,8 @@ def plot_lengths_png(summary: dict, path) -> None:
         ax2.set_xlabel("max_seq_len")
         ax2.set_ylabel("%")
         ax2.set_title("Trade-off per candidate length", fontsize=10)
-        ax2.legend(fontsize=7)
+        ax2.legend(fontsize=7, loc="upper left", bbox_to_anchor=(0, -0.26), frameon=False)
     else:
         ax2.axis("off")
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    return fig

@@ -197,3 +197,20 @@ def test_png(tmp_path):
     path = tmp_path / "lengths.png"
     plot_lengths_png(s, path)
     assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and path.stat().st_size > 10_000
+
+
+def test_png_legend_beside_the_bars_and_title_whole():
+    from pipeline.histogram import draw_lengths
+
+    s = summarize_lengths(_groups(), LengthsConfig())
+    s["tokenizer"] = "mistral-32k (tokenizer.model.v1 from mistral-common, 32000 tokens) [offline default: " \
+                     "model 'llama-3.1-8b' has no local tokenizer files]"
+    fig = draw_lengths(s)
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    for ax in fig.axes:
+        legend = ax.get_legend()
+        if legend is not None:  # no legend box inside the plotting area
+            assert not legend.get_window_extent(renderer).overlaps(ax.get_window_extent(renderer))
+    title = fig.axes[0].get_title().replace("\n", " ")
+    assert "has no local tokenizer files]" in title
