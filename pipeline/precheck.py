@@ -21,10 +21,14 @@ def sample_records(cfg: PrepareConfig, sample_size: int, seed: int = 0) -> tuple
     rng = random.Random(seed)
     reservoir: list[dict] = []
     seen = 0
-    counts = {"input": 0, "records": 0, "quarantined": 0, "dropped": 0}
+    counts = {"input": 0, "records": 0, "quarantined": 0, "dropped": 0, "exact_duplicates": 0}
+    exact = cfg.dedup.enabled and cfg.dedup.exact
+    hashes: set[int] = set()  # the high 64 bits of the run's 128-bit exact key: 8 bytes of entropy a record
     for index, f in enumerate(expand_inputs(cfg.inputs)):
         normalizer = Normalizer(f, cfg, index)
         for batch in normalizer.batches():
+            if exact:
+                batch = _drop_exact_duplicates(batch, cfg, hashes, counts)
             for rec in batch:
                 seen += 1
                 if len(reservoir) < sample_size:
@@ -38,7 +42,26 @@ def sample_records(cfg: PrepareConfig, sample_size: int, seed: int = 0) -> tuple
         counts["quarantined"] += sum(read.quarantined.values()) + sum(norm.quarantined.values())
         counts["dropped"] += sum(read.dropped.values()) + sum(clean.dropped.values())
     counts["records"] = seen
+    counts["steps"] = ["normalize", "clean"] + (["exact dedup"] if exact else [])
     return reservoir, seen, counts
+
+
+def _drop_exact_duplicates(batch: list[dict], cfg: PrepareConfig, hashes: set[int], counts: dict) -> list[dict]:
+    """The run's exact dedup (same key, first kept), so precheck measures the records `run` trains on;
+    near duplicates need the global clustering and are not removed here."""
+    from .dedup import exact_hashes, trainer_text
+
+    texts = [trainer_text(r) for r in batch]
+    if cfg.dedup.case_fold:
+        texts = [t.casefold() for t in texts]
+    kept = []
+    for rec, key in zip(batch, exact_hashes(texts, cfg.dedup.punctuation_fold)[:, 0].tolist()):
+        if key in hashes:
+            counts["exact_duplicates"] += 1
+        else:
+            hashes.add(key)
+            kept.append(rec)
+    return kept
 
 
 def run_precheck(cfg: PrepareConfig, sample_size: int = 200_000, seed: int = 0) -> dict:
@@ -112,7 +135,10 @@ def cmd_precheck(args) -> int:
     from .histogram import render_lengths_text
 
     measured = "all measured" if result["exact"] else f"{result['sampled']} sampled"
-    print(f"records: {result['records']} ({measured}); tokenizer: {result['tokenizer']}")
+    counts = result["counts"]
+    print(f"records: {result['records']} after {', '.join(counts['steps'])} ({measured}; "
+          f"{counts['exact_duplicates']} exact duplicates not counted; `prepare run` also removes near "
+          f"duplicates and may measure fewer); tokenizer: {result['tokenizer']}")
     print(render_lengths_text(result["tokens"]))
     print(render_plan_text(result["plan"]))
     return 0

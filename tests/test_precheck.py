@@ -46,3 +46,28 @@ def test_precheck_text_output_names_the_tokenizer_and_the_gpu():
     proc = run_cli("precheck", str(SAMPLE_DATA), "--model", "mistral-7b", "--method", "lora")
     assert proc.returncode == 0, proc.stderr
     assert "mistral-32k" in proc.stdout and "Recommended" in proc.stdout
+
+
+def test_precheck_measures_what_run_keeps_after_exact_dedup(tmp_path):
+    """precheck and run on the same data measure the same records: exact duplicates are not counted twice."""
+    from pipeline.precheck import run_precheck
+    from pipeline.runner import run_prepare
+
+    from conftest import fast_config
+
+    src = tmp_path / "in"
+    src.mkdir()
+    topics = ["invoice", "delivery", "password", "refund", "upgrade", "warranty", "login", "shipping"]
+    rows = [{"instruction": f"Question {i} about the {topics[i % 8]} policy, case {i * 7919}?",
+             "output": f"Answer {i}: the {topics[i % 8]} steps differ for case {i * 104729} in many ways."}
+            for i in range(40)]
+    rows += rows[:15]  # exact duplicates
+    (src / "a.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    cfg = fast_config(tmp_path, [src])
+    cfg.dedup.near = False
+    measured = cfg.model_copy(deep=True)
+    measured.lengths.enabled = True
+    out = run_precheck(measured)
+    assert out["counts"]["exact_duplicates"] == 15 and out["counts"]["steps"][-1] == "exact dedup"
+    result = run_prepare(cfg, progress=False)
+    assert out["records"] == result.report["counts"]["kept"] == 40
