@@ -273,6 +273,15 @@ def _hints(spec, method, seq_len, catalog, best, total_tokens, total_sequences, 
         alt = cheapest("lora")
         if beats(alt):
             hints.append(f"LoRA instead of full fine-tuning fits {where(alt)}.")
+    if options.get("cross_entropy") in (None, "standard"):
+        # the trainer's default loss holds the whole logits tensor in fp32; the cheaper losses never do
+        losses = {"chunked": "chunked cross-entropy (the loss over slices of the sequence)",
+                  "fused": "a fused cross-entropy kernel (Liger, Cut Cross-Entropy)"}
+        alts = [(alt, ce) for ce in losses if beats(alt := cheapest(cross_entropy=ce))]
+        if alts:
+            alt, ce = min(alts, key=lambda a: (a[0]["cost_usd"], a[0]["hours"]))
+            hints.append(f"With {losses[ce]} the job fits {where(alt)}: the fp32 logits are never held whole "
+                         f"(--cross-entropy {ce}).")
     if not options.get("grad_ckpt", True):
         alt = cheapest(grad_ckpt=True)
         if beats(alt):

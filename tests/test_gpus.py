@@ -244,3 +244,16 @@ def test_short_jobs_are_shown_in_minutes(hours, shown):
     from pipeline.gpus import format_hours
 
     assert format_hours(hours) == shown
+
+
+def test_cheaper_paths_name_the_loss_that_never_holds_the_logits():
+    from pipeline.gpus import plan_training
+
+    # 8B QLoRA at 16k tokens: the fp32 logits of the standard loss need a bigger card than the rest
+    kw = dict(seq_len=16384, tokens_per_epoch=5_000_000, sequences_per_epoch=300)
+    standard = plan_training("llama-3.1-8b", "qlora", **kw)
+    hint = next(h for h in standard["hints"] if "--cross-entropy" in h)
+    ce = hint.rsplit("--cross-entropy ", 1)[1].rstrip(").")
+    cheaper = plan_training("llama-3.1-8b", "qlora", cross_entropy=ce, **kw)
+    assert cheaper["recommendation"]["cost_usd"] < standard["recommendation"]["cost_usd"]
+    assert cheaper["recommendation"]["gpu"] in hint and not any("--cross-entropy" in h for h in cheaper["hints"])
