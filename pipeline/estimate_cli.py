@@ -54,6 +54,11 @@ def register(subparsers) -> None:
     gpus.add_argument("--json", action="store_true", help="print only JSON")
     gpus.set_defaults(func=run_gpus)
 
+    models = subparsers.add_parser("models", help="list the built-in models (names and aliases for --model)",
+                                   description="List the built-in model specs that --model takes by name.")
+    models.add_argument("--json", action="store_true", help="print only JSON")
+    models.set_defaults(func=run_models)
+
 
 def _fail(command: str, exc: Exception) -> int:
     print(f"prepare {command}: error: {exc}", file=sys.stderr)
@@ -126,6 +131,26 @@ def run_gpus(args: argparse.Namespace) -> int:
                           "source": catalog.source, "gpus": catalog_rows(catalog)}, indent=2))
     else:
         print(render_catalog_text(catalog), end="")
+    return 0
+
+
+def run_models(args: argparse.Namespace) -> int:
+    from pipeline.models import builtin_models, builtin_spec, builtin_aliases, param_count
+
+    rows = []
+    for name in builtin_models():
+        spec = builtin_spec(name)
+        rows.append({"name": name, "model_type": spec.model_type, "params": param_count(spec),
+                     "max_position_embeddings": spec.max_position_embeddings, "aliases": builtin_aliases(name)})
+    if args.json:
+        print(json.dumps(rows, indent=2))
+        return 0
+    width = max(len(r["name"]) for r in rows)
+    print(f"{'model':<{width}}  {'type':<10} {'params':>8} {'context':>8}  aliases")
+    for r in rows:
+        print(f"{r['name']:<{width}}  {r['model_type']:<10} {_count(r['params']):>8} "
+              f"{r['max_position_embeddings']:>8}  {', '.join(r['aliases'])}")
+    print("Any other model: --model path/to/config.json (or a folder holding one).")
     return 0
 
 

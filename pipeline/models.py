@@ -209,6 +209,10 @@ def builtin_models() -> list[str]:
     return list(_builtin_table())
 
 
+def builtin_aliases(name: str) -> list[str]:
+    return list(_builtin_table()[name].get("aliases", []))
+
+
 def builtin_spec(name: str) -> ModelSpec | None:
     table = _builtin_table()
     known = {f.name for f in fields(ModelSpec)}

@@ -145,3 +145,18 @@ def test_hub_id_offline_is_one_clear_error(monkeypatch):
     _fake_transformers(monkeypatch, offline)
     with pytest.raises(ValueError, match="offline or gated"):
         load_model_spec("someorg/custom-8b")
+
+
+def test_models_command_lists_every_builtin_with_its_aliases():
+    import subprocess
+    import sys
+
+    from conftest import ROOT
+
+    proc = subprocess.run([sys.executable, "-m", "pipeline.cli", "models", "--json"], cwd=ROOT,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    rows = {r["name"]: r for r in json.loads(proc.stdout)}
+    assert set(rows) == set(builtin_models())
+    assert "llama3.1-8b" in rows["Llama-3.1-8B"]["aliases"] and rows["Llama-3-8B"]["max_position_embeddings"] == 8192
+    assert all(load_model_spec(a).name == n for n, r in rows.items() for a in r["aliases"])
