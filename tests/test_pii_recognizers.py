@@ -349,8 +349,11 @@ def test_a_card_right_after_an_iban_is_found(found):
     """An IBAN-shaped match runs on into the digits after a valid IBAN; those digits are no longer hidden."""
     text = "IBAN numaram TR330006100519786457841326 4111 1111 1111 1111 numaralı karttan çekim yapıldı."
     assert found(text, "tr") == [("TR330006100519786457841326", "IBAN"), ("4111 1111 1111 1111", "CREDIT_CARD")]
-    # a bad check digit: the whole shape stays one span, and its digits are no card
-    assert only(found("IBAN TR330006100519786457841327 4111 1111 1111 1111", "tr"), "CREDIT_CARD") == []
+    # a bad check digit: the shape ends at its country's length (26 for TR); its own digits are nothing, the
+    # card after it is still a card
+    assert found("IBAN TR330006100519786457841327", "tr") == []
+    text = "IBAN TR330006100519786457841327 4111 1111 1111 1111"
+    assert found(text, "tr") == [("4111 1111 1111 1111", "CREDIT_CARD")]
 
 
 def test_a_context_word_belongs_to_the_next_number_only(found):
@@ -573,3 +576,95 @@ def test_repeated_texts_are_answered_from_the_cache():
     first[0].clear()  # the caller owns its lists
     again = det.detect(items)
     assert again == expected and det.texts_cached == 6
+
+
+# ------------------------------------------------------------------------------------------ issue 20: misses
+
+@pytest.mark.parametrize("text,lang,card", [
+    ("Payment reference 4111 1111 1111 1111 received.", "en", "4111 1111 1111 1111"),
+    ("ref 4111111111111111", "en", "4111111111111111"),
+    ("Invoice number 5555 5555 5555 4444, paid.", "en", "5555 5555 5555 4444"),
+    ("Invoice number: 4111111111111111 thanks", "en", "4111111111111111"),
+    ("Referans 5555555555554444 ile ödeme yapıldı.", "tr", "5555555555554444"),
+    ("Заказ 4111 1111 1111 1111 оплачен.", "ru", "4111 1111 1111 1111"),
+])
+def test_a_card_after_a_document_word_stays_a_card(found, text, lang, card):
+    """Order, invoice and reference words announce numbers shorter than a card: a Luhn-valid number with its
+    issuer's prefix and length after them is a card still."""
+    assert only(found(text, lang), "CREDIT_CARD") == [card]
+
+
+def test_a_tracking_word_still_keeps_a_luhn_valid_code_from_being_a_card(found):
+    """Tracking numbers and barcodes have 13-14 digits and pass Luhn one time in ten: after those words the
+    number is no card (the bench's hard negatives)."""
+    assert found("Kargo takip numarası 4111111111111 yarın güncellenir.", "tr") == []
+    assert found("Tracking number 4556737586899 was emailed.", "en") == []
+
+
+@pytest.mark.parametrize("text", [
+    "IBAN: TR33 0006 1005 1978 6457 8413 26 4111 1111 1111 1111",
+    "IBAN: TR33 0006 1005 1978 6457 8413 26 4111111111111111",
+])
+def test_a_card_right_after_a_spaced_iban_is_found(found, text):
+    """The IBAN's digits and the card's are one digit run: the groups after the IBAN's end are candidates."""
+    got = found(text, "tr")
+    assert [e for _, e in got] == ["IBAN", "CREDIT_CARD"] and got[1][0].replace(" ", "") == "4111111111111111"
+
+
+@pytest.mark.parametrize("text,card", [
+    ("card 4111  1111  1111  1111 ok", "4111  1111  1111  1111"),
+    ("4111  1111  1111  1111", "4111  1111  1111  1111"),
+    ("Kart no:\t5555\t5555\t5555\t4444", "5555\t5555\t5555\t4444"),
+    ("kart 4111 - 1111 - 1111 - 1111 ile", "4111 - 1111 - 1111 - 1111"),
+    ("Amex 3782   822463   10005 used", "3782   822463   10005"),
+])
+def test_cards_with_wide_separators(found, text, card):
+    assert only(found(text, "tr"), "CREDIT_CARD") == [card]
+
+
+def test_wide_separated_digits_that_fail_luhn_are_no_card(found):
+    assert found("Tablo: 4111  1111  1111  1112 satır", "tr") == []
+    assert found("1234  5678  9012  3456", "en") == []
+
+
+@pytest.mark.parametrize("text,value", [
+    ("TC27384619550", "27384619550"),
+    ("user_27384619550", "27384619550"),
+    ("musteri_27384619550.pdf", "27384619550"),
+    ("Dosya: scan-tc10000000146.jpg", "10000000146"),
+    ("kimlik 273.846.195.50", "273.846.195.50"),
+    ("Kayıtlı numara 273.846.195.50 olarak görünüyor.", "273.846.195.50"),
+    ("TC kimlik: 2738.4619.550", "2738.4619.550"),
+])
+def test_tckn_glued_to_a_word_or_written_with_dots(found, text, value):
+    assert only(found(text, "tr"), "TCKN") == [value]
+
+
+def test_glued_and_dotted_numbers_that_are_no_tckn(found):
+    # the checksum fails
+    assert found("user_27384619551 musteri_27384619551.pdf 273.846.195.51", "tr") == []
+    # glued on both sides (inside a token), after an IBAN's country code, or a bare dotted number in another
+    # grouping without a context word
+    assert only(found("token ab27384619550cd", "tr"), "TCKN") == []
+    assert only(found("Kod 2738.4619.550 sistemde.", "tr"), "TCKN") == []
+    # a valid IPv4 address in the 3-3-3-2 shape stays an address
+    assert all(e != "TCKN" for _, e in found("Sunucu 100.200.150.25 adresinde.", "tr"))
+
+
+@pytest.mark.parametrize("text,lang,value", [
+    ("write to name at example dot org please", "en", "name at example dot org"),
+    ("Mail: ali.veli at gmail dot com", "en", "ali.veli at gmail dot com"),
+    ("Email john dot smith at example dot co dot uk now", "en", "john dot smith at example dot co dot uk"),
+    ("adresim ahmet nokta yilmaz at firma nokta com nokta tr", "tr", "ahmet nokta yilmaz at firma nokta com nokta tr"),
+    ("пишите ivan собака mail точка ru", "ru", "ivan собака mail точка ru"),
+])
+def test_an_email_spelled_out_in_words(found, text, lang, value):
+    assert found(text, lang) == [(value, "EMAIL")]
+
+
+@pytest.mark.parametrize("text", [
+    "visit us at example dot com", "I work at google dot com", "we met at noon dot com",
+    "look at the dot on the map", "He arrived at home.",
+])
+def test_prose_with_at_and_dot_is_no_email(found, text):
+    assert only(found(text, "en"), "EMAIL") == []

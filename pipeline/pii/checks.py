@@ -6,6 +6,7 @@ Every function takes the candidate as written (separators allowed) unless it say
 from __future__ import annotations
 
 import ipaddress
+import re
 from functools import lru_cache
 
 from stdnum import iban as _iban
@@ -169,6 +170,16 @@ def iban_valid(value: str) -> bool:
 
 
 _IBAN_DIGITS = {chr(c): str(c - 55) for c in range(ord("A"), ord("Z") + 1)}
+
+
+@lru_cache(maxsize=256)
+def iban_length(country: str) -> int | None:
+    """The length of a country's IBAN (python-stdnum's format table), or None for an unknown country."""
+    info = _iban._ibandb.info(country)
+    bban = info[0][1].get("bban") if info and info[0][1] else None
+    if not bban:
+        return None
+    return 4 + sum(int(n) for n in re.findall(r"(\d+)!?[nac]", bban))
 
 
 def iban_end(text: str, start: int, end: int) -> int | None:

@@ -35,6 +35,14 @@ _PRIORITY = {"SECRET": 3, "IBAN": 2, "CREDIT_CARD": 2, "TCKN": 1, "INN": 1, "SNI
 # a text without any of these (a digit, "@", a capital, ":" or "=" of a secret, the bracket of "[at]") holds
 # no candidate of the pattern recognizers
 _QUICK = re.compile(r"[\d@A-ZА-ЯЁÇĞİÖŞÜ:=\[({<]")
+# an e-mail address spelled out in lower case ("name at example dot org"): the words of its dot
+_SPELLED_DOTS = (" dot ", " nokta ", " точка ")
+
+
+def _spelled_email_hint(text: str) -> bool:
+    return any(d in text for d in _SPELLED_DOTS) and (" at " in text or " собака " in text)
+
+
 # hits of recently scanned texts, per process: at most this many texts of at most this many characters
 _CACHED_TEXTS = 4096
 _CACHED_TEXT_CHARS = 8192
@@ -139,7 +147,8 @@ class Detector:
         first: dict[tuple[str, str], int] = {}  # texts scanned in this call -> their item index
         repeats: list[tuple[int, int]] = []  # (item index, index of the same text scanned in this call)
         for idx, (text, lang) in enumerate(items):
-            if not text or len(text) < 4 or not (_QUICK.search(text) or may_hold_lower_case_name(text)):
+            if not text or len(text) < 4 or not (_QUICK.search(text) or may_hold_lower_case_name(text)
+                                                 or _spelled_email_hint(text)):
                 self.texts_skipped += 1
                 out.append([])
                 continue

@@ -17,7 +17,7 @@ from typing import Iterable
 from presidio_analyzer import LocalRecognizer
 
 from . import checks
-from .text import ENTITY_TYPES, NON_WORD, ContextWords, Hit, TextContext, load_data, to_results  # noqa: F401
+from .text import ENTITY_TYPES, NON_WORD, ContextWords, Hit, TextContext, fold, load_data, to_results  # noqa: F401
 
 # The built-in recognizers are replaced, not loaded: on this data they misfire or cannot see tr/ru text.
 # Ours have other class names: Presidio's loader (load_predefined_recognizers) finds a recognizer class by
@@ -139,11 +139,18 @@ def _windows(ctx: TextContext, lo: int, hi: int, seps: str | None = None):
     Yields (run, i, j, start, end, digits); `seps` restricts the characters allowed between groups."""
     text = ctx.text
     for run in ctx.runs:
-        if run.ndigits < lo or ctx.in_iban_like(run.start):
+        if run.ndigits < lo:
             continue
         groups = run.groups
+        first = 0
+        if ctx.in_iban_like(run.start):
+            # the IBAN's digits are no candidate, the groups after its end are ("TR33 ... 26 4111 1111 ...")
+            while first < len(groups) and ctx.in_iban_like(groups[first][0]):
+                first += 1
+            if sum(b - a for a, b in groups[first:]) < lo:
+                continue
         n = len(groups)
-        for i in range(n):
+        for i in range(first, n):
             total = 0
             best = []
             for j in range(i, n):
@@ -182,17 +189,33 @@ class DigitChecksumRecognizer(PiiRecognizer):
 
 
 class TcknRecognizer(DigitChecksumRecognizer):
-    """T.C. Kimlik No: 11 digits, two check digits; written in groups ("123 456 789 01") only with a
-    context word (kimlik, TC) before it."""
+    """T.C. Kimlik No: 11 digits, two check digits; written in groups ("123 456 789 01", "273.846.195.50")
+    only with a context word (kimlik, TC) before it, except in its own 3-3-3-2 grouping (no IP address);
+    glued to a word before it ("TC27384619550", "musteri_27384619550.pdf") it is found as well."""
 
     ENTITY, MIN_DIGITS, FORMS, BONUS = "TCKN", 11, ((11, 0.8),), 0.2
     valid = staticmethod(checks.tckn_valid)
 
+    def triggered(self, ctx):
+        return ctx.has_run_of(11) or bool(ctx.glued)
+
     def find(self, ctx):
-        out = super().find(ctx)
-        for _run, i, j, s, e, d in _windows(ctx, 11, 11, seps=" \u00a0"):
-            if j > i and checks.tckn_valid(d):
-                out.append(self.hit(s, e, self.context_score(ctx, s, e, 0.3, bonus=0.6)))
+        out = super().find(ctx) if ctx.has_run_of(11) else []
+        text = ctx.text
+        for _run, i, j, s, e, d in _windows(ctx, 11, 11, seps=" \u00a0."):
+            if j <= i or not checks.tckn_valid(d):
+                continue
+            seps = {text[a:b] for (_, a), (b, _) in zip(_run.groups[i:j], _run.groups[i + 1:j + 1])}
+            if "." in seps and seps != {"."}:
+                continue
+            # the 3-3-3-2 grouping is the TCKN's own (an IPv4 address aside): found without a context word too
+            own = tuple(b - a for a, b in _run.groups[i:j + 1]) == (3, 3, 3, 2) and not checks.ip_valid(text[s:e])
+            out.append(self.hit(s, e, self.context_score(ctx, s, e, 0.3, bonus=0.6, without=0.6 if own else None)))
+        for s, e in ctx.glued:
+            # glued to a word before it, not after it (a run of digits inside a token or a hash is no id)
+            if e - s == 11 and not (e < len(text) and (text[e].isalnum() or text[e] == "_")) \
+                    and not ctx.in_iban_like(s) and checks.tckn_valid(text[s:e]):
+                out.append(self.hit(s, e, self.context_score(ctx, s, e, 0.6, bonus=0.3)))
         return out
 
 
@@ -258,10 +281,36 @@ class OgrnRecognizer(PiiRecognizer):
 
 
 class PaymentCardRecognizer(PiiRecognizer):
-    """Payment cards: 13-19 digits in groups (space or dash) or in a row; issuer prefix and Luhn."""
+    """Payment cards: 13-19 digits in groups (space or dash, also wide: "4111  1111  1111  1111", tabs, " - ")
+    or in a row; issuer prefix and Luhn."""
 
     ENTITY = "CREDIT_CARD"
     NEEDS, MIN_DIGITS = "digits", 13
+    # groups with wider separators than a digit run allows (two or more spaces, a tab, a spaced dash)
+    _WIDE = re.compile(r"(?<!\d)\d{3,6}(?:(?:\t|[ \u00a0\t]{2,4}|[ \u00a0\t]*-[ \u00a0\t]*)\d{3,6}){1,5}(?!\d)")
+    _WIDE_HINTS = ("  ", "\t", " -", "- ")
+    # negative words that name a document, not a code as long as a card (tracking numbers and barcodes have
+    # 12-14 digits and pass Luhn one time in ten): a Luhn-valid number with its issuer's prefix and length
+    # after them stays a card ("Payment reference 4111 ...", "Invoice number: 5555 ..."), scored lower
+    _DOCUMENT_WORDS = ContextWords([
+        "ref", "referans", "reference", "invoice", "fatura", "order", "sipariş", "siparis", "заказ", "счет-фактур",
+        "счёт №", "счет №", "ticket", "talep", "заявк", "обращени", "case", "başvuru", "dosya", "kayıt no",
+        "protokol"])
+
+    def _wide(self, ctx) -> bool:
+        return ctx.memo("card_wide", lambda: any(h in ctx.text for h in self._WIDE_HINTS)
+                        and self._WIDE.search(ctx.text) is not None)
+
+    def triggered(self, ctx):
+        return ctx.has_run_of(13) or self._wide(ctx)
+
+    def _score(self, ctx, s, e, base):
+        penalty = 0.4
+        lo = ctx.scope_start(s, WIN_BEFORE)
+        neg_end = NEGATIVE.last_end(ctx.norm, s, min(NEG_WIN, s - lo))
+        if neg_end >= 0 and self._DOCUMENT_WORDS.last_end(ctx.norm, s, min(NEG_WIN, s - lo)) == neg_end:
+            penalty = 0.2
+        return self.context_score(ctx, s, e, base, bonus=0.15, penalty=penalty)
 
     def find(self, ctx):
         out = []
@@ -271,9 +320,35 @@ class PaymentCardRecognizer(PiiRecognizer):
                 continue
             if checks.card_prefix_ok(d) and checks.luhn_valid(d) and len(set(d)) >= 2:
                 base = 0.85 if j > i else 0.75
-                out.append(self.hit(s, e, self.context_score(ctx, s, e, base, bonus=0.15, penalty=0.4)))
+                out.append(self.hit(s, e, self._score(ctx, s, e, base)))
                 taken_end = e
+        if self._wide(ctx):
+            self._find_wide(ctx, out)
         return out
+
+    def _find_wide(self, ctx, out) -> None:
+        text = ctx.text
+        for m in self._WIDE.finditer(text):
+            groups = [g.span() for g in _DIGITS.finditer(text, m.start(), m.end())]
+            taken_end = -1
+            for i in range(len(groups)):
+                if groups[i][0] < taken_end or ctx.in_iban_like(groups[i][0]):
+                    continue
+                total = 0
+                for j in range(i, len(groups)):
+                    total += groups[j][1] - groups[j][0]
+                    if total > 19:
+                        break
+                    if total < 13:
+                        continue
+                    s, e = groups[i][0], groups[j][1]
+                    d = "".join(text[a:b] for a, b in groups[i:j + 1])
+                    if any(h.start < e and s < h.end for h in out):
+                        continue
+                    if checks.card_prefix_ok(d) and checks.luhn_valid(d) and len(set(d)) >= 2:
+                        out.append(self.hit(s, e, self._score(ctx, s, e, 0.85)))
+                        taken_end = e
+                        break
 
 
 _HOME_REGIONS = {"tr": ("TR",), "ru": ("RU", "KZ"), "en": ("US", "CA", "GB")}
@@ -377,17 +452,41 @@ class EmailAddressRecognizer(PiiRecognizer):
     _OBFUSCATED = re.compile(r"(?<![\w.+%-])[\w.+%-]{1,64}" + _AT + r"(?:[^\W_](?:[\w-]{0,61}[^\W_])?" + _DOT
                              + r")+[^\W\d_]{2,24}(?![\w-])", re.IGNORECASE)
 
+    # spelled out with plain words ("name at example dot org"): only with a dot word before a common top-level
+    # domain, and not after a word that "at" follows in prose ("visit us at example dot com" is a site)
+    _SPELLED_DOT = r"\s+(?:dot|nokta|точка)\s+"
+    _TLDS = ("com|org|net|edu|gov|info|biz|io|co|me|ru|tr|su|uk|de|fr|it|es|nl|az|kz|by|ua|eu|us|ca|au|ch|at|se|"
+             "dk|fi|no|pl|cz|pro|dev|app|mail|online|site|xyz|рф")
+    _SPELLED = re.compile(
+        r"(?<![\w.+%-])([\w+%-]{1,64}(?:(?:\.|" + _SPELLED_DOT + r")[\w+%-]{1,64}){0,3})\s+(?:at|собака)\s+"
+        r"(?:[^\W_][\w-]{0,62}" + _SPELLED_DOT + r"){1,3}(?:" + _TLDS + r")(?![\w-])", re.IGNORECASE)
+    _SPELLED_HINTS = (" dot ", " nokta ", " точка ")
+    _PROSE_BEFORE_AT = frozenset("""us me you him her them it we they this that here there who one all is are was were
+        be been look looking looked arrive arrived arriving stay stayed work works worked working live lives lived
+        meet met home available located online found visit visited find found reach reached call email write
+        mail contact up out back held based service sale good bad best""".split())
+
     def _bracketed(self, ctx) -> bool:
         """A bracketed "at" in the text (one scan for triggered() and find())."""
         return ctx.memo("email_bracketed_at", lambda: self._AT_HINT.search(ctx.norm) is not None)
 
+    def _spelled(self, ctx) -> bool:
+        """A spelled-out dot in the text (one scan for triggered() and find())."""
+        return ctx.memo("email_spelled_dot", lambda: any(h in ctx.norm for h in self._SPELLED_HINTS))
+
     def triggered(self, ctx):
-        return "@" in ctx.text or self._bracketed(ctx)
+        return "@" in ctx.text or self._bracketed(ctx) or self._spelled(ctx)
 
     def find(self, ctx):
         text = ctx.text
         out = [self.hit(m.start(), m.end(), 0.9) for m in self._OBFUSCATED.finditer(text)] \
             if self._bracketed(ctx) else []
+        if self._spelled(ctx):
+            for m in self._SPELLED.finditer(text):
+                local = m.group(1)
+                if fold(local) in self._PROSE_BEFORE_AT or any(h.start < m.end() and m.start() < h.end for h in out):
+                    continue
+                out.append(self.hit(m.start(), m.end(), 0.8))
         if "@" not in text:
             return out
         for m in self._RE.finditer(text):
@@ -447,6 +546,7 @@ class IpAddressRecognizer(PiiRecognizer):
 
 _DIGIT_DOT_DIGIT = re.compile(r"\d\.\d")
 _DIGIT = re.compile(r"\d")
+_DIGITS = re.compile(r"\d+")
 _CYRILLIC = re.compile(r"[А-Яа-яЁё]")
 # two digits (a closing parenthesis, one separator) and a character: a capital there, or a lower-case letter
 # in a text that talks about a plate, is a necessary condition. The character is looked at, not consumed:

@@ -12,7 +12,7 @@ from functools import lru_cache
 from importlib import resources
 from typing import NamedTuple
 
-from .checks import iban_end
+from .checks import iban_end, iban_length
 
 
 # Entity types the step can report; the placeholder of each is "<TYPE>".
@@ -107,13 +107,15 @@ _TEN_DIGITS = re.compile(r"\d(?:[ \u00a0\-./()]*\d){9}")
 _SEPARATORS = frozenset([" ", "\u00a0", "-", ".", "/", ")", ") ", ")\u00a0", "(", " (", "\u00a0("])
 
 
-def _split_runs(text: str, s: int, e: int, out: list) -> None:
+def _split_runs(text: str, s: int, e: int, out: list, glued: list) -> None:
     groups = [g.span() for g in _DIGITS.finditer(text, s, e)]
     if not groups:
         return
-    # a number glued to a word ("TR33", "A123") starts no run: its first group is dropped
+    # a number glued to a word ("TR33", "A123") starts no run: its first group is dropped (and kept in
+    # `glued`: an identifier may still be glued to a prefix, "TC27384619550", "musteri_27384619550.pdf")
     k = groups[0][0]
     if k > 0 and (text[k - 1].isalnum() or text[k - 1] == "_") and text[s] not in "+(":
+        glued.append(groups[0])
         groups = groups[1:]
     elif k > 1 and text[s] == "(" and (text[s - 1].isalnum()):
         groups = groups[1:]
@@ -157,17 +159,30 @@ _IBAN_HINT = re.compile(r"[A-Z]{2}\d{2}")
 _IBAN_LIKE = re.compile(r"(?<![A-Za-z0-9])[A-Z]{2}\d{2}(?:[ \u00a0-]?[A-Z0-9]){10,32}")
 
 
+def _nth_alnum_end(text: str, s: int, e: int, n: int | None) -> int | None:
+    """The end of the n-th letter or digit of text[s:e], or None when there are fewer (or n is None)."""
+    if n is None:
+        return None
+    for k in range(s, e):
+        if text[k].isalnum():
+            n -= 1
+            if n == 0:
+                return k + 1
+    return None
+
+
 class TextContext:
     """Lazily computed views of one text."""
 
-    __slots__ = ("text", "lang", "_norm", "_runs", "_iban_like", "_ibans", "_max_digits", "_below_ten", "_words",
-                 "extra")
+    __slots__ = ("text", "lang", "_norm", "_runs", "_glued", "_iban_like", "_ibans", "_max_digits", "_below_ten",
+                 "_words", "extra")
 
     def __init__(self, text: str, lang: str):
         self.text = text
         self.lang = lang
         self._norm = None
         self._runs = None
+        self._glued = None
         self._iban_like = None
         self._ibans = None
         self._max_digits = None
@@ -213,8 +228,12 @@ class TextContext:
             for m in _IBAN_LIKE.finditer(text):
                 s, e = m.span()
                 end = iban_end(text, s, e)
-                self._iban_like.append((s, end or e))
-                if end is not None:
+                if end is None:
+                    # an invalid one ends at its country's length: the match may run on into a card after it
+                    end_like = _nth_alnum_end(text, s, e, iban_length(text[s:s + 2]))
+                    self._iban_like.append((s, end_like or e))
+                else:
+                    self._iban_like.append((s, end))
                     self._ibans.append((s, end))
 
     def scope_start(self, s: int, before: int) -> int:
@@ -251,12 +270,24 @@ class TextContext:
     @property
     def runs(self) -> list[NumRun]:
         if self._runs is None:
-            runs = []
+            runs, glued = [], []
             text = self.text
             for m in _NUMSPAN.finditer(text):
-                _split_runs(text, m.start(), m.end(), runs)
-            self._runs = runs
+                _split_runs(text, m.start(), m.end(), runs, glued)
+            self._runs, self._glued = runs, glued
         return self._runs
+
+    @property
+    def glued(self) -> list[tuple[int, int]]:
+        """Digit groups of ten or more glued to a word before them ("TC27384619550", "user_27384619550"): no
+        run starts with them (a code such as "TR33" is no number), but an identifier may be written so."""
+        if self._glued is None:
+            if self._runs is None and self._below_ten is None:
+                self._below_ten = _TEN_DIGITS.search(self.text) is None
+            if self._below_ten and self._runs is None:
+                return []
+            self.runs  # noqa: B018  fills _glued
+        return [g for g in self._glued if g[1] - g[0] >= 10]
 
     def has_run_of(self, n: int) -> bool:
         """A run of at least `n` digits. Most texts hold no ten digits within one stretch of digits and
