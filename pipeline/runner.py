@@ -17,7 +17,6 @@ import functools
 import hashlib
 import json
 import os
-import secrets
 import shutil
 import sys
 from concurrent.futures import ProcessPoolExecutor, as_completed
@@ -33,18 +32,16 @@ import pyarrow.parquet as pq
 from . import report
 from .config import PrepareConfig
 from .normalize import ORDER_SHIFT, Normalizer
+from .preflight import disk_full, refuse_empty_run, unsupported_files
 from .readers import FileReader, InputFile, UnreadableInput, expand_inputs, split_ranges
 from .records import from_table, to_table
+from .rundir import PrepareError, RunDir, check_out, ensure_salt, is_inside, read_salt, worker_init
 from .shards import ShardWriter, atomic_write_text, build_manifest, sha256_file, write_manifest
 from .split import SplitStep
 from .stats import StageStats, merge_all
 
 INTERNAL_COLUMNS = {"_order": pa.int64(), "_eval": pa.bool_()}
 PROCESSED_COLUMNS = {**INTERNAL_COLUMNS, "_split": pa.string(), "_tokens": pa.int32(), "_trainable": pa.int32()}
-
-
-class PrepareError(Exception):
-    """A run that cannot go on; str() is one line for the user (no personal data, no credentials)."""
 
 
 @dataclass(frozen=True)
@@ -65,10 +62,11 @@ class Executor(Protocol):
 
 
 class LocalExecutor:
-    """Worker processes on this machine; inline when there is one worker or one item."""
+    """Worker processes on this machine; inline when there is one worker or one item. The workers die
+    with this process and hold a shared lock on `workers_lock` while alive (rundir.worker_init)."""
 
-    def __init__(self, workers: int, progress: bool = True):
-        self.workers, self.progress = workers, progress
+    def __init__(self, workers: int, progress: bool = True, workers_lock: str | None = None):
+        self.workers, self.progress, self.workers_lock = workers, progress, workers_lock
         self._pool: ProcessPoolExecutor | None = None
 
     def map(self, fn: Callable, items: list, label: str, **kwargs) -> list:
@@ -83,7 +81,9 @@ class LocalExecutor:
             if self._pool is None:
                 import multiprocessing
 
-                self._pool = ProcessPoolExecutor(self.workers, mp_context=multiprocessing.get_context("spawn"))
+                self._pool = ProcessPoolExecutor(self.workers, mp_context=multiprocessing.get_context("spawn"),
+                                                 initializer=worker_init,
+                                                 initargs=(os.getpid(), self.workers_lock))
             futures = {self._pool.submit(fn, item, **kwargs): i for i, item in enumerate(items)}
             results: list[Any] = [None] * len(items)
             for future in as_completed(futures):
@@ -166,6 +166,8 @@ def _shard_errors(phase: str):
             except (PrepareError, UnreadableInput):
                 raise
             except Exception as exc:
+                if disk_full(exc):  # the disk, not the data: "normalize failed (OSError)" hid it
+                    raise PrepareError(f"no space left on device writing {kwargs.get('work_dir')}") from None
                 if type(exc).__name__ == "PiiPolicyError" or os.environ.get("PREPARE_DEBUG") == "1":
                     raise  # PREPARE_DEBUG=1: the full error, for debugging on data you may see
                 raise PrepareError(f"{task.label}: {phase} failed ({type(exc).__name__})") from None
@@ -212,16 +214,20 @@ def normalize_shard(task: ShardTask, cfg: PrepareConfig, run_dir: str, work_dir:
         if name not in writers and name != "processed":
             path.unlink(missing_ok=True)
     reader = normalizer.reader
-    if os.environ.get("PREPARE_SLOW_SHARDS"):  # tests: time to interrupt a run between shards
-        import time
-
-        time.sleep(float(os.environ["PREPARE_SLOW_SHARDS"]))
+    _slow_for_tests()
     return _save(work_dir, f"normalize-{task.index:05d}", key, {
         "index": task.index, "file": task.file.name, "eval": task.eval, "format": normalizer.format,
         "encoding": reader.encoding, "warnings": reader.warnings, "unread": reader.unread,
         "stages": {s.name: s.to_dict() for s in (*normalizer.stats, keys_stats)},
         "has_records": "normalized" in writers, "has_keys": "keys" in writers,
     })
+
+
+def _slow_for_tests() -> None:
+    if os.environ.get("PREPARE_SLOW_SHARDS"):  # tests: time to interrupt a run between shards
+        import time
+
+        time.sleep(float(os.environ["PREPARE_SLOW_SHARDS"]))
 
 
 def _append(writers: dict, name: str, path: Path, table: pa.Table) -> None:
@@ -237,7 +243,8 @@ def process_shard(task: ShardTask, cfg: PrepareConfig, work_dir: str, removed_pa
                   has_eval: bool, token_cache: str | None) -> dict:
     """Drop the records the global dedup removed, strip personal data, count tokens, assign the split."""
     removed_hash = sha256_file(removed_path) if removed_path and os.path.exists(removed_path) else None
-    salt_digest = hashlib.blake2b(_salt(cfg), key=b"cache-key", digest_size=8).hexdigest() if cfg.pii.enabled else None
+    salt = _salt(cfg, work_dir) if cfg.pii.enabled else None
+    salt_digest = hashlib.blake2b(salt, key=b"cache-key", digest_size=8).hexdigest() if salt else None
     key = _key(_normalize_key(task, cfg), cfg.model_dump(include={"pii", "lengths", "split", "estimate"}, mode="json"),
                has_eval, removed_hash, salt_digest)
     cached = _cached(work_dir, f"process-{task.index:05d}", key)
@@ -250,7 +257,7 @@ def process_shard(task: ShardTask, cfg: PrepareConfig, work_dir: str, removed_pa
     if cfg.pii.enabled:
         from .pii import PiiStep
 
-        steps.append(PiiStep(cfg.pii, salt=_salt(cfg)))
+        steps.append(PiiStep(cfg.pii, salt=salt))
     if cfg.lengths.enabled:
         from .lengths import LengthStep
 
@@ -292,17 +299,23 @@ def process_shard(task: ShardTask, cfg: PrepareConfig, work_dir: str, removed_pa
     if writer is not None:
         writer.close()
     tokenizer_name = next((getattr(s, "tokenizer_name", None) for s in steps if s.name == "lengths"), None)
+    _slow_for_tests()
     return _save(work_dir, f"process-{task.index:05d}", key, {
         "index": task.index, "has_records": writer is not None, "tokenizer": tokenizer_name,
         "stages": {s.name: s.to_dict() for s in (dedup_stats, *stats.values())},
     })
 
 
-def _salt(cfg: PrepareConfig) -> bytes:
+def _salt(cfg: PrepareConfig, work_dir: str) -> bytes:
+    """The user's salt (pii.salt_env), else the run's own from work/ (rundir.ensure_salt)."""
     value = os.environ.get(cfg.pii.salt_env)
-    if not value:
-        raise PrepareError(f"{cfg.pii.salt_env} is not set in this worker; pseudonyms need one salt per run")
-    return value.encode()
+    if value:
+        return value.encode()
+    salt = read_salt(work_dir)
+    if not salt:
+        raise PrepareError(f"{cfg.pii.salt_env} is not set and the run's salt is not in {work_dir}; "
+                           "pseudonyms need one salt per run")
+    return salt
 
 
 def _removed_for_shard(removed_path: str | None, index: int) -> dict[int, str]:
@@ -364,7 +377,7 @@ def finalize(cfg: PrepareConfig, run_dir: str, work_dir: str, shard_results: lis
             if cfg.lengths.overflow != "keep":
                 step = LengthStep(cfg.lengths, token_cache, model=cfg.estimate.model)
     for split in ("train", "validation"):
-        shutil.rmtree(run / split, ignore_errors=True)
+        RunDir(run).remove_shards(split)
     writers = {split: ShardWriter(run, split, cfg.write) for split in ("train", "validation")}
     for result in shard_results:  # in input order, so shards are the same for the same inputs
         write_stats = StageStats("write")
@@ -466,11 +479,15 @@ def plan_shards(cfg: PrepareConfig) -> tuple[list[ShardTask], list[dict]]:
                     raise
                 unreadable.append({"file": exc.uri, "reason": exc.reason})
                 continue
+            # the run directory is never an input: a glob over it took in the last run's shards
+            files = [f for f in files if f.is_s3 or not is_inside(f.uri, cfg.out)]
             for f in files:
                 # a blank-line-separated block must not be cut in two: block-mode text stays one shard
                 splittable = f.splittable and not (f.file_format == "txt" and cfg.read.txt_mode == "block")
                 for part in split_ranges(f, cfg.read.shard_bytes) if splittable else [f]:
                     tasks.append(ShardTask(len(tasks), part, is_eval))
+    unreadable += [{"file": name, "reason": "unsupported file type (skipped)"}  # reported, not skipped silently
+                   for name in unsupported_files([*cfg.inputs, *cfg.validation_inputs])]
     if not tasks and not unreadable:
         raise PrepareError("no input files (give files, folders, globs or s3:// URIs)")
     return tasks, unreadable
@@ -498,54 +515,60 @@ class RunResult:
 
 def run_prepare(cfg: PrepareConfig, executor: Executor | None = None, progress: bool = True,
                 log: Callable[[str], None] = lambda msg: print(msg, file=sys.stderr)) -> RunResult:
-    run_dir = Path(cfg.out)
-    work_dir = run_dir / "work"
-    own_executor = executor is None
-    executor = executor or LocalExecutor(cfg.workers, progress)
-    os.environ.setdefault(cfg.pii.salt_env, secrets.token_hex(16))  # inherited by worker processes, never written
     os.environ.setdefault("TRANSFORMERS_NO_ADVISORY_WARNINGS", "1")  # "PyTorch was not found": torch is not needed
-    try:
-        tasks, unreadable = plan_shards(cfg)
-        readable = []
-        for task in tasks:
-            problem = check_readable(task, cfg)
-            (unreadable.append(problem) if problem else readable.append(task))
-        run_dir.mkdir(parents=True, exist_ok=True)
-        # The old manifest goes first: from here until the new one is written, no manifest points at
-        # shards that are being rewritten. Work of a killed run stays in work/ and is reused by key.
-        (run_dir / "manifest.json").unlink(missing_ok=True)
-        current = {f"{t.index:05d}" for t in readable}
-        for stale in (run_dir / "quarantine").glob("*.jsonl"):
-            if stale.stem not in current:
-                stale.unlink()
-        log(f"prepare: {len(readable)} input file(s) -> {run_dir}")
-        results = executor.map(normalize_shard, readable, "normalize", cfg=cfg, run_dir=str(run_dir),
-                               work_dir=str(work_dir))
-        removed_path, dedup_report = None, None
-        if cfg.dedup.enabled:
-            key_paths = [str(work_paths(work_dir, r["index"])["keys"]) for r in results if r["has_keys"]]
-            removed_path = str(run_dir / "dedup_removed.parquet")
-            dedup_report = executor.call(run_dedup, "dedup", key_paths=key_paths, cfg=cfg,
-                                         work_dir=str(work_dir), removed_path=removed_path)
-        has_eval = any(t.eval for t in readable)
-        token_cache = str(Path(os.environ.get("PREPARE_CACHE", ".cache/prepare")) / "tokens")
-        processed = executor.map(process_shard, readable, "process", cfg=cfg, work_dir=str(work_dir),
-                                 removed_path=removed_path, has_eval=has_eval, token_cache=token_cache)
-        shard_results = [{**a, **b, "stages": _merge_stage_dicts(a["stages"], b["stages"])}
-                         for a, b in zip(results, processed)]
-        tokenizer_name = next((r["tokenizer"] for r in processed if r.get("tokenizer")), None)
-        rep = executor.call(finalize, "finalize", cfg=cfg, run_dir=str(run_dir), work_dir=str(work_dir),
-                            shard_results=shard_results, dedup_report=dedup_report,
-                            tokenizer_name=tokenizer_name, token_cache=token_cache, unreadable=unreadable)
-        reused = sum(bool(r.get("reused")) for r in results + processed)
-        if reused:
-            log(f"prepare: reused {reused} shard result(s) finished by an earlier run")
-        uploaded = executor.call(upload, "upload", cfg=cfg, run_dir=str(run_dir)) if cfg.s3 else None
-        if uploaded:
-            log(f"prepare: uploaded {len(uploaded['uploaded'])} object(s), {len(uploaded['skipped'])} unchanged"
-                + (f", {len(uploaded['removed'])} stale shard(s) of an earlier run removed" if uploaded["removed"] else ""))
-        shutil.rmtree(work_dir, ignore_errors=True)
-        return RunResult(rep, run_dir, uploaded and uploaded["manifest_uri"], uploaded, reused)
-    finally:
-        if own_executor:
-            executor.close()
+    # Everything up to RunDir.open() only reads: a refused --out or an unreadable input leaves no trace.
+    check_out(cfg.out, [*cfg.inputs, *cfg.validation_inputs])
+    tasks, unreadable = plan_shards(cfg)
+    readable = []
+    for task in tasks:
+        problem = check_readable(task, cfg)
+        (unreadable.append(problem) if problem else readable.append(task))
+    with RunDir(cfg.out) as rundir:
+        rundir.wait_for_stale_workers()
+        if cfg.pii.enabled and not os.environ.get(cfg.pii.salt_env):
+            ensure_salt(rundir.work)  # read by the workers from work/; the user's own salt is never written
+        own_executor = executor is None
+        executor = executor or LocalExecutor(cfg.workers, progress, str(rundir.workers_lock()))
+        try:
+            return _run(cfg, executor, rundir, readable, unreadable, log)
+        finally:
+            if own_executor:
+                executor.close()
+
+
+def _run(cfg: PrepareConfig, executor: Executor, rundir: RunDir, readable: list[ShardTask],
+         unreadable: list[dict], log: Callable[[str], None]) -> RunResult:
+    run_dir, work_dir = rundir.path, rundir.work
+    # The old manifest goes first: from here until the new one is written, no manifest points at
+    # shards that are being rewritten. Work of a killed run stays in work/ and is reused by key.
+    (run_dir / "manifest.json").unlink(missing_ok=True)
+    rundir.remove_stale_quarantine({f"{t.index:05d}" for t in readable})
+    log(f"prepare: {len(readable)} input file(s) -> {run_dir}")
+    results = executor.map(normalize_shard, readable, "normalize", cfg=cfg, run_dir=str(run_dir),
+                           work_dir=str(work_dir))
+    removed_path, dedup_report = None, None
+    if cfg.dedup.enabled:
+        key_paths = [str(work_paths(work_dir, r["index"])["keys"]) for r in results if r["has_keys"]]
+        removed_path = str(run_dir / "dedup_removed.parquet")
+        dedup_report = executor.call(run_dedup, "dedup", key_paths=key_paths, cfg=cfg,
+                                     work_dir=str(work_dir), removed_path=removed_path)
+    has_eval = any(t.eval for t in readable)
+    token_cache = str(Path(os.environ.get("PREPARE_CACHE", ".cache/prepare")) / "tokens")
+    processed = executor.map(process_shard, readable, "process", cfg=cfg, work_dir=str(work_dir),
+                             removed_path=removed_path, has_eval=has_eval, token_cache=token_cache)
+    shard_results = [{**a, **b, "stages": _merge_stage_dicts(a["stages"], b["stages"])}
+                     for a, b in zip(results, processed)]
+    tokenizer_name = next((r["tokenizer"] for r in processed if r.get("tokenizer")), None)
+    rep = executor.call(finalize, "finalize", cfg=cfg, run_dir=str(run_dir), work_dir=str(work_dir),
+                        shard_results=shard_results, dedup_report=dedup_report,
+                        tokenizer_name=tokenizer_name, token_cache=token_cache, unreadable=unreadable)
+    reused = sum(bool(r.get("reused")) for r in results + processed)
+    if reused:
+        log(f"prepare: reused {reused} shard result(s) finished by an earlier run")
+    refuse_empty_run(cfg, run_dir, rep)  # before the upload: no record kept fails the run unless allow_empty
+    uploaded = executor.call(upload, "upload", cfg=cfg, run_dir=str(run_dir)) if cfg.s3 else None
+    if uploaded:
+        log(f"prepare: uploaded {len(uploaded['uploaded'])} object(s), {len(uploaded['skipped'])} unchanged"
+            + (f", {len(uploaded['removed'])} stale shard(s) of an earlier run removed" if uploaded["removed"] else ""))
+    shutil.rmtree(work_dir, ignore_errors=True)  # with the run's salt in it
+    return RunResult(rep, run_dir, uploaded and uploaded["manifest_uri"], uploaded, reused)

@@ -869,4 +869,5 @@ def test_run_over_fuzzed_files_balances_per_file(tmp_path_factory, files):
     assert len(quarantine) == report["counts"]["quarantined"]
     assert all(set(q) == {"file", "line", "reason"} for q in quarantine)
     assert {p.name for p in result.run_dir.iterdir()} <= {
-        "manifest.json", "quarantine", "report.json", "report.md", "train", "validation", "dedup_removed.parquet"}
+        "manifest.json", "quarantine", "report.json", "report.md", "train", "validation", "dedup_removed.parquet",
+        ".prepare-run"}
