@@ -5,6 +5,7 @@ import re
 import unicodedata
 
 from .config import CleanConfig
+from .records import arguments_text
 from .stats import StageStats
 
 # C0/C1 controls except tab and newline, DEL, lone surrogates, and BOM/zero-width no-break space.
@@ -32,7 +33,7 @@ def normalize_text(text: str) -> str:
 
 def content_chars(record: dict) -> int:
     if record.get("messages") is not None:
-        return sum(len(m.get("content") or "") + sum(len(c["arguments"]) for c in m.get("tool_calls") or ())
+        return sum(len(m.get("content") or "") + sum(len(arguments_text(c)) for c in m.get("tool_calls") or ())
                    for m in record["messages"])
     return len(record.get("text") or "")
 

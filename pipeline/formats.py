@@ -54,11 +54,53 @@ def _utf8(value: str) -> str:
     return _LONE_SURROGATE.sub("", value)
 
 
-def _arguments(value) -> str:
-    """Tool-call arguments as a JSON string, whatever form they came in."""
+# Integers the trainer's loader can read back: datasets decodes JSON values with ujson, which refuses
+# integers outside [-2**63, 2**64).
+_INT_RANGE = (-(2 ** 63), 2 ** 64 - 1)
+
+
+def _json_clean(value, reason: str):
+    """A JSON value kept as structure (tool arguments, tool schemas): strings and keys without lone
+    surrogates, key order kept; non-finite floats and out-of-range integers refused (`reason`)."""
     if isinstance(value, str):
         return _utf8(value)
-    return _utf8(json.dumps(value, ensure_ascii=False, sort_keys=True))
+    if isinstance(value, bool) or value is None:
+        return value
+    if isinstance(value, int):
+        if not _INT_RANGE[0] <= value <= _INT_RANGE[1]:
+            raise Invalid(reason)
+        return value
+    if isinstance(value, float):
+        if value != value or value in (float("inf"), float("-inf")):
+            raise Invalid(reason)
+        return value
+    if isinstance(value, dict):
+        return {_utf8(k) if isinstance(k, str) else str(k): _json_clean(v, reason) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_json_clean(v, reason) for v in value]
+    raise Invalid(reason)
+
+
+def _arguments(value) -> dict:
+    """Tool-call arguments as a JSON object (a dict, keys in their order), whatever form they came in:
+    templates render them with tojson, so a JSON string would be rendered as a quoted string."""
+    if value is None or value == "":
+        return {}
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except ValueError:
+            raise Invalid("invalid_tool_call") from None
+    if not isinstance(value, dict):
+        raise Invalid("invalid_tool_call")
+    return _json_clean(value, "invalid_tool_call")
+
+
+def _call(name: str, arguments, call_id=None) -> dict:
+    call = {"type": "function", "function": {"name": _utf8(name), "arguments": _arguments(arguments)}}
+    if isinstance(call_id, str) and call_id:
+        call = {"id": _utf8(call_id), **call}
+    return call
 
 
 def _tool_calls_from_text(value: str) -> list[dict]:
@@ -68,9 +110,9 @@ def _tool_calls_from_text(value: str) -> list[dict]:
     except ValueError:
         raise Invalid("invalid_tool_call") from None
     calls = parsed if isinstance(parsed, list) else [parsed]
-    if not all(isinstance(c, dict) and isinstance(c.get("name"), str) for c in calls):
+    if not calls or not all(isinstance(c, dict) and isinstance(c.get("name"), str) for c in calls):
         raise Invalid("invalid_tool_call")
-    return [{"name": _utf8(c["name"]), "arguments": _arguments(c.get("arguments", {}))} for c in calls]
+    return [_call(c["name"], c.get("arguments"), c.get("id")) for c in calls]
 
 
 def _openai_tool_calls(calls) -> list[dict]:
@@ -81,8 +123,70 @@ def _openai_tool_calls(calls) -> list[dict]:
         fn = call.get("function", call) if isinstance(call, dict) else None
         if not isinstance(fn, dict) or not isinstance(fn.get("name"), str):
             raise Invalid("invalid_tool_call")
-        out.append({"name": _utf8(fn["name"]), "arguments": _arguments(fn.get("arguments", {}))})
+        out.append(_call(fn["name"], fn.get("arguments"), call.get("id")))
     return out
+
+
+def _tools(value) -> list[dict] | None:
+    """Tool definitions as apply_chat_template(tools=...) takes them: [{"type": "function", "function":
+    {name, description, parameters}}]. Accepts that form, bare {name, description, parameters} (glaive,
+    LLaMA-Factory), or either as a JSON string; empty means none."""
+    if value is None or value == "" or value == []:
+        return None
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except ValueError:
+            raise Invalid("invalid_tools") from None
+    if isinstance(value, dict):
+        value = [value]
+    if not isinstance(value, list):
+        raise Invalid("invalid_tools")
+    out = []
+    for tool in value:
+        if isinstance(tool, str):  # a list of JSON strings
+            try:
+                tool = json.loads(tool)
+            except ValueError:
+                raise Invalid("invalid_tools") from None
+        if not isinstance(tool, dict):
+            raise Invalid("invalid_tools")
+        fn = tool.get("function") if isinstance(tool.get("function"), dict) else tool
+        if not isinstance(fn.get("name"), str):
+            raise Invalid("invalid_tools")
+        out.append({"type": "function", "function": _json_clean(fn, "invalid_tools")})
+    return out or None
+
+
+def _call_id(n: int) -> str:
+    """A generated tool-call id: 9 alphanumerics, the form Mistral's templates require (others ignore ids)."""
+    return f"call{n:05d}"
+
+
+def link_tool_calls(messages: list[dict]) -> list[dict]:
+    """Pair tool results with the calls they answer, in order: a call without an id gets a generated one
+    (Mistral's templates refuse a call or a result without a 9-character id), a result without
+    tool_call_id/name takes its call's. Ids the source has are kept as they are."""
+    used = {c["id"] for m in messages for c in m.get("tool_calls") or () if "id" in c}
+    n, pending = 0, []
+    for m in messages:
+        if m["role"] == "assistant" and m.get("tool_calls"):
+            pending = []
+            for i, call in enumerate(m["tool_calls"]):
+                if "id" not in call:
+                    n += 1
+                    while _call_id(n) in used:
+                        n += 1
+                    call = m["tool_calls"][i] = {"id": _call_id(n), **call}
+                pending.append(call)
+        elif m["role"] == "tool":
+            if pending:
+                call = pending.pop(0)
+                m.setdefault("tool_call_id", call["id"])
+                m.setdefault("name", call["function"]["name"])
+        else:
+            pending = []
+    return messages
 
 
 def _role(value) -> str:
@@ -125,10 +229,13 @@ def check_conversation(messages: list[dict]) -> list[dict]:
     return messages
 
 
-def _message(role: str, content: str, tool_calls: list[dict] | None = None, name: str | None = None) -> dict:
+def _message(role: str, content: str, tool_calls: list[dict] | None = None, name: str | None = None,
+             tool_call_id: str | None = None) -> dict:
     msg = {"role": role, "content": content}
     if tool_calls:
         msg["tool_calls"] = tool_calls
+    if tool_call_id:
+        msg["tool_call_id"] = _utf8(tool_call_id)
     if name:
         msg["name"] = _utf8(name)
     return msg
@@ -218,7 +325,8 @@ def convert_openai(row: dict, mapping: dict) -> tuple:
         if turn.get("tool_calls"):
             calls += _openai_tool_calls(turn["tool_calls"])
         name = turn.get("name") if role == "tool" and isinstance(turn.get("name"), str) else None
-        messages.append(_message(role, content, calls if role == "assistant" else None, name))
+        call_id = turn.get("tool_call_id") if role == "tool" and isinstance(turn.get("tool_call_id"), str) else None
+        messages.append(_message(role, content, calls if role == "assistant" else None, name, call_id))
     return "chat", messages, None, {key}
 
 
@@ -354,10 +462,19 @@ def to_record(row, fmt: str, mapping: dict, source: dict) -> dict:
         meta = _meta_json(row, consumed)  # json.dumps recurses too: deep meta raised RecursionError
     except RecursionError:
         raise Invalid("too_deep") from None
+    tools = None
     if messages is not None:
-        messages = check_conversation(messages)
+        messages = link_tool_calls(check_conversation(messages))
+        tools_key = mapping.get("tools", "tools") if fmt == "mapped" else "tools"
+        if isinstance(row, dict) and tools_key in row:
+            try:
+                tools = _tools(row[tools_key])
+            except RecursionError:
+                raise Invalid("too_deep") from None
+            consumed = consumed | {tools_key}
+            meta = _meta_json(row, consumed)
     elif not text:
         raise Invalid("empty_text")
-    record = {"kind": kind, "messages": messages, "text": text, "source": source, "meta": meta}
+    record = {"kind": kind, "messages": messages, "tools": tools, "text": text, "source": source, "meta": meta}
     record["id"] = record_id(record)
     return record

@@ -22,8 +22,9 @@ Counting (what the trainer sees, trl's SFTTrainer conventions):
   * Tekken (mistral-common, as mistral-finetune encodes): the conversation is encoded in fine-tuning validation
     mode; trainable = assistant message tokens + their EOS; text = BOS + text + EOS.
 
-Tool calls are given to templates in the Hugging Face form {"type": "function", "function": {"name",
-"arguments"}} (arguments parsed from JSON when they are a JSON object); see `template_messages`.
+Chat records are rendered from exactly what the trainer gets back from the shards (`records.template_inputs`:
+the messages as written, tool calls in the Hugging Face form with arguments as JSON objects, and the record's
+`tools` passed as apply_chat_template(tools=...)), so tool schemas are counted where the template renders them.
 """
 from __future__ import annotations
 
@@ -38,7 +39,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-COUNT_METHOD_VERSION = "1"  # bump when the counting rules change: old cache entries stop matching
+from .records import clean_message, template_inputs
+
+COUNT_METHOD_VERSION = "2"  # bump when the counting rules change: old cache entries stop matching
 
 OFFLINE_DEFAULT = "mistral-32k"
 ALIASES = {
@@ -52,12 +55,14 @@ _TEKKEN_FILE = "tekken_240911.json"
 #   <s>[INST] {system}\n\n{user} [/INST]{assistant}</s>[INST] {user} [/INST]{assistant}</s>
 # * system messages are joined (each followed by a blank line) and put before the first user message; when an
 #   assistant or tool message comes before any user message they get an [INST] ... [/INST] block of their own;
+# * tool definitions (apply_chat_template's `tools`): "[AVAILABLE_TOOLS] {tools as JSON} [/AVAILABLE_TOOLS]" after BOS;
 # * tool results: "[TOOL_RESULTS] {content} [/TOOL_RESULTS]"; assistant tool calls: "[TOOL_CALLS] " + the tool
 #   calls as JSON, after the content; these are plain text for the 32k vocabulary (it has no control tokens);
 # * each assistant turn (content, tool calls, EOS) is a {% generation %} block: its tokens are the trainable ones;
 # * add_generation_prompt adds nothing: a prompt already ends with "[/INST]".
 DEFAULT_CHAT_TEMPLATE = (
     "{{- bos_token }}"
+    "{%- if tools %}{{- '[AVAILABLE_TOOLS] ' + (tools | tojson) + ' [/AVAILABLE_TOOLS]' }}{%- endif %}"
     "{%- set ns = namespace(system='', pending=false) %}"
     "{%- for message in messages %}{%- if message['role'] == 'system' %}"
     "{%- set ns.system = ns.system + (message.get('content') or '') + '\\n\\n' %}"
@@ -331,29 +336,9 @@ def load_tokenizer(spec: TokenizerSpec | str | None = None, cache_dir: str | os.
 # ------------------------------------------------------------------------------------------------ messages
 
 def template_messages(messages: list[dict]) -> list[dict]:
-    """Record messages as chat templates get them: keys with None dropped (as apply_chat_template does), empty
-    tool_calls dropped, tool calls in the Hugging Face form."""
-    out = []
-    for m in messages:
-        msg = {k: v for k, v in m.items() if v is not None and not (k == "tool_calls" and not v)}
-        if msg.get("tool_calls"):
-            calls = []
-            for call in msg["tool_calls"]:
-                if "function" in call:
-                    calls.append(call)
-                    continue
-                args = call.get("arguments")
-                if isinstance(args, str):
-                    try:
-                        parsed = json.loads(args)
-                        if isinstance(parsed, dict):
-                            args = parsed
-                    except ValueError:
-                        pass
-                calls.append({"type": "function", "function": {"name": call.get("name"), "arguments": args}})
-            msg["tool_calls"] = calls
-        out.append(msg)
-    return out
+    """Record messages as chat templates get them from the shards: as written (records.clean_message), no
+    conversion: what is counted is what the trainer renders."""
+    return [clean_message(m) for m in messages]
 
 
 def is_chat(record: dict) -> bool:
@@ -388,12 +373,15 @@ class TokenizerHandle:
 
 # ------------------------------------------------------------------------------------- fast exact counting
 
-def render_default(messages: list[dict], bos: str | None, eos: str | None) -> tuple[str, list[tuple[int, int]]]:
+def render_default(messages: list[dict], bos: str | None, eos: str | None,
+                   tools: list[dict] | None = None) -> tuple[str, list[tuple[int, int]]]:
     """DEFAULT_CHAT_TEMPLATE in plain Python: the same string and the same {% generation %} spans as the Jinja
     rendering (checked by tests/test_tokenizer.py), without Jinja's per-call cost. `messages` as
     template_messages gives them."""
     out = [bos or ""]
-    pos = len(out[0])
+    if tools:
+        out.append("[AVAILABLE_TOOLS] " + json.dumps(tools, ensure_ascii=False) + " [/AVAILABLE_TOOLS]")
+    pos = sum(map(len, out))
     system = "".join((m.get("content") or "") + "\n\n" for m in messages if m.get("role") == "system")
     pending = system != ""
     spans = []
@@ -706,31 +694,35 @@ class HFHandle(TokenizerHandle):
 
     # -- rendering
     def render(self, conversations: list[list[dict]], add_generation_prompt: bool = False,
-               spans: bool = False) -> tuple[list[str], list[list[tuple[int, int]]] | None]:
+               spans: bool = False, tools: list[dict] | None = None
+               ) -> tuple[list[str], list[list[tuple[int, int]]] | None]:
+        """What apply_chat_template(conversations, tools=tools, tokenize=False) renders (one tools list for
+        the batch, as there)."""
         from transformers.utils.chat_template_utils import render_jinja_template
 
         rendered, indices = render_jinja_template(
-            conversations=conversations, chat_template=self.template,
+            conversations=conversations, tools=tools, chat_template=self.template,
             return_assistant_tokens_mask=spans, add_generation_prompt=add_generation_prompt, **self.special)
         return rendered, (indices if spans else None)
 
-    def _prompt_before(self, msgs: list[dict], i: int) -> str:
+    def _prompt_before(self, msgs: list[dict], i: int, tools: list[dict] | None = None) -> str:
         """The rendered conversation before message i, with the generation prompt (what precedes an answer)."""
         try:
-            (before,), _ = self.render([msgs[:i]], add_generation_prompt=True)
+            (before,), _ = self.render([msgs[:i]], add_generation_prompt=True, tools=tools)
         except Exception:  # noqa: BLE001 - some templates reject an empty conversation
             before = ""
         return before
 
-    def _prefix_spans(self, msgs: list[dict], full: str) -> list[tuple[int, int]] | None:
+    def _prefix_spans(self, msgs: list[dict], full: str, tools: list[dict] | None = None
+                      ) -> list[tuple[int, int]] | None:
         """Assistant spans for a template without generation blocks; None when the template is not
         prefix-consistent (then counts fall back to token differences)."""
         spans = []
         for i, m in enumerate(msgs):
             if m.get("role") != "assistant":
                 continue
-            before = self._prompt_before(msgs, i)
-            (upto,), _ = self.render([msgs[: i + 1]])
+            before = self._prompt_before(msgs, i, tools)
+            (upto,), _ = self.render([msgs[: i + 1]], tools=tools)
             if not (full.startswith(upto) and upto.startswith(before)):
                 return None
             spans.append((len(before), len(upto)))
@@ -764,13 +756,13 @@ class HFHandle(TokenizerHandle):
             for i, n in zip(text_idx, counts):
                 results[i] = (n, n)
         if chat_idx:
-            convs = [template_messages(records[i]["messages"]) for i in chat_idx]
+            convs = [template_inputs(records[i]) for i in chat_idx]   # (messages, tools)
             if self.builtin_template:
                 bos, eos = self.special.get("bos_token"), self.special.get("eos_token")
                 rendered, spans, ok = [], [], []
-                for j, conv in enumerate(convs):
+                for j, (conv, tools) in enumerate(convs):
                     try:
-                        text, sp = render_default(conv, bos, eos)
+                        text, sp = render_default(conv, bos, eos, tools)
                     except Exception as exc:  # noqa: BLE001 - e.g. content that is not a string
                         results[chat_idx[j]] = exc
                         continue
@@ -780,22 +772,32 @@ class HFHandle(TokenizerHandle):
                 for j, n, t in zip(ok, *self._chat_counts(rendered, spans, [convs[j] for j in ok])):
                     results[chat_idx[j]] = (n, t)
                 return results
-            try:
-                rendered, spans = self.render(convs, spans=self.has_generation)
-                ok = list(range(len(convs)))
-            except Exception:  # render one by one to isolate the records the template rejects
-                rendered, spans, ok = [], [], []
-                for j, conv in enumerate(convs):
-                    try:
-                        (text,), sp = self.render([conv], spans=self.has_generation)
-                    except Exception as exc:  # noqa: BLE001 - reported per record
-                        results[chat_idx[j]] = exc
-                        continue
-                    rendered.append(text)
-                    spans.append(sp[0] if sp else [])
-                    ok.append(j)
+            # apply_chat_template takes one tools list per call: render each group of records with the same
+            # tools together (records without tools are one group)
+            groups: dict[str, list[int]] = {}
+            for j, (_, tools) in enumerate(convs):
+                key = json.dumps(tools, ensure_ascii=False) if tools else ""
+                groups.setdefault(key, []).append(j)
+            done: dict[int, tuple[str, Any]] = {}
+            for members in groups.values():
+                tools = convs[members[0]][1]
+                try:
+                    texts, sps = self.render([convs[j][0] for j in members], spans=self.has_generation, tools=tools)
+                    for k, j in enumerate(members):
+                        done[j] = (texts[k], sps[k] if sps else [])
+                except Exception:  # render one by one to isolate the records the template rejects
+                    for j in members:
+                        try:
+                            (text,), sp = self.render([convs[j][0]], spans=self.has_generation, tools=tools)
+                        except Exception as exc:  # noqa: BLE001 - reported per record
+                            results[chat_idx[j]] = exc
+                            continue
+                        done[j] = (text, sp[0] if sp else [])
+            ok = sorted(done)
+            rendered = [done[j][0] for j in ok]
+            spans = [done[j][1] for j in ok]
             if not self.has_generation:
-                spans = [self._prefix_spans(convs[j], text) for j, text in zip(ok, rendered)]
+                spans = [self._prefix_spans(convs[j][0], text, convs[j][1]) for j, text in zip(ok, rendered)]
             for (j, n, t) in zip(ok, *self._chat_counts(rendered, spans, [convs[j] for j in ok])):
                 results[chat_idx[j]] = (n, t)
         return results
@@ -808,11 +810,11 @@ class HFHandle(TokenizerHandle):
                 trainable.append(t)
             return totals, trainable
         if self.backend is None:
-            for text, sp, conv in zip(rendered, spans, convs):
+            for text, sp, (conv, tools) in zip(rendered, spans, convs):
                 enc = self.tokenizer(text, add_special_tokens=False, return_offsets_mapping=False)
                 ids = enc["input_ids"]
                 totals.append(len(ids))
-                trainable.append(self._slow_trainable(conv, sp, text))
+                trainable.append(self._slow_trainable(conv, sp, text, tools))
             return totals, trainable
         encs = self.backend.encode_batch(rendered, add_special_tokens=False)
         fallback = []
@@ -824,27 +826,27 @@ class HFHandle(TokenizerHandle):
             else:
                 trainable.append(sum(_tokens_overlapping(enc, a, b, len(text)) for a, b in sp if b > a))
         for k in fallback:  # template not prefix-consistent: token differences per assistant turn
-            trainable[k] = self._diff_trainable(convs[k])
+            trainable[k] = self._diff_trainable(*convs[k])
         return totals, trainable
 
-    def _diff_trainable(self, msgs: list[dict]) -> int:
+    def _diff_trainable(self, msgs: list[dict], tools: list[dict] | None = None) -> int:
         total = 0
         for i, m in enumerate(msgs):
             if m.get("role") != "assistant":
                 continue
-            before = self._prompt_before(msgs, i)
-            (upto,), _ = self.render([msgs[: i + 1]])
+            before = self._prompt_before(msgs, i, tools)
+            (upto,), _ = self.render([msgs[: i + 1]], tools=tools)
             a, b = self._count_tokens([before, upto], False)
             total += max(b - a, 0)
         return total
 
-    def _slow_trainable(self, msgs: list[dict], spans, text: str) -> int:
+    def _slow_trainable(self, msgs: list[dict], spans, text: str, tools: list[dict] | None = None) -> int:
         if self.has_generation:
             out = self.tokenizer.apply_chat_template(
-                msgs, chat_template=self.template, tokenize=True, return_dict=True,
+                msgs, tools=tools, chat_template=self.template, tokenize=True, return_dict=True,
                 return_assistant_tokens_mask=True)
             return int(sum(out["assistant_masks"]))
-        return self._diff_trainable(msgs)
+        return self._diff_trainable(msgs, tools)
 
     def piece_ends(self, text: str) -> list[int]:
         if not text:
@@ -897,11 +899,11 @@ class MistralCommonHandle(TokenizerHandle):
         self.template_hash = template_hash(self.template)
         self.template_source = "mistral-common"
 
-    def _request(self, messages: list[dict]):
+    def _request(self, messages: list[dict], tools: list[dict] | None = None):
         from mistral_common.protocol.instruct.messages import (
             AssistantMessage, SystemMessage, ToolMessage, UserMessage)
         from mistral_common.protocol.instruct.request import ChatCompletionRequest
-        from mistral_common.protocol.instruct.tool_calls import FunctionCall, ToolCall
+        from mistral_common.protocol.instruct.tool_calls import Function, FunctionCall, Tool, ToolCall
 
         out, call_no, pending = [], 0, []
         for m in messages:
@@ -914,23 +916,34 @@ class MistralCommonHandle(TokenizerHandle):
                 calls = []
                 for c in m.get("tool_calls") or ():
                     call_no += 1
-                    cid = f"call{call_no:05d}"
+                    # mistral-common takes 9-alphanumeric ids only (formats generates those where the source
+                    # has none); other ids are replaced here, as mistral-finetune's validation would refuse them
+                    cid = c.get("id") if re.fullmatch(r"[A-Za-z0-9]{9}", str(c.get("id") or "")) \
+                        else f"call{call_no:05d}"
                     pending.append(cid)
-                    args = c.get("arguments")
+                    fn = c.get("function") or c
+                    args = fn.get("arguments")
                     calls.append(ToolCall(id=cid, function=FunctionCall(
-                        name=c.get("name") or "", arguments=args if isinstance(args, str) else json.dumps(args))))
+                        name=fn.get("name") or "",
+                        arguments=args if isinstance(args, str) else json.dumps(args or {}, ensure_ascii=False))))
                 out.append(AssistantMessage(content=content or None, tool_calls=calls or None))
             elif role == "tool":
                 cid = pending.pop(0) if pending else f"call{call_no + 1:05d}"
                 out.append(ToolMessage(content=content, tool_call_id=cid, name=m.get("name")))
-        return ChatCompletionRequest(messages=out), out
+        defs = None
+        if tools:
+            defs = [Tool(function=Function(name=t["function"]["name"],
+                                           description=t["function"].get("description") or "",
+                                           parameters=t["function"].get("parameters") or {}))
+                    for t in tools]
+        return ChatCompletionRequest(messages=out, tools=defs), out
 
     def measure(self, records: list[dict]) -> list[tuple[int, int] | Exception]:
         results: list[Any] = []
         for r in records:
             try:
                 if is_chat(r):
-                    request, msgs = self._request(r["messages"])
+                    request, msgs = self._request(*template_inputs(r))
                     tokens = self.mistral.encode_chat_completion(request).tokens
                     last_user = max((i for i, m in enumerate(msgs) if m.role == "user"), default=-1)
                     trainable = 0

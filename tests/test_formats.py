@@ -27,16 +27,72 @@ def test_alpaca_with_input_system_and_history():
     assert json.loads(rec["meta"]) == {"lang": "tr"}
 
 
-def test_sharegpt_roles_tool_calls_and_tools_in_meta():
+def test_sharegpt_tool_calls_in_the_transformers_form_and_tools_column():
     row = {"conversations": [
         {"from": "human", "value": "weather?"},
-        {"from": "function_call", "value": '{"name": "get_weather", "arguments": {"city": "Ankara"}}'},
+        {"from": "function_call", "value": '{"name": "get_weather", "arguments": {"unit": "C", "city": "Ankara"}}'},
         {"from": "observation", "value": '{"temp": 3}'},
-        {"from": "gpt", "value": "3 degrees"}], "tools": '[{"name": "get_weather"}]'}
+        {"from": "gpt", "value": "3 degrees"}], "tools": '[{"name": "get_weather", "parameters": {"type": "object"}}]',
+        "lang": "en"}
     rec = convert(row)
     assert [m["role"] for m in rec["messages"]] == ["user", "assistant", "tool", "assistant"]
-    assert rec["messages"][1]["tool_calls"] == [{"name": "get_weather", "arguments": '{"city": "Ankara"}'}]
-    assert json.loads(rec["meta"]) == {"tools": '[{"name": "get_weather"}]'}
+    # arguments a JSON object in the source's key order; an id generated where the source has none
+    assert rec["messages"][1]["tool_calls"] == [{"id": "call00001", "type": "function", "function": {
+        "name": "get_weather", "arguments": {"unit": "C", "city": "Ankara"}}}]
+    assert list(rec["messages"][1]["tool_calls"][0]["function"]["arguments"]) == ["unit", "city"]
+    assert rec["messages"][2] == {"role": "tool", "content": '{"temp": 3}', "tool_call_id": "call00001",
+                                  "name": "get_weather"}
+    assert rec["tools"] == [{"type": "function", "function": {"name": "get_weather",
+                                                             "parameters": {"type": "object"}}}]
+    assert json.loads(rec["meta"]) == {"lang": "en"}
+    validate(public(rec), "record")
+
+
+@pytest.mark.parametrize("arguments", ['"a string"', "[1, 2]", '{"n": NaN}', '{"n": 1e999}',
+                                       '{"n": 123456789012345678901234567890}'])
+def test_tool_arguments_that_are_no_json_object_or_unreadable_by_datasets_are_refused(arguments):
+    row = {"conversations": [
+        {"from": "human", "value": "go"},
+        {"from": "function_call", "value": '{"name": "f", "arguments": ' + arguments + "}"},
+        {"from": "observation", "value": "ok"}, {"from": "gpt", "value": "done"}]}
+    with pytest.raises(Invalid) as exc:
+        convert(row)
+    assert exc.value.reason == "invalid_tool_call"
+
+
+@pytest.mark.parametrize("tools,expected", [
+    ("", None), ("[]", None), ([], None), (None, None),
+    ('[{"name": "f"}]', [{"type": "function", "function": {"name": "f"}}]),
+    ([{"type": "function", "function": {"name": "f", "description": "d"}}],
+     [{"type": "function", "function": {"name": "f", "description": "d"}}]),
+    ({"name": "f"}, [{"type": "function", "function": {"name": "f"}}]),
+])
+def test_tool_definitions_forms(tools, expected):
+    rec = convert({"messages": [{"role": "user", "content": "q"}, {"role": "assistant", "content": "a"}],
+                   "tools": tools})
+    assert rec["tools"] == expected and "tools" not in json.loads(rec["meta"])
+
+
+@pytest.mark.parametrize("tools", ["not json", "[1]", '[{"description": "no name"}]', "5"])
+def test_bad_tool_definitions_are_quarantined(tools):
+    with pytest.raises(Invalid) as exc:
+        convert({"messages": [{"role": "user", "content": "q"}, {"role": "assistant", "content": "a"}],
+                 "tools": tools})
+    assert exc.value.reason == "invalid_tools"
+
+
+def test_ids_and_key_order_are_content():
+    def rec(args):
+        return convert({"conversations": [
+            {"from": "human", "value": "go"}, {"from": "function_call", "value": json.dumps({"name": "f", "arguments": args})},
+            {"from": "observation", "value": "ok"}, {"from": "gpt", "value": "done"}]})
+    # the same arguments in another order render differently, so they are different records
+    assert rec({"a": 1, "b": 2})["id"] != rec({"b": 2, "a": 1})["id"]
+    assert rec({"a": 1, "b": 2})["id"] == rec({"a": 1, "b": 2})["id"]
+    plain = convert({"messages": [{"role": "user", "content": "q"}, {"role": "assistant", "content": "a"}]})
+    with_tools = convert({"messages": [{"role": "user", "content": "q"}, {"role": "assistant", "content": "a"}],
+                          "tools": '[{"name": "f"}]'})
+    assert plain["id"] != with_tools["id"]
 
 
 def test_openai_string_and_typed_parts_both_forms():
@@ -50,8 +106,22 @@ def test_openai_string_and_typed_parts_both_forms():
          "tool_calls": [{"type": "function", "function": {"name": "f", "arguments": "{\"a\": 1}"}}]},
         {"role": "tool", "name": "f", "content": "ok"},
         {"role": "assistant", "content": "done"}]})
-    assert rec["messages"][1]["tool_calls"] == [{"name": "f", "arguments": '{"a": 1}'}]
+    assert rec["messages"][1]["tool_calls"] == [
+        {"id": "call00001", "type": "function", "function": {"name": "f", "arguments": {"a": 1}}}]
     assert rec["messages"][2]["name"] == "f"
+    # ids the source has are kept, and the results keep theirs
+    rec = convert({"messages": [
+        {"role": "user", "content": "call both"},
+        {"role": "assistant", "content": "", "tool_calls": [
+            {"id": "call_abc", "type": "function", "function": {"name": "f", "arguments": {"z": 1, "a": 2}}},
+            {"id": "call_def", "type": "function", "function": {"name": "g", "arguments": "{}"}}]},
+        {"role": "tool", "tool_call_id": "call_def", "content": "G"},
+        {"role": "tool", "tool_call_id": "call_abc", "content": "F"},
+        {"role": "assistant", "content": "done"}]})
+    calls = rec["messages"][1]["tool_calls"]
+    assert [c["id"] for c in calls] == ["call_abc", "call_def"] and calls[1]["function"]["arguments"] == {}
+    assert list(calls[0]["function"]["arguments"]) == ["z", "a"]
+    assert rec["messages"][2]["tool_call_id"] == "call_def" and rec["messages"][3]["tool_call_id"] == "call_abc"
 
 
 @pytest.mark.parametrize("row,kind", [
@@ -126,5 +196,8 @@ def test_glaive_tool_calls_are_structured():
     normalizer = Normalizer(describe(str(PEER_FORMATS / "glaive_toolcall_en_demo.json")), PrepareConfig())
     records = [r for batch in normalizer.batches() for r in batch]
     calls = [c for r in records for m in r["messages"] for c in m.get("tool_calls") or ()]
-    assert calls and all(json.loads(c["arguments"]) is not None for c in calls)
-    assert all("tools" in json.loads(r["meta"]) for r in records)
+    assert calls and all(isinstance(c["function"]["arguments"], dict) and c["type"] == "function" for c in calls)
+    with_tools = [r for r in records if r["tools"]]
+    assert len(with_tools) == 191 and all(t["type"] == "function" and t["function"]["name"]  # 109 rows: "[]"
+                                         for r in with_tools for t in r["tools"])
+    assert not any("tools" in json.loads(r["meta"]) for r in records)

@@ -22,12 +22,16 @@ def test_default_config_validates_and_bad_values_are_rejected():
 
 def test_record_schema_rejects_what_the_trainer_cannot_take():
     good = {"id": "0" * 32, "kind": "chat", "text": None, "source": {"file": "a", "line": 1}, "meta": "{}",
-            "messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]}
+            "messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}],
+            "tools": None}
     validate(good, "record")
     for broken in (
         {**good, "messages": [{"role": "human", "content": "hi"}]},
         {**good, "kind": "text"},
         {**good, "source": {"file": "a", "line": 0}},
+        # arguments as a JSON string: templates would render them quoted
+        {**good, "messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "", "tool_calls": [
+            {"type": "function", "function": {"name": "f", "arguments": "{}"}}]}]},
     ):
         with pytest.raises(ValidationError):
             validate(broken, "record")

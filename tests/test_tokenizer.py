@@ -5,6 +5,7 @@ import shutil
 
 import pytest
 
+from pipeline.records import template_inputs
 from pipeline.tokenizer import (
     DEFAULT_CHAT_TEMPLATE, HFHandle, SentencePieceCounter, is_chat, load_tokenizer, mistral_common_data_dir,
     render_default, resolve_tokenizer, sentencepiece_folder, spec_fingerprint, template_messages,
@@ -23,9 +24,13 @@ SAMPLES = [
     {"kind": "chat", "messages": [
         {"role": "system", "content": "You can call tools."},
         {"role": "user", "content": "Weather in Ankara?"},
-        {"role": "assistant", "content": None, "tool_calls": [{"name": "weather", "arguments": "{\"city\": \"Ankara\"}"}]},
-        {"role": "tool", "content": "{\"temp\": 21}", "name": "weather"},
-        {"role": "assistant", "content": "It is 21 °C in Ankara."}]},
+        {"role": "assistant", "content": None, "tool_calls": [
+            {"id": "call00001", "type": "function", "function": {"name": "weather", "arguments": {"city": "Ankara"}}}]},
+        {"role": "tool", "content": "{\"temp\": 21}", "tool_call_id": "call00001", "name": "weather"},
+        {"role": "assistant", "content": "It is 21 °C in Ankara."}],
+     "tools": [{"type": "function", "function": {"name": "weather", "description": "Current weather",
+                                                 "parameters": {"type": "object", "properties": {
+                                                     "city": {"type": "string"}}}}}]},
     {"kind": "chat", "messages": [{"role": "assistant", "content": "  starts with the answer"}]},
     {"kind": "text", "text": "Plain text  with  double spaces\n\nand Привет, and Türkçe ğüşıöç."},
     {"kind": "text", "text": " leading space and a literal </s> in the middle"},
@@ -42,7 +47,8 @@ def handle():
 def _direct(tok, template, rec):
     """What a plain transformers call gives: (tokens, trainable)."""
     if is_chat(rec):
-        out = tok.apply_chat_template(template_messages(rec["messages"]), chat_template=template, tokenize=True,
+        msgs, tools = template_inputs(rec)
+        out = tok.apply_chat_template(msgs, tools=tools, chat_template=template, tokenize=True,
                                       return_dict=True, return_assistant_tokens_mask=True)
         return len(out["input_ids"]), int(sum(out["assistant_masks"]))
     text = rec["text"]
@@ -150,12 +156,14 @@ def test_default_template_python_renderer_equals_jinja(handle):
         msgs = [{"role": r, "content": rng.choice(["", "x", "  a b ", "Привет\n", "ğü 😀", None])}
                 for r in rng.choice(shapes)]
         if rng.random() < 0.3:
-            msgs[-1]["tool_calls"] = [{"name": "f", "arguments": "{\"a\": \"ü\"}"}]
-        convs.append(template_messages(msgs))
-    rendered, spans = render_jinja_template(convs, chat_template=DEFAULT_CHAT_TEMPLATE,
-                                            return_assistant_tokens_mask=True, **handle.special)
-    for conv, text, sp in zip(convs, rendered, spans):
-        assert render_default(conv, "<s>", "</s>") == (text, [tuple(s) for s in sp])
+            msgs[-1]["tool_calls"] = [{"id": "call00001", "type": "function",
+                                       "function": {"name": "f", "arguments": {"z": "ü", "a": [1, 2.5]}}}]
+        tools = rng.choice([None, [{"type": "function", "function": {"name": "f", "description": "ü <b>"}}]])
+        convs.append((template_messages(msgs), tools))
+    for conv, tools in convs:
+        (text,), (sp,) = render_jinja_template([conv], tools=tools, chat_template=DEFAULT_CHAT_TEMPLATE,
+                                               return_assistant_tokens_mask=True, **handle.special)
+        assert render_default(conv, "<s>", "</s>", tools) == (text, [tuple(s) for s in sp])
 
 
 def test_fast_counter_matches_the_tokenizer_on_random_text(handle):
@@ -192,7 +200,7 @@ def test_tekken_counts():
     assert tekken.n_words == 131072
     results = h.measure(SAMPLES[:3] + [SAMPLES[4]])
     for rec, (n, t) in zip(SAMPLES[:3], results):
-        request, msgs = h._request(rec["messages"])
+        request, msgs = h._request(*template_inputs(rec))  # with the tools, as measure() encodes them
         tokens = h.mistral.encode_chat_completion(request).tokens
         assert n == len(tokens) and 0 < t < n
         answers = [m for m in rec["messages"] if m["role"] == "assistant" and m.get("content")]
@@ -250,19 +258,19 @@ def test_any_local_hf_tokenizer_counts_equal_direct_calls(byte_level_folder, tmp
     tok = h.tokenizer
     for rec, (n, t) in zip(SAMPLES, got):
         if is_chat(rec):
-            msgs = template_messages(rec["messages"])
-            ids = tok.apply_chat_template(msgs, chat_template=h.template, tokenize=True)
+            msgs, tools = template_inputs(rec)
+            ids = tok.apply_chat_template(msgs, tools=tools, chat_template=h.template, tokenize=True)
             ids = ids["input_ids"] if isinstance(ids, dict) or hasattr(ids, "keys") else ids
             assert n == len(ids), rec
             if template is None:
-                out = tok.apply_chat_template(msgs, chat_template=h.template, tokenize=True, return_dict=True,
-                                              return_assistant_tokens_mask=True)
+                out = tok.apply_chat_template(msgs, tools=tools, chat_template=h.template, tokenize=True,
+                                              return_dict=True, return_assistant_tokens_mask=True)
                 assert t == sum(out["assistant_masks"])
             elif template == LAST_USER_SYSTEM:  # token differences of prefix renders, turn by turn
                 def length(part, gen=False):
                     if not part:
                         return 0
-                    out = tok.apply_chat_template(part, chat_template=template, tokenize=True,
+                    out = tok.apply_chat_template(part, tools=tools, chat_template=template, tokenize=True,
                                                   add_generation_prompt=gen)
                     return len(out["input_ids"] if hasattr(out, "keys") else out)
                 assert t == sum(length(msgs[:i + 1]) - length(msgs[:i], True)

@@ -13,6 +13,7 @@ from functools import lru_cache
 import numpy as np
 import xxhash
 
+from ..records import arguments_text, call_function
 from .params import CHAR_MODE_MAX_WORDS, CHAR_MODE_MEAN_WORD_LEN, MODE_CHAR, MODE_WORD
 
 _U64 = np.uint64
@@ -21,7 +22,7 @@ _U64 = np.uint64
 def _message_text(m: dict) -> str:
     parts = [m.get("content") or ""]
     for call in m.get("tool_calls") or ():
-        parts.append(f"{call.get('name') or ''}({call.get('arguments') or ''})")
+        parts.append(f"{call_function(call)[0]}({arguments_text(call)})")
     return "\n".join(p for p in parts if p)
 
 
