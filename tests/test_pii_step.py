@@ -332,3 +332,103 @@ def test_generated_evaluation_labels_match_their_text():
         texts = field_texts(row["record"])
         for lab in row["labels"]:
             assert texts[lab["field"]][lab["start"]:lab["end"]] == lab["value"]
+
+
+# ------------------------------------------------------------------------------------------ issue 20: keys and names
+
+GLUED = "27384619550"  # a valid TCKN
+CARD = "4111 1111 1111 1111"
+
+
+def transformers_record():
+    """The canonical record in transformers' tool-use form: tool calls {"type", "id", "function": {"name",
+    "arguments": {object}}}, tool results with "name" and "tool_call_id", and a `tools` column."""
+    p = PLANTED
+    msgs = [
+        {"role": "user", "content": "Müşteri kaydımı bulur musunuz?"},
+        {"role": "assistant", "content": "", "tool_calls": [
+            {"type": "function", "id": f"call_{GLUED}", "function": {
+                "name": f"lookup_{GLUED}",
+                "arguments": {"email": p["email"], "query": f"TC {p['tckn']}", p["email"]: {"note": "ok"},
+                              "ids": [int(p["tckn"]), 42], "limit": 5}}}]},
+        {"role": "tool", "tool_call_id": f"call_{GLUED}", "name": f"lookup_{GLUED}",
+         "content": '{"status": "found"}'},
+        {"role": "assistant", "content": "Kaydınız bulundu."},
+    ]
+    tools = [{"type": "function", "function": {
+        "name": f"lookup_{GLUED}", "description": f"Looks up a customer; escalate to {p['phone']}.",
+        "parameters": {"type": "object", "properties": {p["email"]: {"type": "string"},
+                                                        "query": {"type": "string"}}}}}]
+    return {"id": "n", "kind": "chat", "messages": msgs, "tools": tools, "text": None,
+            "source": {"file": "f", "line": 3}, "meta": "{}", "_order": 7}
+
+
+def test_tool_call_names_and_tool_result_names_are_scanned():
+    """Old shape: the call's name and the tool result's name (before, a tool turn's name was skipped)."""
+    rec = chat("Kayıt?", "Bakıyorum.", "x")
+    rec["messages"][1]["tool_calls"] = [{"name": f"lookup_{GLUED}", "arguments": "{}"}]
+    rec["messages"][2] = {"role": "tool", "name": f"crm_{GLUED}", "content": "bulundu"}
+    out, stats = run([rec])
+    assert out[0]["messages"][1]["tool_calls"] == [{"name": "lookup_<TCKN>", "arguments": "{}"}]
+    assert out[0]["messages"][2] == {"role": "tool", "name": "crm_<TCKN>", "content": "bulundu"}
+    assert stats.counters["entities"]["TCKN"] == 2
+
+
+def test_transformers_tool_shape_and_tools_column_are_walked_whole():
+    rec = transformers_record()
+    before = dump(rec)
+    out, _ = run([rec])
+    assert dump(rec) == before  # the input is not changed
+    o = out[0]
+    call = o["messages"][1]["tool_calls"][0]
+    assert call["id"] == "call_<TCKN>" and call["type"] == "function"
+    assert call["function"]["name"] == "lookup_<TCKN>"
+    # arguments stay an object: values by field name and by content, keys holding personal data replaced
+    assert call["function"]["arguments"] == {"email": "<EMAIL>", "query": "TC <TCKN>", "<EMAIL>": {"note": "ok"},
+                                             "ids": ["<TCKN>", 42], "limit": 5}
+    assert list(call["function"]["arguments"]) == ["email", "query", "<EMAIL>", "ids", "limit"]  # order kept
+    assert o["messages"][2] == {"role": "tool", "tool_call_id": "call_<TCKN>", "name": "lookup_<TCKN>",
+                                "content": '{"status": "found"}'}
+    fn = o["tools"][0]["function"]
+    assert fn["name"] == "lookup_<TCKN>" and fn["description"] == "Looks up a customer; escalate to <PHONE>."
+    assert list(fn["parameters"]["properties"]) == ["<EMAIL>", "query"]
+    assert o["_order"] == 7 and o["source"] == rec["source"] and o["id"] == "n"
+    assert_no_planted(dump(o), "transformers shape")
+    assert GLUED not in dump(o)
+
+
+def test_meta_keys_and_csv_headers_holding_personal_data_are_replaced():
+    """CSV headers become meta keys. Keys are replaced where they hold personal data, in their position;
+    a replacement that collides with another key gets "_" appended, and every value is kept."""
+    p = PLANTED
+    meta = json.dumps({"channel": "web", GLUED: "a", p["tckn"]: "b", p["email"]: 1, f"not\n{p['phone']}": 2,
+                       "Ayşe Yılmaz": "müşteri", "nested": {f"tc{GLUED}": [{CARD: 3}]}}, ensure_ascii=False)
+    out, _ = run([text_record("Kayıt notları.", meta=meta)])
+    got = json.loads(out[0]["meta"])
+    assert got == {"channel": "web", "<TCKN>": "a", "<TCKN>_": "b", "<EMAIL>": 1, "not\n<PHONE>": 2,
+                   "<PERSON>": "müşteri", "nested": {"tc<TCKN>": [{"<CREDIT_CARD>": 3}]}}
+    assert list(got) == ["channel", "<TCKN>", "<TCKN>_", "<EMAIL>", "not\n<PHONE>", "<PERSON>", "nested"]
+    assert_no_planted(out[0]["meta"], "meta keys")
+    # a key that already reads like a replacement keeps its name; the replaced ones move aside
+    out, _ = run([text_record("Kayıt notları.", meta=json.dumps({GLUED: "a", "*" * 11: "c", p["tckn"]: "b"}))],
+                 operator="mask")
+    assert json.loads(out[0]["meta"]) == {"***********_": "a", "***********": "c", "***********__": "b"}
+
+
+def test_meta_that_is_a_json_number_or_holds_json_text_is_scanned():
+    out, _ = run([text_record("a b c d", meta=GLUED),
+                  text_record("a b c d", meta=json.dumps({"raw": json.dumps({"tckn": int(GLUED), "k": "v"})}))])
+    assert out[0]["meta"] == "<TCKN>"
+    assert json.loads(json.loads(out[1]["meta"])["raw"]) == {"tckn": "<TCKN>", "k": "v"}
+
+
+@pytest.mark.parametrize("operator", ["placeholder", "mask", "pseudonym"])
+def test_every_written_string_is_clean_under_each_operator(operator):
+    rec = transformers_record()
+    rec["meta"] = json.dumps({GLUED: PLANTED["email"], "Invoice number": f"ref {CARD}"})
+    out, _ = run([rec, text_record(f"write to name at example dot org, TC{GLUED}, card 4111  1111  1111  1111")],
+                 operator=operator)
+    text = dump(out)
+    assert_no_planted(text, operator)
+    compact = text.replace(" ", "")
+    assert GLUED not in compact and CARD.replace(" ", "") not in compact and "name at example dot org" not in text

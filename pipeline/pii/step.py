@@ -24,6 +24,13 @@ class PiiStepError(RuntimeError):
 
 
 _MAX_JSON_INT = 10 ** 6  # numbers below this cannot be an identifier we look for
+# record columns not scanned: a content hash, an enum, and the source reference (file names are data to the
+# runner, which redacts them where they are written)
+_NOT_SCANNED = frozenset(("id", "kind", "source"))
+# a message's and a tool call's own keys, fixed by the record schema (tool calls in both shapes); any other
+# key is scanned as data
+_MESSAGE_KEYS = frozenset(("role", "content", "tool_calls", "tool_call_id", "name"))
+_CALL_KEYS = frozenset(("type", "id", "function", "name", "arguments"))
 
 
 class _Unit:
@@ -47,63 +54,134 @@ class _FieldValue:
         self.entity, self.rule, self.value, self.setter = entity, rule, value, setter
 
 
-class _Json:
-    """A parsed JSON document whose strings (and long numbers, and keys) are analyzed."""
+class _Doc:
+    """A JSON document held as text in the record (meta, tool-call arguments written as a string): written
+    back, serialized, when anything inside it was replaced."""
 
-    def __init__(self, obj, rules, units: list, fields: list):
+    __slots__ = ("obj", "changed", "setter")
+
+    def __init__(self, obj, setter):
         self.obj = obj
         self.changed = False
-        self._walk(obj, rules, units, fields)
+        self.setter = setter
 
-    def _set(self, container, key):
-        def setter(value):
-            container[key] = value
-            self.changed = True
-        return setter
 
-    def _walk(self, node, rules, units, fields):
-        if isinstance(node, dict):
-            for k, v in list(node.items()):
-                m = rules.match(k) if rules is not None else None
-                if m is not None and m[1] == "name":
-                    m = None  # a tool's "name" argument is as often a file, city or product: analyze it
-                if m is not None and v not in (None, "", [], {}) and not isinstance(v, (dict, list, bool)):
-                    fields.append(_FieldValue(m[0], m[1], str(v), self._set(node, k)))
-                    continue
-                self._leaf(node, k, v, rules, units, fields)
-            if any(isinstance(k, str) and len(k) >= 6 and any(ch.isdigit() or ch == "@" for ch in k) for k in node):
-                units.append(_Unit("\n".join(k for k in node if isinstance(k, str)), self._rekey(node), "keys"))
-        elif isinstance(node, list):
-            for i, v in enumerate(node):
-                self._leaf(node, i, v, rules, units, fields)
+class _Walk:
+    """Every string of one record that is written out, keys included: the units to analyze, the values
+    replaced by their field name, and how the replacements go back in.
 
-    def _leaf(self, container, key, v, rules, units, fields):
+    Generic over nested dicts and lists (the tool-call and tool-definition shapes are data here, not code):
+    the walk copies each container it enters, so the input record is never changed, and every setter writes
+    into the copy. A dict key that holds personal data is renamed to its replacement, in place and in its
+    position, after all values are set (a value's setter addresses its slot by the old key); a replacement
+    that collides with another key gets "_" appended, so no value is lost. A string that holds a JSON
+    object or array is parsed and walked, and serialized again only when something in it changed.
+    """
+
+    __slots__ = ("units", "fields", "docs", "renames")
+
+    def __init__(self):
+        self.units: list[_Unit] = []
+        self.fields: list[_FieldValue] = []
+        self.docs: list[_Doc] = []  # innermost first: a document inside another is serialized before it
+        self.renames: dict[int, tuple[dict, dict, _Doc | None]] = {}
+
+    # -- collecting --
+    def value(self, v, rules, doc, set_back):
+        """The copy of `v` to write, with its strings registered; `set_back(new)` replaces `v` itself (a string
+        or a long number) in its container."""
         if isinstance(v, str):
             if v:
-                units.append(_Unit(v, self._set(container, key)))
-        elif isinstance(v, bool) or v is None:
-            return
-        elif isinstance(v, int) and abs(v) >= _MAX_JSON_INT:
-            units.append(_Unit(str(v), self._set(container, key), "number"))
-        elif isinstance(v, (dict, list)):
-            self._walk(v, rules, units, fields)
+                self.string(v, rules, doc, set_back)
+            return v
+        if isinstance(v, bool) or v is None:
+            return v
+        if isinstance(v, int):
+            if abs(v) >= _MAX_JSON_INT:
+                self.units.append(_Unit(str(v), _marking(set_back, doc), "number"))
+            return v
+        if isinstance(v, dict):
+            return self.mapping(v, rules, doc)
+        if isinstance(v, list):
+            out = list(v)
+            for i, item in enumerate(v):
+                out[i] = self.value(item, rules, doc, _slot(out, i))
+            return out
+        return v
 
-    def _rekey(self, node: dict):
-        def setter(joined: str):
-            new_keys = joined.split("\n")
-            old = [k for k in node if isinstance(k, str)]
-            if len(new_keys) != len(old) or new_keys == old:
+    def mapping(self, node: dict, rules, doc) -> dict:
+        out = dict(node)
+        for k, v in node.items():
+            m = rules.match(k) if rules is not None and isinstance(k, str) else None
+            if m is not None and m[1] == "name":
+                m = None  # a tool's "name" argument is as often a file, city or product: analyze it
+            if m is not None and v not in (None, "", [], {}) and not isinstance(v, (dict, list, bool)):
+                self.fields.append(_FieldValue(m[0], m[1], str(v), _marking(_slot(out, k), doc)))
+            else:
+                out[k] = self.value(v, rules, doc, _slot(out, k))
+        for k in node:
+            if isinstance(k, str) and k:
+                self.units.append(_Unit(k, self.renamer(out, k, doc), "key"))
+        return out
+
+    def string(self, text: str, rules, doc, set_back) -> None:
+        """A string value: a JSON object or array in it is walked as a document, anything else analyzed."""
+        head = text.lstrip()[:1]
+        if head in ("{", "["):
+            try:
+                obj = json.loads(text)
+            except ValueError:
+                obj = None
+            if isinstance(obj, (dict, list)):
+                write = _marking(set_back, doc)
+                inner = _Doc(None, lambda o: write(json.dumps(o, ensure_ascii=False)))
+                inner.obj = self.value(obj, rules, inner, None)
+                self.docs.append(inner)
                 return
-            mapping = dict(zip(old, new_keys))
+        self.units.append(_Unit(text, _marking(set_back, doc)))
+
+    def renamer(self, node: dict, key: str, doc):
+        def setter(new_key: str):
+            if new_key != key:
+                self.renames.setdefault(id(node), (node, {}, doc))[1][key] = new_key
+        return setter
+
+    # -- writing back --
+    def finish(self) -> None:
+        """After every unit and field value is set: rename keys, then serialize the changed documents."""
+        for node, mapping, doc in self.renames.values():
             items = list(node.items())
+            kept = {k for k in node if k not in mapping}
             node.clear()
             for k, v in items:
-                nk = mapping.get(k, k) if isinstance(k, str) else k
-                while nk in node:
-                    nk += "_"
+                nk = k
+                if k in mapping:
+                    nk = mapping[k]
+                    while nk in kept or nk in node:
+                        nk += "_"
                 node[nk] = v
-            self.changed = True
+            if doc is not None:
+                doc.changed = True
+        for d in self.docs:
+            if d.changed:
+                d.setter(d.obj)
+
+
+def _slot(container, key):
+    def setter(value):
+        container[key] = value
+    return setter
+
+
+def _marking(setter, doc):
+    """`setter`, also marking the enclosing document changed."""
+    if doc is None:
         return setter
+
+    def mark(value):
+        setter(value)
+        doc.changed = True
+    return mark
 
 
 class PiiStep:
@@ -168,65 +246,92 @@ class PiiStep:
 
     # ------------------------------------------------------------------------------------------------
     def _collect(self, rec: dict, stats):
-        """A copy of the record with meta stripped, its language, and its units/field values."""
+        """A copy of the record with meta stripped, its language, its units and field values, and the walk that
+        writes the replacements back. Every column that is written is walked except id (a hash), kind (an enum)
+        and source (a file reference, redacted where file names are handled); "_" columns are never written."""
         new = dict(rec)
-        units: list[_Unit] = []
-        fields: list[_FieldValue] = []
-        docs: list[tuple[_Json, object]] = []
+        walk = _Walk()
+        units = walk.units
         sample = []
-
-        meta = rec.get("meta")
-        meta_doc = None
-        if meta:
-            try:
-                obj = json.loads(meta)
-            except (TypeError, ValueError):
-                obj = None
-                units.append(_Unit(meta, lambda v: new.__setitem__("meta", v)))
-            if isinstance(obj, (dict, list)):
-                obj, removed, types = strip_value(obj, self.rules)
-                for ent, rule in types:
-                    stats.add(f"fields_stripped.{rule}")
-                    stats.add(f"fields_stripped_types.{ent}")
-                meta_doc = _Json(obj, None, units, fields)
-                meta_doc.changed = bool(removed)
-                docs.append((meta_doc, lambda d: new.__setitem__("meta", json.dumps(
-                    d.obj, ensure_ascii=False, separators=(",", ":")))))
-            elif obj is not None and isinstance(obj, str) and obj:
-                units.append(_Unit(meta, lambda v: new.__setitem__("meta", v)))
-
-        if rec.get("messages") is not None:
-            msgs = [dict(m) for m in rec["messages"]]
-            new["messages"] = msgs
-            for i, m in enumerate(msgs):
-                content = m.get("content")
-                if isinstance(content, str) and content:
-                    sample.append(content)
-                    units.append(_Unit(content, _setter(m, "content"), loc=("messages", i, "content")))
-                name = m.get("name")
-                if isinstance(name, str) and name and m.get("role") != "tool":
-                    units.append(_Unit(name, _setter(m, "name")))
-                if m.get("tool_calls"):
-                    m["tool_calls"] = [dict(tc) for tc in m["tool_calls"]]
-                    for tc in m["tool_calls"]:
-                        args = tc.get("arguments")
-                        if not isinstance(args, str) or not args:
-                            continue
-                        try:
-                            obj = json.loads(args)
-                        except ValueError:
-                            obj = None
-                        if isinstance(obj, (dict, list)):
-                            doc = _Json(obj, self.rules, units, fields)
-                            docs.append((doc, _doc_setter(tc, "arguments")))
-                        else:
-                            units.append(_Unit(args, _setter(tc, "arguments")))
-        text = rec.get("text")
-        if isinstance(text, str) and text:
-            sample.append(text)
-            units.append(_Unit(text, _setter(new, "text"), loc=("text",)))
+        for col, value in rec.items():
+            if col in _NOT_SCANNED or col.startswith("_") or value is None:
+                continue
+            if col == "meta":
+                self._meta(new, value, walk, stats)
+            elif col == "text" and isinstance(value, str):
+                if value:
+                    sample.append(value)
+                    units.append(_Unit(value, _slot(new, "text"), loc=("text",)))
+            elif col == "messages" and isinstance(value, list):
+                new["messages"] = [self._message(i, m, walk, sample) if isinstance(m, dict)
+                                   else walk.value(m, None, None, None) for i, m in enumerate(value)]
+            else:  # tools, and any column added later
+                new[col] = walk.value(value, None, None, _slot(new, col))
         lang = detect_language(" ".join(sample)[:3000] if sample else "", self.languages)
-        return new, lang, units, fields, docs
+        return new, lang, units, walk.fields, walk
+
+    def _message(self, i: int, m: dict, walk: "_Walk", sample: list) -> dict:
+        out = dict(m)
+        for k, v in m.items():
+            if k == "role":
+                continue  # an enum the schema checks
+            if k == "content" and isinstance(v, str):
+                if v:
+                    sample.append(v)
+                    walk.units.append(_Unit(v, _slot(out, "content"), loc=("messages", i, "content")))
+            elif k == "tool_calls" and isinstance(v, list):
+                out[k] = [self._tool_call(tc, walk) if isinstance(tc, dict) else walk.value(tc, None, None, None)
+                          for tc in v]
+            else:  # name (of a tool result too), tool_call_id, and any key added later
+                out[k] = walk.value(v, None, None, _slot(out, k))
+        for k in m:
+            if isinstance(k, str) and k not in _MESSAGE_KEYS:
+                walk.units.append(_Unit(k, walk.renamer(out, k, None), "key"))
+        return out
+
+    def _tool_call(self, tc: dict, walk: "_Walk") -> dict:
+        """A tool call in either shape, {"name", "arguments"} or {"type", "id", "function": {"name",
+        "arguments"}}: the arguments are walked with the field-name rules, everything else plainly."""
+        out = dict(tc)
+        for k, v in tc.items():
+            if k == "arguments":
+                out[k] = walk.value(v, self.rules, None, _slot(out, k))
+            elif k == "function" and isinstance(v, dict):
+                out[k] = self._tool_call(v, walk)
+            else:
+                out[k] = walk.value(v, None, None, _slot(out, k))
+        for k in tc:
+            if isinstance(k, str) and k not in _CALL_KEYS:
+                walk.units.append(_Unit(k, walk.renamer(out, k, None), "key"))
+        return out
+
+    def _meta(self, new: dict, meta, walk: "_Walk", stats) -> None:
+        """meta is a JSON object as text: fields named as personal data are removed (counted by rule), the
+        rest walked; written back compact when anything changed."""
+        if not isinstance(meta, str):
+            new["meta"] = walk.value(meta, None, None, _slot(new, "meta"))
+            return
+        if not meta:
+            return
+        try:
+            obj = json.loads(meta)
+        except (TypeError, ValueError):
+            walk.units.append(_Unit(meta, _slot(new, "meta")))
+            return
+        if isinstance(obj, (dict, list)):
+            obj, removed, types = strip_value(obj, self.rules)
+            for ent, rule in types:
+                stats.add(f"fields_stripped.{rule}")
+                stats.add(f"fields_stripped_types.{ent}")
+            doc = _Doc(None, lambda o: new.__setitem__("meta", json.dumps(o, ensure_ascii=False,
+                                                                           separators=(",", ":"))))
+            doc.obj = walk.value(obj, None, doc, None)
+            doc.changed = bool(removed)
+            walk.docs.append(doc)
+        elif isinstance(obj, str) and obj:
+            walk.units.append(_Unit(meta, _slot(new, "meta")))
+        elif isinstance(obj, int) and not isinstance(obj, bool) and abs(obj) >= _MAX_JSON_INT:
+            walk.units.append(_Unit(meta, _slot(new, "meta"), "number"))
 
     def _process(self, batch: list[dict], stats) -> list[dict]:
         from .engine import resolve
@@ -249,7 +354,7 @@ class PiiStep:
         violations: Counter = Counter()
         violating_records = 0
         pos = 0
-        for new, lang, units, fields, docs in collected:
+        for new, lang, units, fields, walk in collected:
             stats.add(f"records_by_language.{lang}")
             plans = []
             found_types: list[tuple[str, str]] = []
@@ -292,9 +397,7 @@ class PiiStep:
                     u.setter(self.ops.splice(u.text, kept, lang))
             for f in fields:
                 f.setter(self.ops.replacement(f.entity, f.value, lang))
-            for doc, setter in docs:
-                if doc.changed:
-                    setter(doc)
+            walk.finish()
             out.append(new)
         if violations:
             total = sum(violations.values())
@@ -309,15 +412,3 @@ class PiiStep:
 class _NullStats:
     def add(self, key, n=1):
         pass
-
-
-def _setter(container: dict, key: str):
-    def setter(value):
-        container[key] = value
-    return setter
-
-
-def _doc_setter(container: dict, key: str):
-    def setter(doc: _Json):
-        container[key] = json.dumps(doc.obj, ensure_ascii=False)
-    return setter
