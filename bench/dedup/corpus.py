@@ -15,12 +15,22 @@ copies, 30% fresh documents.
 Ground truth per record: order, family (index of the original it derives from, or its own index), kind of
 plant, and the word-5-gram Jaccard with that original (computed exactly, with the tokenization the pipeline
 uses: case-folded Unicode word tokens, role markers included).
+
+Other shapes (``shape``), the worst cases for the LSH buckets, with the same kinds of ground truth:
+  templated  every original fills one of a few fixed templates (support replies: fixed sentences around a
+             name, an id, a product, a date and a free-text part); one template is 40% of the records. Two
+             fills of a template share most of their 5-grams (Jaccard 0.3-0.75, below the threshold), so the
+             LSH bands that fall on the fixed text hold a large share of the corpus in one bucket.
+             86% originals, 5% exact and 9% near copies of an earlier original.
+  neardup    mostly duplicates: 16% originals, 17% exact and 67% near copies; a third of the copies copy one
+             of the first 20 originals, so those clusters (and their buckets) grow with the corpus.
 """
 from __future__ import annotations
 
 import random
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 
 VERSION = 2  # bump when generated records change (the bench's corpus cache is keyed by it)
 TYPES = ("original", "exact", "near", "hard_neg", "eval_exact", "eval_near", "eval_fresh")
@@ -28,6 +38,14 @@ T_ORIG, T_EXACT, T_NEAR, T_NEG, T_EVAL_EXACT, T_EVAL_NEAR, T_EVAL_FRESH = range(
 RATES = ((T_ORIG, 0.82), (T_EXACT, 0.05), (T_NEAR, 0.09), (T_NEG, 0.04))
 EVAL_RATES = ((T_EVAL_EXACT, 0.4), (T_EVAL_NEAR, 0.3), (T_EVAL_FRESH, 0.3))
 LOOKBACK = 50_000  # duplicates copy an original at most this many records earlier
+SHAPES = ("planted", "templated", "neardup")
+SHAPE_RATES = {"planted": RATES, "templated": ((T_ORIG, 0.86), (T_EXACT, 0.05), (T_NEAR, 0.09)),
+               "neardup": ((T_ORIG, 0.16), (T_EXACT, 0.17), (T_NEAR, 0.67))}
+POPULAR = 20  # neardup: originals among the first records that a third of the copies copy
+POPULAR_SHARE = 1 / 3
+TEMPLATE_WEIGHTS = (0.4, 0.2, 0.15, 0.1, 0.1, 0.05)
+TEMPLATE_FREE_WORDS = (4, 10, 22, 6, 30, 18)  # words of the free-text slot per template
+TEMPLATE_SENTENCE_WORDS = ((28, 38), (12, 22), (12, 22), (20, 30), (12, 22), (16, 26))  # of a fixed sentence
 
 _SYLLABLES = ("ka lo mi ne ru sa ti po de gu va ze bi fo ha je ku xi ya wo an el is or un er ar in "
               "ça şe lı ğu öz ük ра то ми зе").split()
@@ -114,13 +132,13 @@ def _rng(seed: int, index: int, salt: int = 0) -> random.Random:
     return random.Random((seed * 1_000_003 + index) * 7 + salt)
 
 
-def plant_type(seed: int, index: int, n_train: int) -> int:
+def plant_type(seed: int, index: int, n_train: int, shape: str = "planted") -> int:
     if index >= n_train:
         x = _rng(seed, index, 1).random()
         rates = EVAL_RATES
     else:
         x = _rng(seed, index, 1).random()
-        rates = RATES
+        rates = SHAPE_RATES[shape]
     for t, p in rates:
         if x < p:
             return t
@@ -128,18 +146,65 @@ def plant_type(seed: int, index: int, n_train: int) -> int:
     return rates[-1][0]
 
 
-def original_doc(seed: int, index: int) -> Doc:
+@lru_cache(maxsize=4)
+def _templates(seed: int) -> list[list]:
+    """Per template, its items: a fixed sentence (list of words) or a slot name, alternating."""
+    rng = random.Random(seed * 31 + 7)
+    slots = ("name", "id", "product", "date", "free")
+    out = []
+    for t in range(len(TEMPLATE_WEIGHTS)):
+        items = []
+        for k in range(rng.randint(5, 7)):
+            items.append(rng.choices(VOCAB, cum_weights=CUM, k=rng.randint(*TEMPLATE_SENTENCE_WORDS[t])))
+            items.append(slots[(k + t) % len(slots)])
+        out.append(items)
+    return out
+
+
+def _templated(seed: int, rng: random.Random) -> Doc:
+    t = rng.choices(range(len(TEMPLATE_WEIGHTS)), weights=TEMPLATE_WEIGHTS)[0]
+    sentences = []
+    for item in _templates(seed)[t]:
+        if isinstance(item, list):
+            sentences.append(list(item))
+            continue
+        if item == "name":
+            fill = rng.choices(VOCAB[200:], k=2)
+        elif item == "id":
+            fill = [str(rng.randrange(10 ** 6, 10 ** 7))]
+        elif item == "product":
+            fill = rng.choices(VOCAB, cum_weights=CUM, k=rng.randint(1, 3))
+        elif item == "date":
+            fill = [str(rng.randint(1, 28)), VOCAB[rng.randrange(12)], str(rng.randint(2019, 2026))]
+        else:
+            fill = rng.choices(VOCAB, cum_weights=CUM, k=TEMPLATE_FREE_WORDS[t] + rng.randint(-3, 3))
+        sentences[-1].extend(fill)
+    return Doc("chat" if t % 2 else "text", sentences, user=1 if t % 2 else 0)
+
+
+def original_doc(seed: int, index: int, shape: str = "planted") -> Doc:
+    if shape == "templated":
+        return _templated(seed, _rng(seed, index, 2))
     return _fresh(_rng(seed, index, 2))
 
 
-def _pick_original(seed: int, index: int, n_train: int, rng: random.Random) -> int | None:
+@lru_cache(maxsize=4)
+def _popular(seed: int, n_train: int) -> tuple[int, ...]:
+    return tuple([i for i in range(min(n_train, 400)) if plant_type(seed, i, n_train, "neardup") == T_ORIG][:POPULAR])
+
+
+def _pick_original(seed: int, index: int, n_train: int, rng: random.Random, shape: str = "planted") -> int | None:
     hi = min(index, n_train)
     lo = max(0, hi - LOOKBACK)
+    if shape == "neardup" and rng.random() < POPULAR_SHARE:
+        popular = [i for i in _popular(seed, n_train) if i < hi]
+        if popular:
+            return rng.choice(popular)
     for _ in range(50):
         if hi <= lo:
             return None
         i = rng.randrange(lo, hi)
-        if plant_type(seed, i, n_train) == T_ORIG:
+        if plant_type(seed, i, n_train, shape) == T_ORIG:
             return i
     return None
 
@@ -203,18 +268,18 @@ def _hard_negative(doc: Doc, rng: random.Random) -> Doc:
     return Doc(doc.kind, [list(s) for s in doc.sentences[:keep]] + new.sentences, doc.user)
 
 
-def make_record(seed: int, index: int, n_train: int, shard: str) -> tuple[dict, tuple]:
+def make_record(seed: int, index: int, n_train: int, shard: str, shape: str = "planted") -> tuple[dict, tuple]:
     """(record, truth) where truth = (order, type, family, jaccard with the family's original)."""
-    t = plant_type(seed, index, n_train)
+    t = plant_type(seed, index, n_train, shape)
     is_eval = index >= n_train
     rng = _rng(seed, index, 3)
     if t in (T_ORIG, T_EVAL_FRESH):
-        return to_record(original_doc(seed, index), index, is_eval, shard), (index, t, index, 1.0)
-    src = _pick_original(seed, index, n_train, rng)
+        return to_record(original_doc(seed, index, shape), index, is_eval, shard), (index, t, index, 1.0)
+    src = _pick_original(seed, index, n_train, rng, shape)
     if src is None:  # nothing to copy yet: a fresh document
         t = T_EVAL_FRESH if is_eval else T_ORIG
-        return to_record(original_doc(seed, index), index, is_eval, shard), (index, t, index, 1.0)
-    orig = original_doc(seed, src)
+        return to_record(original_doc(seed, index, shape), index, is_eval, shard), (index, t, index, 1.0)
+    orig = original_doc(seed, src, shape)
     orig_rec = to_record(orig, src, False, shard)
     if t in (T_EXACT, T_EVAL_EXACT):
         rec = _exact_variant(to_record(orig, index, is_eval, shard), rng)
@@ -228,10 +293,11 @@ def make_record(seed: int, index: int, n_train: int, shard: str) -> tuple[dict, 
     return rec, (index, t, family, j)
 
 
-def make_shard(seed: int, start: int, stop: int, n_train: int, shard: str) -> tuple[list[dict], list[tuple]]:
+def make_shard(seed: int, start: int, stop: int, n_train: int, shard: str,
+               shape: str = "planted") -> tuple[list[dict], list[tuple]]:
     records, truth = [], []
     for i in range(start, stop):
-        rec, tr = make_record(seed, i, n_train, shard)
+        rec, tr = make_record(seed, i, n_train, shard, shape)
         records.append(rec)
         truth.append(tr)
     return records, truth

@@ -3,6 +3,7 @@
     .venv/bin/python bench/dedup/run.py                    # 100k records (+1% validation records)
     .venv/bin/python bench/dedup/run.py --records 1000000  # the 1M run
     .venv/bin/python bench/dedup/run.py --records 20000 --baseline 2000   # quick
+    .venv/bin/python bench/dedup/run.py --shape templated --baseline 0    # another corpus shape (corpus.py)
 
 Steps (each timed):
   corpus     generated once per (records, seed) into --data-dir as Parquet shards (not part of the stage)
@@ -47,10 +48,10 @@ def _rss_mb() -> float:
 # ---------------------------------------------------------------------------------------------- corpus
 
 def _gen_shard(args):
-    seed, start, stop, n_train, path = args
+    seed, start, stop, n_train, path, shape = args
     from pipeline.records import to_table
 
-    records, truth = C.make_shard(seed, start, stop, n_train, Path(path).stem + ".jsonl")
+    records, truth = C.make_shard(seed, start, stop, n_train, Path(path).stem + ".jsonl", shape)
     table = to_table(records, extra={"_order": pa.int64(), "_eval": pa.bool_()})
     pq.write_table(table, path, compression="zstd")
     order, typ, fam, jac = zip(*truth)
@@ -59,18 +60,19 @@ def _gen_shard(args):
     return stop - start
 
 
-def ensure_corpus(data_dir: Path, n_train: int, n_eval: int, seed: int, shard_rows: int, workers: int) -> list[str]:
+def ensure_corpus(data_dir: Path, n_train: int, n_eval: int, seed: int, shard_rows: int, workers: int,
+                  shape: str = "planted") -> list[str]:
     total = n_train + n_eval
     ranges = [(s, min(s + shard_rows, total)) for s in range(0, total, shard_rows)]
     paths = [str(data_dir / f"shard-{i:05d}.parquet") for i in range(len(ranges))]
     done = data_dir / "DONE"
-    stamp = f"{n_train} {n_eval} {seed} {shard_rows} v{C.VERSION}"
+    stamp = f"{n_train} {n_eval} {seed} {shard_rows} v{C.VERSION}" + ("" if shape == "planted" else f" {shape}")
     if done.exists() and done.read_text() == stamp:
         return paths
     data_dir.mkdir(parents=True, exist_ok=True)
     t = time.perf_counter()
     with ProcessPoolExecutor(workers, mp_context=mp.get_context("spawn")) as pool:
-        list(pool.map(_gen_shard, [(seed, a, b, n_train, p) for (a, b), p in zip(ranges, paths)]))
+        list(pool.map(_gen_shard, [(seed, a, b, n_train, p, shape) for (a, b), p in zip(ranges, paths)]))
     done.write_text(stamp)
     print(f"corpus: generated {total} records in {time.perf_counter() - t:.1f}s -> {data_dir}", flush=True)
     return paths
@@ -224,6 +226,7 @@ def main(argv=None) -> dict:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--records", type=int, default=100_000, help="train records (validation: +1%%)")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--shape", default="planted", choices=C.SHAPES, help="corpus shape (see corpus.py)")
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--shard-rows", type=int, default=25_000)
     ap.add_argument("--baseline", type=int, default=3000, help="records for the plain-loop baseline (0: skip)")
@@ -237,10 +240,11 @@ def main(argv=None) -> dict:
 
     cfg = DedupConfig(keep=args.keep)
     n_eval = max(1, args.records // 100)
-    data_dir = Path(args.data_dir or f"/tmp/dedup_bench/{args.records}_{args.seed}")
-    work_dir = Path(args.work_dir or f"/tmp/dedup_bench/work_{args.records}_{args.seed}")
+    tag = f"{args.records}_{args.seed}" if args.shape == "planted" else f"{args.shape}_{args.records}_{args.seed}"
+    data_dir = Path(args.data_dir or f"/tmp/dedup_bench/{tag}")
+    work_dir = Path(args.work_dir or f"/tmp/dedup_bench/work_{tag}")
     work_dir.mkdir(parents=True, exist_ok=True)
-    shards = ensure_corpus(data_dir, args.records, n_eval, args.seed, args.shard_rows, args.workers)
+    shards = ensure_corpus(data_dir, args.records, n_eval, args.seed, args.shard_rows, args.workers, args.shape)
     total = args.records + n_eval
     load_before = [round(x, 2) for x in os.getloadavg()]
     ctx = mp.get_context("spawn")
@@ -267,7 +271,7 @@ def main(argv=None) -> dict:
     quality = metrics(removed, truth, cfg.threshold)
 
     res = {
-        "records": total, "train": args.records, "validation": n_eval, "shards": len(shards),
+        "shape": args.shape, "records": total, "train": args.records, "validation": n_eval, "shards": len(shards),
         "workers": args.workers, "cpu_count": os.cpu_count(),
         "load_average_before_after": [load_before, [round(x, 2) for x in os.getloadavg()]],
         "keys": {
