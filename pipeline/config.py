@@ -24,6 +24,15 @@ class ReadConfig(Section):
     skip_unreadable: bool = Field(False, description="Record unreadable inputs in the report and go on.")
     shard_bytes: int = Field(
         64 * 1024**2, ge=1024, description="Large uncompressed .jsonl/.txt files are read as shards of about this size.")
+    batch_bytes: int = Field(
+        64 * 1024**2, ge=1024,
+        description="A batch also ends after about this many input bytes: memory follows record size x batch rows.")
+    # The ceiling keeps every later step safe: the recursive steps (PII's JSON walk, json.dumps) need about
+    # two frames per level, and Python's default recursion limit is 1000.
+    max_depth: int = Field(
+        100, ge=1, le=256, description="Records nested deeper than this (JSON arrays/objects) are quarantined as too_deep.")
+    follow_symlinks: bool = Field(
+        False, description="Follow symlinks that point outside the input folder (otherwise skipped and reported).")
 
 
 class FormatConfig(Section):

@@ -47,6 +47,7 @@ def build_report(cfg: PrepareConfig, shard_results: list[dict], stages: dict[str
             "split_source": "validation_input" if parts[0]["eval"] else "input", "shards": len(parts),
             "warnings": sorted({w for p in parts for w in p["warnings"]}),
             "unread_after_cap": any(p["unread"] for p in parts),
+            "truncated": any(p.get("truncated", False) for p in parts),
         }
     counts = _accounting(stages)
     splits = Counter()

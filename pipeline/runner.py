@@ -33,7 +33,7 @@ from . import report
 from .config import PrepareConfig
 from .normalize import ORDER_SHIFT, Normalizer
 from .preflight import disk_full, refuse_empty_run, unsupported_files
-from .readers import FileReader, InputFile, UnreadableInput, expand_inputs, split_ranges
+from .readers import FileReader, InputFile, UnreadableInput, expand_inputs, parquet_batch_rows, split_ranges
 from .records import from_table, to_table
 from .rundir import PrepareError, RunDir, check_out, ensure_salt, is_inside, read_salt, worker_init
 from .shards import ShardWriter, atomic_write_text, build_manifest, sha256_file, write_manifest
@@ -218,6 +218,7 @@ def normalize_shard(task: ShardTask, cfg: PrepareConfig, run_dir: str, work_dir:
     return _save(work_dir, f"normalize-{task.index:05d}", key, {
         "index": task.index, "file": task.file.name, "eval": task.eval, "format": normalizer.format,
         "encoding": reader.encoding, "warnings": reader.warnings, "unread": reader.unread,
+        "truncated": reader.truncated,
         "stages": {s.name: s.to_dict() for s in (*normalizer.stats, keys_stats)},
         "has_records": "normalized" in writers, "has_keys": "keys" in writers,
     })
@@ -268,7 +269,7 @@ def process_shard(task: ShardTask, cfg: PrepareConfig, work_dir: str, removed_pa
     writer = None
     if paths["normalized"].exists():
         source = pq.ParquetFile(paths["normalized"])
-        for arrow_batch in source.iter_batches(batch_size=cfg.read.batch_size):
+        for arrow_batch in source.iter_batches(batch_size=parquet_batch_rows(source, cfg.read)):
             records = from_table(pa.Table.from_batches([arrow_batch]))
             with dedup_stats.timer():
                 dedup_stats.records_in += len(records)
@@ -386,7 +387,8 @@ def finalize(cfg: PrepareConfig, run_dir: str, work_dir: str, shard_results: lis
         if not result["has_records"]:
             continue
         with write_stats.timer():
-            for arrow_batch in pq.ParquetFile(path).iter_batches(batch_size=cfg.read.batch_size):
+            source = pq.ParquetFile(path)
+            for arrow_batch in source.iter_batches(batch_size=parquet_batch_rows(source, cfg.read)):
                 records = from_table(pa.Table.from_batches([arrow_batch]))
                 write_stats.records_in += len(records)
                 if step is not None and max_len:
@@ -473,7 +475,7 @@ def plan_shards(cfg: PrepareConfig) -> tuple[list[ShardTask], list[dict]]:
     for is_eval, items in ((False, cfg.inputs), (True, cfg.validation_inputs)):
         for item in items:
             try:
-                files = expand_inputs([item])
+                files = expand_inputs([item], cfg)
             except UnreadableInput as exc:
                 if not cfg.read.skip_unreadable:
                     raise

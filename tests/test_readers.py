@@ -148,3 +148,326 @@ def test_s3_inputs_are_listed_and_streamed(bucket):
     assert [f.uri for f in files] == [f"s3://{bucket}/in/a.jsonl", f"s3://{bucket}/in/b.jsonl.gz"]
     values = [r.value["text"] for f in files for b in FileReader(f, ReadConfig()).batches() for r in b]
     assert values == ["from s3", "gz on s3"]
+
+
+# --- issue 20: reading never blocks, loops, escapes its root or loses rows silently ----------------
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from pipeline.config import PrepareConfig
+from pipeline.readers import names_file, parquet_batch_rows, too_deep
+
+from conftest import ROOT, fast_config
+
+
+def problems(files):
+    return {f.name: f.problem for f in files if f.problem}
+
+
+def test_fifo_is_refused_not_opened(tmp_path):
+    """A FIFO blocked the run forever on open(): it is found, refused with a reason and never opened."""
+    d = tmp_path / "d"
+    d.mkdir()
+    (d / "a.jsonl").write_text('{"text": "a perfectly ordinary document"}\n')
+    os.mkfifo(d / "pipe.jsonl")
+    files = expand_inputs([str(d)])
+    assert [f.name for f in files] == ["d/a.jsonl", "d/pipe.jsonl"]
+    assert problems(files) == {"d/pipe.jsonl": "not a regular file (FIFO)"}
+    with pytest.raises(UnreadableInput, match="pipe.jsonl: not a regular file"):
+        FileReader(files[1], ReadConfig())
+    (direct,) = expand_inputs([str(d / "pipe.jsonl")])  # named on its own, too
+    assert direct.problem == "not a regular file (FIFO)"
+
+
+def test_symlink_loops_end_and_are_not_followed(tmp_path):
+    """`**` over a folder with links to its parents never ended (glob follows them); a folder walk
+    enters each real folder once."""
+    d = tmp_path / "d"
+    (d / "sub").mkdir(parents=True)
+    (d / "sub" / "a.jsonl").write_text("{}\n")
+    for i in range(3):
+        os.symlink("..", d / "sub" / f"up{i}")
+        os.symlink(".", d / f"here{i}")
+    for item in (str(d), str(d / "**" / "*.jsonl"), str(d / "**")):
+        files = expand_inputs([item])
+        assert [os.path.realpath(f.uri) for f in files] == [str((d / "sub" / "a.jsonl").resolve())], item
+        assert not problems(files)
+
+
+def test_symlink_out_of_the_input_folder_is_skipped_and_reported(tmp_path):
+    outside = tmp_path / "secret.jsonl"
+    outside.write_text('{"text": "a file the user did not give as input"}\n')
+    d = tmp_path / "d"
+    (d / "inner").mkdir(parents=True)
+    (d / "inner" / "ok.jsonl").write_text('{"text": "a perfectly ordinary document"}\n')
+    os.symlink(outside, d / "passwd.jsonl")
+    os.symlink(d / "inner" / "ok.jsonl", d / "inside.jsonl")  # inside the root: followed
+    os.symlink(tmp_path, d / "up")  # a folder outside: not entered
+    for item in (str(d), str(d / "*.jsonl"), str(d / "**" / "*.jsonl")):
+        found = {f.name.split("/")[-1]: f.problem for f in expand_inputs([item])}
+        assert found["passwd.jsonl"].startswith("symlink to outside the input folder"), item
+        assert found["inside.jsonl"] is None and "secret.jsonl" not in found
+    cfg = PrepareConfig()
+    cfg.read.follow_symlinks = True
+    cfg.pii.enabled = False
+    found = {f.name: f.problem for f in expand_inputs([str(d)], cfg)}
+    assert found["d/passwd.jsonl"] is None and found["d/up/secret.jsonl"] is None
+
+
+def test_a_run_reports_refused_inputs_and_reads_the_rest(tmp_path, monkeypatch):
+    from pipeline.runner import run_prepare
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "outside.jsonl").write_text('{"text": "not an input of this run at all"}\n')
+    d = tmp_path / "in"
+    d.mkdir()
+    (d / "a.jsonl").write_text('{"text": "a perfectly ordinary document"}\n')
+    os.mkfifo(d / "pipe.jsonl")
+    os.symlink(tmp_path / "outside.jsonl", d / "link.jsonl")
+    with pytest.raises(UnreadableInput, match="link.jsonl: symlink to outside"):  # stops before any output
+        run_prepare(fast_config(tmp_path, [d]), progress=False, log=lambda m: None)
+    assert not (tmp_path / "run" / "manifest.json").exists()
+    cfg = fast_config(tmp_path, [d])
+    cfg.read.skip_unreadable = True
+    report = run_prepare(cfg, progress=False, log=lambda m: None).report
+    reasons = {os.path.basename(u["file"]): u["reason"] for u in report["unreadable_inputs"]}
+    assert reasons["pipe.jsonl"] == "not a regular file (FIFO)"
+    assert reasons["link.jsonl"].startswith("symlink to outside the input folder")
+    assert report["counts"]["input"] == 1 and list(report["files"]) == ["in/a.jsonl"]
+
+
+LIST_AS_NOBODY = """
+import json, os, sys
+from pipeline.readers import expand_inputs
+if os.getuid() == 0:  # root lists every folder: list as an unprivileged user (imports done before)
+    os.setgid(65534); os.setuid(65534)
+print(json.dumps({f.name: f.problem for f in expand_inputs([sys.argv[1]])}))
+"""
+
+
+def test_unlistable_sub_folder_is_reported(tmp_path_factory):
+    """A sub-folder that cannot be listed was skipped without a word (rglob swallows the error)."""
+    import tempfile
+
+    d = Path(tempfile.mkdtemp(prefix="unlistable-"))
+    try:
+        os.chmod(d, 0o755)
+        (d / "locked").mkdir()
+        (d / "locked" / "hidden.jsonl").write_text("{}\n")
+        (d / "a.jsonl").write_text("{}\n")
+        os.chmod(d / "a.jsonl", 0o644)
+        os.chmod(d / "locked", 0)
+        proc = subprocess.run([sys.executable, "-c", LIST_AS_NOBODY, str(d)], capture_output=True, text=True,
+                              env={**os.environ, "PYTHONPATH": str(ROOT)}, cwd="/")
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        found = json.loads(proc.stdout)
+        name = d.name
+        assert found[f"{name}/a.jsonl"] is None
+        assert found[f"{name}/locked"] == "cannot list this folder (Permission denied)"
+    finally:
+        os.chmod(d / "locked", 0o755)
+        import shutil
+
+        shutil.rmtree(d)
+
+
+def test_truncated_gzip_and_zstd_count_what_was_read_and_say_so(tmp_path, monkeypatch):
+    """A cut .zst was taken as complete (123,618 of 300,000 records, nothing said); a cut .gz over 1 MB
+    failed the run (EOFError) and ignored skip_unreadable. Both: the rows before the cut are counted,
+    the file is reported truncated."""
+    monkeypatch.chdir(tmp_path)
+    lines = b"".join(json.dumps({"text": f"record {i} " + os.urandom(24).hex()}).encode() + b"\n"
+                     for i in range(40_000))
+    d = tmp_path / "in"
+    d.mkdir()
+    gz, zst = gzip.compress(lines), zstandard.ZstdCompressor().compress(lines)
+    assert len(gz) > 1 << 20
+    (d / "cut.jsonl.gz").write_bytes(gz[: len(gz) // 2])
+    (d / "cut.jsonl.zst").write_bytes(zst[: len(zst) // 2])
+    (d / "whole.jsonl.zst").write_bytes(zst)
+    for name in ("cut.jsonl.gz", "cut.jsonl.zst"):
+        out, reader = rows(d / name)
+        assert reader.truncated and reader.warnings
+        assert 10_000 < len(out) < 30_000
+        assert all(r.error is None for r in out[:-1])  # the last line may be cut mid-record
+    out, reader = rows(d / "whole.jsonl.zst")
+    assert len(out) == 40_000 and not reader.truncated
+    # multi-frame .zst cut exactly between frames: complete frames only, nothing missing inside one
+    two = zstandard.ZstdCompressor(write_checksum=True).compress(lines[:1000])
+    (d / "frames.jsonl.zst").write_bytes(two + two[:-2])
+    assert rows(d / "frames.jsonl.zst")[1].truncated
+    (d / "frames.jsonl.zst").write_bytes(two + two)
+    assert not rows(d / "frames.jsonl.zst")[1].truncated
+    (d / "frames.jsonl.zst").unlink()
+    from pipeline.runner import run_prepare
+    from pipeline.schemas import validate
+
+    cfg = fast_config(tmp_path, [d])
+    cfg.dedup.enabled = False
+    report = run_prepare(cfg, progress=False, log=lambda m: None).report
+    validate(report, "report")
+    files = report["files"]
+    assert files["in/cut.jsonl.gz"]["truncated"] and files["in/cut.jsonl.zst"]["truncated"]
+    assert not files["in/whole.jsonl.zst"]["truncated"]
+    assert files["in/whole.jsonl.zst"]["input"] == 40_000
+    assert 10_000 < files["in/cut.jsonl.gz"]["input"] < 30_000
+
+
+def test_unbalanced_csv_quote_loses_one_row_not_the_rest(tmp_path):
+    p = tmp_path / "a.csv"
+    body = [f"question {i},answer {i}\n" for i in range(1000)]
+    p.write_text("question,answer\n" + '"opened and never closed,x\n' + "".join(body))
+    out, _ = rows(p)
+    assert [(r.line, r.error) for r in out[:2]] == [(1, "bad_csv_row"), (2, None)]
+    assert len(out) == 1001 and [r.value["question"] for r in out[1:]] == [f"question {i}" for i in range(1000)]
+    # a quote closed further down, the merged row with too many cells: the same
+    q = tmp_path / "b.csv"
+    q.write_text("question,answer\n" + '"opened,x\n' + "".join(body) + 'closed",y,z\n')
+    out, _ = rows(q)
+    assert out[0].error == "bad_csv_row" and sum(r.error is None for r in out) == 1000
+    # a real multi-line cell stays one row
+    r = tmp_path / "c.csv"
+    r.write_text('question,answer\n"line one\nline two",x\nq,a\n')
+    assert [r.value for r in rows(r)[0]] == [{"question": "line one\nline two", "answer": "x"},
+                                             {"question": "q", "answer": "a"}]
+
+
+@pytest.mark.parametrize("encoding", ["utf-16", "utf-32", "utf-8-sig"])
+@pytest.mark.parametrize("fmt", ["jsonl", "json", "csv", "txt"])
+def test_bom_files_are_read(tmp_path, encoding, fmt):
+    """UTF-16 .jsonl with a BOM gave 0 records (lines split inside characters); UTF-8-BOM .json gave 0
+    (ijson stopped at the BOM)."""
+    texts = [f"Şükrü çok güzel bir gün geçirdi, Привет #{i}" for i in range(30)]
+    body = {"jsonl": "".join(json.dumps({"text": t}, ensure_ascii=False) + "\n" for t in texts),
+            "json": json.dumps([{"text": t} for t in texts], ensure_ascii=False),
+            "csv": "text\n" + "".join(f'"{t}"\n' for t in texts),
+            "txt": "".join(t + "\n" for t in texts)}[fmt]
+    p = tmp_path / f"a.{fmt}"
+    p.write_bytes(body.encode(encoding))
+    out, _ = rows(p)
+    got = [r.value if fmt == "txt" else r.value["text"] for r in out]
+    assert got == texts
+
+
+def test_depth_limit_quarantines_deep_records_at_read(tmp_path):
+    """JSON nested 520-990 deep in a field reached the PII walk and stopped the run with RecursionError.
+    One limit (read.max_depth), checked when a row is read, for every format that can nest."""
+    limit = ReadConfig().max_depth
+
+    def nested(n):
+        return "[" * (n - 1) + "]" * (n - 1)
+
+    ok, deep = f'{{"text": "fine", "x": {nested(limit)}}}', f'{{"text": "too deep", "x": {nested(limit + 1)}}}'
+    p = tmp_path / "a.jsonl"
+    p.write_text("\n".join([ok, deep, '{"text": "x", "y": ' + nested(990) + "}", "[" * 100_000]) + "\n")
+    assert [r.error for r in rows(p)[0]] == [None, "too_deep", "too_deep", "too_deep"]
+    j = tmp_path / "a.json"
+    j.write_text("[" + ",".join([ok, deep, ok]) + "]")
+    assert [r.error for r in rows(j)[0]] == [None, "too_deep", None]
+    q = tmp_path / "a.parquet"  # (Parquet readers refuse deep schemas themselves: a small limit here)
+    value = "x"
+    for _ in range(5):
+        value = [value]
+    pq.write_table(pa.table({"text": ["a", "b"], "deep": [value, value]}), q)
+    assert [r.error for r in rows(q, max_depth=5)[0]] == ["too_deep", "too_deep"]
+    assert [r.error for r in rows(q, max_depth=6)[0]] == [None, None]
+    assert not too_deep({"a": [{"b": []}]}, 4) and too_deep({"a": [{"b": []}]}, 3)
+
+
+def test_a_record_at_the_depth_limit_goes_through_every_step(tmp_path, monkeypatch):
+    """The ceiling of read.max_depth is safe for the recursive steps after reading (PII's walk of meta,
+    json.dumps): a record at the highest allowed limit runs through the whole path with PII on."""
+    from pipeline.runner import run_prepare
+
+    monkeypatch.chdir(tmp_path)
+    limit = ReadConfig.model_fields["max_depth"].metadata[-1].le
+    d = tmp_path / "in"
+    d.mkdir()
+    value = "Ahmet Yılmaz 27384619550"
+    for _ in range(limit - 1):
+        value = {"k": value}
+    (d / "a.jsonl").write_text(json.dumps({"text": "a perfectly ordinary document", "extra": value}) + "\n"
+                               + json.dumps({"text": "another perfectly ordinary document", "x": {"k": value}}) + "\n")
+    cfg = fast_config(tmp_path, [d])
+    cfg.pii.enabled = True
+    cfg.read.max_depth = limit
+    report = run_prepare(cfg, progress=False, log=lambda m: None).report
+    assert report["counts"]["kept"] == 1 and report["counts"]["quarantined_by_reason"] == {"too_deep": 1}
+    meta = pq.read_table(tmp_path / "run" / "train").column("meta").to_pylist()[0]
+    assert "27384619550" not in meta
+
+
+def test_batches_are_capped_by_bytes(tmp_path):
+    p = tmp_path / "big.jsonl"
+    p.write_text("".join(json.dumps({"text": "x" * 200_000}) + "\n" for _ in range(50)))
+    reader = FileReader(describe(str(p)), ReadConfig(batch_bytes=1 << 20))
+    sizes = [len(b) for b in reader.batches()]
+    assert sum(sizes) == 50 and max(sizes) <= 11  # 1 MiB, give or take the 1 MiB read buffer
+    q = tmp_path / "big.parquet"
+    pq.write_table(pa.table({"text": ["y" * 200_000] * 50}), q, row_group_size=25)
+    reader = FileReader(describe(str(q)), ReadConfig(batch_bytes=1 << 20))
+    sizes = [len(b) for b in reader.batches()]
+    assert sum(sizes) == 50 and max(sizes) <= 6
+    assert parquet_batch_rows(pq.ParquetFile(q), ReadConfig(batch_bytes=1 << 20)) == 5
+    assert parquet_batch_rows(pq.ParquetFile(q), ReadConfig(batch_size=40)) == 40  # under the byte cap
+
+
+def test_s3_parquet_is_read_by_row_group(bucket):
+    """A Parquet object on S3 was read whole into memory (247 MB -> 739 MB RSS): now by range requests,
+    so the first batch fetches the footer and one row group, not the object."""
+    import boto3
+
+    table = pa.table({"text": [os.urandom(300).hex() for _ in range(20_000)]})
+    local = f"/tmp/{bucket}.parquet"
+    pq.write_table(table, local, row_group_size=1000, compression="none")
+    size = os.path.getsize(local)
+    boto3.client("s3").upload_file(local, bucket, "in/a.parquet")
+    os.unlink(local)
+    (f,) = expand_inputs([f"s3://{bucket}/in/"])
+    reader = FileReader(f, ReadConfig(batch_size=1000))
+    batches = reader.batches()
+    assert len(next(batches)) == 1000
+    assert reader._s3_source.fetched < size / 5
+    assert sum(len(b) for b in batches) == 19_000
+    assert reader._s3_source.fetched < size * 1.2  # each byte about once (footer and a sample twice)
+
+
+# --- issue 20, point 3: file names are data --------------------------------------------------------
+
+def test_file_names_holding_personal_data_are_labels_in_every_output(tmp_path, monkeypatch):
+    from pipeline.runner import run_prepare
+
+    monkeypatch.chdir(tmp_path)
+    d = tmp_path / "in"
+    d.mkdir()
+    secret_name = "musteri_ahmet_yilmaz_27384619550.jsonl"
+    lines = [json.dumps({"text": f"Ürün iadesi hakkında bilgi almak istiyorum, sipariş {i}."}, ensure_ascii=False)
+             for i in range(5)] + ["not json"]
+    (d / secret_name).write_text("\n".join(lines) + "\n", encoding="utf-8")
+    (d / "train.jsonl").write_text(json.dumps({"text": "a perfectly ordinary document"}) + "\n")
+    cfg = fast_config(tmp_path, [d])
+    cfg.pii.enabled = True
+    result = run_prepare(cfg, progress=False, log=lambda m: None)
+    run = tmp_path / "run"
+    label = next(n for n in result.report["files"] if n != "in/train.jsonl")
+    assert label.startswith("redacted-") and label.endswith(".jsonl") and len(label) == len("redacted-12345678.jsonl")
+    for path in run.rglob("*"):
+        if path.is_file():
+            data = path.read_bytes()
+            if path.suffix == ".parquet":
+                data = json.dumps(pq.read_table(path).to_pylist(), default=str).encode()
+            for piece in ("ahmet", "yilmaz", "27384619550", "musteri"):
+                assert piece.encode() not in data, (path, piece)
+    sources = {r["source"]["file"] for r in pq.read_table(run / "train").to_pylist()} | \
+              {r["source"]["file"] for r in pq.read_table(run / "validation").to_pylist()} if \
+              (run / "validation").exists() else {r["source"]["file"] for r in pq.read_table(run / "train").to_pylist()}
+    assert label in sources and "in/train.jsonl" in sources
+    mapping = names_file(cfg.out)
+    assert mapping.parent == run.parent and oct(mapping.stat().st_mode & 0o777) == "0o600"
+    assert json.loads(mapping.read_text(encoding="utf-8"))["names"] == {label: f"in/{secret_name}"}
+    # the same label again for the same run directory (a resumed run's shards and report agree)
+    again = run_prepare(cfg, progress=False, log=lambda m: None).report
+    assert label in again["files"]
