@@ -7,9 +7,9 @@ import pytest
 
 from pipeline.config import LengthsConfig
 from pipeline.lengths import LengthCache, LengthStep, apply_overflow, chunk_id, sample_for_precheck
-from pipeline.records import record_id
+from pipeline.records import record_id, template_inputs
 from pipeline.stats import StageStats
-from pipeline.tokenizer import is_chat, template_messages
+from pipeline.tokenizer import is_chat
 
 WORDS = ("merhaba dünya bugün hava çok güzel привет мир как дела сегодня the quick brown fox jumps over "
          "the lazy dog again and again").split()
@@ -48,7 +48,8 @@ def step():
 def _direct(step, rec):
     tok = step.handle.tokenizer
     if is_chat(rec):
-        out = tok.apply_chat_template(template_messages(rec["messages"]), chat_template=step.handle.template,
+        msgs, tools = template_inputs(rec)
+        out = tok.apply_chat_template(msgs, tools=tools, chat_template=step.handle.template,
                                       tokenize=True, return_dict=True, return_assistant_tokens_mask=True)
         return len(out["input_ids"]), int(sum(out["assistant_masks"]))
     n = len(tok(rec["text"] + tok.eos_token)["input_ids"])
@@ -268,3 +269,26 @@ def test_sample_for_precheck():
     assert 45_000 < sum(idx) / len(idx) < 55_000                    # uniform: mean index near the middle
     assert sum(i >= 90_000 for i in idx) > 120                      # the tail of the stream is sampled too
     assert [r["i"] for r in sample_for_precheck(({"i": i} for i in range(100_000)), 2000, 1).records] == idx
+
+
+def test_tools_are_counted_and_keep_their_own_cache_entries(tmp_path):
+    """The tool definitions are part of what the trainer sees: counted, and part of the cache key (a record
+    with other tools is not served the counts of the same messages without them)."""
+    weather = {"type": "function", "function": {"name": "weather", "description": "Hava durumu",
+                                                "parameters": {"type": "object", "properties": {
+                                                    "city": {"type": "string"}}}}}
+    clock = {"type": "function", "function": {"name": "clock", "description": "Saat"}}
+    base = _chat(5, 10)
+    base["messages"][2:2] = [
+        {"role": "assistant", "content": "", "tool_calls": [
+            {"id": "call00001", "type": "function", "function": {"name": "weather", "arguments": {"city": "İzmir"}}}]},
+        {"role": "tool", "content": "21", "tool_call_id": "call00001", "name": "weather"}]
+    records = [dict(base, tools=None), dict(base, tools=[weather]), dict(base, tools=[weather, clock])]
+    step = LengthStep(LengthsConfig(), str(tmp_path))
+    first = [(r["_tokens"], r["_trainable"]) for r in step.process([dict(r) for r in records], StageStats("l"))]
+    assert first == [_direct(step, r) for r in records]
+    assert first[0][0] < first[1][0] < first[2][0] and first[0][1] == first[1][1] == first[2][1]
+    again = LengthStep(LengthsConfig(), str(tmp_path))
+    stats = StageStats("l")
+    assert [(r["_tokens"], r["_trainable"]) for r in again.process([dict(r) for r in records], stats)] == first
+    assert stats.counters["cache"] == {"hits": 3, "misses": 0}
