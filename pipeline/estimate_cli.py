@@ -45,6 +45,9 @@ def register(subparsers) -> None:
                      help="standard (full fp32 logits; default), chunked, or fused (Liger / Cut-CE)")
     est.add_argument("--framework", choices=sorted(k for k in load_constants()["frameworks"]), default="hf",
                      help="training stack whose defaults apply (default hf: Trainer/PEFT/TRL)")
+    est.add_argument("--trace", action="store_true",
+                     help="also trace the real training step (transformers + PEFT on the meta device, the hf stack; "
+                          "needs the 'trace' extra; seconds to a minute)")
     est.add_argument("--json", action="store_true", help="print only JSON")
     est.set_defaults(func=run_estimate)
 
@@ -82,11 +85,60 @@ def run_estimate(args: argparse.Namespace) -> int:
             framework=args.framework)
     except (ValueError, OSError) as exc:
         return _fail("estimate", exc)
+    traced = None
+    if getattr(args, "trace", False):
+        try:
+            traced = _trace(args)
+        except (ValueError, OSError, RuntimeError) as exc:
+            return _fail("estimate", exc)
     if args.json:
-        print(json.dumps(estimate.to_dict(), indent=2))
+        out = estimate.to_dict()
+        if traced is not None:
+            out["trace"] = traced.to_dict()
+        print(json.dumps(out, indent=2))
     else:
         print(render_estimate_text(estimate), end="")
+        if traced is not None:
+            print(render_trace_text(traced, estimate), end="")
     return 0
+
+
+def _trace(args: argparse.Namespace):
+    """The traced step for the same settings; only the hf stack on one GPU is traced. torch is imported here."""
+    from pipeline.trace import trace_available, trace_step, INSTALL_HINT
+
+    if not trace_available():
+        raise ValueError(INSTALL_HINT)
+    unsupported = [flag for flag, bad in (("--gpus > 1", args.gpus > 1), ("--framework " + args.framework,
+                                                                           args.framework != "hf"),
+                                          ("--cross-entropy " + str(args.cross_entropy),
+                                           args.cross_entropy not in (None, "standard")))
+                   if bad]
+    if unsupported:
+        raise ValueError(f"--trace runs the hf stack (Trainer + PEFT, HF loss) on one GPU; not traced: "
+                         f"{', '.join(unsupported)}")
+    return trace_step(args.model, args.method, seq_len=args.seq_len, micro_batch=args.micro_batch,
+                      grad_ckpt=args.grad_ckpt, attn=args.attn, optimizer=args.optimizer,
+                      lora_rank=args.lora_rank if args.lora_rank is not None else DEFAULT_LORA_RANK,
+                      lora_targets=args.lora_targets or DEFAULT_LORA_TARGETS, double_quant=args.double_quant,
+                      precision=args.precision)
+
+
+def render_trace_text(traced, estimate: MemoryEstimate | None = None) -> str:
+    lines = ["", f"traced step ({traced.seconds:.1f} s on the meta device; the second of two steps):"]
+    lines += [f"  {step}" for step in traced.code_path]
+    width = max(len(k) for k in traced.at_peak)
+    lines.append(f"{'at the traced peak':<{width}}  {'GiB':>8}")
+    for name, size in traced.at_peak.items():
+        lines.append(f"{name:<{width}}  {size / GIB:8.2f}")
+    versus = ""
+    if estimate is not None and estimate.peak_allocated:
+        versus = f"; analytical {estimate.peak_allocated_gib:.2f} GiB ({estimate.peak_allocated / traced.peak_allocated - 1:+.1%})"
+    lines.append(f"traced peak allocated {traced.peak_allocated / GIB:8.2f} GiB at {traced.peak_phase}{versus}")
+    lines.append("note: the trace counts tensors; cuBLAS/FlashAttention workspaces, NCCL buffers and the caching "
+                 "allocator (reserved, nvidia-smi) are not in it")
+    lines += [f"note: {n}" for n in traced.notes]
+    return "\n".join(lines) + "\n"
 
 
 def _count(n: int) -> str:

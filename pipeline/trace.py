@@ -29,6 +29,7 @@ import contextlib
 import importlib.util
 import json
 import time
+import warnings
 import weakref
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -58,7 +59,10 @@ class TraceUnavailable(RuntimeError):
 
 
 def trace_available() -> bool:
-    return all(importlib.util.find_spec(m) is not None for m in ("torch", "peft", "transformers"))
+    try:
+        return all(importlib.util.find_spec(m) is not None for m in ("torch", "peft", "transformers"))
+    except (ImportError, ValueError):  # a module set to None in sys.modules: blocked
+        return False
 
 
 # ---------------------------------------------------------------- config.json of a model (no torch)
@@ -175,7 +179,8 @@ def trace_step(model: str, method: str = "lora", seq_len: int = 2048, micro_batc
     constants = resolve_constants(load_constants(), "hf")
     hf_fw = load_constants()["frameworks"]["hf"]
     started = time.perf_counter()
-    with _patched_for_meta(torch):
+    with _patched_for_meta(torch), warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # deprecation notices of transformers/PEFT are not the user's business
         built = _build(torch, config, method, attn, grad_ckpt, lora_rank, lora_targets, precision, double_quant,
                        hf_fw["lora_dropout"], constants)
         result = _run_steps(torch, built, seq_len, micro_batch, optimizer, block)
@@ -199,13 +204,17 @@ def _patched_for_meta(torch):
     import torch.optim.adam as adam
     import transformers.masking_utils as masking
 
-    saved = (masking.find_packed_sequence_indices, adam._device_dtype_check_for_fused)
+    from transformers.utils import logging
+
+    saved = (masking.find_packed_sequence_indices, adam._device_dtype_check_for_fused, logging.get_verbosity())
     masking.find_packed_sequence_indices = lambda position_ids: None
     adam._device_dtype_check_for_fused = lambda p, cuda_unsupported=False: None
+    logging.set_verbosity_error()
     try:
         yield
     finally:
-        masking.find_packed_sequence_indices, adam._device_dtype_check_for_fused = saved
+        masking.find_packed_sequence_indices, adam._device_dtype_check_for_fused, verbosity = saved
+        logging.set_verbosity(verbosity)
 
 
 def _decoder_layers(torch, model, n_layers: int):
@@ -262,8 +271,8 @@ def _build(torch, config: dict, method, attn, grad_ckpt, lora_rank, lora_targets
     if grad_ckpt:
         model.activation_checkpointing_enable() if hasattr(model, "activation_checkpointing_enable") \
             else model.gradient_checkpointing_enable()
-        code_path.append("activation checkpointing per decoder layer as transformers applies it "
-                         "(torch.utils.checkpoint, transformers' default use_reentrant)")
+        code_path.append("activation checkpointing of every decoder layer as transformers applies it "
+                         "(torch.utils.checkpoint, non-reentrant: transformers' default)")
     targets = None
     if method != "full":
         targets = _peft_targets(model, lora_targets)
