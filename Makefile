@@ -14,7 +14,14 @@ $(STAMP): pyproject.toml
 
 install: $(STAMP)
 
-test: $(STAMP)
+# The tests also run the VRAM tracer, so `make test` adds the 'trace' extra (torch + peft: about 4 minutes and
+# ~6 GB on a fresh machine, the PyPI torch wheel brings its CUDA libraries); `make demo` stays without torch.
+TRACE_STAMP := $(VENV)/.installed-trace-$(shell cksum pyproject.toml | cut -d' ' -f1)
+$(TRACE_STAMP): $(STAMP)
+	$(PY) -m pip install -q -e '.[test,trace]'
+	@touch $(TRACE_STAMP)
+
+test: $(TRACE_STAMP)
 	$(PY) -m pytest -q tests
 
 demo: $(STAMP)
