@@ -123,9 +123,10 @@ class RunDir:
     def workers_lock(self) -> Path:
         return self.work / WORKERS_LOCK
 
-    def wait_for_stale_workers(self, timeout: float = STALE_WORKERS_WAIT_S) -> None:
+    def wait_for_stale_workers(self, timeout: float | None = None) -> None:
         """Block until no worker of an earlier run holds work/WORKERS_LOCK, so a resumed run never
         races a killed run's workers (they die with their parent within a second)."""
+        timeout = STALE_WORKERS_WAIT_S if timeout is None else timeout
         try:
             self.work.mkdir(parents=True, exist_ok=True)
             fd = os.open(self.workers_lock(), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
