@@ -86,7 +86,7 @@ def test_planted_personal_data_is_in_no_prefect_artifact(prefect_api, tmp_path):
             assert value not in text and compact not in text.replace(" ", "").replace("-", ""), name
 
 
-# ------------------------------------------------------------------------------------------ issue 20: the attack's shapes
+# ------------------------------------------------------------------------------------------ issue 20's shapes
 
 # Each value below reached a shard or the report before (issue 20, item 3). File names hold none of them.
 PLANTED_20 = {
@@ -117,7 +117,8 @@ def write_attack_inputs(d):
     chats = [
         {"messages": [
             {"role": "user", "content": f"Payment reference {p['card_after_reference']} was charged twice, and "
-                                        f"ref {p['card_after_ref']} too. Invoice number {p['card_after_invoice_number']}."},
+                                        f"ref {p['card_after_ref']} too. "
+                                        f"Invoice number {p['card_after_invoice_number']}."},
             {"role": "assistant", "content": "", "tool_calls": [
                 {"id": "call_1", "type": "function", "function": {
                     "name": f"lookup_{p['tckn_tool_name']}", "arguments": json.dumps({"customer": "self"})}}]},

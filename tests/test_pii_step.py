@@ -420,6 +420,9 @@ def test_meta_that_is_a_json_number_or_holds_json_text_is_scanned():
                   text_record("a b c d", meta=json.dumps({"raw": json.dumps({"tckn": int(GLUED), "k": "v"})}))])
     assert out[0]["meta"] == "<TCKN>"
     assert json.loads(json.loads(out[1]["meta"])["raw"]) == {"tckn": "<TCKN>", "k": "v"}
+    # parsed, a value stands apart from its key: the field-name rules stand in for the key as context
+    out, _ = run([text_record("a b c d", meta=json.dumps({"raw": json.dumps({"inn": "7707083893", "n": "x"})}))])
+    assert json.loads(json.loads(out[0]["meta"])["raw"]) == {"inn": "<INN>", "n": "x"}
 
 
 @pytest.mark.parametrize("operator", ["placeholder", "mask", "pseudonym"])

@@ -78,9 +78,12 @@ class _Walk:
     object or array is parsed and walked, and serialized again only when something in it changed.
     """
 
-    __slots__ = ("units", "fields", "docs", "renames")
+    __slots__ = ("units", "fields", "docs", "renames", "doc_rules")
 
-    def __init__(self):
+    def __init__(self, doc_rules=None):
+        # the field-name rules for a JSON document found inside a string: its values are analyzed one by one,
+        # without the key beside them that a context word would have been ('{"inn": "7707083893"}' as text)
+        self.doc_rules = doc_rules
         self.units: list[_Unit] = []
         self.fields: list[_FieldValue] = []
         self.docs: list[_Doc] = []  # innermost first: a document inside another is serialized before it
@@ -135,7 +138,7 @@ class _Walk:
             if isinstance(obj, (dict, list)):
                 write = _marking(set_back, doc)
                 inner = _Doc(None, lambda o: write(json.dumps(o, ensure_ascii=False)))
-                inner.obj = self.value(obj, rules, inner, None)
+                inner.obj = self.value(obj, rules or self.doc_rules, inner, None)
                 self.docs.append(inner)
                 return
         self.units.append(_Unit(text, _marking(set_back, doc)))
@@ -250,7 +253,7 @@ class PiiStep:
         writes the replacements back. Every column that is written is walked except id (a hash), kind (an enum)
         and source (a file reference, redacted where file names are handled); "_" columns are never written."""
         new = dict(rec)
-        walk = _Walk()
+        walk = _Walk(self.rules)
         units = walk.units
         sample = []
         for col, value in rec.items():
