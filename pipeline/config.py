@@ -44,6 +44,10 @@ class FormatConfig(Section):
                     "\"role\": \"speaker\", \"content\": \"utterance\", \"user\": \"customer\", "
                     "\"assistant\": \"agent\"} or {\"prompt\": \"question\", \"response\": \"reply\"} "
                     "or {\"text\": \"body\"}.")
+    preference: Literal["refuse", "chosen"] = Field(
+        "refuse", description="Preference files (DPO chosen/rejected pairs, KTO labels) are not SFT data: "
+                              "\"refuse\" stops the run naming the file; \"chosen\" keeps the chosen answer "
+                              "of each pair and the desirable KTO answers (undesirable ones are dropped).")
 
 
 class CleanConfig(Section):

@@ -12,6 +12,7 @@ from collections import Counter
 from typing import Callable
 
 from .clean import normalize_text
+from .readers import UnreadableInput
 from .records import ROLES, record_id
 
 
@@ -21,6 +22,14 @@ class Invalid(Exception):
     def __init__(self, reason: str):
         super().__init__(reason)
         self.reason = reason
+
+
+class Dropped(Invalid):
+    """A valid row removed by a configured choice (counted as dropped, not quarantined)."""
+
+
+class NotSupervisedData(UnreadableInput):
+    """A whole file that is not SFT data (preference pairs, KTO labels) under formats.preference = "refuse"."""
 
 
 ROLE_ALIASES = {
@@ -304,8 +313,10 @@ def _openai_content(content) -> tuple[str, list[dict]]:
             texts.append(f"<think>\n{_string(value)}\n</think>")
         elif kind == "tool_call":
             calls += _tool_calls_from_text(value) if isinstance(value, str) else _openai_tool_calls([value])
+        elif kind in MEDIA_PARTS:
+            raise Invalid("multimodal")  # not text training data; a placeholder would be left dangling
         else:
-            raise Invalid("unsupported_content")  # images, audio: not text training data
+            raise Invalid("unsupported_content")
     return normalize_text("\n".join(texts)), calls
 
 
@@ -419,9 +430,74 @@ CONVERTERS: dict[str, Callable] = {
 }
 
 
+# --- preference and multimodal rows ----------------------------------------------------------------
+
+MEDIA_KEYS = ("images", "videos", "audios", "image", "video", "audio")   # LLaMA-Factory's media columns
+MEDIA_PARTS = frozenset(("image", "image_url", "input_image", "video", "video_url", "audio", "input_audio"))
+LABEL_KEYS = ("label", "kto_tag")
+_ANSWER_KEYS = ("messages", "conversations", "completion", "response", "output", "answer")
+
+
+def preference_kind(row) -> str | None:
+    """"paired" for chosen/rejected rows (DPO, ORPO: trl's and LLaMA-Factory's shapes), "unpaired" for rows
+    with a boolean desirability label (KTO), None for anything else."""
+    if not isinstance(row, dict):
+        return None
+    if "chosen" in row and "rejected" in row:
+        return "paired"
+    label = next((row[k] for k in LABEL_KEYS if k in row), None)
+    if isinstance(label, bool) and any(k in row for k in _ANSWER_KEYS):
+        return "unpaired"
+    return None
+
+
+def is_multimodal(row) -> bool:
+    return isinstance(row, dict) and any(row.get(k) not in (None, "", [], {}) for k in MEDIA_KEYS)
+
+
+def sft_view(row: dict) -> dict:
+    """A preference row as the SFT row it implies: the conversation with the chosen answer (the rejected
+    one is not kept, not even in meta), or a KTO row without its label. Raises Dropped("undesirable") for
+    a KTO row labelled undesirable."""
+    kind = preference_kind(row)
+    if kind == "unpaired":
+        if not next(row[k] for k in LABEL_KEYS if k in row):
+            raise Dropped("undesirable")
+        return {k: v for k, v in row.items() if k not in LABEL_KEYS}
+    if kind != "paired":
+        return row
+    chosen = row["chosen"]
+    rest = {k: v for k, v in row.items() if k not in ("chosen", "rejected")}
+    for key in ("conversations", "messages"):
+        if isinstance(rest.get(key), list):  # LLaMA-Factory: the prompt turns, and one answer turn each
+            return {**rest, key: rest[key] + (chosen if isinstance(chosen, list) else [chosen])}
+    for prompt_key, answer_key in (("prompt", "completion"), ("instruction", "output"), ("question", "answer")):
+        if prompt_key in rest:
+            return {**rest, answer_key: chosen}
+    if isinstance(chosen, list):  # trl's implicit prompt: each side is the whole conversation
+        return {**rest, "messages": chosen}
+    raise Invalid("missing_fields")
+
+
+PREFERENCE_NAMES = {"paired": "preference data (chosen/rejected pairs, as for DPO)",
+                    "unpaired": "KTO data (answers labelled desirable or undesirable)"}
+
+
+def check_file(sample: list, name: str, preference: str = "refuse") -> None:
+    """Refuse a file of preference rows when formats.preference is "refuse": training on it as SFT data
+    would teach the rejected or undesirable answers too. One line: what the file is and how to opt in."""
+    kinds = Counter(k for k in map(preference_kind, sample) if k)
+    if kinds and preference == "refuse":
+        kind = kinds.most_common(1)[0][0]
+        keep = "the chosen answers" if kind == "paired" else "the desirable answers (undesirable ones dropped)"
+        raise NotSupervisedData(name, f"{PREFERENCE_NAMES[kind]}, not SFT data: set formats.preference to "
+                                      f"\"chosen\" in the config to train on {keep} only")
+
+
 def detect_format(sample: list, configured: str = "auto", mapping: dict | None = None) -> str | None:
     """The format of a file from its first parsed rows: the configured one, the mapping, or the
-    detector that matches most rows (ties broken by registry order)."""
+    detector that matches most rows (ties broken by registry order). Preference rows vote as the SFT
+    rows they imply (sft_view)."""
     if configured != "auto":
         return configured
     if mapping:
@@ -430,6 +506,10 @@ def detect_format(sample: list, configured: str = "auto", mapping: dict | None =
         return "text"
     votes = Counter()
     for row in sample:
+        try:
+            row = sft_view(row) if isinstance(row, dict) else row
+        except Invalid:
+            continue
         for name, detect in DETECTORS.items():
             if isinstance(row, dict) and detect(row):
                 votes[name] += 1
@@ -453,10 +533,19 @@ def _meta_json(row, consumed: set) -> str:
     return _LONE_SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 
-def to_record(row, fmt: str, mapping: dict, source: dict) -> dict:
-    """One raw row to a canonical record (id from the normalized content). Raises Invalid."""
+def to_record(row, fmt: str, mapping: dict, source: dict, preference: str = "refuse") -> dict:
+    """One raw row to a canonical record (id from the normalized content). Raises Invalid (Dropped for a
+    row removed by choice). A preference row under preference="chosen" becomes its SFT view, and the record
+    says so in "_preference" ("paired" or "unpaired"; internal, for the counts)."""
     if not isinstance(row, (dict, str)) or isinstance(row, str) and fmt != "text":
         raise Invalid("not_an_object")  # e.g. .txt lines with format "alpaca" configured: was AttributeError
+    if is_multimodal(row):
+        raise Invalid("multimodal")  # kept, its <image> placeholders would point at nothing
+    pref = preference_kind(row) if fmt != "mapped" else None
+    if pref:
+        if preference != "chosen":
+            raise Invalid("preference_data")  # a stray row in a file check_file let through
+        row = sft_view(row)
     try:
         kind, messages, text, consumed = CONVERTERS[fmt](row, mapping)
         meta = _meta_json(row, consumed)  # json.dumps recurses too: deep meta raised RecursionError
@@ -477,4 +566,6 @@ def to_record(row, fmt: str, mapping: dict, source: dict) -> dict:
         raise Invalid("empty_text")
     record = {"kind": kind, "messages": messages, "tools": tools, "text": text, "source": source, "meta": meta}
     record["id"] = record_id(record)
+    if pref:
+        record["_preference"] = pref
     return record

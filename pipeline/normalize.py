@@ -6,7 +6,7 @@ from typing import Callable, Iterator
 
 from .clean import CleanStep, content_chars
 from .config import PrepareConfig
-from .formats import Invalid, detect_format, to_record
+from .formats import Dropped, Invalid, check_file, detect_format, to_record
 from .readers import FileReader, InputFile
 from .stats import StageStats
 
@@ -52,7 +52,9 @@ class Normalizer:
             with self.normalize.timer():
                 self.normalize.records_in += len(rows)
                 if self.format is None and rows:
-                    self.format = detect_format([r.value for r in rows[:DETECT_ROWS]], fmt_cfg.format, fmt_cfg.mapping)
+                    sample = [r.value for r in rows[:DETECT_ROWS]]
+                    check_file(sample, self.file.name, fmt_cfg.preference)  # DPO/KTO files: refused by default
+                    self.format = detect_format(sample, fmt_cfg.format, fmt_cfg.mapping)
                 records = []
                 for row in rows:
                     if self.format is None:
@@ -60,10 +62,15 @@ class Normalizer:
                         continue
                     try:
                         rec = to_record(row.value, self.format, fmt_cfg.mapping,
-                                        {"file": self.file.name, "line": row.line})
+                                        {"file": self.file.name, "line": row.line}, fmt_cfg.preference)
+                    except Dropped as exc:  # valid, removed by a configured choice (a KTO undesirable answer)
+                        self.normalize.drop(exc.reason)
+                        continue
                     except Invalid as exc:
                         self._quarantine(self.normalize, row.line, exc.reason)
                         continue
+                    if "_preference" in rec:  # what was done with preference rows, for the report
+                        self.normalize.add(f"preference.{rec.pop('_preference')}")
                     if len(rec["meta"]) + content_chars(rec) > self.cfg.read.max_record_bytes:
                         self._quarantine(self.normalize, row.line, "too_large")  # by reference only
                         continue

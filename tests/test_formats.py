@@ -201,3 +201,107 @@ def test_glaive_tool_calls_are_structured():
     assert len(with_tools) == 191 and all(t["type"] == "function" and t["function"]["name"]  # 109 rows: "[]"
                                          for r in with_tools for t in r["tools"])
     assert not any("tools" in json.loads(r["meta"]) for r in records)
+
+
+# --- preference and multimodal rows (issue 19, item 2) ---------------------------------------------------
+
+def _kto_rows(n=6):
+    """LLaMA-Factory's kto_en_demo shape: messages and a boolean label, half of them undesirable."""
+    return [{"messages": [{"role": "user", "content": f"Question number {i}?"},
+                          {"role": "assistant", "content": f"{'Good' if i % 2 == 0 else 'Bad'} answer {i}."}],
+             "label": i % 2 == 0} for i in range(n)]
+
+
+def _dpo_rows(n=4):
+    """LLaMA-Factory's dpo_en_demo shape: the prompt turns, and one chosen and one rejected answer turn."""
+    return [{"conversations": [{"from": "human", "value": f"Explain topic {i}."}],
+             "chosen": {"from": "gpt", "value": f"A careful explanation of topic {i}."},
+             "rejected": {"from": "gpt", "value": f"REJECTED nonsense {i}."}} for i in range(n)]
+
+
+def _normalize_rows(tmp_path, rows, **formats):
+    path = tmp_path / "data.jsonl"
+    path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+    cfg = PrepareConfig(formats=formats)
+    normalizer = Normalizer(describe(str(path)), cfg)
+    return [r for batch in normalizer.batches() for r in batch], normalizer
+
+
+@pytest.mark.parametrize("rows,what", [(_kto_rows(), "KTO data"), (_dpo_rows(), "preference data")])
+def test_preference_files_are_refused_by_default_in_one_line(tmp_path, rows, what):
+    from pipeline.readers import UnreadableInput
+
+    with pytest.raises(UnreadableInput) as exc:  # the CLI prints these as one line, exit 1
+        _normalize_rows(tmp_path, rows)
+    message = str(exc.value)
+    assert "\n" not in message and "data.jsonl" in message and what in message
+    assert 'formats.preference to "chosen"' in message
+
+
+def test_kto_keeps_desirable_answers_and_counts_the_undesirable_as_dropped(tmp_path):
+    records, normalizer = _normalize_rows(tmp_path, _kto_rows(), preference="chosen")
+    assert [r["messages"][-1]["content"] for r in records] == ["Good answer 0.", "Good answer 2.", "Good answer 4."]
+    assert normalizer.normalize.dropped == {"undesirable": 3}
+    assert normalizer.normalize.counters["preference"] == {"unpaired": 3}
+    assert all("label" not in json.loads(r["meta"]) for r in records)
+
+
+@pytest.mark.parametrize("row,prompt,kind", [
+    (_dpo_rows(1)[0], "Explain topic 0.", "chat"),
+    ({"prompt": "Explain topic 0.", "chosen": "A careful explanation of topic 0.", "rejected": "REJECTED 0."},
+     "Explain topic 0.", "instruction"),
+    ({"prompt": [{"role": "user", "content": "Explain topic 0."}],
+      "chosen": [{"role": "assistant", "content": "A careful explanation of topic 0."}],
+      "rejected": [{"role": "assistant", "content": "REJECTED 0."}]}, "Explain topic 0.", "chat"),
+    ({"chosen": [{"role": "user", "content": "Explain topic 0."},
+                 {"role": "assistant", "content": "A careful explanation of topic 0."}],
+      "rejected": [{"role": "user", "content": "Explain topic 0."}, {"role": "assistant", "content": "REJECTED 0."}]},
+     "Explain topic 0.", "chat"),
+    ({"instruction": "Explain topic 0.", "input": "", "chosen": "A careful explanation of topic 0.",
+      "rejected": "REJECTED 0."}, "Explain topic 0.", "instruction"),
+])
+def test_pairs_keep_the_chosen_answer_only(tmp_path, row, prompt, kind):
+    """DPO rows were quarantined as no_final_answer; with preference "chosen" each is the prompt and the chosen
+    answer, in LLaMA-Factory's and trl's shapes (explicit and implicit prompt); the rejected text is nowhere."""
+    records, normalizer = _normalize_rows(tmp_path, [row, row], preference="chosen")
+    assert len(records) == 2 and not normalizer.normalize.quarantined
+    rec = records[0]
+    assert rec["kind"] == kind
+    assert [(m["role"], m["content"]) for m in rec["messages"]] == [
+        ("user", prompt), ("assistant", "A careful explanation of topic 0.")]
+    assert "REJECTED" not in json.dumps(rec, ensure_ascii=False)
+    assert normalizer.normalize.counters["preference"] == {"paired": 2}
+    validate(public(rec), "record")
+
+
+def test_multimodal_rows_are_quarantined_not_kept_with_placeholders(tmp_path):
+    rows = [  # LLaMA-Factory's mllm_demo shape, an OpenAI image part, and one text row that stays
+        {"messages": [{"role": "user", "content": "<image>Who are they?"},
+                      {"role": "assistant", "content": "They are football players."}], "images": ["mllm/1.jpg"]},
+        {"messages": [{"role": "user", "content": [{"type": "text", "text": "What is this?"},
+                                                   {"type": "image_url", "image_url": {"url": "x.png"}}]},
+                      {"role": "assistant", "content": "A cat."}]},
+        {"messages": [{"role": "user", "content": "Just text here?"},
+                      {"role": "assistant", "content": "Yes, only text."}], "images": []},
+    ]
+    records, normalizer = _normalize_rows(tmp_path, rows)
+    assert normalizer.normalize.quarantined == {"multimodal": 2}
+    assert [r["messages"][0]["content"] for r in records] == ["Just text here?"]
+
+
+def test_a_run_on_kto_and_dpo_files_counts_what_was_done(tmp_path):
+    from pipeline.runner import run_prepare
+
+    from conftest import fast_config
+
+    folder = tmp_path / "in"
+    folder.mkdir()
+    for name, rows in (("kto.jsonl", _kto_rows(10)), ("dpo.jsonl", _dpo_rows(6))):
+        (folder / name).write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    cfg = fast_config(tmp_path, [folder], formats={"preference": "chosen"})
+    cfg.split.validation_fraction = 0.0
+    report = run_prepare(cfg, progress=False).report
+    counts = report["counts"]
+    assert counts["input"] == 16 and counts["dropped"].get("undesirable") == 5
+    assert counts["input"] == counts["kept"] + counts["quarantined"] + sum(counts["dropped"].values())
+    assert report["stages"]["normalize"]["counters"]["preference"] == {"paired": 6, "unpaired": 5}
