@@ -123,11 +123,16 @@ class _Keys:
         else:
             out = np.empty((len(positions), num_perm), dtype=np.uint32)
         rows = self.row_of_pos[positions]
+        by_row = np.argsort(rows, kind="stable")
+        sorted_rows = rows[by_row]
         for i, groups in enumerate(self.row_groups):
             start = int(self.bounds[i])
             with self._open(i) as f:
                 for rg, rg_rows in enumerate(groups):
-                    sel = np.flatnonzero((rows >= start) & (rows < start + rg_rows))
+                    # A slice of the sorted rows: one row group per runner batch, so a mask per row group
+                    # over all positions would grow with records x batches.
+                    lo, hi = np.searchsorted(sorted_rows, [start, start + rg_rows])
+                    sel = by_row[lo:hi]
                     if len(sel):
                         values = signature_array(f.read_row_group(rg, columns=["signature"]).column(0), num_perm)
                         out[sel] = values[rows[sel] - start]
