@@ -43,6 +43,7 @@ CUDA_BLOCK = 512
 TRACED_OPTIMIZERS = ("adamw", "adamw_foreach", "sgd")
 
 
+_ACTIVE: dict = {}  # the autocast emulation of the trace running now
 _LAST: dict = {}  # the last trace's tracker and live sets, for inspection (explain_live)
 
 
@@ -181,14 +182,25 @@ def trace_step(model: str, method: str = "lora", seq_len: int = 2048, micro_batc
     started = time.perf_counter()
     with _patched_for_meta(torch), warnings.catch_warnings():
         warnings.simplefilter("ignore")  # deprecation notices of transformers/PEFT are not the user's business
-        built = _build(torch, config, method, attn, grad_ckpt, lora_rank, lora_targets, precision, double_quant,
-                       hf_fw["lora_dropout"], constants)
+        dropout = hf_fw["lora_dropout"] if method != "full" else 0.0
+        try:
+            built = _build(torch, config, method, attn, grad_ckpt, lora_rank, lora_targets, precision, double_quant,
+                           dropout, constants)
+        except ValueError as exc:
+            if "lora_dropout" not in str(exc):
+                raise
+            # PEFT wraps fused expert weights (3D parameters) with a ParamWrapper that refuses dropout
+            dropout = 0.0
+            built = _build(torch, config, method, attn, grad_ckpt, lora_rank, lora_targets, precision, double_quant,
+                           dropout, constants)
+            built["notes"].append(f"PEFT's ParamWrapper for the fused expert weights refuses LoRA dropout: traced "
+                                  f"with lora_dropout 0 (not {hf_fw['lora_dropout']})")
         result = _run_steps(torch, built, seq_len, micro_batch, optimizer, block)
     settings = {"seq_len": seq_len, "micro_batch": micro_batch, "grad_ckpt": grad_ckpt, "attn": attn,
                 "optimizer": optimizer, "precision": precision if method == "full" else None,
                 "block_bytes": block, "steps_traced": 2}
     if method != "full":
-        settings.update(lora_rank=lora_rank, lora_targets=built["targets"], lora_dropout=hf_fw["lora_dropout"],
+        settings.update(lora_rank=lora_rank, lora_targets=built["targets"], lora_dropout=dropout,
                         adapter_dtype="fp32")
     if method == "qlora":
         settings["double_quant"] = double_quant
@@ -206,15 +218,28 @@ def _patched_for_meta(torch):
 
     from transformers.utils import logging
 
+    real_autocast = torch.autocast
+
+    def autocast(device_type, dtype=None, enabled=True, cache_enabled=None):
+        # code that switches autocast for the tensors' device (PEFT's ParamWrapper turns it off) drives the
+        # emulation on the meta device
+        mode = _ACTIVE.get("autocast")
+        if str(device_type) != "meta":
+            return real_autocast(device_type, dtype=dtype, enabled=enabled, cache_enabled=cache_enabled)
+        return mode.region(enabled, fresh=False) if mode is not None else contextlib.nullcontext()
+
     saved = (masking.find_packed_sequence_indices, adam._device_dtype_check_for_fused, logging.get_verbosity())
     masking.find_packed_sequence_indices = lambda position_ids: None
     adam._device_dtype_check_for_fused = lambda p, cuda_unsupported=False: None
     logging.set_verbosity_error()
+    torch.autocast = torch.amp.autocast = autocast
     try:
         yield
     finally:
         masking.find_packed_sequence_indices, adam._device_dtype_check_for_fused, verbosity = saved
         logging.set_verbosity(verbosity)
+        torch.autocast = torch.amp.autocast = real_autocast
+        _ACTIVE.clear()
 
 
 def _decoder_layers(torch, model, n_layers: int):
@@ -243,20 +268,32 @@ def _build(torch, config: dict, method, attn, grad_ckpt, lora_rank, lora_targets
     if hasattr(hf_cfg, "get_text_config") and hf_cfg.get_text_config() is not hf_cfg:
         hf_cfg = hf_cfg.get_text_config()
     hf_cfg.use_cache = False
-    hf_cfg._attn_implementation = attn
     dtype = torch.float32 if method == "full" and precision == "mixed" else torch.bfloat16
-    with torch.device("meta"):
-        try:
-            model = AutoModelForCausalLM.from_config(hf_cfg, dtype=dtype, attn_implementation=attn)
-        except ValueError as exc:
-            raise ValueError(f"cannot build {model_type} as a causal LM: {exc}") from None
+    notes: list[str] = []
+    implementation = attn
+    for attempt in (0, 1):
+        hf_cfg._attn_implementation = implementation
+        with torch.device("meta"):
+            try:
+                model = AutoModelForCausalLM.from_config(hf_cfg, dtype=dtype, attn_implementation=implementation)
+                break
+            except ValueError as exc:
+                if attempt or implementation != "sdpa" or "scaled_dot_product_attention" not in str(exc):
+                    raise ValueError(f"cannot build {model_type} as a causal LM: {str(exc)[:200]}") from None
+        # no SDPA path in this family: FlashAttention-2 is what such a job runs instead of eager
+        implementation = _register_flash_stand_in()
+        notes.append(f"{model_type} has no SDPA path in transformers {transformers.__version__}: traced with "
+                     f"FlashAttention-2's memory (the kernel stands in, the model code is real)")
     model.train()
     n_layers = hf_cfg.num_hidden_layers
-    code_path = [f"transformers {transformers.__version__} {type(model).__name__}, {attn} attention, "
+    attn_text = "FlashAttention-2 stand-in" if implementation != attn else f"{attn} attention"
+    code_path = [f"transformers {transformers.__version__} {type(model).__name__}, {attn_text}, "
                  f"{'fp32' if dtype == torch.float32 else 'bf16'} weights"]
-    notes: list[str] = []
     autocast = method != "full" or precision == "mixed"  # the Trainer's bf16=True
     if method == "qlora":
+        if any(p.dim() == 3 for p in model.parameters()):
+            raise ValueError(f"QLoRA on {model_type} is not traced: its experts are fused 3-D weights, which the "
+                             f"NF4 stand-in does not quantize; drop --trace for the analytical figure")
         per_param = _nf4_bytes_per_param(constants, double_quant)
         quantized = _quantize_nf4(torch, model, per_param)
         model.is_loaded_in_4bit = True
@@ -380,7 +417,7 @@ def _autocast_mode(torch):
 
     F = torch.nn.functional
     T = torch.Tensor
-    lower = {F.linear, torch.matmul, T.matmul, T.__matmul__, T.__rmatmul__, torch.mm, T.mm, torch.bmm, T.bmm,
+    lower = {getattr(torch, "_grouped_mm", F.linear), getattr(F, "grouped_mm", F.linear), F.linear, torch.matmul, T.matmul, T.__matmul__, T.__rmatmul__, torch.mm, T.mm, torch.bmm, T.bmm,
              torch.baddbmm, T.baddbmm, torch.addmm, T.addmm, torch.addbmm, torch.addmv, torch.mv, T.mv,
              F.scaled_dot_product_attention, torch.conv1d, torch.conv2d, F.conv1d, F.conv2d, torch.chain_matmul,
              torch.prelu}
@@ -444,6 +481,28 @@ def _autocast_mode(torch):
             return func(*args, **kwargs)
 
     return Autocast()
+
+
+FLASH_STAND_IN = "meta_trace_attention"
+
+
+def _register_flash_stand_in() -> str:
+    """An attention implementation for transformers with FlashAttention-2's interface: the model's own code
+    around it runs as with flash_attention_2; the kernel is the SDPA stand-in (_flash_sdpa) with k/v unexpanded."""
+    from transformers import AttentionInterface
+    from transformers.masking_utils import ALL_MASK_ATTENTION_FUNCTIONS, flash_attention_mask
+
+    def flash_stand_in(module, query, key, value, attention_mask, dropout=0.0, scaling=None, sliding_window=None,
+                       softcap=None, **kwargs):
+        import torch
+
+        out = torch.nn.functional.scaled_dot_product_attention(query, key, value, is_causal=True, scale=scaling,
+                                                               enable_gqa=True)
+        return out.transpose(1, 2), None
+
+    AttentionInterface.register(FLASH_STAND_IN, flash_stand_in)
+    ALL_MASK_ATTENTION_FUNCTIONS.register(FLASH_STAND_IN, flash_attention_mask)
+    return FLASH_STAND_IN
 
 
 def _cuda_dropout(torch, func, input, p=0.5, training=True, inplace=False, train=None):
@@ -573,7 +632,7 @@ def _tracker(torch, block: int):
 def _run_steps(torch, built: dict, seq_len: int, micro_batch: int, optimizer: str, block: int):
     model, layers, trainable = built["model"], built["layers"], built["trainable"]
     tracker = _tracker(torch, block)
-    autocast = _autocast_mode(torch)
+    autocast = _ACTIVE["autocast"] = _autocast_mode(torch)
     for t in list(model.parameters()) + list(model.buffers()):
         tracker.key(t)
     param_keys = {tracker.key(t) for t in list(model.parameters()) + list(model.buffers())}
