@@ -20,7 +20,10 @@ from prefect.task_runners import ProcessPoolTaskRunner
 from prefect.tasks import exponential_backoff
 from prefect.utilities.annotations import unmapped
 
-from pipeline.config import PrepareConfig
+from pydantic import BaseModel
+
+from pipeline.config import PrepareConfig, merge_config
+from pipeline.preflight import preflight
 from pipeline.runner import RunResult, run_prepare
 
 DEMO_DEFAULTS = PrepareConfig(inputs=["sample_data"], out="runs/demo")
@@ -47,6 +50,8 @@ class PrefectExecutor:
       description="Normalize, clean, dedup, strip personal data, measure tokens, shard, upload; plan the GPU.")
 def prepare(params: PrepareConfig = DEMO_DEFAULTS) -> dict:
     logger = get_run_logger()
+    params = with_deployment_defaults(params)
+    preflight(params, log=logger.warning)  # model, tokenizer, S3 destination: before a record is read
     result = run_prepare(params, executor=PrefectExecutor(), progress=False, log=logger.info)
     publish(result)
     counts = result.report["counts"]
@@ -55,6 +60,37 @@ def prepare(params: PrepareConfig = DEMO_DEFAULTS) -> dict:
                 result.manifest_uri or str(result.run_dir / "manifest.json"))
     return {"counts": counts, "manifest_uri": result.manifest_uri, "run_dir": str(result.run_dir),
             "upload": result.upload}
+
+
+def explicit_fields(model: BaseModel) -> dict:
+    """The fields a run's parameters named, section by section (pydantic's fields_set), as a partial config."""
+    out = {}
+    for name in model.model_fields_set:
+        value = getattr(model, name)
+        out[name] = explicit_fields(value) if isinstance(value, BaseModel) else value
+    return out
+
+
+def with_deployment_defaults(params: PrepareConfig) -> PrepareConfig:
+    """A deployment run's `params` merged field by field over the deployment's own `params`.
+
+    Prefect merges run parameters over a deployment's only at the top level, and this flow has one parameter:
+    `--param params='{"inputs": ["data/"]}'` replaced the served defaults whole, and pydantic filled the rest
+    from PrepareConfig's defaults (s3 became null: nothing uploaded, the run Completed). The fields the run
+    names (fields_set, per section) are taken over the deployment's parameters; a field named with null
+    (`"s3": null`) is a value too. Outside a deployment run the parameters are used as they are."""
+    from prefect.client.orchestration import get_client
+    from prefect.context import FlowRunContext
+
+    context = FlowRunContext.get()
+    deployment_id = getattr(getattr(context, "flow_run", None), "deployment_id", None)
+    if deployment_id is None:
+        return params
+    with get_client(sync_client=True) as client:
+        served = (client.read_deployment(deployment_id).parameters or {}).get("params")
+    if not isinstance(served, dict):
+        return params
+    return merge_config(served, explicit_fields(params))
 
 
 def publish(result: RunResult) -> None:
@@ -109,4 +145,6 @@ def serve(limit: int = 2, defaults: PrepareConfig | None = None) -> None:
         raise SystemExit("prepare: error: PREFECT_API_URL is not set (start a server: prefect server start)")
     params = (defaults or DEMO_DEFAULTS).model_dump(mode="json")
     prepare.serve(name="dataset", parameters={"params": params}, limit=limit,
-                  description="Prepare a fine-tuning dataset; parameters: one PrepareConfig.")
+                  description="Prepare a fine-tuning dataset. One parameter, `params` (a PrepareConfig); a run's "
+                              "`params` override the served ones field by field, e.g. --param "
+                              "params='{\"inputs\": [\"data/\"], \"pii\": {\"operator\": \"mask\"}}'.")

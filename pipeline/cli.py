@@ -6,9 +6,12 @@ the JSON document; logs and progress go to stderr.
 from __future__ import annotations
 
 import argparse
+import errno
 import json
 import os
+import signal
 import sys
+import threading
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # the config module imports pydantic: loaded only when a command needs it
@@ -34,6 +37,11 @@ def add_run_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--method", choices=["full", "lora", "qlora"], help="fine-tuning method for the GPU plan")
     p.add_argument("--tokenizer", help="tokenizer path or hub id (default: from --model, else offline Mistral 32k)")
     p.add_argument("--skip-unreadable", action="store_true", help="report unreadable inputs and go on")
+    p.add_argument("--follow-symlinks", action="store_true", help="read symlinks that point outside the input folder")
+    p.add_argument("--allow-empty", action="store_true",
+                   help="succeed (and upload) even when no record is kept; by default such a run fails")
+    p.add_argument("--no-s3-check", action="store_true",
+                   help="skip the S3 check before the run (HeadBucket: endpoint, credentials, bucket)")
     for stage in ("dedup", "pii", "lengths", "estimate"):
         p.add_argument(f"--no-{stage}", action="store_true", help=f"turn the {stage} step off")
     p.add_argument("--dask-address", metavar="tcp://HOST:PORT",
@@ -42,22 +50,23 @@ def add_run_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def config_from_args(args) -> PrepareConfig:
+    """The --config file with the flags merged over it; every value is validated once, here (ConfigError)."""
     from .config import load_config
 
-    cfg = load_config(args.config, inputs=args.inputs, out=args.out, s3=args.s3,
-                      validation_inputs=args.validation, workers=args.workers)
-    if args.skip_unreadable:
-        cfg.read.skip_unreadable = True
-    if args.model:
-        cfg.estimate.model = args.model
-    if args.method:
-        cfg.estimate.method = args.method
-    if args.tokenizer:
-        cfg.lengths.tokenizer = args.tokenizer
+    overrides: dict = {
+        "inputs": args.inputs, "out": args.out, "s3": args.s3, "validation_inputs": args.validation,
+        "workers": args.workers,
+        "read": {"skip_unreadable": True if args.skip_unreadable else None,
+                 "follow_symlinks": True if args.follow_symlinks else None},
+        "estimate": {"model": args.model, "method": args.method},
+        "lengths": {"tokenizer": args.tokenizer},
+        "allow_empty": True if args.allow_empty else None,
+        "s3_check": False if args.no_s3_check else None,
+    }
     for stage in ("dedup", "pii", "lengths", "estimate"):
         if getattr(args, f"no_{stage}"):
-            getattr(cfg, stage).enabled = False
-    return cfg
+            overrides.setdefault(stage, {})["enabled"] = False
+    return load_config(args.config, **overrides)
 
 
 def summary_text(report: dict, manifest_uri: str | None, run_dir: str) -> str:
@@ -86,10 +95,13 @@ def summary_text(report: dict, manifest_uri: str | None, run_dir: str) -> str:
 
 
 def cmd_run(args) -> int:
-    from .readers import UnreadableInput
-    from .runner import PrepareError, run_prepare
+    from .preflight import preflight
+    from .runner import run_prepare
 
     cfg = config_from_args(args)
+    preflight(cfg, log=lambda msg: print(msg, file=sys.stderr))  # before a record is read
+    if not args.dask_address:  # the Prefect engine handles KeyboardInterrupt itself (marks the flow run)
+        _stop_on_ctrl_c()
     try:
         if args.dask_address:
             from flows.prepare import run_flow  # the Prefect front end; pipeline itself never imports it
@@ -97,24 +109,43 @@ def cmd_run(args) -> int:
             result = run_flow(cfg, dask_address=args.dask_address)
         else:
             result = run_prepare(cfg, progress=sys.stderr.isatty())
-    except UnreadableInput as exc:
-        return _fail(str(exc))
-    except PrepareError as exc:
-        return _fail(str(exc))
-    except Exception as exc:  # noqa: BLE001 - one line, no traceback, no record content
-        from .pii import PiiPolicyError
-        from .s3 import S3Error
+    except OSError as exc:
+        from .preflight import disk_full
 
-        if isinstance(exc, PiiPolicyError):
-            return _fail(f"kvkk strict policy: {exc}", EXIT_POLICY)
-        if isinstance(exc, S3Error):
-            return _fail(str(exc))
+        if disk_full(exc):  # finalize and upload write in this process: name the run directory
+            raise UserError(f"no space left on device writing {cfg.out}"
+                            + (" (disk quota exceeded)" if exc.errno == errno.EDQUOT else "")) from None
         raise
     if args.json:
         print(json.dumps({**result.report, "manifest_uri": result.manifest_uri}, ensure_ascii=False))
     else:
         print(summary_text(result.report, result.manifest_uri, str(result.run_dir)))
     return 0
+
+
+def _stop_on_ctrl_c() -> None:
+    """Ctrl-C during a local run: one line, exit 130, at once. KeyboardInterrupt made the main process wait for
+    the running shards (the pool's shutdown) while every worker, which gets the terminal's SIGINT too, raised
+    it wherever it was: tracebacks, a shard failing with a TypeError. The workers ignore SIGINT
+    (rundir.worker_init) and die with this process; the same command resumes from the finished shards, as
+    after a SIGKILL."""
+    if threading.current_thread() is not threading.main_thread():
+        return
+    # multiprocessing's resource tracker (a process of its own) outlives us, unlinks the pool's semaphores that
+    # os._exit left and warns about each ("leaked semaphore objects"): the cleanup is right, the warning noise
+    filters = [f for f in os.environ.get("PYTHONWARNINGS", "").split(",") if f]
+    os.environ["PYTHONWARNINGS"] = ",".join([*filters, "ignore:resource_tracker:UserWarning"])
+
+    def stop(signum, frame) -> None:
+        print("prepare: error: interrupted (the same command resumes from the finished shards)", file=sys.stderr,
+              flush=True)
+        os._exit(130)
+
+    signal.signal(signal.SIGINT, stop)
+
+
+class UserError(Exception):
+    """Raised by a command for main() to print as one line."""
 
 
 def cmd_serve(args) -> int:
@@ -124,8 +155,12 @@ def cmd_serve(args) -> int:
     if args.config or args.s3:
         from .config import load_config
 
-        defaults = load_config(args.config, **({"s3": args.s3} if args.s3 else {}))
+        defaults = load_config(args.config, s3=args.s3)
         defaults.inputs = defaults.inputs or DEMO_DEFAULTS.inputs
+    if defaults.s3:
+        from .s3 import check_destination_uri
+
+        check_destination_uri(defaults.s3)
     serve(limit=args.limit, defaults=defaults)
     return 0
 
@@ -140,7 +175,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.set_defaults(func=cmd_run)
     serve = sub.add_parser("serve", help="serve the Prefect deployment prepare/dataset (needs PREFECT_API_URL)")
     serve.add_argument("--limit", type=int, default=2, help="concurrent flow runs")
-    serve.add_argument("--config", metavar="FILE", help="default parameters of the deployment (JSON config)")
+    serve.add_argument("--config", metavar="FILE", help="default parameters of the deployment (JSON or YAML config)")
     serve.add_argument("--s3", metavar="URI", help="default S3 destination of the deployment")
     serve.set_defaults(func=cmd_serve)
     precheck.register(sub)
@@ -152,12 +187,48 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("TLDEXTRACT_PUBLIC_SUFFIX_LIST_URLS", "")  # Presidio's e-mail check must not go online
     os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
     os.environ.setdefault("TRANSFORMERS_NO_ADVISORY_WARNINGS", "1")  # "PyTorch was not found": by design
-    parser = build_parser()
-    args = parser.parse_args(argv)
     try:
+        parser = build_parser()  # imports the pipeline: a Ctrl-C here is an interruption too
+        args = parser.parse_args(argv)
         return args.func(args)
     except KeyboardInterrupt:
         return _fail("interrupted", 130)
+    except BrokenPipeError:
+        # stdout closed by the reader (`prepare gpus | head`): not an error. Python would report the broken pipe
+        # again when it flushes stdout at exit, hence stdout pointed at /dev/null first.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
+    except Exception as exc:  # noqa: BLE001 - every user error is one line; see _describe
+        message, code = _describe(exc)
+        if message is None:
+            if os.environ.get("PREPARE_DEBUG") == "1":
+                raise
+            message = (f"internal error ({type(exc).__name__}); rerun with PREPARE_DEBUG=1 for the traceback "
+                       f"(it may quote your data)")
+        return _fail(message, code)
+
+
+def _describe(exc: BaseException) -> tuple[str | None, int]:
+    """(one line for the user, exit code) for the errors a user can cause and fix; (None, 2) for a bug."""
+    from .config import ConfigError
+    from .preflight import PreflightError
+    from .readers import UnreadableInput
+    from .runner import PrepareError
+    from .s3 import S3Error
+
+    if type(exc).__name__ == "PiiPolicyError":
+        return f"kvkk strict policy: {exc}", EXIT_POLICY
+    if isinstance(exc, (ConfigError, PreflightError, UnreadableInput, PrepareError, S3Error, UserError)):
+        return " ".join(str(exc).split()), EXIT_ERROR
+    if isinstance(exc, OSError):
+        from .preflight import disk_full
+
+        if disk_full(exc):
+            where = f" writing {exc.filename}" if exc.filename else ""
+            return f"no space left on device{where}", EXIT_ERROR
+        if exc.strerror:
+            return f"{exc.strerror}" + (f": {exc.filename}" if exc.filename else ""), EXIT_ERROR
+    return None, EXIT_ERROR
 
 
 if __name__ == "__main__":

@@ -2,15 +2,31 @@
 schemas/config.schema.json (generated from it, checked by a test) all agree."""
 from __future__ import annotations
 
+import difflib
 import json
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
+
+# Every integer setting is at most this: past it a size reached C code as OverflowError mid-run
+# (read.max_record_bytes: 1e20); it is also the largest integer a JSON client (Prefect's UI) keeps exact.
+MAX_INT = 2**53
+
+
+class ConfigError(ValueError):
+    """A configuration the user must fix; str() is one line naming the file, key and value."""
 
 
 class Section(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+
+    @field_validator("*", mode="after")
+    @classmethod
+    def _bounded(cls, value, info: ValidationInfo):
+        if isinstance(value, int) and not isinstance(value, bool) and abs(value) > MAX_INT:
+            raise ValueError(f"must be at most {MAX_INT}")
+        return value
 
 
 class ReadConfig(Section):
@@ -83,7 +99,8 @@ class PiiConfig(Section):
     kvkk: Literal["report", "strict"] = Field(
         "report", description="strict fails the run when detected personal data above strict_score would remain.")
     strict_score: float = Field(0.8, ge=0, le=1)
-    salt_env: str = Field("PREPARE_PII_SALT", description="Environment variable holding the pseudonym salt.")
+    salt_env: str = Field("PREPARE_PII_SALT", pattern=r"^[A-Za-z_][A-Za-z0-9_]*$", max_length=128,
+                          description="Environment variable holding the pseudonym salt.")
 
 
 class LengthsConfig(Section):
@@ -134,21 +151,145 @@ class PrepareConfig(Section):
     split: SplitConfig = Field(default_factory=SplitConfig)
     write: WriteConfig = Field(default_factory=WriteConfig)
     estimate: EstimateConfig = Field(default_factory=EstimateConfig)
+    allow_empty: bool = Field(
+        False, description="A run that keeps no record succeeds (and uploads an empty dataset) instead of failing.")
+    s3_check: bool = Field(
+        True, description="Check the S3 destination (endpoint, credentials, bucket) before reading a record.")
+
+
+CONFIG_BYTES = 1 << 20   # a config is a few KB; a larger --config is a wrong file, not a config
+
+
+def read_config_file(path: str | Path) -> dict:
+    """The mapping in a JSON or YAML config file; ConfigError (one line) for anything else."""
+    p = Path(path)
+    try:
+        if p.is_dir():
+            raise ConfigError(f"config {path}: is a folder, not a file")
+        with open(p, "rb") as fh:
+            raw = fh.read(CONFIG_BYTES + 1)
+    except FileNotFoundError:
+        raise ConfigError(f"config {path}: no such file") from None
+    except OSError as exc:
+        raise ConfigError(f"config {path}: cannot read ({exc.strerror or type(exc).__name__})") from None
+    if len(raw) > CONFIG_BYTES:
+        raise ConfigError(f"config {path}: larger than {CONFIG_BYTES // 1024} KB; not a config file")
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        raise ConfigError(f"config {path}: not UTF-8 text") from None
+    if str(path).lower().endswith((".yaml", ".yml")):
+        data = _load_yaml(text, str(path))
+    else:
+        try:
+            data = json.loads(text) if text.strip() else {}
+        except json.JSONDecodeError as exc:
+            raise ConfigError(f"config {path}: invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}") from None
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        raise ConfigError(f"config {path}: must be a mapping of settings, not {type(data).__name__}")
+    return data
+
+
+def _load_yaml(text: str, name: str):
+    try:
+        import yaml  # optional: only for users who write YAML
+    except ImportError:
+        raise ConfigError(f"config {name}: YAML needs PyYAML (pip install pyyaml), or write JSON") from None
+
+    class NoAliasLoader(yaml.SafeLoader):
+        """SafeLoader without anchors and aliases: each alias is a reference, so a 1 KB file of nested aliases
+        (a "billion laughs") expands to gigabytes once anything walks it; a config never needs one."""
+
+        def compose_node(self, parent, index):
+            event = self.peek_event()
+            if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None):
+                line = event.start_mark.line + 1
+                raise ConfigError(f"config {name}: line {line}: YAML anchors and aliases (&{event.anchor} / "
+                                  f"*{event.anchor}) are not allowed in a config; write the values out")
+            return super().compose_node(parent, index)
+
+    try:
+        return yaml.load(text, Loader=NoAliasLoader)  # noqa: S506 - a SafeLoader subclass
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1} column {mark.column + 1}" if mark else ""
+        problem = getattr(exc, "problem", None) or type(exc).__name__
+        raise ConfigError(f"config {name}: invalid YAML{where}: {problem}") from None
+
+
+def _merge(base: dict, overrides: dict, model: type[BaseModel] | None = None, skip_none: bool = True) -> dict:
+    """base with the overrides applied field by field: a mapping for a section updates the keys it names and
+    keeps the others; any other value (a list, formats.mapping) replaces the old one whole. With skip_none a
+    None means "not given" (a CLI flag left out); without, it is a value (Prefect: "s3": null, no upload)."""
+    model = model or PrepareConfig
+    out = dict(base)
+    for key, value in overrides.items():
+        if value is None and skip_none:
+            continue
+        field = model.model_fields.get(key)
+        section = getattr(field, "annotation", None)
+        if isinstance(value, dict) and isinstance(section, type) and issubclass(section, Section):
+            current = out.get(key)
+            out[key] = _merge(current if isinstance(current, dict) else {}, value, section, skip_none)
+        else:
+            out[key] = value
+    return out
+
+
+def merge_config(base: PrepareConfig | dict, overrides: dict | None) -> PrepareConfig:
+    """A PrepareConfig from `base` with the (possibly partial, nested) `overrides` merged over it field by field;
+    ConfigError (one line) if the result is not valid."""
+    data = base.model_dump(mode="json") if isinstance(base, BaseModel) else dict(base)
+    return validate_config(_merge(data, overrides or {}, skip_none=False))
+
+
+def validate_config(data: dict, source: str | None = None) -> PrepareConfig:
+    try:
+        return PrepareConfig.model_validate(data)
+    except ValidationError as exc:
+        prefix = f"config {source}: " if source else "invalid setting: "
+        raise ConfigError(prefix + describe_errors(exc)) from None
+
+
+def describe_errors(exc: ValidationError) -> str:
+    """pydantic's errors as one line: `key.path: what is wrong (got value)`, unknown keys with close matches."""
+    parts = []
+    for err in exc.errors(include_url=False):
+        loc = ".".join(str(x) for x in err["loc"])
+        if err["type"] == "extra_forbidden":
+            known = _fields_at(err["loc"][:-1])
+            close = difflib.get_close_matches(str(err["loc"][-1]), known, n=3)
+            hint = f"; did you mean {' or '.join(close)}?" if close else f"; known: {', '.join(known)}"
+            parts.append(f"{loc}: unknown key{hint}")
+            continue
+        message = err["msg"].replace("Value error, ", "")
+        value = repr(err.get("input"))
+        parts.append(f"{loc}: {message} (got {value if len(value) <= 60 else value[:57] + '...'})")
+    return "; ".join(parts)
+
+
+def _fields_at(loc: tuple) -> list[str]:
+    model: type[BaseModel] = PrepareConfig
+    for key in loc:
+        field = model.model_fields.get(str(key))
+        annotation = getattr(field, "annotation", None)
+        if not (isinstance(annotation, type) and issubclass(annotation, BaseModel)):
+            return []
+        model = annotation
+    return list(model.model_fields)
 
 
 def load_config(path: str | Path | None = None, **overrides) -> PrepareConfig:
-    """Read a JSON (or YAML, if PyYAML is installed) config file and apply non-None overrides."""
-    data: dict = {}
-    if path:
-        text = Path(path).read_text(encoding="utf-8")
-        if str(path).endswith((".yaml", ".yml")):
-            import yaml  # optional: only for users who write YAML
-
-            data = yaml.safe_load(text) or {}
-        else:
-            data = json.loads(text)
-    data.update({k: v for k, v in overrides.items() if v is not None})
-    return PrepareConfig.model_validate(data)
+    """Read a JSON (or YAML, if PyYAML is installed) config file and apply the non-None overrides (a mapping
+    for a section updates only the keys it names). ConfigError, one line, for any mistake."""
+    data = read_config_file(path) if path else {}
+    try:
+        PrepareConfig.model_validate(data)
+    except ValidationError as exc:  # blame the file for what is wrong in it, before flags change anything
+        raise ConfigError(f"config {path}: " + describe_errors(exc)) from None
+    return validate_config(_merge(data, overrides))
 
 
 def config_json_schema() -> dict:

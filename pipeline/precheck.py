@@ -117,11 +117,10 @@ def register(sub) -> None:
 def cmd_precheck(args) -> int:
     from .config import load_config
 
-    cfg = load_config(args.config, inputs=args.inputs)
-    cfg.estimate.model, cfg.estimate.method, cfg.estimate.epochs = args.model, args.method, args.epochs
-    cfg.lengths.coverage = args.coverage
-    if args.tokenizer:
-        cfg.lengths.tokenizer = args.tokenizer
+    # flags merged before validation: a bad value (--coverage 1.5) is one line naming it, not a later traceback
+    cfg = load_config(args.config, inputs=args.inputs,
+                      estimate={"model": args.model, "method": args.method, "epochs": args.epochs},
+                      lengths={"coverage": args.coverage, "tokenizer": args.tokenizer})
     try:
         result = run_precheck(cfg, args.sample)
     except (UnreadableInput, ValueError, FileNotFoundError) as exc:

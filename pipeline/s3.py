@@ -39,23 +39,82 @@ def _env_num(name: str, default: float) -> float:
         raise S3Error(f"{name} must be a number, got {os.environ[name]!r}") from None
 
 
+class S3UriError(S3Error, ValueError):
+    """A malformed s3:// URI, found before any request is made."""
+
+
+# S3's bucket rules (3-63 characters, letters, digits, dots, hyphens, starting and ending with a letter or digit),
+# with the underscores and capitals of legacy us-east-1 buckets; botocore's own check rejected e.g. "my bucket"
+# in a multi-line message whose first line alone reached the user ("Parameter validation failed:").
+_BUCKET = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{1,61}[A-Za-z0-9]")
+MAX_KEY_BYTES = 1024
+
+
 def parse_uri(uri: str) -> tuple[str, str]:
-    if not uri.startswith("s3://"):
-        raise ValueError(f"not an s3:// URI: {uri}")
+    """(bucket, key) of s3://bucket/key; S3UriError (one line) if it is not a usable S3 URI."""
+    if not isinstance(uri, str) or not uri.startswith("s3://"):
+        raise S3UriError(f"not an s3:// URI: {uri!r} (expected s3://bucket/prefix)")
     bucket, _, key = uri[5:].partition("/")
     if not bucket:
-        raise ValueError(f"no bucket in {uri}")
+        raise S3UriError(f"no bucket in {uri!r} (expected s3://bucket/prefix)")
+    if not _BUCKET.fullmatch(bucket) or ".." in bucket:
+        raise S3UriError(f"invalid bucket name {bucket!r} in {uri!r}: 3-63 letters, digits, '.', '-' or '_', "
+                         f"starting and ending with a letter or digit")
+    if any(ord(c) < 32 or ord(c) == 127 for c in key):
+        raise S3UriError(f"control character in the key of {uri!r}")
+    if len(key.encode("utf-8", "surrogatepass")) > MAX_KEY_BYTES:
+        raise S3UriError(f"key longer than {MAX_KEY_BYTES} bytes in {uri[:80]!r}...")
     return bucket, key
 
 
-def client():
+def check_destination_uri(uri: str) -> tuple[str, str]:
+    """An --s3 destination: a bucket and a plain prefix (no glob), room left under it for the shard names."""
+    bucket, prefix = parse_uri(uri)
+    if any(c in prefix for c in "*?["):
+        raise S3UriError(f"the destination {uri!r} is a pattern; give s3://bucket/prefix")
+    if len(prefix.encode("utf-8", "surrogatepass")) > MAX_KEY_BYTES - 64:
+        raise S3UriError(f"the prefix of {uri[:80]!r}... leaves no room for the shard names (S3 keys are at most "
+                         f"{MAX_KEY_BYTES} bytes)")
+    return bucket, prefix
+
+
+def check_bucket(uri: str, purpose: str = "destination") -> None:
+    """One cheap request (HeadBucket) before any work: the endpoint answers, the credentials are accepted and the
+    bucket exists. S3Error, one line, otherwise. Few attempts: an endpoint that is down must not hold the start
+    of a run for the minute the upload's retries would take."""
+    from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError
+
+    bucket, _ = parse_uri(uri)
+    s3 = client(attempts=min(3, int(_env_num("PREPARE_S3_ATTEMPTS", 8))))
+    where = f"s3://{bucket} ({purpose})"
+    try:
+        s3.head_bucket(Bucket=bucket)
+    except NoCredentialsError:
+        raise S3Error(f"{where}: no AWS credentials found (set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or "
+                      f"AWS_PROFILE)") from None
+    except ClientError as exc:
+        status = exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode")
+        code = str(exc.response.get("Error", {}).get("Code", ""))
+        if status == 404 or code in ("404", "NoSuchBucket", "NotFound"):
+            raise S3Error(f"{where}: no such bucket") from None
+        if status in (401, 403) or code in ("403", "AccessDenied", "InvalidAccessKeyId", "SignatureDoesNotMatch"):
+            raise S3Error(f"{where}: access denied ({code or status}): check the credentials; a policy that allows "
+                          f"writes but not s3:ListBucket needs --no-s3-check") from None
+        raise S3Error(f"{where}: {_describe(exc)}") from None
+    except (BotoCoreError, OSError) as exc:
+        endpoint = s3.meta.endpoint_url
+        raise S3Error(f"{where}: cannot reach the S3 endpoint {endpoint}: {_describe(exc)}") from None
+
+
+def client(attempts: int | None = None):
     import boto3
     from botocore.config import Config
 
     # "standard" retries: exponential backoff with jitter on resets, timeouts, 5xx and throttling (SlowDown),
     # bounded by a retry quota. ("adaptive" adds an experimental client-side rate limiter that can stall
     # every later request for seconds after a single throttle.)
-    config = Config(retries={"total_max_attempts": int(_env_num("PREPARE_S3_ATTEMPTS", 8)), "mode": "standard"},
+    attempts = attempts or int(_env_num("PREPARE_S3_ATTEMPTS", 8))
+    config = Config(retries={"total_max_attempts": attempts, "mode": "standard"},
                     connect_timeout=_env_num("PREPARE_S3_CONNECT_TIMEOUT", 10),
                     read_timeout=_env_num("PREPARE_S3_READ_TIMEOUT", 60),
                     s3={"addressing_style": os.environ.get("PREPARE_S3_ADDRESSING", "path")})
@@ -76,10 +135,15 @@ def list_objects(uri: str) -> Iterator[str]:
     prefix = key.split("*")[0].split("?")[0].split("[")[0] if pattern else key
     paginator = client().get_paginator("list_objects_v2")
     keys = []
-    for page in paginator.paginate(Bucket=bucket, Prefix=prefix):
-        for obj in page.get("Contents", []):
-            if pattern is None or fnmatch.fnmatch(obj["Key"], pattern):
-                keys.append(obj["Key"])
+    try:
+        for page in paginator.paginate(Bucket=bucket, Prefix=prefix):
+            for obj in page.get("Contents", []):
+                if pattern is None or fnmatch.fnmatch(obj["Key"], pattern):
+                    keys.append(obj["Key"])
+    except Exception as exc:  # noqa: BLE001 - no such bucket, access denied, endpoint down: one line
+        raise S3Error(f"listing {uri} failed: {_describe(exc)}") from None
+    if not keys:
+        raise S3Error(f"no objects under {uri}" + (" match the pattern" if pattern else ""))
     yield from (f"s3://{bucket}/{k}" for k in sorted(keys))
 
 
@@ -243,7 +307,9 @@ def _transient(exc: BaseException) -> bool:
 def _describe(exc: BaseException) -> str:
     exc = _cause(exc)
     text = redact(str(exc)).strip()
-    return f"{type(exc).__name__}: {text.splitlines()[0][:300]}" if text else type(exc).__name__
+    # whole, on one line: botocore's validation errors put the cause on the second line
+    text = " ".join(text.split())
+    return f"{type(exc).__name__}: {text[:300]}" if text else type(exc).__name__
 
 
 # --- credentials out of logs and messages --------------------------------------------------------------

@@ -1,0 +1,132 @@
+"""Checks that run before a record is read, and the check that a finished run kept something.
+
+A mistake the user can fix (a model name typo, a tokenizer that does not load, a malformed --s3 URI, a bucket
+that does not exist, an endpoint that is down) used to surface after the whole run, as a traceback, with shards
+written and nothing uploaded. `preflight(cfg)` finds each of them first, in one line; every front end calls it
+before `run_prepare` (the CLI, the Prefect flow).
+"""
+from __future__ import annotations
+
+import difflib
+import errno
+import os
+from pathlib import Path
+from typing import Callable
+
+from .config import PrepareConfig
+
+
+class PreflightError(Exception):
+    """Something the user must fix before the run can start; str() is one line."""
+
+
+def disk_full(exc: BaseException) -> bool:
+    """ENOSPC or EDQUOT, also from pyarrow, whose IO errors carry the errno only in their text."""
+    if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT):
+        return True
+    return isinstance(exc, OSError) and ("[errno 28]" in str(exc).lower() or "no space left" in str(exc).lower())
+
+
+def preflight(cfg: PrepareConfig, log: Callable[[str], None] | None = None) -> None:
+    """Model, tokenizer, S3 URIs and S3 reachability; unsupported files in input folders are logged."""
+    if cfg.estimate.enabled or cfg.lengths.enabled:
+        check_model(cfg.estimate.model)
+    if cfg.lengths.enabled:
+        check_tokenizer(cfg)
+    check_s3(cfg)
+    if log is not None:
+        skipped = unsupported_files([*cfg.inputs, *cfg.validation_inputs])
+        if skipped:
+            shown = ", ".join(skipped[:10]) + (f" and {len(skipped) - 10} more" if len(skipped) > 10 else "")
+            log(f"prepare: warning: {len(skipped)} file(s) of unsupported type in the input folders are skipped "
+                f"(listed in the report): {shown}")
+
+
+def check_model(model: str) -> None:
+    from .models import builtin_models, load_model_spec
+
+    try:
+        load_model_spec(model)
+    except ValueError as exc:
+        if Path(model).expanduser().exists() or "/" in model:
+            raise PreflightError(f"--model: {exc}") from None
+        names = _model_names()
+        close = difflib.get_close_matches(model.lower(), names, n=3, cutoff=0.6)
+        hint = f"did you mean {' or '.join(close)}?" if close else f"built-in: {', '.join(builtin_models())}"
+        raise PreflightError(f"--model: unknown model {model!r}; {hint} (or a config.json path, or a hub id "
+                             f"org/name)") from None
+
+
+def _model_names() -> list[str]:
+    from .models import _builtin_table
+
+    names = []
+    for name, entry in _builtin_table().items():
+        names += [name.lower(), *(a.lower() for a in entry.get("aliases", []))]
+    return list(dict.fromkeys(names))
+
+
+def check_tokenizer(cfg: PrepareConfig) -> None:
+    """The tokenizer resolves and, unless it is the built-in default, loads (a hub id, a folder, a chat template
+    override): a failure here would otherwise fail every shard of the lengths step."""
+    from .lengths import LengthStep
+
+    try:
+        step = LengthStep(cfg.lengths, None, model=cfg.estimate.model)
+        if cfg.lengths.tokenizer or cfg.lengths.chat_template or step.spec.kind != "mistral-32k":
+            step.handle  # noqa: B018 - loads it (once per process; an inline run reuses it)
+    except Exception as exc:  # noqa: BLE001 - any loader failure is the user's tokenizer setting
+        what = cfg.lengths.tokenizer or f"of the model {cfg.estimate.model}"
+        text = " ".join(str(exc).split())[:300]
+        raise PreflightError(f"tokenizer {what}: cannot load ({type(exc).__name__}: {text})") from None
+
+
+def check_s3(cfg: PrepareConfig) -> None:
+    """URI syntax of the destination and of every s3:// input, then one HeadBucket per bucket (cfg.s3_check)."""
+    from .s3 import check_bucket, check_destination_uri, parse_uri
+
+    buckets: dict[str, str] = {}
+    if cfg.s3:
+        check_destination_uri(cfg.s3)
+        buckets.setdefault(parse_uri(cfg.s3)[0], "destination")
+    for item in [*cfg.inputs, *cfg.validation_inputs]:
+        if item.startswith("s3://"):
+            buckets.setdefault(parse_uri(item)[0], "input")
+    if cfg.s3_check:
+        for bucket, purpose in buckets.items():
+            check_bucket(f"s3://{bucket}", purpose)
+
+
+def unsupported_files(inputs: list[str]) -> list[str]:
+    """Files in local input folders that are not of a supported type (and not hidden): the run skips them."""
+    from .readers import _is_data_file
+
+    found = []
+    for item in inputs:
+        if item.startswith("s3://") or not os.path.isdir(item):
+            continue
+        root = Path(item)
+        for path in sorted(root.rglob("*")):  # rglob does not descend into directory symlinks
+            if path.is_file() and not path.name.startswith(".") and not _is_data_file(str(path)):
+                found.append(str(path.relative_to(root.parent)))
+    return found
+
+
+def refuse_empty_run(cfg: PrepareConfig, run_dir: str | Path, report: dict) -> None:
+    """A run that kept no record fails (before the upload) unless cfg.allow_empty: an empty dataset is almost
+    always a wrong input (an unknown format, a preference file), not a result. The local manifest goes, so
+    nothing downstream takes the empty run for a dataset; report.json stays for the reasons."""
+    if cfg.allow_empty or report["counts"]["kept"]:
+        return
+    from .runner import PrepareError
+
+    parts = []
+    for name, counts in report.get("files", {}).items():
+        reasons = {**counts.get("quarantined_by_reason", {}), **counts.get("dropped", {})}
+        why = ", ".join(f"{r} {n}" for r, n in sorted(reasons.items(), key=lambda kv: -kv[1])[:3]) or "no records"
+        parts.append(f"{name}: {counts.get('input', 0)} in ({why})")
+    parts += [f"{u['file']}: {u['reason']}" for u in report.get("unreadable_inputs", [])]
+    shown = "; ".join(parts[:5]) + (f"; and {len(parts) - 5} more" if len(parts) > 5 else "")
+    (Path(run_dir) / "manifest.json").unlink(missing_ok=True)
+    raise PrepareError(f"no usable record, nothing written as a dataset (see {Path(run_dir) / 'report.json'}): "
+                       f"{shown or 'no input'}; --allow-empty to accept an empty run")
