@@ -26,6 +26,8 @@ def _fail(message: str, code: int = EXIT_ERROR) -> int:
 
 
 def add_run_arguments(p: argparse.ArgumentParser) -> None:
+    from .precheck import add_plan_arguments
+
     p.add_argument("inputs", nargs="+", metavar="INPUT", help="files, folders, globs or s3:// URIs")
     p.add_argument("--out", help="run directory (default: runs/latest)")
     p.add_argument("--s3", metavar="URI", help="upload shards, then the manifest, to s3://bucket/prefix")
@@ -36,6 +38,7 @@ def add_run_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--model", help="model for the length cap and the GPU plan (built-in name or config.json)")
     p.add_argument("--method", choices=["full", "lora", "qlora"], help="fine-tuning method for the GPU plan")
     p.add_argument("--tokenizer", help="tokenizer path or hub id (default: from --model, else offline Mistral 32k)")
+    add_plan_arguments(p)
     p.add_argument("--skip-unreadable", action="store_true", help="report unreadable inputs and go on")
     p.add_argument("--follow-symlinks", action="store_true", help="read symlinks that point outside the input folder")
     p.add_argument("--allow-empty", action="store_true",
@@ -52,13 +55,14 @@ def add_run_arguments(p: argparse.ArgumentParser) -> None:
 def config_from_args(args) -> PrepareConfig:
     """The --config file with the flags merged over it; every value is validated once, here (ConfigError)."""
     from .config import load_config
+    from .precheck import plan_flags
 
     overrides: dict = {
         "inputs": args.inputs, "out": args.out, "s3": args.s3, "validation_inputs": args.validation,
         "workers": args.workers,
         "read": {"skip_unreadable": True if args.skip_unreadable else None,
                  "follow_symlinks": True if args.follow_symlinks else None},
-        "estimate": {"model": args.model, "method": args.method},
+        "estimate": {"model": args.model, "method": args.method, **plan_flags(args)},
         "lengths": {"tokenizer": args.tokenizer},
         "allow_empty": True if args.allow_empty else None,
         "s3_check": False if args.no_s3_check else None,

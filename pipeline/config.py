@@ -131,6 +131,22 @@ class EstimateConfig(Section):
     model: str = Field("llama-3.1-8b", description="Built-in model name, config.json path or folder.")
     method: Literal["full", "lora", "qlora"] = "qlora"
     epochs: float = Field(3.0, gt=0)
+    # the estimator's knobs (pipeline.memory.estimate_memory); None = the framework preset's default
+    cross_entropy: Literal["standard", "chunked", "fused"] | None = Field(
+        None, description="Loss: standard (fp32 logits, HF default), chunked, or fused (Liger / Cut-CE).")
+    framework: Literal["hf", "torchtune"] = Field("hf", description="Training stack whose defaults apply.")
+    lora_rank: int = Field(16, ge=1, le=4096)
+    lora_targets: str = Field("all-linear", description="all-linear or modules such as q_proj,v_proj.")
+    grad_ckpt: bool = Field(True, description="Gradient checkpointing.")
+    attn: Literal["sdpa", "eager"] = "sdpa"
+    optimizer: Literal["adamw", "adamw8bit", "paged_adamw8bit", "sgd", "adafactor"] = "adamw"
+    micro_batch: int | None = Field(None, ge=1, le=1024,
+                                    description="At most this many sequences per card per step; None = the largest that fits (up to 64).")
+
+    def memory_options(self) -> dict:
+        """The keywords of estimate_memory / plan_training these settings stand for."""
+        return self.model_dump(include={"cross_entropy", "framework", "lora_rank", "lora_targets", "grad_ckpt",
+                                        "attn", "optimizer"})
 
 
 class PrepareConfig(Section):

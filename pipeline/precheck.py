@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import random
 import sys
+from typing import Literal
 
 import numpy as np
 
@@ -15,9 +16,13 @@ from .readers import UnreadableInput, expand_inputs
 from .stats import StageStats
 
 
-def sample_records(cfg: PrepareConfig, sample_size: int, seed: int = 0) -> tuple[list[dict], int, dict]:
+def sample_records(cfg: PrepareConfig, sample_size: int, seed: int = 0,
+                   progress: bool = False) -> tuple[list[dict], int, dict]:
     """A uniform random sample (reservoir) of the normalized records; all of them when there are fewer
     than `sample_size`. Returns (sample, total records, counts)."""
+    from .progress import Progress
+
+    bar = Progress("precheck: read", "records", enabled=progress)
     rng = random.Random(seed)
     reservoir: list[dict] = []
     seen = 0
@@ -27,6 +32,7 @@ def sample_records(cfg: PrepareConfig, sample_size: int, seed: int = 0) -> tuple
     for index, f in enumerate(expand_inputs(cfg.inputs)):
         normalizer = Normalizer(f, cfg, index)
         for batch in normalizer.batches():
+            bar.update(len(batch))
             if exact:
                 batch = _drop_exact_duplicates(batch, cfg, hashes, counts)
             for rec in batch:
@@ -41,6 +47,7 @@ def sample_records(cfg: PrepareConfig, sample_size: int, seed: int = 0) -> tuple
         counts["input"] += read.records_in
         counts["quarantined"] += sum(read.quarantined.values()) + sum(norm.quarantined.values())
         counts["dropped"] += sum(read.dropped.values()) + sum(clean.dropped.values())
+    bar.close()
     counts["records"] = seen
     counts["steps"] = ["normalize", "clean"] + (["exact dedup"] if exact else [])
     return reservoir, seen, counts
@@ -64,21 +71,25 @@ def _drop_exact_duplicates(batch: list[dict], cfg: PrepareConfig, hashes: set[in
     return kept
 
 
-def run_precheck(cfg: PrepareConfig, sample_size: int = 200_000, seed: int = 0) -> dict:
+def run_precheck(cfg: PrepareConfig, sample_size: int = 200_000, seed: int = 0, progress: bool = False) -> dict:
     from .gpus import plan_training
     from .histogram import percentile_uncertainty, summarize_lengths
     from .lengths import LengthStep
 
-    sample, total, counts = sample_records(cfg, sample_size, seed)
+    from .progress import Progress
+
+    sample, total, counts = sample_records(cfg, sample_size, seed, progress)
     if not sample:
         raise ValueError("no usable records in the input")
     step = LengthStep(cfg.lengths, None, model=cfg.estimate.model)
     stats = StageStats("lengths")
     tokens, trainable = [], []
-    for start in range(0, len(sample), cfg.read.batch_size):
-        batch = step.process(sample[start:start + cfg.read.batch_size], stats)
-        tokens += [r["_tokens"] for r in batch]
-        trainable += [r["_trainable"] for r in batch]
+    with Progress("precheck: tokens", "records", total=len(sample), enabled=progress) as bar:
+        for start in range(0, len(sample), cfg.read.batch_size):
+            batch = step.process(sample[start:start + cfg.read.batch_size], stats)
+            tokens += [r["_tokens"] for r in batch]
+            trainable += [r["_trainable"] for r in batch]
+            bar.update(len(batch))
     tokens_arr, trainable_arr = np.array(tokens, dtype=np.int64), np.array(trainable, dtype=np.int64)
     from .runner import _max_positions
 
@@ -88,7 +99,8 @@ def run_precheck(cfg: PrepareConfig, sample_size: int = 200_000, seed: int = 0) 
     packing = summary["packing"]
     plan = plan_training(cfg.estimate.model, cfg.estimate.method, seq_len=summary["max_seq_len"],
                          tokens_per_epoch=int(packing["tokens_per_epoch"]),
-                         sequences_per_epoch=int(packing["sequences_per_epoch"]), epochs=cfg.estimate.epochs)
+                         sequences_per_epoch=int(packing["sequences_per_epoch"]), epochs=cfg.estimate.epochs,
+                         **plan_options(cfg))
     summary["tokenizer"] = step.tokenizer_name
     summary["uncertainty"] = percentile_uncertainty(tokens_arr, total)
     return {
@@ -100,17 +112,58 @@ def run_precheck(cfg: PrepareConfig, sample_size: int = 200_000, seed: int = 0) 
     }
 
 
+def plan_options(cfg: PrepareConfig) -> dict:
+    """plan_training's keywords for the estimator settings of the config (run and precheck plan alike)."""
+    from .gpus import MAX_MICRO_BATCH
+
+    return {**cfg.estimate.memory_options(), "max_micro_batch": cfg.estimate.micro_batch or MAX_MICRO_BATCH}
+
+
+PLAN_FLAGS = ("cross_entropy", "framework", "lora_rank", "lora_targets", "grad_ckpt", "attn", "optimizer",
+              "micro_batch")
+
+
+def add_plan_arguments(p) -> None:
+    """The estimator's settings, for `run` and `precheck`; choices come from the config's Literals."""
+    import argparse
+    import typing
+
+    from .config import EstimateConfig
+
+    fields = EstimateConfig.model_fields
+    for name in PLAN_FLAGS:
+        flag = "--" + name.replace("_", "-")
+        if name == "grad_ckpt":
+            p.add_argument(flag, action=argparse.BooleanOptionalAction, default=None,
+                           help="gradient checkpointing in the plan (default on)")
+            continue
+        annotation = fields[name].annotation  # Literal[...] or Literal[...] | None
+        literal = next((a for a in (annotation, *typing.get_args(annotation)) if typing.get_origin(a) is Literal),
+                       None)
+        choices = list(typing.get_args(literal)) if literal is not None else None
+        kind = int if name in ("lora_rank", "micro_batch") else str
+        p.add_argument(flag, type=kind, choices=choices, default=None,
+                       help=fields[name].description or f"estimator setting {name}")
+
+
+def plan_flags(args) -> dict:
+    """The estimator flags given on the command line, as overrides of the config's estimate section."""
+    return {name: getattr(args, name) for name in PLAN_FLAGS if getattr(args, name, None) is not None}
+
+
 def register(sub) -> None:
     p = sub.add_parser("precheck", help="CPU-only: token lengths, max length, VRAM, recommended GPU, time, cost")
     p.add_argument("inputs", nargs="+", metavar="DATA", help="files, folders, globs or s3:// URIs")
     p.add_argument("--model", default="llama-3.1-8b", help="built-in name, config.json file or folder")
-    p.add_argument("--method", choices=["full", "lora", "qlora"], default="qlora")
-    p.add_argument("--epochs", type=float, default=3.0)
+    p.add_argument("--method", choices=["full", "lora", "qlora"], default="qlora",
+                   help="fine-tuning method: full, lora (16-bit base) or qlora (4-bit NF4 base; default)")
+    p.add_argument("--epochs", type=float, default=3.0, help="passes over the data, for time and cost (default 3)")
     p.add_argument("--tokenizer", help="tokenizer path or hub id (default: next to the model config, else offline Mistral 32k)")
     p.add_argument("--coverage", type=float, default=0.99, help="share of records the max length covers")
     p.add_argument("--sample", type=int, default=200_000, help="records measured at most (uniform sample)")
     p.add_argument("--config", metavar="FILE", help="JSON config (formats, lengths)")
     p.add_argument("--json", action="store_true", help="print JSON on stdout")
+    add_plan_arguments(p)
     p.set_defaults(func=cmd_precheck)
 
 
@@ -119,10 +172,11 @@ def cmd_precheck(args) -> int:
 
     # flags merged before validation: a bad value (--coverage 1.5) is one line naming it, not a later traceback
     cfg = load_config(args.config, inputs=args.inputs,
-                      estimate={"model": args.model, "method": args.method, "epochs": args.epochs},
+                      estimate={"model": args.model, "method": args.method, "epochs": args.epochs,
+                                **plan_flags(args)},
                       lengths={"coverage": args.coverage, "tokenizer": args.tokenizer})
     try:
-        result = run_precheck(cfg, args.sample)
+        result = run_precheck(cfg, args.sample, progress=True)
     except (UnreadableInput, ValueError, FileNotFoundError) as exc:
         print(f"prepare: error: {exc}", file=sys.stderr)
         return 2

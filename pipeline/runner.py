@@ -432,12 +432,14 @@ def _max_positions(cfg: PrepareConfig) -> int | None:
 
 def _plan(cfg: PrepareConfig, lengths_summary: dict) -> dict | None:
     from .gpus import plan_training
+    from .precheck import plan_options
 
     packing = lengths_summary.get("packing", {})
     return plan_training(
         cfg.estimate.model, cfg.estimate.method, seq_len=lengths_summary["max_seq_len"],
         tokens_per_epoch=packing.get("tokens_per_epoch", 0),
-        sequences_per_epoch=packing.get("sequences_per_epoch", 0), epochs=cfg.estimate.epochs)
+        sequences_per_epoch=packing.get("sequences_per_epoch", 0), epochs=cfg.estimate.epochs,
+        **plan_options(cfg))
 
 
 def _merge_stage_dicts(first: dict, second: dict) -> dict:

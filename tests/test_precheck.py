@@ -71,3 +71,34 @@ def test_precheck_measures_what_run_keeps_after_exact_dedup(tmp_path):
     assert out["counts"]["exact_duplicates"] == 15 and out["counts"]["steps"][-1] == "exact dedup"
     result = run_prepare(cfg, progress=False)
     assert out["records"] == result.report["counts"]["kept"] == 40
+
+
+def test_precheck_plans_with_the_estimator_settings_given():
+    proc = run_cli("precheck", str(SAMPLE_DATA), "--cross-entropy", "fused", "--lora-rank", "64",
+                   "--micro-batch", "4", "--framework", "torchtune", "--json")
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout)
+    settings = out["memory"]["settings"]
+    assert settings["cross_entropy"] == "fused" and settings["lora_rank"] == 64
+    assert all(c["micro_batch"] <= 4 for c in out["candidates"]) and out["recommendation"]["micro_batch"] <= 4
+
+
+def test_a_bad_estimator_setting_is_one_line():
+    proc = run_cli("precheck", str(SAMPLE_DATA), "--lora-rank", "0")
+    assert proc.returncode != 0 and "Traceback" not in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1 and "lora_rank" in proc.stderr
+
+
+def test_config_choices_are_the_estimators():
+    import typing
+
+    from pipeline.config import EstimateConfig
+    from pipeline.memory import ATTENTION, CROSS_ENTROPY, OPTIMIZERS, load_constants
+
+    def literal(name):
+        ann = EstimateConfig.model_fields[name].annotation
+        lit = next(a for a in (ann, *typing.get_args(ann)) if typing.get_origin(a) is typing.Literal)
+        return set(typing.get_args(lit))
+
+    assert literal("cross_entropy") == set(CROSS_ENTROPY) and literal("attn") == set(ATTENTION)
+    assert literal("optimizer") == set(OPTIMIZERS) and literal("framework") == set(load_constants()["frameworks"])
