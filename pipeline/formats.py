@@ -313,7 +313,7 @@ def _openai_content(content) -> tuple[str, list[dict]]:
             texts.append(f"<think>\n{_string(value)}\n</think>")
         elif kind == "tool_call":
             calls += _tool_calls_from_text(value) if isinstance(value, str) else _openai_tool_calls([value])
-        elif kind in MEDIA_PARTS:
+        elif isinstance(kind, str) and kind in MEDIA_PARTS:  # (a list as type: unhashable, found by fuzzing)
             raise Invalid("multimodal")  # not text training data; a placeholder would be left dangling
         else:
             raise Invalid("unsupported_content")
