@@ -144,6 +144,10 @@ def test_explicit_mapping():
     assert [m["role"] for m in rec["messages"]] == ["user", "assistant"]
     rec = convert({"q": "a?", "r": "b"}, mapping={"prompt": "q", "response": "r"})
     assert rec["messages"][1]["content"] == "b"
+    # a tools column under another name (LLaMA-Factory's columns.tools)
+    rec = convert({"dialog": [{"speaker": "customer", "utterance": "hi"}, {"speaker": "agent", "utterance": "hello"}],
+                   "functions": '[{"name": "f"}]'}, mapping={**mapping, "tools": "functions"})
+    assert rec["tools"] == [{"type": "function", "function": {"name": "f"}}] and json.loads(rec["meta"]) == {}
 
 
 @pytest.mark.parametrize("row,reason", [
