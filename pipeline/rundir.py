@@ -34,6 +34,7 @@ MARKER_TEXT = "This folder is a prepare run directory. prepare deletes only the 
 SHARD_NAME = re.compile(r"part-\d{5}\.parquet(\.tmp)?")
 QUARANTINE_NAME = re.compile(r"\d{5}\.jsonl")
 STALE_WORKERS_WAIT_S = 60.0
+BUSY = "{run}: another prepare run is using this run directory; wait for it to end or choose another --out"
 
 
 class PrepareError(Exception):
@@ -66,14 +67,31 @@ def check_out(out: str, inputs: list[str]) -> None:
         if os.path.isdir(path) and real.is_relative_to(path):
             raise PrepareError(f"{out}: --out is inside an input folder (its outputs would become inputs); "
                                "choose a folder outside the inputs")
-    if run.is_dir() and not (run / MARKER).is_file():
+    if (run / MARKER).is_file():
+        _fail_if_busy(run)
+    elif run.is_dir():
         try:
-            empty = next(os.scandir(run), None) is None
+            with os.scandir(run) as entries:
+                empty = next(entries, None) is None
         except OSError as exc:
             raise PrepareError(f"{out}: cannot read the run directory ({exc.strerror})") from None
         if not empty:
             raise PrepareError(f"{out}: --out is a folder that is not empty and was not made by prepare "
                                f"(no {MARKER}); choose a new or empty folder")
+
+
+def _fail_if_busy(run: Path) -> None:
+    """Fail before reading any input when another run holds the folder (RunDir.open takes the lock)."""
+    try:
+        fd = os.open(run / MARKER, os.O_RDONLY | os.O_CLOEXEC)
+    except OSError:
+        return  # RunDir.open says why
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        raise PrepareError(BUSY.format(run=run)) from None
+    finally:
+        os.close(fd)
 
 
 def is_inside(path: str, run_dir: str | Path) -> bool:
@@ -100,8 +118,7 @@ class RunDir:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             os.close(fd)
-            raise PrepareError(f"{self.path}: another prepare run is using this run directory; "
-                               "wait for it to end or choose another --out") from None
+            raise PrepareError(BUSY.format(run=self.path)) from None
         if os.fstat(fd).st_size == 0:
             os.write(fd, MARKER_TEXT.encode())
         self._fd = fd

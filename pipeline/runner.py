@@ -520,7 +520,8 @@ class RunResult:
 def run_prepare(cfg: PrepareConfig, executor: Executor | None = None, progress: bool = True,
                 log: Callable[[str], None] = lambda msg: print(msg, file=sys.stderr)) -> RunResult:
     os.environ.setdefault("TRANSFORMERS_NO_ADVISORY_WARNINGS", "1")  # "PyTorch was not found": torch is not needed
-    # Everything up to RunDir.open() only reads: a refused --out or an unreadable input leaves no trace.
+    # A refused --out, a busy run directory or an unreadable input is reported before the run directory
+    # is created or touched.
     check_out(cfg.out, [*cfg.inputs, *cfg.validation_inputs])
     tasks, unreadable = plan_shards(cfg)
     readable = []

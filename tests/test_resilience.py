@@ -14,7 +14,7 @@ import time
 import pyarrow.parquet as pq
 import pytest
 
-from pipeline.runner import run_prepare
+from pipeline.runner import code_version, run_prepare
 
 from conftest import ROOT, fast_config
 
@@ -44,6 +44,8 @@ def test_killed_run_resumes_to_identical_output(tmp_path):
     env = {**os.environ, "PYTHONPATH": str(ROOT), "PREPARE_SLOW_SHARDS": "0.6"}
     cmd = [sys.executable, "-m", "pipeline.cli", "run", str(inputs), "--out", str(out), "--workers", "1",
            "--no-pii", "--no-lengths", "--no-estimate"]
+    code_version.cache_clear()  # hashed now, as the run below does: resume keys hold the code's hash
+    code_version()
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     results = out / "work" / "results"
     deadline = time.monotonic() + 120
@@ -150,6 +152,7 @@ def test_a_resumed_run_waits_for_workers_of_the_killed_one(tmp_path, monkeypatch
     finally:
         holder.kill()
         holder.wait()
+        holder.stdout.close()
     assert run_prepare(cfg, progress=False).report["counts"]["kept"] == 40
 
 
