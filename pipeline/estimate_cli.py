@@ -133,7 +133,8 @@ def render_trace_text(traced, estimate: MemoryEstimate | None = None) -> str:
         lines.append(f"{name:<{width}}  {size / GIB:8.2f}")
     versus = ""
     if estimate is not None and estimate.peak_allocated:
-        versus = f"; analytical {estimate.peak_allocated_gib:.2f} GiB ({estimate.peak_allocated / traced.peak_allocated - 1:+.1%})"
+        ratio = estimate.peak_allocated / traced.peak_allocated - 1
+        versus = f"; analytical {estimate.peak_allocated_gib:.2f} GiB ({ratio:+.1%})"
     lines.append(f"traced peak allocated {traced.peak_allocated / GIB:8.2f} GiB at {traced.peak_phase}{versus}")
     lines.append("note: the trace counts tensors; cuBLAS/FlashAttention workspaces, NCCL buffers and the caching "
                  "allocator (reserved, nvidia-smi) are not in it")

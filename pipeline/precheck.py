@@ -163,6 +163,8 @@ def register(sub) -> None:
     p.add_argument("--sample", type=int, default=200_000, help="records measured at most (uniform sample)")
     p.add_argument("--config", metavar="FILE", help="JSON config (formats, lengths)")
     p.add_argument("--json", action="store_true", help="print JSON on stdout")
+    p.add_argument("--trace", action="store_true",
+                   help="also trace the real training step at the chosen length (needs the 'trace' extra)")
     add_plan_arguments(p)
     p.set_defaults(func=cmd_precheck)
 
@@ -175,13 +177,23 @@ def cmd_precheck(args) -> int:
                       estimate={"model": args.model, "method": args.method, "epochs": args.epochs,
                                 **plan_flags(args)},
                       lengths={"coverage": args.coverage, "tokenizer": args.tokenizer})
+    traced = None
     try:
+        if getattr(args, "trace", False):
+            from .trace import INSTALL_HINT, trace_available
+
+            if not trace_available():  # before reading the data
+                raise ValueError(INSTALL_HINT)
         result = run_precheck(cfg, args.sample, progress=True)
-    except (UnreadableInput, ValueError, FileNotFoundError) as exc:
+        if getattr(args, "trace", False):
+            traced = _trace_plan(cfg, result)
+    except (UnreadableInput, ValueError, FileNotFoundError, RuntimeError) as exc:
         print(f"prepare: error: {exc}", file=sys.stderr)
         return 2
     if args.json:
         out = {k: v for k, v in result.items() if k != "plan"}
+        if traced is not None:
+            out["trace"] = traced.to_dict()
         print(json.dumps(out, ensure_ascii=False, default=float))
         return 0
     from .gpus import render_plan_text
@@ -194,4 +206,24 @@ def cmd_precheck(args) -> int:
           f"duplicates and may measure fewer); tokenizer: {result['tokenizer']}")
     print(render_lengths_text(result["tokens"]))
     print(render_plan_text(result["plan"]))
+    if traced is not None:
+        from .estimate_cli import render_trace_text
+
+        print(render_trace_text(traced), end="")
+        print(f"analytical peak allocated {result['memory']['peak_allocated_gib']:.2f} GiB for the same step")
     return 0
+
+
+def _trace_plan(cfg: PrepareConfig, result: dict):
+    """The traced step of the plan's headline estimate: its length, micro-batch and estimator settings."""
+    from .trace import trace_step
+
+    s = result["memory"]["settings"]
+    if s.get("framework", "hf") != "hf" or s.get("gpus", 1) > 1 \
+            or s.get("cross_entropy") not in (None, "standard"):
+        raise ValueError("--trace runs the hf stack (Trainer + PEFT, HF loss) on one GPU; drop it for this plan")
+    return trace_step(cfg.estimate.model, cfg.estimate.method, seq_len=result["max_seq_len"],
+                      micro_batch=s["micro_batch"], grad_ckpt=s["grad_ckpt"], attn=s["attn"], optimizer=s["optimizer"],
+                      lora_rank=s.get("lora_rank") or 16, lora_targets=s.get("lora_targets") or "all-linear",
+                      double_quant=s.get("double_quant") if s.get("double_quant") is not None else True,
+                      precision=s.get("precision"))

@@ -103,7 +103,8 @@ def hf_config_dict(model: str) -> tuple[dict, str]:
 
             return AutoConfig.from_pretrained(model).to_dict(), model
         except Exception as exc:  # offline, gated, typo: one line
-            raise ValueError(f"cannot fetch the config of {model!r} ({type(exc).__name__}); pass a config.json") from None
+            raise ValueError(f"cannot fetch the config of {model!r} ({type(exc).__name__}); "
+                             f"pass a config.json") from None
     raise ValueError(f"unknown model {model!r}: not a config file, folder, built-in name or hub id")
 
 
@@ -206,13 +207,15 @@ def trace_step(model: str, method: str = "lora", seq_len: int = 2048, micro_batc
         settings["double_quant"] = double_quant
     peak, phase, at_peak, at_forward_end, sizes, phases = result
     return TraceResult(model=name, method=method, settings=settings, code_path=built["code_path"],
-                       peak_allocated=peak, peak_phase=phase, at_peak=at_peak, at_forward_end=at_forward_end, sizes=sizes, phases=phases,
+                       peak_allocated=peak, peak_phase=phase, at_peak=at_peak, at_forward_end=at_forward_end,
+                       sizes=sizes, phases=phases,
                        seconds=time.perf_counter() - started, notes=built["notes"])
 
 
 @contextlib.contextmanager
 def _patched_for_meta(torch):
-    """The two checks that cannot run on meta tensors, bypassed for the duration of a trace (see module doc)."""
+    """For the duration of a trace: the two checks that cannot run on meta tensors bypassed, torch.autocast on
+    the meta device routed to the emulation, transformers' warnings quiet (see the module doc)."""
     import torch.optim.adam as adam
     import transformers.masking_utils as masking
 
@@ -326,8 +329,6 @@ def _build(torch, config: dict, method, attn, grad_ckpt, lora_rank, lora_targets
     code_path.append("HF loss: ForCausalLMLoss, logits upcast to fp32, cross-entropy mean over tokens")
     layers = _decoder_layers(torch, model, n_layers)
     trainable = [p for p in model.parameters() if p.requires_grad]
-    if method == "qlora":
-        targets = targets  # already chosen
     return {"model": model, "layers": layers, "trainable": trainable, "autocast": autocast, "grad_ckpt": grad_ckpt,
             "code_path": code_path, "notes": notes, "targets": targets, "config": hf_cfg}
 
@@ -417,7 +418,8 @@ def _autocast_mode(torch):
 
     F = torch.nn.functional
     T = torch.Tensor
-    lower = {getattr(torch, "_grouped_mm", F.linear), getattr(F, "grouped_mm", F.linear), F.linear, torch.matmul, T.matmul, T.__matmul__, T.__rmatmul__, torch.mm, T.mm, torch.bmm, T.bmm,
+    lower = {getattr(torch, "_grouped_mm", F.linear), getattr(F, "grouped_mm", F.linear), F.linear, torch.matmul,
+             T.matmul, T.__matmul__, T.__rmatmul__, torch.mm, T.mm, torch.bmm, T.bmm,
              torch.baddbmm, T.baddbmm, torch.addmm, T.addmm, torch.addbmm, torch.addmv, torch.mv, T.mv,
              F.scaled_dot_product_attention, torch.conv1d, torch.conv2d, F.conv1d, F.conv2d, torch.chain_matmul,
              torch.prelu}
