@@ -43,6 +43,13 @@ def _spelled_email_hint(text: str) -> bool:
     return any(d in text for d in _SPELLED_DOTS) and (" at " in text or " собака " in text)
 
 
+def may_hold_pii(text: str) -> bool:
+    """The prefilter: False for a text in which no recognizer can find anything (the step skips such keys
+    and short values before they become work for the detector)."""
+    return len(text) >= 4 and (_QUICK.search(text) is not None or may_hold_lower_case_name(text)
+                               or _spelled_email_hint(text))
+
+
 # hits of recently scanned texts, per process: at most this many texts of at most this many characters
 _CACHED_TEXTS = 4096
 _CACHED_TEXT_CHARS = 8192
@@ -147,8 +154,7 @@ class Detector:
         first: dict[tuple[str, str], int] = {}  # texts scanned in this call -> their item index
         repeats: list[tuple[int, int]] = []  # (item index, index of the same text scanned in this call)
         for idx, (text, lang) in enumerate(items):
-            if not text or len(text) < 4 or not (_QUICK.search(text) or may_hold_lower_case_name(text)
-                                                 or _spelled_email_hint(text)):
+            if not text or not may_hold_pii(text):
                 self.texts_skipped += 1
                 out.append([])
                 continue

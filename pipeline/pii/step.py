@@ -78,9 +78,11 @@ class _Walk:
     object or array is parsed and walked, and serialized again only when something in it changed.
     """
 
-    __slots__ = ("units", "fields", "docs", "renames", "doc_rules")
+    __slots__ = ("units", "fields", "docs", "renames", "doc_rules", "worth")
 
-    def __init__(self, doc_rules=None):
+    def __init__(self, doc_rules=None, worth=None):
+        # the detector's prefilter: a key or value it would skip ("type", "string") becomes no unit at all
+        self.worth = worth or (lambda text: True)
         # the field-name rules for a JSON document found inside a string: its values are analyzed one by one,
         # without the key beside them that a context word would have been ('{"inn": "7707083893"}' as text)
         self.doc_rules = doc_rules
@@ -123,7 +125,7 @@ class _Walk:
             else:
                 out[k] = self.value(v, rules, doc, _slot(out, k))
         for k in node:
-            if isinstance(k, str) and k:
+            if isinstance(k, str) and self.worth(k):
                 self.units.append(_Unit(k, self.renamer(out, k, doc), "key"))
         return out
 
@@ -141,7 +143,8 @@ class _Walk:
                 inner.obj = self.value(obj, rules or self.doc_rules, inner, None)
                 self.docs.append(inner)
                 return
-        self.units.append(_Unit(text, _marking(set_back, doc)))
+        if self.worth(text):
+            self.units.append(_Unit(text, _marking(set_back, doc)))
 
     def renamer(self, node: dict, key: str, doc):
         def setter(new_key: str):
@@ -253,7 +256,9 @@ class PiiStep:
         writes the replacements back. Every column that is written is walked except id (a hash), kind (an enum)
         and source (a file reference, redacted where file names are handled); "_" columns are never written."""
         new = dict(rec)
-        walk = _Walk(self.rules)
+        from .engine import may_hold_pii
+
+        walk = _Walk(self.rules, may_hold_pii)
         units = walk.units
         sample = []
         for col, value in rec.items():
@@ -288,7 +293,7 @@ class PiiStep:
             else:  # name (of a tool result too), tool_call_id, and any key added later
                 out[k] = walk.value(v, None, None, _slot(out, k))
         for k in m:
-            if isinstance(k, str) and k not in _MESSAGE_KEYS:
+            if isinstance(k, str) and k not in _MESSAGE_KEYS and walk.worth(k):
                 walk.units.append(_Unit(k, walk.renamer(out, k, None), "key"))
         return out
 
@@ -304,7 +309,7 @@ class PiiStep:
             else:
                 out[k] = walk.value(v, None, None, _slot(out, k))
         for k in tc:
-            if isinstance(k, str) and k not in _CALL_KEYS:
+            if isinstance(k, str) and k not in _CALL_KEYS and walk.worth(k):
                 walk.units.append(_Unit(k, walk.renamer(out, k, None), "key"))
         return out
 
