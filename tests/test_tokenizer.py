@@ -401,6 +401,8 @@ def test_real_templates_render_tool_shards_and_counts_are_that_rendering(tool_sh
     tok = step.handle.tokenizer
     template = step.handle.template
     records, rows = tool_shards[shape]
+    records, rows = records[:120], rows[:120]  # glaive: 92 tool calls among them (all 300 load in the test above)
+    assert sum(len(_calls(r)) for r in rows) >= 6
     stats = StageStats("lengths")
     kept = step.process([dict(r) for r in records], stats)
     measured = {r["id"]: r for r in kept}  # (the demo file has exact duplicates: same id, same counts)
@@ -417,7 +419,7 @@ def test_real_templates_render_tool_shards_and_counts_are_that_rendering(tool_sh
         text = tok.apply_chat_template(row["messages"], tools=row["tools"], chat_template=template, tokenize=False)
         ids = tok.apply_chat_template(row["messages"], tools=row["tools"], chat_template=template, tokenize=True,
                                       return_dict=True)["input_ids"]
-        assert measured[row["id"]]["_tokens"] == len(ids) == len(tok(text, add_special_tokens=False)["input_ids"])
+        assert measured[row["id"]]["_tokens"] == len(ids)
         assert 0 < measured[row["id"]]["_trainable"] < len(ids)
         for call in _calls(row):
             args = call["function"]["arguments"]
@@ -430,7 +432,7 @@ def test_real_templates_render_tool_shards_and_counts_are_that_rendering(tool_sh
             assert '": ' + json.dumps(json.dumps(args, ensure_ascii=False), ensure_ascii=False) not in text
         for tool in row["tools"] or ():   # the definitions are rendered (and so counted)
             assert tool["function"]["description"] in text
-    with_tools = [r for r in rows if r["tools"] and r["id"] in measured]
+    with_tools = [r for r in rows if r["tools"] and r["id"] in measured][:10]
     without = [{**r, "tools": None} for r in with_tools]
     assert all(a[0] > b[0] for a, b in zip(step.measure(with_tools), step.measure(without)))
 
