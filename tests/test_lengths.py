@@ -292,3 +292,30 @@ def test_tools_are_counted_and_keep_their_own_cache_entries(tmp_path):
     stats = StageStats("l")
     assert [(r["_tokens"], r["_trainable"]) for r in again.process([dict(r) for r in records], stats)] == first
     assert stats.counters["cache"] == {"hits": 3, "misses": 0}
+
+
+def test_a_run_counts_exactly_what_the_trainer_renders_from_its_shards(tmp_path):
+    """Whole path: glaive tool calls through `run_prepare` with Llama 3.1's template; the report's token total
+    equals the sum over the written shards, loaded with datasets and rendered by apply_chat_template with
+    their tools (221,168 tokens for the 261 records kept)."""
+    from pathlib import Path
+
+    import datasets
+
+    from conftest import PEER_FORMATS, fast_config
+    from pipeline.runner import run_prepare
+    from pipeline.tokenizer import load_tokenizer
+
+    template = (Path(__file__).parent / "fixtures" / "templates" / "llama-3.1-instruct.jinja").read_text()
+    cfg = fast_config(tmp_path, [PEER_FORMATS / "glaive_toolcall_en_demo.json"])
+    cfg.lengths.enabled = True
+    cfg.lengths.chat_template = template
+    result = run_prepare(cfg, progress=False)
+    counters = result.report["stages"]["lengths"]["counters"]
+    tok = load_tokenizer(None).tokenizer
+    shards = datasets.load_dataset("parquet", data_dir=str(result.run_dir))
+    rows = [row for split in shards.values() for row in split]
+    assert len(rows) == result.report["counts"]["kept"] and any(row["tools"] for row in rows)
+    direct = sum(len(tok.apply_chat_template(row["messages"], tools=row["tools"], chat_template=template,
+                                             tokenize=True, return_dict=True)["input_ids"]) for row in rows)
+    assert counters["tokens"] == direct
