@@ -483,15 +483,36 @@ PREFERENCE_NAMES = {"paired": "preference data (chosen/rejected pairs, as for DP
                     "unpaired": "KTO data (answers labelled desirable or undesirable)"}
 
 
-def check_file(sample: list, name: str, preference: str = "refuse") -> None:
+def check_file(sample: list, name: str, preference: str = "refuse", mapping: dict | None = None) -> None:
     """Refuse a file of preference rows when formats.preference is "refuse": training on it as SFT data
-    would teach the rejected or undesirable answers too. One line: what the file is and how to opt in."""
+    would teach the rejected or undesirable answers too. One line: what the file is and how to opt in.
+    An explicit mapping says which columns are the conversation: its files are taken as they are."""
+    if preference != "refuse" or mapping:
+        return
     kinds = Counter(k for k in map(preference_kind, sample) if k)
-    if kinds and preference == "refuse":
+    if kinds:
         kind = kinds.most_common(1)[0][0]
         keep = "the chosen answers" if kind == "paired" else "the desirable answers (undesirable ones dropped)"
         raise NotSupervisedData(name, f"{PREFERENCE_NAMES[kind]}, not SFT data: set formats.preference to "
                                       f"\"chosen\" in the config to train on {keep} only")
+
+
+PEEK_ROWS = 50
+
+
+def check_input(file, cfg) -> None:
+    """check_file on an input's first rows (a batch of PEEK_ROWS): for the runner, so that a preference file
+    stops the run before any output is written."""
+    from .readers import FileReader
+
+    if cfg.formats.preference != "refuse" or cfg.formats.mapping:
+        return
+    batches = FileReader(file, cfg.read.model_copy(update={"batch_size": PEEK_ROWS})).batches()
+    try:
+        batch = next(batches, [])
+    finally:
+        batches.close()
+    check_file([row.value for row in batch if not row.error], file.shown, cfg.formats.preference)
 
 
 def detect_format(sample: list, configured: str = "auto", mapping: dict | None = None) -> str | None:

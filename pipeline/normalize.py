@@ -53,7 +53,7 @@ class Normalizer:
                 self.normalize.records_in += len(rows)
                 if self.format is None and rows:
                     sample = [r.value for r in rows[:DETECT_ROWS]]
-                    check_file(sample, self.file.name, fmt_cfg.preference)  # DPO/KTO files: refused by default
+                    check_file(sample, self.file.shown, fmt_cfg.preference, fmt_cfg.mapping)  # DPO/KTO: refused
                     self.format = detect_format(sample, fmt_cfg.format, fmt_cfg.mapping)
                 records = []
                 for row in rows:

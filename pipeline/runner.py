@@ -498,9 +498,14 @@ def plan_shards(cfg: PrepareConfig) -> tuple[list[ShardTask], list[dict]]:
 
 
 def check_readable(task: ShardTask, cfg: PrepareConfig) -> dict | None:
-    """Open each input once before any output is written (archive headers, Parquet footers)."""
+    """Open each input once before any output is written (archive headers, Parquet footers); the first rows
+    of each file too, so that a preference file (DPO, KTO) is refused before the run directory is touched."""
+    from .formats import check_input
+
     try:
         FileReader(task.file, cfg.read)
+        if task.file.start == 0:  # later byte ranges of a file are the same file
+            check_input(task.file, cfg)
     except UnreadableInput as exc:
         if not cfg.read.skip_unreadable:
             raise

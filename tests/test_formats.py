@@ -309,3 +309,26 @@ def test_a_run_on_kto_and_dpo_files_counts_what_was_done(tmp_path):
     assert counts["input"] == 16 and counts["dropped"].get("undesirable") == 5
     assert counts["input"] == counts["kept"] + counts["quarantined"] + sum(counts["dropped"].values())
     assert report["stages"]["normalize"]["counters"]["preference"] == {"paired": 6, "unpaired": 5}
+
+
+def test_a_preference_file_stops_the_run_before_any_output(tmp_path):
+    from pipeline.readers import UnreadableInput
+    from pipeline.runner import run_prepare
+
+    from conftest import fast_config
+
+    folder = tmp_path / "in"
+    folder.mkdir()
+    (folder / "kto.jsonl").write_text("".join(json.dumps(r) + "\n" for r in _kto_rows()), encoding="utf-8")
+    (folder / "sft.jsonl").write_text("".join(json.dumps(r) + "\n" for r in _kto_rows()[::2]).replace(
+        ', "label": true', ""), encoding="utf-8")
+    cfg = fast_config(tmp_path, [folder])
+    with pytest.raises(UnreadableInput, match=r"kto\.jsonl: KTO data .*formats\.preference"):
+        run_prepare(cfg, progress=False)
+    assert not (tmp_path / "run").exists()
+    # with --skip-unreadable the file is recorded, and the rest of the inputs are used
+    cfg.read.skip_unreadable = True
+    report = run_prepare(cfg, progress=False).report
+    assert report["counts"]["kept"] == 3
+    assert [(u["file"].endswith("kto.jsonl"), "KTO data" in u["reason"]) for u in report["unreadable_inputs"]] == [
+        (True, True)]
