@@ -365,7 +365,10 @@ class _CappedReader(io.RawIOBase):
                 self.capped = self.capped or bool(self.raw.read(1))
                 return 0
             view = memoryview(buffer)[: min(len(buffer), room)]
-            data = self.raw.read(len(view))
+            # read1: one decoder step; read() keeps reading to fill the request, and a stream cut inside
+            # that request raised with the data before the cut still unreturned (a small cut .gz was
+            # "not a valid archive")
+            data = self.raw.read1(len(view)) if hasattr(self.raw, "read1") else self.raw.read(len(view))
         except Exception as exc:
             # only a decoder's own errors; a failing disk or connection still fails the read
             if not self.read_bytes or not _decoder_error(exc):

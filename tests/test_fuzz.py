@@ -870,3 +870,207 @@ def test_run_over_fuzzed_files_balances_per_file(tmp_path_factory, files):
     assert {p.name for p in result.run_dir.iterdir()} <= {
         "manifest.json", "quarantine", "report.json", "report.md", "train", "validation", "dedup_removed.parquet",
         ".prepare-run"}
+
+
+# --- 7. issue 20: cut streams, deep records, stray quotes, BOMs, hostile folder entries --------------
+
+LINES = [json.dumps({"text": f"record number {i}: a perfectly ordinary document"}).encode() + b"\n"
+         for i in range(400)]
+
+
+def compressed(data: bytes, kind: str, members: int) -> tuple[bytes, set[int]]:
+    """`data` as `members` gzip members or zstd frames (readers go on across both), and the offsets
+    where a member ends (a file cut there is a valid, shorter archive: no reader can tell)."""
+    step = -(-len(data) // members) or 1
+    pieces = [data[i:i + step] for i in range(0, len(data), step)] or [b""]
+    packed = [gzip.compress(p) if kind == "gz" else zstandard.ZstdCompressor(write_checksum=True).compress(p)
+              for p in pieces]
+    ends, total = set(), 0
+    for p in packed:
+        total += len(p)
+        ends.add(total)
+    return b"".join(packed), ends
+
+
+@fuzz(120)
+@given(st.integers(1, 400), st.sampled_from(["gz", "zst"]), st.integers(1, 3), st.floats(0, 1))
+@example(400, "gz", 1, 0.999)    # only the gzip trailer (CRC, size) cut
+@example(400, "zst", 1, 0.999)   # only the zstd checksum cut
+@example(400, "zst", 3, 1.0)     # whole: not truncated
+def test_cut_compressed_streams_keep_the_rows_before_the_cut(tmp_path_factory, n, kind, members, fraction):
+    """A download cut anywhere: the rows before the cut are read (each exactly as written, in order), the
+    file says it is truncated exactly when bytes are missing, or it is unreadable when nothing at all
+    could be decoded. A cut .zst was taken as complete; a cut .gz failed the run."""
+    data = b"".join(LINES[:n])
+    payload, ends = compressed(data, kind, members)
+    cut = int(len(payload) * fraction)
+    path = tmp_path_factory.mktemp("cut") / f"a.jsonl.{kind}"
+    path.write_bytes(payload[:cut])
+    try:
+        reader = FileReader(describe(str(path)), ReadConfig())
+    except UnreadableInput as exc:
+        assert cut < len(payload) and "\n" not in str(exc)
+        return
+    rows = [r for batch in reader.batches() for r in batch]
+    assert reader.truncated == (cut not in ends and cut > 0), (cut, ends)  # a 0-byte file is empty
+    good = [r for r in rows if r.error is None]
+    assert [r.line for r in good] == list(range(1, len(good) + 1))
+    assert [json.dumps(r.value).encode() + b"\n" for r in good] == LINES[:len(good)]
+    assert len(rows) - len(good) <= 1  # at most the line the cut went through
+    if cut == len(payload):
+        assert len(good) == n
+
+
+@fuzz(40)
+@given(st.integers(1, 990), st.sampled_from(["list", "dict"]), st.sampled_from(["jsonl", "json"]),
+       st.sampled_from(["meta", "text", "messages", "content"]))
+@example(520, "list", "jsonl", "meta")
+@example(990, "dict", "json", "meta")
+@example(99, "dict", "jsonl", "meta")   # at the limit: kept
+@example(100, "list", "json", "meta")   # one over
+def test_nesting_of_any_depth_is_cut_at_the_one_limit(tmp_path_factory, depth, kind, fmt, field):
+    """A row nested deeper than read.max_depth is quarantined as too_deep while it is read, whatever the
+    field and format; a row at the limit or below is not (520-990 deep used to reach the PII walk)."""
+    limit = ReadConfig().max_depth
+    value = "@DEEP@"  # a field value `depth - 1` levels deep: the row is level 1 (spliced in as text)
+    base = {"messages": [{"role": "user", "content": "q?"}, {"role": "assistant", "content": "an answer"}]}
+    if field == "content":
+        row = {"messages": [{"role": "user", "content": "q?"}, {"role": "assistant", "content": "an answer",
+                                                                "extra": value}]}
+        depth_of_row = 3 + depth  # the row, the messages list, the message, then the value's levels
+    else:
+        row = {**base, field: value} if field != "messages" else {"messages": base["messages"] + [value]}
+        depth_of_row = 1 + depth if field != "messages" else 2 + depth
+    path = tmp_path_factory.mktemp("deep") / f"a.{fmt}"
+    placeholder = '"@DEEP@"'
+    line = json.dumps(row).replace(json.dumps("@DEEP@"), placeholder)  # json.dumps recurses: text below
+    opener, closer = ("[", "]") if kind == "list" else ('{"k": ', "}")
+    line = line.replace(placeholder, opener * (depth - 1) + ("[]" if kind == "list" else "{}") + closer * (depth - 1))
+    path.write_text(line + "\n" if fmt == "jsonl" else f"[{line}]")
+    cfg = PrepareConfig()
+    cfg.dedup.enabled = False
+    yielded, normalizer = normalize_file(path, cfg)
+    assert_accounted(yielded, normalizer)
+    assert normalizer.read.records_in == 1
+    assert (normalizer.read.quarantined.get("too_deep", 0) == 1) == (depth_of_row > limit), depth_of_row
+
+
+def test_records_nested_520_to_990_deep_do_not_stop_a_run_with_pii(tmp_path, monkeypatch):
+    """The attack's shape: JSON 520-990 deep in a field stopped the run with RecursionError in the PII
+    walk; each such record is quarantined as too_deep and the run goes on."""
+    monkeypatch.chdir(tmp_path)
+    d = tmp_path / "in"
+    d.mkdir()
+    lines = [json.dumps({"text": f"a perfectly ordinary document number {i}"}) for i in range(3)]
+    for n in (520, 700, 990):  # written as text: json.dumps itself recurses
+        lines.append(f'{{"text": "a document with a deep field of {n}", "meta": ' + '{"k": ' * n + "{}" + "}" * n + "}")
+        lines.append('{"instruction": "Why?", "output": "Because.", "history": ' + "[" * n + "]" * n + "}")
+    (d / "a.jsonl").write_text("\n".join(lines) + "\n")
+    cfg = fast_config(tmp_path, [d])
+    cfg.pii.enabled, cfg.dedup.enabled = True, False
+    report = run_prepare(cfg, progress=False, log=lambda m: None).report
+    assert report["counts"]["quarantined_by_reason"] == {"too_deep": 6} and report["counts"]["kept"] == 3
+
+
+@fuzz(60)
+@given(st.integers(1, 300), st.data())
+def test_a_stray_quote_costs_its_own_row_only(tmp_path_factory, n, data):
+    k = data.draw(st.integers(0, n - 1))
+    cell = data.draw(st.sampled_from([0, 1]))
+    closing = data.draw(st.sampled_from(["", 'later",x,y']))  # never closed, or closed with too many cells
+    rows = [[f"question {i}", f"answer {i}"] for i in range(n)] + [["the last", "row"]]
+    lines = [",".join(r) for r in rows]  # (a quote in the last line takes nothing else: it is not tested)
+    lines[k] = ",".join('"' + c if j == cell else c for j, c in enumerate(rows[k]))
+    if closing:
+        lines.insert(n, closing)
+    path = tmp_path_factory.mktemp("csv") / "a.csv"
+    path.write_text("question,answer\n" + "\n".join(lines) + "\n")
+    reader = FileReader(describe(str(path)), ReadConfig())
+    out = [r for batch in reader.batches() for r in batch]
+    good = [r.value for r in out if r.error is None]
+    assert good == [dict(zip(["question", "answer"], r)) for i, r in enumerate(rows) if i != k]
+    assert out[k].error == "bad_csv_row"
+
+
+bom_text = st.text(st.characters(categories=("L", "N", "Zs"), exclude_characters="\x85\xa0\u2028\u2029"),
+                   min_size=1, max_size=30).filter(lambda t: t.strip() == t and t)
+
+
+@fuzz(60)
+@given(st.lists(bom_text, min_size=1, max_size=20), st.sampled_from(["utf-16", "utf-32", "utf-8-sig"]),
+       st.sampled_from(["jsonl", "json", "csv", "tsv", "txt"]), st.sampled_from(["", ".gz"]))
+def test_files_with_a_bom_are_read_whole(tmp_path_factory, texts, encoding, fmt, ext):
+    body = {"jsonl": "".join(json.dumps({"text": t}, ensure_ascii=False) + "\n" for t in texts),
+            "json": json.dumps({"train": [{"text": t} for t in texts]}, ensure_ascii=False),
+            "csv": "text,n\n" + "".join(f'"{t}",{i}\n' for i, t in enumerate(texts)),
+            "tsv": "text\tn\n" + "".join(f"{t}\t{i}\n" for i, t in enumerate(texts)),
+            "txt": "".join(t + "\n" for t in texts)}[fmt]
+    payload = body.encode(encoding)
+    path = tmp_path_factory.mktemp("bom") / f"a.{fmt}{ext}"
+    path.write_bytes(gzip.compress(payload) if ext else payload)
+    reader = FileReader(describe(str(path)), ReadConfig())
+    out = [r for batch in reader.batches() for r in batch]
+    assert [r.value if fmt == "txt" else r.value["text"] for r in out] == texts
+
+
+HOSTILE_ENTRIES = ["fifo", "loop", "outside_link", "outside_folder_link", "cut_gz", "cut_zst", "utf16", "deep",
+                   "stray_quote", "pii_name"]
+
+
+@fuzz(12)
+@given(st.sets(st.sampled_from(HOSTILE_ENTRIES), min_size=1))
+def test_run_over_hostile_folder_entries_ends_and_accounts(tmp_path_factory, entries):
+    """FIFOs, symlink loops, links out of the input folder, cut archives, UTF-16, deep records, stray
+    quotes and a file name holding personal data, in one folder: the run ends (no blocking open, no
+    endless walk), reports what it refused, and balances per file; nothing outside the folder is read."""
+    import os
+
+    root = tmp_path_factory.mktemp("hostile")
+    d = root / "in"
+    d.mkdir()
+    (root / "outside").mkdir()
+    (root / "outside" / "secret.jsonl").write_text('{"text": "SECRET-OUTSIDE a document not given"}\n')
+    (d / "ok.jsonl").write_text('{"text": "a perfectly ordinary document"}\n')
+    data = b"".join(LINES)
+    made = {"fifo": lambda: os.mkfifo(d / "pipe.jsonl"),
+            "loop": lambda: ((d / "sub").mkdir(), os.symlink("..", d / "sub" / "up"), os.symlink(".", d / "here")),
+            "outside_link": lambda: os.symlink(root / "outside" / "secret.jsonl", d / "link.jsonl"),
+            "outside_folder_link": lambda: os.symlink(root / "outside", d / "elsewhere"),
+            "cut_gz": lambda: (d / "cut.jsonl.gz").write_bytes(gzip.compress(data)[:-100]),
+            # (several blocks: zstd decodes whole blocks of up to 128 KiB; one cut block alone is unreadable)
+            "cut_zst": lambda: (d / "cut.jsonl.zst").write_bytes(zstandard.ZstdCompressor().compress(b"".join(
+                json.dumps({"text": f"{i} {os.urandom(16).hex()}"}).encode() + b"\n" for i in range(3000)))[:-100]),
+            "utf16": lambda: (d / "wide.jsonl").write_bytes(data.decode().encode("utf-16")),
+            "deep": lambda: (d / "deep.jsonl").write_text('{"text": "a deep one", "m": ' + "[" * 700 + "]" * 700 + "}\n"),
+            "stray_quote": lambda: (d / "q.csv").write_text('text,n\n"open,1\n' + "".join(
+                f"row number {i} of the table,{i}\n" for i in range(50))),
+            "pii_name": lambda: (d / "musteri_ahmet_yilmaz_27384619550.jsonl").write_bytes(LINES[0])}
+    for entry in sorted(entries):
+        made[entry]()
+    cfg = fast_config(root, [d])
+    cfg.read.skip_unreadable = True
+    cfg.pii.enabled = "pii_name" in entries  # the name check is the PII engine's
+    report = run_prepare(cfg, progress=False, log=lambda msg: None).report
+    assert_balanced(report["counts"])
+    for counts in report["files"].values():
+        assert_balanced(counts)
+    refused = {os.path.basename(u["file"]) for u in report["unreadable_inputs"]}
+    assert refused == ({"pipe.jsonl"} if "fifo" in entries else set()) | (
+        {"link.jsonl"} if "outside_link" in entries else set()) | (
+        {"elsewhere"} if "outside_folder_link" in entries else set())
+    files = report["files"]
+    assert files["in/ok.jsonl"]["input"] == 1 and not any("secret" in name for name in files)
+    for name in ("cut.jsonl.gz", "cut.jsonl.zst"):
+        if f"in/{name}" in files:
+            assert files[f"in/{name}"]["truncated"] and 0 < files[f"in/{name}"]["input"] < 3200
+    if "utf16" in entries:
+        assert files["in/wide.jsonl"]["input"] == 400 and files["in/wide.jsonl"]["quarantined"] == 0
+    if "deep" in entries:
+        assert files["in/deep.jsonl"]["quarantined_by_reason"] == {"too_deep": 1}
+    if "stray_quote" in entries:
+        assert files["in/q.csv"]["quarantined_by_reason"] == {"bad_csv_row": 1} and files["in/q.csv"]["input"] == 51
+    if "pii_name" in entries:
+        assert not any("27384619550" in name or "ahmet" in name for name in files)
+        assert sum(name.startswith("redacted-") for name in files) == 1
+    text = (root / "run" / "report.json").read_text() + (root / "run" / "report.md").read_text()
+    assert "SECRET-OUTSIDE" not in text and "27384619550" not in text

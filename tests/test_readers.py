@@ -471,3 +471,17 @@ def test_file_names_holding_personal_data_are_labels_in_every_output(tmp_path, m
     # the same label again for the same run directory (a resumed run's shards and report agree)
     again = run_prepare(cfg, progress=False, log=lambda m: None).report
     assert label in again["files"]
+
+
+def test_follow_symlinks_flag(tmp_path, monkeypatch):
+    """`prepare run --follow-symlinks` reads a link out of the input folder; without it the link is refused."""
+    from pipeline.cli import build_parser, config_from_args
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "outside.jsonl").write_text('{"text": "a document outside the input folder"}\n')
+    (tmp_path / "in").mkdir()
+    os.symlink(tmp_path / "outside.jsonl", tmp_path / "in" / "link.jsonl")
+    for flags, problem in (([], True), (["--follow-symlinks"], False)):
+        cfg = config_from_args(build_parser().parse_args(["run", "in", "--out", "run", "--no-pii", *flags]))
+        (f,) = expand_inputs(cfg.inputs, cfg)
+        assert bool(f.problem) is problem and cfg.read.follow_symlinks is not problem
