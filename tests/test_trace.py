@@ -200,3 +200,43 @@ def test_trace_refuses_what_it_does_not_run(capsys):
     rc, _, err = _main(capsys, "--model", "Llama-3.1-8B", "--method", "lora", "--seq-len", "512", "--trace",
                        "--optimizer", "adamw8bit")
     assert rc == 2 and err.count("\n") == 1 and "not traced" in err
+
+
+def test_committed_grid_is_whole_and_comparable():
+    """bench/trace/grid.json (the traced grid): every point's categories add up to its peak, its parameters match
+    the analytical model's weight bytes for the bf16 LoRA points (same architecture read from config.json, two
+    independent counts), and the comparison prints (no torch needed)."""
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench" / "trace"))
+    import grid
+
+    rows = json.loads(grid.OUT.read_text())["points"]
+    families = {row["family"].split()[0] for row in rows}
+    assert len(families) >= 10, families
+    for row in rows:
+        trace = row["trace"]
+        assert sum(trace["at_peak_bytes"].values()) == trace["peak_allocated_bytes"]
+        if row["method"] == "lora":
+            e = estimate_memory(grid._spec(row["model"]), **grid._settings(row))
+            traced = trace["at_peak_bytes"]["parameters"]
+            analytic = e.components["weights"] + e.components["lora_adapters"]
+            assert abs(traced / analytic - 1) < 0.01, (row["model"], traced, analytic)
+    assert "median |diff|" in grid.compare(rows)
+
+
+def test_precheck_trace_adds_the_traced_step(tmp_path, capsys):
+    _needs_torch()
+    from pathlib import Path
+
+    from pipeline.cli import main
+
+    cfg = tmp_path / "config.json"
+    cfg.write_text(json.dumps(TINY))
+    data = Path(__file__).resolve().parents[1] / "sample_data" / "support_en_openai.jsonl"
+    rc = main(["precheck", str(data), "--model", str(cfg), "--method", "lora", "--trace", "--json"])
+    out = capsys.readouterr()
+    assert rc == 0, out.err
+    result = json.loads(out.out)
+    assert result["trace"]["settings"]["seq_len"] == result["max_seq_len"]
+    assert result["trace"]["peak_allocated_bytes"] > 0 and "memory" in result

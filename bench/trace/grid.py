@@ -65,7 +65,7 @@ def _model_arg(model: str) -> str:
 
 
 def _settings(point: dict) -> dict:
-    return {k: v for k, v in point.items() if k not in ("model", "family")}
+    return {k: v for k, v in point.items() if k not in ("model", "family", "trace")}
 
 
 def trace_grid(points: list[dict]) -> list[dict]:
