@@ -61,3 +61,55 @@ def test_a_task_that_fails_once_is_retried(prefect_api):
     assert RETRIES["retries"] >= 1
     assert phase() == [0, 10, 20]
     assert sorted(calls) == [0, 1, 1, 2], "shard 1 ran twice, the others once"
+
+
+def test_a_deployment_run_merges_partial_params_over_the_served_defaults(prefect_api, bucket, tmp_path):
+    """`prefect deployment run prepare/dataset --param params='{"out": ...}'` named only some fields; Prefect
+    replaces a deployment's parameter whole, so the served s3, the steps turned off and a nested setting were
+    dropped for PrepareConfig's defaults (s3 null: nothing uploaded, the run Completed)."""
+    import boto3
+    from prefect.deployments import run_deployment
+    from prefect.flow_engine import run_flow
+
+    from flows.prepare import prepare
+    from pipeline.config import PrepareConfig
+
+    served = PrepareConfig(inputs=[str(SAMPLE_DATA)], out=str(tmp_path / "served"), s3=f"s3://{bucket}/served",
+                           workers=1)
+    served.pii.enabled = served.lengths.enabled = served.estimate.enabled = False
+    served.dedup.threshold = 0.9
+    prepare.to_deployment(name="merge-test", parameters={"params": served.model_dump(mode="json")}).apply()
+
+    # the shape of --params '{"params": {...}}' and of --param params='{...}': a partial config
+    override = {"out": str(tmp_path / "override"), "dedup": {"near": False}}
+    flow_run = run_deployment("prepare/merge-test", parameters={"params": override}, timeout=0)
+    state = run_flow(prepare, flow_run=flow_run, return_type="state")
+    assert state.is_completed(), state
+    out = state.result()
+    assert out["manifest_uri"] == f"s3://{bucket}/served/manifest.json"  # the served s3 was kept
+    manifest = json.loads((tmp_path / "override" / "manifest.json").read_text())
+    config = manifest["config"]
+    assert config["out"] == str(tmp_path / "override")
+    assert config["dedup"]["near"] is False and config["dedup"]["threshold"] == 0.9  # section merged key by key
+    assert not config["pii"]["enabled"] and not config["lengths"]["enabled"]
+    remote = boto3.client("s3").get_object(Bucket=bucket, Key="served/manifest.json")["Body"].read()
+    assert json.loads(remote) == manifest
+
+    # a field named with null is a value: no upload
+    flow_run = run_deployment("prepare/merge-test", parameters={"params": {"out": str(tmp_path / "local"),
+                                                                           "s3": None}}, timeout=0)
+    state = run_flow(prepare, flow_run=flow_run, return_type="state")
+    assert state.is_completed(), state
+    assert state.result()["manifest_uri"] is None
+
+
+def test_explicit_fields_and_merge_are_field_by_field():
+    from flows.prepare import explicit_fields
+    from pipeline.config import PrepareConfig, merge_config
+
+    partial = PrepareConfig.model_validate({"workers": 3, "pii": {"operator": "mask"}, "formats": {"mapping": {"text": "body"}}})
+    assert explicit_fields(partial) == {"workers": 3, "pii": {"operator": "mask"}, "formats": {"mapping": {"text": "body"}}}
+    served = {"s3": "s3://b/p", "pii": {"enabled": False}, "formats": {"mapping": {"prompt": "q", "response": "a"}}}
+    merged = merge_config(served, explicit_fields(partial))
+    assert (merged.s3, merged.workers, merged.pii.enabled, merged.pii.operator) == ("s3://b/p", 3, False, "mask")
+    assert merged.formats.mapping == {"text": "body"}  # a mapping value is replaced whole, not merged
