@@ -510,6 +510,10 @@ def check_input(file, cfg) -> None:
     batches = FileReader(file, cfg.read.model_copy(update={"batch_size": PEEK_ROWS})).batches()
     try:
         batch = next(batches, [])
+    except UnreadableInput:
+        raise
+    except Exception:  # noqa: BLE001 - a read error is the normalize phase's to report, as it always was
+        return
     finally:
         batches.close()
     check_file([row.value for row in batch if not row.error], file.shown, cfg.formats.preference)
