@@ -113,3 +113,25 @@ def test_explicit_fields_and_merge_are_field_by_field():
     merged = merge_config(served, explicit_fields(partial))
     assert (merged.s3, merged.workers, merged.pii.enabled, merged.pii.operator) == ("s3://b/p", 3, False, "mask")
     assert merged.formats.mapping == {"text": "body"}  # a mapping value is replaced whole, not merged
+
+
+def test_the_readme_examples_are_the_parameter_s_real_shape():
+    """README's `--param params='...'` and `--params '...'` examples are partial PrepareConfigs that merge."""
+    import re
+
+    from conftest import ROOT
+    from flows.prepare import DEMO_DEFAULTS
+    from pipeline.config import merge_config
+
+    readme = (ROOT / "README.md").read_text()
+    single = [json.loads(m) for m in re.findall(r"--param params='(\{.*?\})'", readme)]
+    whole = [json.loads(m)["params"] for m in re.findall(r"--params '(\{.*?\})'", readme)]
+    assert single and whole
+    for partial in single + whole:
+        merged = merge_config(DEMO_DEFAULTS, partial)
+        for key, value in partial.items():
+            got = getattr(merged, key)
+            if isinstance(value, dict):
+                assert {k: getattr(got, k) for k in value} == value
+            else:
+                assert got == value
