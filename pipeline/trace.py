@@ -92,7 +92,10 @@ def hf_config_dict(model: str) -> tuple[dict, str]:
     spec = builtin_spec(model)
     if spec is not None:
         entry = _builtin_table()[spec.name]
-        cfg = {k: v for k, v in entry.items() if k not in ("aliases", "published_params", "_doc")}
+        # ModelSpec's derived fields are not config.json keys: the family's code decides them
+        derived = {"aliases", "published_params", "_doc", "mlp_gated", "o_bias", "norm_bias", "norms_per_layer",
+                   "qk_norm", "learned_positions"}
+        cfg = {k: v for k, v in entry.items() if k not in derived}
         for key, per_family in _SPEC_TO_CONFIG.items():
             if key in cfg and spec.model_type in per_family:
                 cfg[per_family[spec.model_type]] = cfg.pop(key)

@@ -240,3 +240,23 @@ def test_precheck_trace_adds_the_traced_step(tmp_path, capsys):
     result = json.loads(out.out)
     assert result["trace"]["settings"]["seq_len"] == result["max_seq_len"]
     assert result["trace"]["peak_allocated_bytes"] > 0 and "memory" in result
+
+
+@pytest.mark.parametrize("name", ["Llama-3.2-1B", "Qwen2.5-0.5B", "Gemma-2-2B", "Phi-3-mini"])
+def test_builtin_model_rebuilt_from_its_spec_has_the_published_size(name):
+    """The tracer rebuilds a built-in model's config.json from data/models.json; built by transformers on the
+    meta device it has the parameter count of the model card."""
+    _needs_torch()
+    import torch
+    from transformers import AutoConfig, AutoModelForCausalLM
+
+    from pipeline.models import builtin_spec
+    from pipeline.trace import hf_config_dict
+
+    cfg, _ = hf_config_dict(name)
+    cfg = dict(cfg)
+    with torch.device("meta"):
+        model = AutoModelForCausalLM.from_config(AutoConfig.for_model(cfg.pop("model_type"), **cfg))
+    # tied embeddings are one parameter: count each once
+    total = sum(p.numel() for p in {id(p): p for p in model.parameters()}.values())
+    assert total == builtin_spec(name).published_params
