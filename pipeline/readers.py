@@ -1070,13 +1070,15 @@ def _row_from_value(number: int, value) -> RawRow:
 
 # --- file names are data: a name holding personal data is replaced by a label ---------------------
 
-NAMES_SUFFIX = ".file-names.json"
+# not a data extension (.json would be): a folder holding the run directory, given as input, must never
+# read the map of real names back in as data
+NAMES_SUFFIX = ".file-names.local"
 _SEPARATORS = str.maketrans({c: " " for c in "_-./\\+,;=()[]{}"})
 
 
 def names_file(out: str) -> Path:
-    """The local-only map of labels to real names: beside the run directory (RUN.file-names.json, mode
-    0600), never inside it, so neither the upload nor a copy of the run directory carries it."""
+    """The local-only map of labels to real names (JSON): beside the run directory (RUN.file-names.local,
+    mode 0600), never inside it, so neither the upload nor a copy of the run directory carries it."""
     run = Path(os.path.abspath(out or "."))
     return run.with_name(run.name + NAMES_SUFFIX)
 

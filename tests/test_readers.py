@@ -468,6 +468,7 @@ def test_file_names_holding_personal_data_are_labels_in_every_output(tmp_path, m
     mapping = names_file(cfg.out)
     assert mapping.parent == run.parent and oct(mapping.stat().st_mode & 0o777) == "0o600"
     assert json.loads(mapping.read_text(encoding="utf-8"))["names"] == {label: f"in/{secret_name}"}
+    assert str(mapping) not in {f.uri for f in expand_inputs([str(tmp_path)])}  # never read back as data
     # the same label again for the same run directory (a resumed run's shards and report agree)
     again = run_prepare(cfg, progress=False, log=lambda m: None).report
     assert label in again["files"]
