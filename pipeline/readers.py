@@ -1073,6 +1073,7 @@ def _row_from_value(number: int, value) -> RawRow:
 # not a data extension (.json would be): a folder holding the run directory, given as input, must never
 # read the map of real names back in as data
 NAMES_SUFFIX = ".file-names.local"
+TITLE_CASE_SCORE = 0.7
 _SEPARATORS = str.maketrans({c: " " for c in "_-./\\+,;=()[]{}"})
 
 
@@ -1101,11 +1102,15 @@ def name_holds_pii(name: str, cfg: PrepareConfig) -> bool:
 
     stem = name[: -len(_compound_ext(name))] if _compound_ext(name) else name
     spaced = " ".join(stem.translate(_SEPARATORS).split())
-    variants = list(dict.fromkeys([stem, spaced, spaced.title()]))
     languages = tuple(cfg.pii.languages) or ("tr", "ru", "en")
-    items = [(v, lang) for v in variants for lang in languages]
-    for hits in get_detector(languages).detect(items):
-        kept, _ = resolve(hits, cfg.pii.score_threshold)
+    variants = [(stem, cfg.pii.score_threshold), (spaced, cfg.pii.score_threshold),
+                # capitalized, every word looks like a name: one guessed surname scores 0.6 ("Customer Data",
+                # "Quarantine Mine"); a first and last name 0.75-0.9 ("Ivan Petrov", "Ahmet Yilmaz")
+                (spaced.title(), max(cfg.pii.score_threshold, TITLE_CASE_SCORE))]
+    items = [(v, lang) for v, _ in variants for lang in languages]
+    thresholds = [t for _, t in variants for _ in languages]
+    for hits, threshold in zip(get_detector(languages).detect(items), thresholds):
+        kept, _ = resolve(hits, threshold)
         if kept:
             return True
     return False

@@ -486,3 +486,16 @@ def test_follow_symlinks_flag(tmp_path, monkeypatch):
         cfg = config_from_args(build_parser().parse_args(["run", "in", "--out", "run", "--no-pii", *flags]))
         (f,) = expand_inputs(cfg.inputs, cfg)
         assert bool(f.problem) is problem and cfg.read.follow_symlinks is not problem
+
+
+def test_which_file_names_hold_personal_data():
+    from pipeline.readers import name_holds_pii
+
+    cfg = PrepareConfig()
+    for name in ("musteri_ahmet_yilmaz_27384619550.jsonl", "in/musteri_27384619550.jsonl", "ivan_petrov.csv",
+                 "notes/john_smith_notes.txt", "ayse-kaya-siparisleri.jsonl", "ivan.petrov@example.com.csv",
+                 "Иван_Петров.txt"):
+        assert name_holds_pii(name, cfg), name
+    for name in ("customer_data.jsonl", "quarantine/mine.jsonl", "train.jsonl", "support_chats_2024-05.jsonl",
+                 "sample_data/alpaca_tr.json", "sharegpt_ru.jsonl.zst", "d/sub/b.txt"):
+        assert not name_holds_pii(name, cfg), name
