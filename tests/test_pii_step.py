@@ -435,3 +435,15 @@ def test_every_written_string_is_clean_under_each_operator(operator):
     assert_no_planted(text, operator)
     compact = text.replace(" ", "")
     assert GLUED not in compact and CARD.replace(" ", "") not in compact and "name at example dot org" not in text
+
+
+def test_json_text_nested_deep_inside_a_string_is_analyzed_as_text():
+    """The reader bounds a record's nesting, not that of JSON inside its strings: parsed, 600 objects deep
+    would take the walk past Python's recursion limit (the step failed, and the run with it)."""
+    deep = '{"k": ' * 600 + f'"{GLUED}"' + "}" * 600
+    rec = transformers_record()
+    rec["tools"][0]["function"]["description"] = deep
+    rec["messages"][1]["tool_calls"][0]["function"]["arguments"] = {"blob": deep}
+    out, _ = run([text_record("a b c d", meta=json.dumps({"raw": deep})), rec])
+    assert GLUED not in dump(out)
+    assert json.loads(out[0]["meta"])["raw"] == '{"k": ' * 600 + '"<TCKN>"' + "}" * 600

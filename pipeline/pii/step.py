@@ -24,6 +24,7 @@ class PiiStepError(RuntimeError):
 
 
 _MAX_JSON_INT = 10 ** 6  # numbers below this cannot be an identifier we look for
+_WALK_DEPTH = 300  # containers deep, JSON found in strings included: about 600 frames of the 1000 Python allows
 # record columns not scanned: a content hash, an enum, and the source reference (file names are data to the
 # runner, which redacts them where they are written)
 _NOT_SCANNED = frozenset(("id", "kind", "source"))
@@ -78,11 +79,12 @@ class _Walk:
     object or array is parsed and walked, and serialized again only when something in it changed.
     """
 
-    __slots__ = ("units", "fields", "docs", "renames", "doc_rules", "worth")
+    __slots__ = ("units", "fields", "docs", "renames", "doc_rules", "worth", "level")
 
     def __init__(self, doc_rules=None, worth=None):
         # the detector's prefilter: a key or value it would skip ("type", "string") becomes no unit at all
         self.worth = worth or (lambda text: True)
+        self.level = 0  # containers entered
         # the field-name rules for a JSON document found inside a string: its values are analyzed one by one,
         # without the key beside them that a context word would have been ('{"inn": "7707083893"}' as text)
         self.doc_rules = doc_rules
@@ -105,13 +107,17 @@ class _Walk:
             if abs(v) >= _MAX_JSON_INT:
                 self.units.append(_Unit(str(v), _marking(set_back, doc), "number"))
             return v
-        if isinstance(v, dict):
-            return self.mapping(v, rules, doc)
-        if isinstance(v, list):
-            out = list(v)
-            for i, item in enumerate(v):
-                out[i] = self.value(item, rules, doc, _slot(out, i))
-            return out
+        if isinstance(v, (dict, list)):
+            self.level += 1
+            try:
+                if isinstance(v, dict):
+                    return self.mapping(v, rules, doc)
+                out = list(v)
+                for i, item in enumerate(v):
+                    out[i] = self.value(item, rules, doc, _slot(out, i))
+                return out
+            finally:
+                self.level -= 1
         return v
 
     def mapping(self, node: dict, rules, doc) -> dict:
@@ -135,9 +141,11 @@ class _Walk:
         if head in ("{", "["):
             try:
                 obj = json.loads(text)
-            except ValueError:
+            except (ValueError, RecursionError):
                 obj = None
-            if isinstance(obj, (dict, list)):
+            # the reader bounds a record's nesting, not that of JSON inside its strings: a document that
+            # would take the walk past _WALK_DEPTH levels (two frames each) is analyzed as text instead
+            if isinstance(obj, (dict, list)) and not _deeper(obj, _WALK_DEPTH - self.level):
                 write = _marking(set_back, doc)
                 inner = _Doc(None, lambda o: write(json.dumps(o, ensure_ascii=False)))
                 inner.obj = self.value(obj, rules or self.doc_rules, inner, None)
@@ -171,6 +179,19 @@ class _Walk:
         for d in self.docs:
             if d.changed:
                 d.setter(d.obj)
+
+
+def _deeper(value, limit: int) -> bool:
+    """Whether arrays/objects nest deeper than `limit` levels (the value itself is level 1), without recursion."""
+    stack = [(value, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if depth > limit:
+            return True
+        for child in (node.values() if isinstance(node, dict) else node):
+            if isinstance(child, (dict, list)):
+                stack.append((child, depth + 1))
+    return False
 
 
 def _slot(container, key):
