@@ -104,8 +104,8 @@ def cmd_run(args) -> int:
 
     cfg = config_from_args(args)
     preflight(cfg, log=lambda msg: print(msg, file=sys.stderr))  # before a record is read
-    if not args.dask_address:  # the Prefect engine handles KeyboardInterrupt itself (marks the flow run)
-        _stop_on_ctrl_c()
+    # the Prefect engine handles KeyboardInterrupt itself (it marks the flow run)
+    previous = None if args.dask_address else _stop_on_ctrl_c()
     try:
         if args.dask_address:
             from flows.prepare import run_flow  # the Prefect front end; pipeline itself never imports it
@@ -120,6 +120,9 @@ def cmd_run(args) -> int:
             raise UserError(f"no space left on device writing {cfg.out}"
                             + (" (disk quota exceeded)" if exc.errno == errno.EDQUOT else "")) from None
         raise
+    finally:
+        if previous is not None:  # main() called in-process (tests, a notebook) gets its own handler back
+            signal.signal(signal.SIGINT, previous)
     if args.json:
         print(json.dumps({**result.report, "manifest_uri": result.manifest_uri}, ensure_ascii=False))
     else:
@@ -127,14 +130,14 @@ def cmd_run(args) -> int:
     return 0
 
 
-def _stop_on_ctrl_c() -> None:
+def _stop_on_ctrl_c():
     """Ctrl-C during a local run: one line, exit 130, at once. KeyboardInterrupt made the main process wait for
     the running shards (the pool's shutdown) while every worker, which gets the terminal's SIGINT too, raised
     it wherever it was: tracebacks, a shard failing with a TypeError. The workers ignore SIGINT
     (rundir.worker_init) and die with this process; the same command resumes from the finished shards, as
     after a SIGKILL."""
     if threading.current_thread() is not threading.main_thread():
-        return
+        return None
     # multiprocessing's resource tracker (a process of its own) outlives us, unlinks the pool's semaphores that
     # os._exit left and warns about each ("leaked semaphore objects"): the cleanup is right, the warning noise
     filters = [f for f in os.environ.get("PYTHONWARNINGS", "").split(",") if f]
@@ -145,7 +148,7 @@ def _stop_on_ctrl_c() -> None:
               flush=True)
         os._exit(130)
 
-    signal.signal(signal.SIGINT, stop)
+    return signal.signal(signal.SIGINT, stop)  # the handler it replaces
 
 
 class UserError(Exception):

@@ -176,6 +176,10 @@ def test_s3_input_errors_are_one_line(tmp_path, s3_endpoint, bucket):
                     "no such bucket")
     assert_one_line(cli("run", f"s3://{bucket}/nothing-here/", "--out", "run", *FAST, cwd=tmp_path),
                     f"s3://{bucket}/nothing-here/", "no objects")
+    from flows.services import free_port
+
+    assert_one_line(cli("run", f"s3://{bucket}/in/", "--out", "run", *FAST, cwd=tmp_path,
+                        env={"AWS_ENDPOINT_URL": f"http://127.0.0.1:{free_port()}"}), "cannot reach the S3 endpoint")
     assert not (tmp_path / "run").exists()
     proc = cli("run", f"s3://{bucket}/in/", "--out", "run", *FAST, "--json", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
