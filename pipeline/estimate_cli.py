@@ -76,6 +76,12 @@ def run_estimate(args: argparse.Namespace) -> int:
     if args.sharding and args.gpus < 2:
         print(f"note: --sharding {args.sharding} ignored with one GPU", file=sys.stderr)
     try:
+        from pipeline.preflight import PreflightError, check_model
+
+        check_model(args.model)  # a typo: one line with the close matches, not the whole catalog
+    except PreflightError as exc:
+        return _fail("estimate", exc)
+    try:
         estimate = estimate_memory(
             args.model, args.method, seq_len=args.seq_len, micro_batch=args.micro_batch, grad_ckpt=args.grad_ckpt,
             attn=args.attn, optimizer=args.optimizer,

@@ -177,6 +177,9 @@ def cmd_precheck(args) -> int:
                       estimate={"model": args.model, "method": args.method, "epochs": args.epochs,
                                 **plan_flags(args)},
                       lengths={"coverage": args.coverage, "tokenizer": args.tokenizer})
+    from .preflight import check_model
+
+    check_model(cfg.estimate.model)  # a typo is one line with close matches, before the data is read
     traced = None
     try:
         if getattr(args, "trace", False):

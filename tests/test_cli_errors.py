@@ -126,6 +126,16 @@ def test_model_typo_is_one_line_with_close_matches_before_the_work(tmp_path, dat
     assert not (tmp_path / "run").exists()
 
 
+def test_precheck_and_estimate_name_close_matches_for_a_model_typo(tmp_path, data):
+    proc = cli("precheck", str(data), "--model", "lama-3.1-8b", cwd=tmp_path)
+    assert_one_line(proc, "did you mean", "llama-3.1-8b")
+    assert "precheck: " not in proc.stderr  # found before the data is read and tokenized
+    proc = cli("estimate", "--model", "mistral-7", "--method", "lora", "--seq-len", "2048", cwd=tmp_path)
+    err = proc.stderr.strip()
+    assert proc.returncode == 2 and "\n" not in err and "did you mean" in err and "mistral-7b" in err, err
+    assert "Qwen2.5-72B" not in err  # the close matches, not the whole catalog
+
+
 def test_unloadable_tokenizer_is_found_before_the_work(tmp_path, data):
     tok = tmp_path / "tok"
     tok.mkdir()
