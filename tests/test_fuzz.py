@@ -1079,3 +1079,38 @@ def test_run_over_hostile_folder_entries_ends_and_accounts(tmp_path_factory, ent
         assert sum(name.startswith("redacted-") for name in files) == 1
     text = (root / "run" / "report.json").read_text() + (root / "run" / "report.md").read_text()
     assert "SECRET-OUTSIDE" not in text and "27384619550" not in text
+
+
+LARGE_RECORDS_RUN = r"""
+import gzip, json, random, resource, sys
+from pathlib import Path
+from pipeline.config import PrepareConfig
+from pipeline.runner import run_prepare
+
+tmp = Path(sys.argv[1])
+(tmp / "in").mkdir()
+rng = random.Random(0)
+words = "order delivery refund payment customer product support ticket invoice sipariş kargo заказ".split()
+with gzip.open(tmp / "in" / "big.jsonl.gz", "wt", encoding="utf-8", compresslevel=1) as fh:
+    for i in range(8):  # 8 distinct records of 3 MB: 24 MB, in one 2,000-row batch before
+        fh.write(json.dumps({"text": f"{i} " + " ".join(rng.choices(words, k=400_000))[:3_000_000]},
+                            ensure_ascii=False) + "\n")
+cfg = PrepareConfig(inputs=[str(tmp / "in")], out=str(tmp / "run"), workers=1)
+cfg.pii.enabled = cfg.lengths.enabled = cfg.estimate.enabled = False  # dedup on: its keys hold the most
+cfg.read.batch_bytes = 2 << 20
+base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+report = run_prepare(cfg, progress=False, log=lambda m: None).report
+print(json.dumps({"kept": report["counts"]["kept"],
+                  "growth_mb": (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - base) / 1024}))
+"""
+
+
+def test_a_run_over_large_records_holds_a_batch_of_bytes_not_of_rows(tmp_path):
+    """Memory followed record size x batch rows (100 records of 7 MB: 24 GB, OOM-killed): batches end at
+    read.batch_bytes in the readers and in the runner's per-shard loops. 8 records of 3 MB with a 2 MiB
+    cap: 408 MB of growth (one record at a time, the dedup keys' peak), 1,061 MB before."""
+    proc = subprocess.run([sys.executable, "-c", LARGE_RECORDS_RUN, str(tmp_path)], capture_output=True, text=True,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    result = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert result["kept"] == 8 and result["growth_mb"] < 700, result
