@@ -632,6 +632,8 @@ class FileReader:
                 pf = pq.ParquetFile(self.f.uri, pre_buffer=False)
         except PermissionError:
             raise UnreadableInput(self.f.shown, "permission denied") from None
+        except _S3ReadError as exc:  # a missing object or bucket is not "not a valid Parquet file"
+            raise UnreadableInput(self.f.shown, str(exc)) from None
         except Exception as exc:
             raise UnreadableInput(self.f.shown, f"not a valid Parquet file ({type(exc).__name__})") from None
         self._row_bytes = _parquet_row_bytes(pf)
@@ -887,6 +889,15 @@ def parquet_batch_rows(pf, cfg: ReadConfig) -> int:
     return max(1, min(cfg.batch_size, cfg.batch_bytes // max(_parquet_row_bytes(pf), 1)))
 
 
+def _s3_cause(exc: Exception) -> str:
+    code = getattr(exc, "response", {}).get("Error", {}).get("Code") if hasattr(exc, "response") else None
+    return f"{type(exc).__name__} {code}" if code else type(exc).__name__
+
+
+class _S3ReadError(OSError):
+    """An S3 request for an input failed; str() names the cause's type (no URI: it may be a redacted name)."""
+
+
 class _S3RangeFile(io.RawIOBase):
     """An S3 object as a seekable file, read by HTTP range requests: pyarrow then fetches the footer and
     one row group's column chunks at a time (a 247 MB object read whole took 739 MB)."""
@@ -900,7 +911,7 @@ class _S3RangeFile(io.RawIOBase):
         try:
             self.size = self.s3.head_object(Bucket=self.bucket, Key=self.key)["ContentLength"]
         except Exception as exc:
-            raise OSError(f"cannot read {uri}: {type(exc).__name__}") from None
+            raise _S3ReadError(f"cannot read the object ({_s3_cause(exc)})") from None
         self.pos = 0
         self.fetched = 0  # bytes transferred, for tests and benchmarks
 
@@ -925,7 +936,7 @@ class _S3RangeFile(io.RawIOBase):
             body = self.s3.get_object(Bucket=self.bucket, Key=self.key,
                                       Range=f"bytes={self.pos}-{self.pos + n - 1}")["Body"].read()
         except Exception as exc:
-            raise OSError(f"cannot read {self.uri}: {type(exc).__name__}") from None
+            raise _S3ReadError(f"cannot read the object ({_s3_cause(exc)})") from None
         buffer[:len(body)] = body
         self.pos += len(body)
         self.fetched += len(body)

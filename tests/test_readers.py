@@ -499,3 +499,11 @@ def test_which_file_names_hold_personal_data():
     for name in ("customer_data.jsonl", "quarantine/mine.jsonl", "train.jsonl", "support_chats_2024-05.jsonl",
                  "sample_data/alpaca_tr.json", "sharegpt_ru.jsonl.zst", "d/sub/b.txt"):
         assert not name_holds_pii(name, cfg), name
+
+
+def test_a_missing_s3_parquet_object_says_so(bucket):
+    from pipeline.readers import describe as describe_uri
+
+    f = describe_uri(f"s3://{bucket}/in/gone.parquet", f"{bucket}/in/gone.parquet")
+    with pytest.raises(UnreadableInput, match=r"gone.parquet: cannot read the object \(ClientError 40[34]\)"):
+        FileReader(f, ReadConfig())
