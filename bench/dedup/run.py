@@ -183,6 +183,9 @@ def metrics(removed: pa.Table, truth: dict[str, np.ndarray], threshold: float) -
     removed_mask[at(r_order)] = True
     same_family = fam[at(r_order)] == fam[at(r_dup)]
 
+    # Removed as a duplicate of its own family: a removal through a chain of false matches is not a find.
+    found_mask = np.zeros(len(order), dtype=bool)
+    found_mask[at(r_order[same_family])] = True
     near = typ == C.T_NEAR
     out = {}
     for lo, hi in ((0.85, 1.01), (0.85, 0.9), (0.9, 0.95), (0.95, 1.01), (threshold, 0.85), (0.7, threshold),
@@ -190,7 +193,8 @@ def metrics(removed: pa.Table, truth: dict[str, np.ndarray], threshold: float) -
         sel = near & (jac >= lo) & (jac < hi)
         key = f"near_J[{lo:.2f},{min(hi, 1.0):.2f}{']' if hi > 1 else ')'}"
         out[key] = {"planted": int(sel.sum()), "removed": int((sel & removed_mask).sum()),
-                    "rate": round(float((sel & removed_mask).sum() / max(1, sel.sum())), 4)}
+                    "rate": round(float((sel & removed_mask).sum() / max(1, sel.sum())), 4),
+                    "rate_same_family": round(float((sel & found_mask).sum() / max(1, sel.sum())), 4)}
     exact = typ == C.T_EXACT
     out["exact"] = {"planted": int(exact.sum()), "removed": int((exact & removed_mask).sum())}
     neg = typ == C.T_NEG

@@ -85,8 +85,9 @@ def measure(shape: str, n_train: int, args, ctx) -> dict:
             "seconds": round(seconds, 2), "cpu_s": round(cpu, 2), "peak_rss_mb": round(rss, 1),
             "phases_s": report.get("seconds"), "lsh": report.get("lsh"), "counts": report["counts"],
             "largest_cluster": report["clusters"]["largest"],
-            "recall": {k: q[k]["rate"] for k in q if k.startswith("near_J[") and k in (
-                "near_J[0.85,1.00]", "near_J[0.80,0.85)", "near_J[0.70,0.80)")},
+            "recall": {k: q[k]["rate"] for k in ("near_J[0.85,1.00]", "near_J[0.80,0.85)", "near_J[0.70,0.80)")},
+            "recall_same_family": {k: q[k]["rate_same_family"]
+                                   for k in ("near_J[0.85,1.00]", "near_J[0.80,0.85)", "near_J[0.70,0.80)")},
             "precision_all_removals_same_family": q["precision_all_removals_same_family"],
             "near_precision_same_family": q["near_precision_same_family"],
             "originals_removed_not_leak": q["originals_removed_not_leak"],
