@@ -9,6 +9,7 @@ import json
 import os
 from collections import Counter
 
+from ..readers import too_deep
 from .fields import field_rules, strip_value
 from .lang import detect_language
 from .operators import Operators
@@ -145,7 +146,7 @@ class _Walk:
                 obj = None
             # the reader bounds a record's nesting, not that of JSON inside its strings: a document that
             # would take the walk past _WALK_DEPTH levels (two frames each) is analyzed as text instead
-            if isinstance(obj, (dict, list)) and not _deeper(obj, _WALK_DEPTH - self.level):
+            if isinstance(obj, (dict, list)) and not too_deep(obj, _WALK_DEPTH - self.level):
                 write = _marking(set_back, doc)
                 inner = _Doc(None, lambda o: write(json.dumps(o, ensure_ascii=False)))
                 inner.obj = self.value(obj, rules or self.doc_rules, inner, None)
@@ -179,19 +180,6 @@ class _Walk:
         for d in self.docs:
             if d.changed:
                 d.setter(d.obj)
-
-
-def _deeper(value, limit: int) -> bool:
-    """Whether arrays/objects nest deeper than `limit` levels (the value itself is level 1), without recursion."""
-    stack = [(value, 1)]
-    while stack:
-        node, depth = stack.pop()
-        if depth > limit:
-            return True
-        for child in (node.values() if isinstance(node, dict) else node):
-            if isinstance(child, (dict, list)):
-                stack.append((child, depth + 1))
-    return False
 
 
 def _slot(container, key):
