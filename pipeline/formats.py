@@ -95,14 +95,19 @@ def _arguments(value) -> dict:
     templates render them with tojson, so a JSON string would be rendered as a quoted string."""
     if value is None or value == "":
         return {}
+    return _json_clean(_json_object(value, "invalid_tool_call"), "invalid_tool_call")
+
+
+def _json_object(value, reason: str) -> dict:
+    """A dict, or a JSON string holding one; anything else is Invalid(reason)."""
     if isinstance(value, str):
         try:
             value = json.loads(value)
         except ValueError:
-            raise Invalid("invalid_tool_call") from None
+            raise Invalid(reason) from None
     if not isinstance(value, dict):
-        raise Invalid("invalid_tool_call")
-    return _json_clean(value, "invalid_tool_call")
+        raise Invalid(reason)
+    return value
 
 
 def _call(name: str, arguments, call_id=None) -> dict:
@@ -153,13 +158,7 @@ def _tools(value) -> list[dict] | None:
         raise Invalid("invalid_tools")
     out = []
     for tool in value:
-        if isinstance(tool, str):  # a list of JSON strings
-            try:
-                tool = json.loads(tool)
-            except ValueError:
-                raise Invalid("invalid_tools") from None
-        if not isinstance(tool, dict):
-            raise Invalid("invalid_tools")
+        tool = _json_object(tool, "invalid_tools")  # a dict, or a list of JSON strings
         fn = tool.get("function") if isinstance(tool.get("function"), dict) else tool
         if not isinstance(fn.get("name"), str):
             raise Invalid("invalid_tools")
