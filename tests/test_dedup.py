@@ -478,3 +478,24 @@ def test_verifications_grow_linearly_on_mostly_duplicates(tmp_path):
     got = removed_map(result)
     assert got.items() <= expected.items() and len(expected) - len(got) <= 2
     assert 1950 < len(expected) < 2000 and all(target.startswith("o") for _, target in expected.values())
+
+
+def test_records_that_differ_only_in_tools_are_not_duplicates(tmp_path):
+    """The tools are rendered into the prompt by the chat template: a conversation offered other tools is other
+    training data. Same conversation, same tools: an exact duplicate."""
+    rng = random.Random(11)
+    turns_ = [("user", sentences(words(rng, 60))), ("assistant", sentences(words(rng, 80)))]
+
+    def tool(name: str) -> dict:
+        return {"type": "function", "function": {"name": name, "description": "Look something up",
+                                                 "parameters": {"type": "object", "properties": {}}}}
+
+    records = []
+    for i, tools in enumerate([[tool("get_weather")], [tool("get_stock_price")], None, [tool("get_weather")]]):
+        rec = chat_rec(turns_, i, f"t{i}")
+        if tools:
+            rec["tools"] = tools
+        records.append(rec)
+    got = removed_map(run(records, DedupConfig(), tmp_path))
+    assert got == {"t3": ("exact_duplicate", "t0")}
+    assert D.exact_text(records[0]) != D.exact_text(records[1]) and "get_weather" in D.exact_text(records[0])

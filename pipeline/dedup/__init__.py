@@ -9,13 +9,15 @@
    returns a ``DedupResult``: ``removed`` (_order, id, reason, duplicate_of, ...) and a JSON ``report``.
 
 Exact dedup hashes the text the trainer sees (every message with its role marker, tool calls, or the plain
-text), case folded (cfg.case_fold), punctuation removed (cfg.punctuation_fold), whitespace collapsed.
+text, and the record's tool definitions), case folded (cfg.case_fold), punctuation removed (cfg.punctuation_fold), whitespace collapsed.
 Near dedup: MinHash over word n-grams (cfg.ngram) of Unicode word tokens (letters, marks, digits, ``_``;
 punctuation and whitespace separate words), or character n-grams (cfg.char_ngram) of the words joined by
 single spaces for short texts (fewer than max(20, 4 * ngram) words) and scripts without spaces (mean word
 length above 12); over all turns or the assistant turns only (cfg.scope). Signatures are bit-for-bit those
 of ``datasketch.MinHash(num_perm, seed=1, hashfunc=<32-bit shingle hash>)`` (datasketch >= 2.0, "affine32"),
 computed with numpy for whole batches.
+Tool definitions are part of a record's identity: in the exact key, and near dedup compares only records
+with the same tools (their LSH band hashes are keyed by the tools).
 
 Results depend only on record content, ``_order`` and ``_eval``: identical across runs, shard counts and the
 order in which shards or records are presented. Validation records (``_eval``) are never removed; train
@@ -27,11 +29,11 @@ from .keys import compute_keys, key_schema, write_keys
 from .minhash import band_hashes, minhash_permutations, minhash_signatures
 from .params import (MODE_CHAR, MODE_NONE, MODE_WORD, REASONS, candidate_probability, lsh_params, optimal_param,
                      params)
-from .text import char_classes, exact_hashes, normalize_exact, shingle_hashes, trainer_text
+from .text import char_classes, exact_hashes, exact_text, normalize_exact, shingle_hashes, trainer_text
 
 __all__ = [
     "DedupResult", "REMOVED_SCHEMA", "REASONS", "apply_removals", "band_hashes", "candidate_probability",
-    "char_classes", "compute_keys", "exact_hashes", "find_duplicates", "key_schema", "lsh_params",
+    "char_classes", "compute_keys", "exact_hashes", "exact_text", "find_duplicates", "key_schema", "lsh_params",
     "minhash_permutations", "minhash_signatures", "normalize_exact", "optimal_param", "params",
     "removed_reasons", "shingle_hashes", "signature_array", "trainer_text", "write_audit", "write_keys",
     "MODE_CHAR", "MODE_NONE", "MODE_WORD",

@@ -7,11 +7,12 @@ import os
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
+import xxhash
 
 from ..config import DedupConfig
 from .minhash import band_hashes, minhash_signatures
 from .params import KEY_SETTINGS, params
-from .text import encode_texts, exact_hashes, near_source_text, shingle_hashes, trainer_text, turns
+from .text import encode_texts, exact_hashes, exact_text, near_source_text, shingle_hashes, trainer_text, turns
 
 RECORD_BATCH = 1024  # records shingled together
 
@@ -28,6 +29,14 @@ def key_schema(cfg: DedupConfig) -> pa.Schema:
         fields += [pa.field(f"band_{k:03d}", pa.uint64()) for k in range(p["bands"])]
         fields.append(pa.field("signature", pa.binary(4 * cfg.num_perm)))  # num_perm little-endian uint32
     return pa.schema(fields, metadata={b"dedup": json.dumps({k: p[k] for k in KEY_SETTINGS}).encode()})
+
+
+def tools_hash(record: dict) -> int:
+    """64-bit hash of a record's tool definitions, 0 without tools."""
+    tools = record.get("tools")
+    if not tools:
+        return 0
+    return xxhash.xxh3_64_intdigest(json.dumps(tools, ensure_ascii=False, separators=(",", ":")).encode()) or 1
 
 
 def compute_keys(records: list[dict], cfg: DedupConfig) -> pa.Table:
@@ -47,7 +56,12 @@ def compute_keys(records: list[dict], cfg: DedupConfig) -> pa.Table:
         if cfg.case_fold:
             full = [t.casefold() for t in full]
         enc = encode_texts(full)
-        exact[lo:hi] = exact_hashes(full, cfg.punctuation_fold, enc)
+        if any(r.get("tools") for r in batch):  # the tools are part of the exact key (text.exact_text)
+            with_tools = [exact_text(r) for r in batch]
+            with_tools = [t.casefold() for t in with_tools] if cfg.case_fold else with_tools
+            exact[lo:hi] = exact_hashes(with_tools, cfg.punctuation_fold)
+        else:
+            exact[lo:hi] = exact_hashes(full, cfg.punctuation_fold, enc)
         if cfg.near:
             if cfg.scope == "all":
                 hashes, counts, m = shingle_hashes(full, cfg.ngram, cfg.char_ngram, enc)
@@ -69,6 +83,11 @@ def compute_keys(records: list[dict], cfg: DedupConfig) -> pa.Table:
     ]
     if cfg.near:
         bh = band_hashes(sigs, p["bands"], p["rows"])
+        # Records with different tool definitions are never near duplicates either: their band hashes are
+        # keyed by the tools, so they never share an LSH bucket (records without tools are unchanged).
+        salt = np.array([tools_hash(r) for r in records], dtype=np.uint64)
+        if salt.any():
+            bh ^= salt[:, None]
         columns += [pa.array(bh[:, k]) for k in range(p["bands"])]
         columns.append(pa.FixedSizeBinaryArray.from_buffers(
             pa.binary(4 * cfg.num_perm), n, [None, pa.py_buffer(sigs.astype("<u4", copy=False).tobytes())]))

@@ -6,6 +6,7 @@ the text, case folding it and one xxh3 call.
 """
 from __future__ import annotations
 
+import json
 import unicodedata
 from dataclasses import dataclass
 from functools import lru_cache
@@ -32,6 +33,18 @@ def trainer_text(record: dict) -> str:
     if messages is not None:
         return "\n".join(f"<|{m.get('role')}|>\n{_message_text(m)}" for m in messages)
     return record.get("text") or ""
+
+
+def exact_text(record: dict) -> str:
+    """The text exact dedup compares: the trainer text and, when the record has them, its tool definitions
+    (rendered into the prompt by the chat template), so that two records that differ only in their tools are
+    not duplicates. Near dedup leaves the tools out: many records share one long tool schema, which would
+    make different conversations look alike."""
+    text = trainer_text(record)
+    tools = record.get("tools")
+    if tools:
+        text += "\n<|tools|>\n" + json.dumps(tools, ensure_ascii=False, separators=(",", ":"))
+    return text
 
 
 def near_source_text(record: dict, scope: str) -> str:
