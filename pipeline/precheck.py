@@ -56,9 +56,9 @@ def sample_records(cfg: PrepareConfig, sample_size: int, seed: int = 0,
 def _drop_exact_duplicates(batch: list[dict], cfg: PrepareConfig, hashes: set[int], counts: dict) -> list[dict]:
     """The run's exact dedup (same key, first kept), so precheck measures the records `run` trains on;
     near duplicates need the global clustering and are not removed here."""
-    from .dedup import exact_hashes, trainer_text
+    from .dedup import exact_hashes, exact_text
 
-    texts = [trainer_text(r) for r in batch]
+    texts = [exact_text(r) for r in batch]  # the run's exact key, tools included
     if cfg.dedup.case_fold:
         texts = [t.casefold() for t in texts]
     kept = []
