@@ -13,6 +13,7 @@ from pathlib import Path
 from pipeline.gpus import catalog_rows, load_catalog, render_catalog_text
 from pipeline.memory import (ATTENTION, CROSS_ENTROPY, GIB, METHODS, OPTIMIZERS, PRECISIONS, MemoryEstimate,
                              estimate_memory, load_constants)
+from pipeline.setup import FRAMEWORKS
 
 DEFAULT_LORA_RANK = 16
 DEFAULT_LORA_TARGETS = "all-linear"
@@ -42,8 +43,9 @@ def register(subparsers) -> None:
     est.add_argument("--precision", choices=PRECISIONS, default=None,
                      help="full fine-tuning: mixed (fp32 master + fp32 Adam, 16 B/param; default) or bf16 (8 B/param)")
     est.add_argument("--cross-entropy", choices=CROSS_ENTROPY, default=None,
-                     help="standard (full fp32 logits; default), chunked, or fused (Liger / Cut-CE)")
-    est.add_argument("--framework", choices=sorted(k for k in load_constants()["frameworks"]), default="hf",
+                     help="standard (HF: full fp32-upcast logits), bf16 (F.cross_entropy on bf16 logits), chunked (torchtune), "
+                          "or fused (Liger / Cut-CE / Unsloth); default: the framework preset's")
+    est.add_argument("--framework", choices=FRAMEWORKS, default="hf",
                      help="training stack whose defaults apply (default hf: Trainer/PEFT/TRL)")
     est.add_argument("--trace", action="store_true",
                      help="also trace the real training step (transformers + PEFT on the meta device, the hf stack; "

@@ -27,7 +27,7 @@ METHODS = ("full", "lora", "qlora")
 ATTENTION = ("sdpa", "eager")
 OPTIMIZERS = ("adamw", "adamw8bit", "paged_adamw8bit", "sgd", "adafactor")
 SHARDING = ("none", "ddp", "zero2", "zero3", "fsdp")
-CROSS_ENTROPY = ("standard", "chunked", "fused")
+from pipeline.setup import CROSS_ENTROPY, FRAMEWORKS, framework_preset  # noqa: E402
 PRECISIONS = ("mixed", "bf16")
 
 # LoRA target names as the families spell them -> the Llama names of ModelSpec.linear_modules().
@@ -239,9 +239,10 @@ def estimate_memory(spec: ModelSpec | str, method: str = "lora", seq_len: int = 
     ('hf' or 'torchtune'); `constants` overrides fitted constants (used by the calibration fit).
     """
     table = load_constants(constants_path)
-    fw = table["frameworks"].get(framework)
-    if fw is None:
-        raise ValueError(f"unknown framework {framework!r}; choose one of {', '.join(table['frameworks'])}")
+    preset = framework_preset(framework)
+    fw = {"adapter_bytes": 4 if preset.adapter_dtype == "fp32" else 2, "full_precision": preset.full_precision,
+          "cross_entropy": preset.cross_entropy, "lora_dropout": preset.lora_dropout,
+          "fused_optimizer": preset.fused_optimizer}
     c = resolve_constants(table, framework, constants)
     spec = load_model_spec(spec)
     _choice(method, METHODS, "method")
@@ -372,6 +373,8 @@ def estimate_memory(spec: ModelSpec | str, method: str = "lora", seq_len: int = 
     ce_bytes = c["ce_bytes_per_logit"] + (c["softcap_extra_bytes"] if spec.final_logit_softcapping else 0)
     if cross_entropy == "standard":
         logits = T * V * ce_bytes
+    elif cross_entropy == "bf16":  # bf16 logits, their saved log-softmax and its gradient
+        logits = T * V * 6
     elif cross_entropy == "chunked":
         # every chunk's log-probs stay saved (fp32); a compiled loss keeps only the bf16 logits and the row lse
         saved_per_logit = c["chunked_ce_saved_bytes_compiled" if compile else "chunked_ce_saved_bytes"]

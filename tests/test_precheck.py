@@ -100,7 +100,8 @@ def test_config_choices_are_the_estimators():
     import typing
 
     from pipeline.config import EstimateConfig
-    from pipeline.memory import ATTENTION, CROSS_ENTROPY, OPTIMIZERS, load_constants
+    from pipeline.memory import ATTENTION, CROSS_ENTROPY, OPTIMIZERS
+    from pipeline.setup import FRAMEWORKS
 
     def literal(name):
         ann = EstimateConfig.model_fields[name].annotation
@@ -108,4 +109,4 @@ def test_config_choices_are_the_estimators():
         return set(typing.get_args(lit))
 
     assert literal("cross_entropy") == set(CROSS_ENTROPY) and literal("attn") == set(ATTENTION)
-    assert literal("optimizer") == set(OPTIMIZERS) and literal("framework") == set(load_constants()["frameworks"])
+    assert literal("optimizer") == set(OPTIMIZERS) and literal("framework") == set(FRAMEWORKS)
