@@ -255,7 +255,12 @@ def test_audit_lists_every_removal(corpus, tmp_path):
     path = D.write_audit(result, tmp_path / "run" / "dedup_removed.jsonl")
     rows = [json.loads(line) for line in open(path, encoding="utf-8")]
     assert {r["id"]: (r["reason"], r["duplicate_of"]) for r in rows} == truth
-    assert all(set(r) == {"_order", "id", "reason", "duplicate_of", "duplicate_of_order", "similarity"} for r in rows)
+    assert all(set(r) == {"_order", "id", "reason", "duplicate_of", "duplicate_of_order", "similarity",
+                          "source_file", "source_line", "duplicate_of_file", "duplicate_of_line"} for r in rows)
+    by_id = {r["id"]: r for r in records}
+    for r in rows:  # where each removed record and the record it duplicates came from
+        assert (r["source_file"], r["source_line"]) == tuple(by_id[r["id"]]["source"].values())
+        assert (r["duplicate_of_file"], r["duplicate_of_line"]) == tuple(by_id[r["duplicate_of"]]["source"].values())
     pq_path = D.write_audit(result, tmp_path / "run" / "dedup_removed.parquet")
     assert pq.read_table(pq_path).equals(result.removed)
     # What the runner does with it: drop from the shards, count as dropped(reason).

@@ -56,13 +56,18 @@ REMOVED_SCHEMA = pa.schema([
     pa.field("_order", pa.int64()), pa.field("id", pa.string()), pa.field("reason", pa.string()),
     pa.field("duplicate_of", pa.string()), pa.field("duplicate_of_order", pa.int64()),
     pa.field("similarity", pa.float32()),
+    # where the removed record and the kept one it duplicates came from (file as in source.file: a label where
+    # the file name is redacted; line as in source.line), so a removal can be checked in the input
+    pa.field("source_file", pa.string()), pa.field("source_line", pa.int64()),
+    pa.field("duplicate_of_file", pa.string()), pa.field("duplicate_of_line", pa.int64()),
 ])
 
 
 @dataclass
 class DedupResult:
     """removed: _order, id, reason, duplicate_of, duplicate_of_order, similarity (estimated Jaccard with
-    duplicate_of; 1.0 for the same normalized content), sorted by _order. report: JSON-serializable."""
+    duplicate_of; 1.0 for the same normalized content), source_file/source_line of the removed record and
+    duplicate_of_file/duplicate_of_line of the kept one, sorted by _order. report: JSON-serializable."""
 
     removed: pa.Table
     report: dict = field(default_factory=dict)
@@ -387,7 +392,7 @@ def find_duplicates(key_paths: list[str], cfg: DedupConfig, work_dir: str) -> De
     has_eval[comp[is_eval]] = True
     ex_roots = _example_roots(comp, size, has_eval)
     ex_members = np.flatnonzero(np.isin(comp, ex_roots))
-    ids = keys.lookup(np.union1d(removed_pos, dup_of), ["id"])
+    ids = keys.lookup(np.union1d(removed_pos, dup_of), ["id", "source_file", "source_line"])
     removed = pa.table({
         "_order": pa.array(keys.order[removed_pos], pa.int64()),
         "id": pa.array([ids[q][0] for q in removed_pos.tolist()], pa.string()),
@@ -395,6 +400,10 @@ def find_duplicates(key_paths: list[str], cfg: DedupConfig, work_dir: str) -> De
         "duplicate_of": pa.array([ids[q][0] for q in dup_of.tolist()], pa.string()),
         "duplicate_of_order": pa.array(keys.order[dup_of], pa.int64()),
         "similarity": pa.array(similarity, pa.float32()),
+        "source_file": pa.array([ids[q][1] for q in removed_pos.tolist()], pa.string()),
+        "source_line": pa.array([ids[q][2] for q in removed_pos.tolist()], pa.int64()),
+        "duplicate_of_file": pa.array([ids[q][1] for q in dup_of.tolist()], pa.string()),
+        "duplicate_of_line": pa.array([ids[q][2] for q in dup_of.tolist()], pa.int64()),
     }, schema=REMOVED_SCHEMA)
 
     counts = Counter(REASONS[r] for r in reason.tolist())
