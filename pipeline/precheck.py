@@ -29,7 +29,7 @@ def sample_records(cfg: PrepareConfig, sample_size: int, seed: int = 0,
     counts = {"input": 0, "records": 0, "quarantined": 0, "dropped": 0, "exact_duplicates": 0}
     exact = cfg.dedup.enabled and cfg.dedup.exact
     hashes: set[int] = set()  # the high 64 bits of the run's 128-bit exact key: 8 bytes of entropy a record
-    for index, f in enumerate(expand_inputs(cfg.inputs)):
+    for index, f in enumerate(expand_inputs(cfg.inputs, cfg)):  # symlinks, name labels: as `run` expands them
         normalizer = Normalizer(f, cfg, index)
         for batch in normalizer.batches():
             bar.update(len(batch))

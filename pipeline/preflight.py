@@ -35,7 +35,7 @@ def preflight(cfg: PrepareConfig, log: Callable[[str], None] | None = None) -> N
         check_tokenizer(cfg)
     check_s3(cfg)
     if log is not None:
-        skipped = unsupported_files([*cfg.inputs, *cfg.validation_inputs])
+        skipped = unsupported_files([*cfg.inputs, *cfg.validation_inputs], cfg)
         if skipped:
             shown = ", ".join(skipped[:10]) + (f" and {len(skipped) - 10} more" if len(skipped) > 10 else "")
             log(f"prepare: warning: {len(skipped)} file(s) of unsupported type in the input folders are skipped "
@@ -97,9 +97,11 @@ def check_s3(cfg: PrepareConfig) -> None:
             check_bucket(f"s3://{bucket}", purpose)
 
 
-def unsupported_files(inputs: list[str]) -> list[str]:
-    """Files in local input folders that are not of a supported type (and not hidden): the run skips them."""
-    from .readers import _is_data_file
+def unsupported_files(inputs: list[str], cfg: PrepareConfig | None = None) -> list[str]:
+    """Files in local input folders that are not of a supported type (and not hidden): the run skips them.
+    With the PII step on, a name holding personal data is its label (file names are data: these names go to
+    stderr and the report)."""
+    from .readers import NameMap, _is_data_file, name_holds_pii
 
     found = []
     for item in inputs:
@@ -109,6 +111,9 @@ def unsupported_files(inputs: list[str]) -> list[str]:
         for path in sorted(root.rglob("*")):  # rglob does not descend into directory symlinks
             if path.is_file() and not path.name.startswith(".") and not _is_data_file(str(path)):
                 found.append(str(path.relative_to(root.parent)))
+    if cfg is not None and cfg.pii.enabled:
+        names = NameMap.of(cfg.out)
+        found = [names.label(name) if name_holds_pii(name, cfg) else name for name in found]
     return found
 
 

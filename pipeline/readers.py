@@ -264,6 +264,10 @@ def expand_inputs(inputs: list[str], cfg: PrepareConfig | None = None) -> list[I
     config whose PII step is on, file names that hold personal data are replaced by labels (redact_names)."""
     read = cfg.read if cfg is not None else ReadConfig()
     found: dict[str, InputFile] = {}
+    redacting = cfg is not None and cfg.pii.enabled
+    if redacting:
+        redact_items(inputs, cfg)
+    shown = NameMap.of(cfg.out).shown if redacting else (lambda item: item)
 
     def add_folder(folder: str, prefix: str, keep=None) -> None:
         for path, rel, problem in _walk(folder, read.follow_symlinks):
@@ -284,16 +288,16 @@ def expand_inputs(inputs: list[str], cfg: PrepareConfig | None = None) -> list[I
             # glob.glob's "**" follows symlinks into loops (a link to a parent folder: it never ended)
             base, patterns = _glob_base(item)
             if not os.path.isdir(base):
-                raise UnreadableInput(item, "no file matches this pattern")
+                raise UnreadableInput(shown(item), "no file matches this pattern")
             before = len(found)
             # a file matches, or sits below a folder that matches (as glob's folders are then walked)
             add_folder(base, "", lambda rel: any(_match_parts(rel[:n], patterns) for n in range(1, len(rel) + 1)))
             if len(found) == before:
-                raise UnreadableInput(item, "no file matches this pattern")
+                raise UnreadableInput(shown(item), "no file matches this pattern")
             continue
         matches = sorted(glob.glob(item)) if glob.has_magic(item) else [item]
         if not matches:
-            raise UnreadableInput(item, "no file matches this pattern")
+            raise UnreadableInput(shown(item), "no file matches this pattern")
         root_real = os.path.realpath(_glob_base(item)[0]) if glob.has_magic(item) else None
         for match in matches:
             if os.path.isdir(match):
@@ -315,10 +319,14 @@ def expand_inputs(inputs: list[str], cfg: PrepareConfig | None = None) -> list[I
                 else:
                     found.setdefault(match, describe(match, name))
             else:
-                raise UnreadableInput(match, "no such file or folder")
+                raise UnreadableInput(shown(match), "no such file or folder")
     files = list(found.values())
-    if cfg is not None and cfg.pii.enabled:
+    if redacting:
         files = redact_names(files, cfg)
+        names = NameMap.of(cfg.out)
+        for f in files:  # a file named on its own: the item is its path, the name its base name
+            if f.redacted and f.uri in inputs:
+                names.label(f.uri)
     return files
 
 
@@ -1127,28 +1135,95 @@ def name_holds_pii(name: str, cfg: PrepareConfig) -> bool:
     return False
 
 
+class NameMap:
+    """Labels for names that hold personal data, per run directory: "redacted-<8 hex>.<ext>", a keyed hash
+    (blake2b) stable for the run directory; the key and the map from labels back to the real names live only
+    in names_file(out), so a resumed run gives the same labels.
+
+    Built while the inputs are expanded, before the run takes the run directory's lock; written (save())
+    only once the lock is held: a run refused as busy, or stopped by an unreadable input, leaves the map of
+    the run that holds the folder as it is. One instance per map file in a process (of()), so the
+    preflight's warnings, the report and the manifest of one run name a file by the same label."""
+
+    _open: dict[Path, NameMap] = {}
+
+    def __init__(self, path: Path):
+        self.path = path
+        try:
+            saved = json.loads(path.read_text(encoding="utf-8"))
+            self.key, self.names = bytes.fromhex(saved["key"]), dict(saved["names"])
+        except (OSError, ValueError, KeyError, TypeError):
+            self.key, self.names = os.urandom(16), {}
+        self.dirty = False
+
+    @classmethod
+    def of(cls, out: str) -> NameMap:
+        path = names_file(out)
+        if path not in cls._open:
+            cls._open[path] = cls(path)
+        return cls._open[path]
+
+    def label(self, name: str) -> str:
+        digest = hashlib.blake2b(name.encode("utf-8", "surrogatepass"), key=self.key, digest_size=4).hexdigest()
+        label = f"redacted-{digest}{_compound_ext(name)}"
+        if self.names.get(label) != name:
+            self.names[label] = name
+            self.dirty = True
+        return label
+
+    def shown(self, item: str) -> str:
+        """An input as given (a path, a glob, an s3:// URI), or its label when it holds personal data."""
+        for label, name in self.names.items():
+            if name == item:
+                return label
+        return item
+
+    def save(self) -> None:
+        if not self.dirty:
+            return
+        try:  # labels another run wrote since this map was read stay resolvable
+            on_disk = dict(json.loads(self.path.read_text(encoding="utf-8"))["names"])
+        except (OSError, ValueError, KeyError, TypeError):
+            on_disk = {}
+        tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            json.dump({"key": self.key.hex(), "names": {**on_disk, **self.names}}, fh, ensure_ascii=False, indent=1)
+        os.replace(tmp, self.path)
+        self.dirty = False
+
+
+def save_names(out: str) -> None:
+    """Write the map of this run's labels (call it with the run directory's lock held)."""
+    path = names_file(out)
+    if path in NameMap._open:
+        NameMap._open[path].save()
+
+
+def shown_config(config: dict, out: str) -> dict:
+    """A dumped PrepareConfig with every input that holds personal data as its label (the manifest's copy):
+    a file named on the command line kept its real name in `inputs`."""
+    names = NameMap.of(out)
+    return {**config, **{key: [names.shown(item) for item in config.get(key) or []]
+                         for key in ("inputs", "validation_inputs")}}
+
+
+def redact_items(items: list[str], cfg: PrepareConfig) -> None:
+    """Give a label to each input as written (a file or folder named on the command line, a glob, an
+    s3:// URI) in which the PII engine finds anything: config.inputs goes to the manifest."""
+    names = NameMap.of(cfg.out)
+    for item in items:
+        if item not in names.names.values() and name_holds_pii(item[5:] if item.startswith("s3://") else item, cfg):
+            names.label(item)
+
+
 def redact_names(files: list[InputFile], cfg: PrepareConfig) -> list[InputFile]:
     """Input names are written to records (source.file), quarantine files, report.json/md, --json output,
-    Prefect artifacts and task-run names. A name in which the PII engine finds anything becomes
-    "redacted-<8 hex>.<ext>", a keyed hash stable for the run directory (the key is in the local map, so a
-    resumed run gives the same labels); the map from labels to names goes to names_file(cfg.out)."""
+    Prefect artifacts and task-run names. A name in which the PII engine finds anything becomes its label
+    (NameMap); the map is written by save_names once the run holds its run directory."""
     flagged = [f for f in files if not f.redacted and name_holds_pii(f.name, cfg)]
     if not flagged:
         return files
-    path = names_file(cfg.out)
-    try:
-        saved = json.loads(path.read_text(encoding="utf-8"))
-        key, names = bytes.fromhex(saved["key"]), dict(saved["names"])
-    except (OSError, ValueError, KeyError, TypeError):
-        key, names = os.urandom(16), {}
-    labels = {}
-    for f in flagged:
-        digest = hashlib.blake2b(f.name.encode("utf-8", "surrogatepass"), key=key, digest_size=4).hexdigest()
-        labels[f.uri] = f"redacted-{digest}{_compound_ext(f.name)}"
-        names[labels[f.uri]] = f.name
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w", encoding="utf-8") as fh:
-        json.dump({"key": key.hex(), "names": names}, fh, ensure_ascii=False, indent=1)
-    os.replace(tmp, path)
+    names = NameMap.of(cfg.out)
+    labels = {f.uri: names.label(f.name) for f in flagged}
     return [replace(f, name=labels[f.uri], redacted=True) if f.uri in labels else f for f in files]

@@ -33,7 +33,8 @@ from . import report
 from .config import PrepareConfig
 from .normalize import ORDER_SHIFT, Normalizer
 from .preflight import disk_full, refuse_empty_run, unsupported_files
-from .readers import FileReader, InputFile, UnreadableInput, expand_inputs, parquet_batch_rows, split_ranges
+from .readers import (FileReader, InputFile, UnreadableInput, expand_inputs, parquet_batch_rows, save_names,
+                      shown_config, split_ranges)
 from .records import from_table, to_table
 from .rundir import PrepareError, RunDir, check_out, ensure_salt, is_inside, read_salt, worker_init
 from .shards import ShardWriter, atomic_write_text, build_manifest, sha256_file, write_manifest
@@ -414,7 +415,7 @@ def finalize(cfg: PrepareConfig, run_dir: str, work_dir: str, shard_results: lis
     run_id = hashlib.blake2b(
         json.dumps([cfg.model_dump(mode="json"), [s["sha256"] for s in shards]], sort_keys=True).encode(),
         digest_size=8).hexdigest()
-    manifest = build_manifest(run_id, cfg.model_dump(mode="json"), rep["counts"], shards,
+    manifest = build_manifest(run_id, shown_config(cfg.model_dump(mode="json"), cfg.out), rep["counts"], shards,
                               {"max_seq_len": max_len, "tokenizer": tokenizer_name})
     write_manifest(run, manifest)
     rep["run_id"] = run_id
@@ -491,7 +492,7 @@ def plan_shards(cfg: PrepareConfig) -> tuple[list[ShardTask], list[dict]]:
                 for part in split_ranges(f, cfg.read.shard_bytes) if splittable else [f]:
                     tasks.append(ShardTask(len(tasks), part, is_eval))
     unreadable += [{"file": name, "reason": "unsupported file type (skipped)"}  # reported, not skipped silently
-                   for name in unsupported_files([*cfg.inputs, *cfg.validation_inputs])]
+                   for name in unsupported_files([*cfg.inputs, *cfg.validation_inputs], cfg)]
     if not tasks and not unreadable:
         raise PrepareError("no input files (give files, folders, globs or s3:// URIs)")
     return tasks, unreadable
@@ -534,6 +535,7 @@ def run_prepare(cfg: PrepareConfig, executor: Executor | None = None, progress: 
         problem = check_readable(task, cfg)
         (unreadable.append(problem) if problem else readable.append(task))
     with RunDir(cfg.out) as rundir:
+        save_names(cfg.out)  # the map of file-name labels, only with the lock held (readers.NameMap)
         rundir.wait_for_stale_workers()
         if cfg.pii.enabled and not os.environ.get(cfg.pii.salt_env):
             ensure_salt(rundir.work)  # read by the workers from work/; the user's own salt is never written

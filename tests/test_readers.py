@@ -474,6 +474,89 @@ def test_file_names_holding_personal_data_are_labels_in_every_output(tmp_path, m
     assert label in again["files"]
 
 
+PII_FILE = "John_Smith_12345678901.jsonl"
+PII_PIECES = ("John", "Smith", "12345678901", "Ahmet", "27384619550")
+
+
+def test_a_file_named_on_the_command_line_is_a_label_in_every_output(tmp_path):
+    """`prepare run path/John_Smith_12345678901.jsonl`: config.inputs (in manifest.json, uploaded) held the
+    path as typed; an unsupported file's name in a folder reached stderr and report.json. Every output, the
+    --json stdout and stderr hold labels; the real names are only in RUN.file-names.local."""
+    (tmp_path / "in").mkdir()
+    (tmp_path / "in" / PII_FILE).write_text("".join(
+        json.dumps({"text": f"an ordinary support note about order number {i}"}) + "\n" for i in range(3)))
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "a.jsonl").write_text(json.dumps({"text": "another ordinary document"}) + "\n")
+    (tmp_path / "sub" / "Ahmet_Yilmaz_27384619550.docx").write_text("not data")
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    proc = subprocess.run([sys.executable, "-m", "pipeline.cli", "run", f"in/{PII_FILE}", "sub", "--out", "run",
+                           "--no-lengths", "--no-estimate", "--no-dedup", "--json"],
+                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    mapping = json.loads(names_file(str(tmp_path / "run")).read_text(encoding="utf-8"))["names"]
+    item = next(lab for lab, name in mapping.items() if name == f"in/{PII_FILE}")  # the input as typed
+    label = next(lab for lab, name in mapping.items() if name == PII_FILE)  # the file's name in the outputs
+    docx = next(lab for lab, name in mapping.items() if name == "sub/Ahmet_Yilmaz_27384619550.docx")
+    assert {item[-6:], label[-6:], docx[-5:]} == {".jsonl", ".docx"} and label.startswith("redacted-")
+    manifest = json.loads((tmp_path / "run" / "manifest.json").read_text())
+    assert manifest["config"]["inputs"] == [item, "sub"]
+    report = json.loads((tmp_path / "run" / "report.json").read_text())
+    assert label in report["files"] and {u["file"] for u in report["unreadable_inputs"]} == {docx}
+    texts = [proc.stdout, proc.stderr]
+    for path in (tmp_path / "run").rglob("*"):
+        if path.is_file():
+            data = path.read_bytes()
+            if path.suffix == ".parquet":
+                data = json.dumps(pq.read_table(path).to_pylist(), default=str).encode()
+            texts.append(data.decode("utf-8", "replace"))
+    for text in texts:
+        for piece in PII_PIECES:
+            assert piece not in text, piece
+
+
+def test_the_map_of_names_is_written_only_with_the_run_directory_locked(tmp_path, monkeypatch):
+    """A run that stops before it holds the run directory (an unreadable input; a second run that lost the
+    race for the lock) must not write RUN.file-names.local: the map belongs to the run holding the folder."""
+    from pipeline import runner
+    from pipeline.readers import NameMap
+    from pipeline.rundir import PrepareError, RunDir
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "in").mkdir()
+    (tmp_path / "in" / "John_Smith_12345678901.jsonl.gz").write_bytes(b"not a gzip archive at all")
+    cfg = fast_config(tmp_path, [tmp_path / "in"])
+    cfg.pii.enabled = True
+    with pytest.raises(UnreadableInput, match=r"^redacted-[0-9a-f]{8}\.jsonl\.gz: not a valid gzip archive"):
+        runner.run_prepare(cfg, progress=False, log=lambda m: None)
+    assert not names_file(cfg.out).exists()
+    (tmp_path / "in" / "John_Smith_12345678901.jsonl.gz").write_bytes(gzip.compress(b'{"text": "fine words"}\n'))
+    NameMap._open.clear()
+    # the other run took the lock between this run's check of --out and its own lock
+    monkeypatch.setattr(runner, "check_out", lambda out, inputs: None)
+    with RunDir(cfg.out), pytest.raises(PrepareError, match="another prepare run"):
+        runner.run_prepare(cfg, progress=False, log=lambda m: None)
+    assert not names_file(cfg.out).exists()
+    runner.run_prepare(cfg, progress=False, log=lambda m: None)
+    assert list(json.loads(names_file(cfg.out).read_text())["names"].values()) == ["in/John_Smith_12345678901.jsonl.gz"]
+
+
+def test_precheck_expands_inputs_with_the_config(tmp_path):
+    """precheck read a symlink out of the input folder that run refuses, and showed real file names."""
+    from pipeline.precheck import sample_records
+
+    (tmp_path / "outside.jsonl").write_text(json.dumps({"text": "a document outside the input folder"}) + "\n")
+    (tmp_path / "in").mkdir()
+    (tmp_path / "in" / "ok.jsonl").write_text(json.dumps({"text": "a document inside the input folder"}) + "\n")
+    os.symlink(tmp_path / "outside.jsonl", tmp_path / "in" / "link.jsonl")
+    cfg = fast_config(tmp_path, [tmp_path / "in"])
+    cfg.read.skip_unreadable = True
+    with pytest.raises(UnreadableInput, match="symlink to outside the input folder"):
+        sample_records(cfg, 10)
+    cfg.read.follow_symlinks = True
+    sample, seen, _ = sample_records(cfg, 10)
+    assert seen == 2
+
+
 def test_follow_symlinks_flag(tmp_path, monkeypatch):
     """`prepare run --follow-symlinks` reads a link out of the input folder; without it the link is refused."""
     from pipeline.cli import build_parser, config_from_args
