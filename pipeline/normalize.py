@@ -37,7 +37,12 @@ class Normalizer:
     def batches(self) -> Iterator[list[dict]]:
         base = self.index << ORDER_SHIFT
         fmt_cfg = self.cfg.formats
-        for batch in self.reader.batches():
+        batches = self.reader.batches()
+        while True:
+            with self.read.timer():  # the reading itself (decompression, parsing) happens in the generator
+                batch = next(batches, None)
+            if batch is None:
+                break
             with self.read.timer():
                 self.read.records_in += len(batch)
                 rows = []

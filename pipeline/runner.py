@@ -189,15 +189,15 @@ def normalize_shard(task: ShardTask, cfg: PrepareConfig, run_dir: str, work_dir:
     key = _normalize_key(task, cfg)
     quarantine_path = Path(run_dir) / "quarantine" / f"{task.index:05d}.jsonl"
     cached = _cached(work_dir, f"normalize-{task.index:05d}", key)
-    if cached is not None and quarantine_path.exists():
+    if cached is not None and (quarantine_path.exists() or not cached.get("quarantined_rows")):
         return cached
     paths = work_paths(work_dir, task.index)
     for p in paths.values():
         p.parent.mkdir(parents=True, exist_ok=True)
-    quarantine_path.parent.mkdir(parents=True, exist_ok=True)
+    quarantine_path.unlink(missing_ok=True)  # an earlier run's; a shard without rejected rows writes none
     writers: dict[str, pq.ParquetWriter] = {}
     keys_stats = StageStats("dedup")  # time of the per-shard dedup keys; records are counted in process_shard
-    with open(quarantine_path, "w", encoding="utf-8") as quarantine:
+    with _LazyFile(quarantine_path) as quarantine:
         def reject(line: int, reason: str) -> None:
             quarantine.write(json.dumps({"file": task.file.name, "line": line, "reason": reason}) + "\n")
 
@@ -221,8 +221,29 @@ def normalize_shard(task: ShardTask, cfg: PrepareConfig, run_dir: str, work_dir:
         "encoding": reader.encoding, "warnings": reader.warnings, "unread": reader.unread,
         "truncated": reader.truncated,
         "stages": {s.name: s.to_dict() for s in (*normalizer.stats, keys_stats)},
-        "has_records": "normalized" in writers, "has_keys": "keys" in writers,
+        "has_records": "normalized" in writers, "has_keys": "keys" in writers, "quarantined_rows": quarantine.lines,
     })
+
+
+class _LazyFile:
+    """A text file created on the first write: no empty quarantine files."""
+
+    def __init__(self, path: Path):
+        self.path, self.lines, self._fh = path, 0, None
+
+    def write(self, text: str) -> None:
+        if self._fh is None:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._fh = open(self.path, "w", encoding="utf-8")
+        self._fh.write(text)
+        self.lines += 1
+
+    def __enter__(self) -> "_LazyFile":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self._fh is not None:
+            self._fh.close()
 
 
 def _slow_for_tests() -> None:
@@ -230,6 +251,13 @@ def _slow_for_tests() -> None:
         import time
 
         time.sleep(float(os.environ["PREPARE_SLOW_SHARDS"]))
+
+
+def _open_work(path: Path) -> pq.ParquetFile:
+    """A work file, read back batch by batch. pre_buffer (pyarrow's default) reads all the column chunks of a
+    row group into memory ahead of decoding; a row group of a work file is a whole batch of records, so it
+    held one more batch's worth of compressed data in memory per worker, for no gain on a local disk."""
+    return pq.ParquetFile(path, pre_buffer=False)
 
 
 def _append(writers: dict, name: str, path: Path, table: pa.Table) -> None:
@@ -269,7 +297,7 @@ def process_shard(task: ShardTask, cfg: PrepareConfig, work_dir: str, removed_pa
     removed = _removed_for_shard(removed_path, task.index)
     writer = None
     if paths["normalized"].exists():
-        source = pq.ParquetFile(paths["normalized"])
+        source = _open_work(paths["normalized"])
         for arrow_batch in source.iter_batches(batch_size=parquet_batch_rows(source, cfg.read)):
             records = from_table(pa.Table.from_batches([arrow_batch]))
             with dedup_stats.timer():
@@ -388,7 +416,7 @@ def finalize(cfg: PrepareConfig, run_dir: str, work_dir: str, shard_results: lis
         if not result["has_records"]:
             continue
         with write_stats.timer():
-            source = pq.ParquetFile(path)
+            source = _open_work(path)
             for arrow_batch in source.iter_batches(batch_size=parquet_batch_rows(source, cfg.read)):
                 records = from_table(pa.Table.from_batches([arrow_batch]))
                 write_stats.records_in += len(records)
@@ -555,7 +583,9 @@ def _run(cfg: PrepareConfig, executor: Executor, rundir: RunDir, readable: list[
     # shards that are being rewritten. Work of a killed run stays in work/ and is reused by key.
     (run_dir / "manifest.json").unlink(missing_ok=True)
     rundir.remove_stale_quarantine({f"{t.index:05d}" for t in readable})
-    log(f"prepare: {len(readable)} input file(s) -> {run_dir}")
+    files = len({t.file.uri for t in readable})  # a large file is read as several byte-range shards
+    log(f"prepare: {files} input file(s)" + (f" in {len(readable)} shards" if len(readable) != files else "")
+        + f" -> {run_dir}")
     results = executor.map(normalize_shard, readable, "normalize", cfg=cfg, run_dir=str(run_dir),
                            work_dir=str(work_dir))
     removed_path, dedup_report = None, None

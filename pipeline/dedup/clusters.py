@@ -105,8 +105,9 @@ class _Keys:
             raise ValueError("_order values are not unique across the key files")
 
     def _open(self, i: int) -> pq.ParquetFile:
-        # Opened per read: an open ParquetFile keeps the buffers of its last read alive.
-        return pq.ParquetFile(self.paths[i])
+        # Opened per read: an open ParquetFile keeps the buffers of its last read alive. No pre_buffer: it
+        # would load the column chunks of all row groups read at once before decoding any.
+        return pq.ParquetFile(self.paths[i], pre_buffer=False)
 
     def column(self, name: str, positions: bool = True) -> np.ndarray:
         """One column of every file, concatenated; in position order unless positions=False."""
