@@ -29,6 +29,7 @@ class FrameworkPreset:
     fused_optimizer: bool              # fused AdamW: no state-sized temporaries in step()
     ckpt_mode: Literal["non_reentrant", "reentrant", "offload"]  # how layers are checkpointed when ckpt is on
     kbit_upcast: Literal["all", "norms", "none"]  # QLoRA: which unquantized weights are cast to fp32
+    autocast: bool                     # bf16 autocast around the forward (the Trainer's bf16=True)
     lora_dropout: float
     sources: tuple[str, ...] = field(default_factory=tuple)
 
@@ -52,7 +53,7 @@ _PRESETS = {
         # peft.prepare_model_for_kbit_training casts every non-quantized parameter (embeddings, norms, lm_head)
         # to fp32, so the residual stream and the logits become fp32
         kbit_upcast="all",
-        lora_dropout=0.05,
+        autocast=True, lora_dropout=0.05,
         sources=("https://github.com/huggingface/transformers/blob/v5.0.0/src/transformers/loss/loss_utils.py",
                  "https://github.com/huggingface/transformers/blob/v5.0.0/src/transformers/training_args.py",
                  "https://github.com/huggingface/peft/blob/v0.17.0/src/peft/utils/other.py",
@@ -64,7 +65,7 @@ _PRESETS = {
         cross_entropy="standard",  # plugins (liger, cut_cross_entropy) switch to fused
         adapter_dtype="fp32", full_precision="mixed",
         optimizer="adamw", fused_optimizer=True,
-        ckpt_mode="non_reentrant", kbit_upcast="norms", lora_dropout=0.05,
+        ckpt_mode="non_reentrant", kbit_upcast="norms", autocast=True, lora_dropout=0.05,
         sources=("https://github.com/axolotl-ai-cloud/axolotl/blob/main/src/axolotl/loaders/model.py",
                  "https://github.com/axolotl-ai-cloud/axolotl/blob/main/src/axolotl/core/builders/causal.py")),
     # LLaMA-Factory: CustomSeq2SeqTrainer (HF Trainer); init_adapter casts trainable params to fp32; its own
@@ -74,7 +75,7 @@ _PRESETS = {
         cross_entropy="standard",  # enable_liger_kernel switches to fused
         adapter_dtype="fp32", full_precision="mixed",
         optimizer="adamw", fused_optimizer=True,
-        ckpt_mode="reentrant", kbit_upcast="none", lora_dropout=0.0,
+        ckpt_mode="reentrant", kbit_upcast="none", autocast=True, lora_dropout=0.0,
         sources=("https://github.com/hiyouga/LLaMA-Factory/blob/main/src/llamafactory/model/adapter.py",
                  "https://github.com/hiyouga/LLaMA-Factory/blob/main/src/llamafactory/model/model_utils/checkpointing.py",
                  "https://github.com/hiyouga/LLaMA-Factory/blob/main/src/llamafactory/hparams/finetuning_args.py")),
@@ -84,7 +85,7 @@ _PRESETS = {
         name="unsloth", description="Unsloth (patched HF model, TRL trainer)",
         cross_entropy="fused", adapter_dtype="bf16", full_precision="bf16",
         optimizer="adamw8bit", fused_optimizer=True,
-        ckpt_mode="offload", kbit_upcast="none", lora_dropout=0.0,
+        ckpt_mode="offload", kbit_upcast="none", autocast=True, lora_dropout=0.0,
         sources=("https://github.com/unslothai/unsloth/blob/main/unsloth/models/llama.py",
                  "https://github.com/unslothai/unsloth-zoo/blob/main/unsloth_zoo/gradient_checkpointing.py",
                  "https://github.com/unslothai/unsloth/blob/main/unsloth/kernels/cross_entropy_loss.py")),
@@ -94,7 +95,7 @@ _PRESETS = {
         name="torchtune", description="torchtune recipes (own training loop)",
         cross_entropy="chunked", adapter_dtype="bf16", full_precision="bf16",
         optimizer="adamw", fused_optimizer=True,
-        ckpt_mode="non_reentrant", kbit_upcast="none", lora_dropout=0.0,
+        ckpt_mode="non_reentrant", kbit_upcast="none", autocast=False, lora_dropout=0.0,
         sources=("https://github.com/pytorch/torchtune/blob/main/torchtune/modules/loss/ce_chunked_output_loss.py",
                  "https://github.com/pytorch/torchtune/blob/main/recipes/configs/llama3_1/8B_lora_single_device.yaml",
                  "https://github.com/pytorch/torchtune/blob/main/recipes/lora_finetune_single_device.py")),
@@ -104,7 +105,7 @@ _PRESETS = {
         name="plain", description="plain PyTorch loop (bf16 model, F.cross_entropy, torch.optim.AdamW)",
         cross_entropy="bf16", adapter_dtype="bf16", full_precision="bf16",
         optimizer="adamw", fused_optimizer=False,
-        ckpt_mode="non_reentrant", kbit_upcast="none", lora_dropout=0.0,
+        ckpt_mode="non_reentrant", kbit_upcast="none", autocast=False, lora_dropout=0.0,
         sources=("https://github.com/pytorch/pytorch/blob/v2.9.0/torch/optim/adamw.py",
                  "https://github.com/pytorch/pytorch/blob/v2.9.0/torch/nn/functional.py")),
 }

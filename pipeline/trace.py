@@ -28,6 +28,7 @@ from __future__ import annotations
 import contextlib
 import importlib.util
 import json
+import math
 import time
 import warnings
 import weakref
@@ -157,12 +158,24 @@ def _import_torch():
 def trace_step(model: str, method: str = "lora", seq_len: int = 2048, micro_batch: int = 1, grad_ckpt: bool = True,
                attn: str = "sdpa", optimizer: str = "adamw", lora_rank: int = 16, lora_targets="all-linear",
                double_quant: bool = True, precision: str | None = None, block: int = CUDA_BLOCK,
-               config: dict | None = None) -> TraceResult:
+               config: dict | None = None, framework: str = "hf", cross_entropy: str | None = None,
+               adapter_dtype: str | None = None) -> TraceResult:
     """Trace two training steps (the second is the steady state: optimizer states exist from the first) and
     return the peak of live tensor bytes in the second, split by category. `config` is a config.json dict
-    (else read from `model`); `block` rounds each storage as the CUDA allocator does (1: raw bytes)."""
+    (else read from `model`); `block` rounds each storage as the CUDA allocator does (1: raw bytes).
+    `framework` (pipeline.setup presets) sets the adapter dtype, autocast, the QLoRA upcasts, LoRA dropout, the
+    AdamW implementation and the loss path; `cross_entropy` / `adapter_dtype` override the preset's."""
     torch = _import_torch()
     from pipeline.memory import METHODS, PRECISIONS
+    from pipeline.setup import CROSS_ENTROPY, framework_preset
+
+    preset = framework_preset(framework)
+    cross_entropy = cross_entropy or preset.cross_entropy
+    if cross_entropy not in CROSS_ENTROPY:
+        raise ValueError(f"unknown cross-entropy {cross_entropy!r}; choose one of {', '.join(CROSS_ENTROPY)}")
+    adapter_dtype = adapter_dtype or preset.adapter_dtype
+    if optimizer == "adamw" and not preset.fused_optimizer:
+        optimizer = "adamw_foreach"
 
     if method not in METHODS:
         raise ValueError(f"unknown method {method!r}; choose one of {', '.join(METHODS)}")
@@ -172,7 +185,7 @@ def trace_step(model: str, method: str = "lora", seq_len: int = 2048, micro_batc
     if optimizer not in TRACED_OPTIMIZERS:
         raise ValueError(f"the tracer runs {', '.join(TRACED_OPTIMIZERS)}; {optimizer} (bitsandbytes / "
                          f"transformers' Adafactor) is not traced: drop --trace for the analytical figure")
-    precision = precision or "mixed"
+    precision = precision or preset.full_precision
     if precision not in PRECISIONS:
         raise ValueError(f"unknown precision {precision!r}")
     if seq_len < 2 or micro_batch < 1:
@@ -182,30 +195,31 @@ def trace_step(model: str, method: str = "lora", seq_len: int = 2048, micro_batc
     else:
         name = model
     constants = resolve_constants(load_constants(), "hf")
-    hf_fw = load_constants()["frameworks"]["hf"]
     started = time.perf_counter()
     with _patched_for_meta(torch), warnings.catch_warnings():
         warnings.simplefilter("ignore")  # deprecation notices of transformers/PEFT are not the user's business
-        dropout = hf_fw["lora_dropout"] if method != "full" else 0.0
+        dropout = preset.lora_dropout if method != "full" else 0.0
+        options = dict(adapter_dtype=adapter_dtype, kbit_upcast=preset.kbit_upcast, autocast=preset.autocast,
+                       cross_entropy=cross_entropy)
         try:
             built = _build(torch, config, method, attn, grad_ckpt, lora_rank, lora_targets, precision, double_quant,
-                           dropout, constants)
+                           dropout, constants, **options)
         except ValueError as exc:
             if "lora_dropout" not in str(exc):
                 raise
             # PEFT wraps fused expert weights (3D parameters) with a ParamWrapper that refuses dropout
             dropout = 0.0
             built = _build(torch, config, method, attn, grad_ckpt, lora_rank, lora_targets, precision, double_quant,
-                           dropout, constants)
+                           dropout, constants, **options)
             built["notes"].append(f"PEFT's ParamWrapper for the fused expert weights refuses LoRA dropout: traced "
-                                  f"with lora_dropout 0 (not {hf_fw['lora_dropout']})")
+                                  f"with lora_dropout 0 (not {preset.lora_dropout})")
         result = _run_steps(torch, built, seq_len, micro_batch, optimizer, block)
     settings = {"seq_len": seq_len, "micro_batch": micro_batch, "grad_ckpt": grad_ckpt, "attn": attn,
                 "optimizer": optimizer, "precision": precision if method == "full" else None,
-                "block_bytes": block, "steps_traced": 2}
+                "block_bytes": block, "steps_traced": 2, "framework": framework, "cross_entropy": cross_entropy}
     if method != "full":
         settings.update(lora_rank=lora_rank, lora_targets=built["targets"], lora_dropout=dropout,
-                        adapter_dtype="fp32")
+                        adapter_dtype=adapter_dtype)
     if method == "qlora":
         settings["double_quant"] = double_quant
     peak, phase, at_peak, at_forward_end, sizes, phases = result
@@ -256,7 +270,8 @@ def _decoder_layers(torch, model, n_layers: int):
 
 
 def _build(torch, config: dict, method, attn, grad_ckpt, lora_rank, lora_targets, precision, double_quant,
-           lora_dropout, constants) -> dict:
+           lora_dropout, constants, adapter_dtype="fp32", kbit_upcast="all", autocast=True,
+           cross_entropy="standard") -> dict:
     import peft
     import transformers
     from transformers import AutoConfig, AutoModelForCausalLM
@@ -295,7 +310,7 @@ def _build(torch, config: dict, method, attn, grad_ckpt, lora_rank, lora_targets
     attn_text = "FlashAttention-2 stand-in" if implementation != attn else f"{attn} attention"
     code_path = [f"transformers {transformers.__version__} {type(model).__name__}, {attn_text}, "
                  f"{'fp32' if dtype == torch.float32 else 'bf16'} weights"]
-    autocast = method != "full" or precision == "mixed"  # the Trainer's bf16=True
+    autocast = autocast and (method != "full" or precision == "mixed")  # the Trainer's bf16=True
     if method == "qlora":
         if any(p.dim() == 3 for p in model.parameters()):
             raise ValueError(f"QLoRA on {model_type} is not traced: its experts are fused 3-D weights, which the "
@@ -303,12 +318,10 @@ def _build(torch, config: dict, method, attn, grad_ckpt, lora_rank, lora_targets
         per_param = _nf4_bytes_per_param(constants, double_quant)
         quantized = _quantize_nf4(torch, model, per_param)
         model.is_loaded_in_4bit = True
-        peft.prepare_model_for_kbit_training(model, use_gradient_checkpointing=grad_ckpt,
-                                             gradient_checkpointing_kwargs={"use_reentrant": False})
+        upcast_text = _kbit_prepare(torch, peft, model, kbit_upcast, grad_ckpt)
         code_path.append(f"QLoRA: {quantized} linears as NF4 storage ({per_param:.4f} B/param, double quant "
                          f"{'on' if double_quant else 'off'}), bf16 dequantization temporaries in forward and "
-                         f"backward (bitsandbytes' MatMul4Bit modelled: it needs CUDA); "
-                         f"peft.prepare_model_for_kbit_training (other weights fp32)")
+                         f"backward (bitsandbytes' MatMul4Bit modelled: it needs CUDA); {upcast_text}")
         notes.append("QLoRA traced with modelled bitsandbytes layers: NF4-sized uint8 weights, one bf16 "
                      "dequantized weight live per matmul")
     if grad_ckpt:
@@ -322,18 +335,58 @@ def _build(torch, config: dict, method, attn, grad_ckpt, lora_rank, lora_targets
         lcfg = peft.LoraConfig(r=lora_rank, lora_alpha=2 * lora_rank, lora_dropout=lora_dropout,
                                target_modules=targets, task_type="CAUSAL_LM")
         with torch.device("meta"):
-            model = peft.get_peft_model(model, lcfg)  # autocast_adapter_dtype=True: fp32 adapters
-        code_path.append(f"PEFT {peft.__version__} LoRA r{lora_rank} on {targets}, fp32 adapters, "
+            # autocast_adapter_dtype=True (PEFT's default) keeps the adapters of a bf16 model in fp32
+            model = peft.get_peft_model(model, lcfg, autocast_adapter_dtype=adapter_dtype == "fp32")
+        code_path.append(f"PEFT {peft.__version__} LoRA r{lora_rank} on {targets}, {adapter_dtype} adapters, "
                          f"dropout {lora_dropout}")
     else:
         code_path.append(f"full fine-tuning, {'fp32 weights + bf16 autocast' if precision == 'mixed' else 'bf16'}")
     if autocast:
         code_path.append("bf16 autocast as the Trainer's bf16=True (emulated: no autocast on the meta device)")
-    code_path.append("HF loss: ForCausalLMLoss, logits upcast to fp32, cross-entropy mean over tokens")
+    code_path.append(LOSS_PATHS[cross_entropy])
+    if cross_entropy == "fused":
+        notes.append("fused cross-entropy traced with a stand-in of Liger's fused linear cross-entropy (its "
+                     "chunking and buffers; the Triton kernel needs CUDA)")
     layers = _decoder_layers(torch, model, n_layers)
     trainable = [p for p in model.parameters() if p.requires_grad]
     return {"model": model, "layers": layers, "trainable": trainable, "autocast": autocast, "grad_ckpt": grad_ckpt,
-            "code_path": code_path, "notes": notes, "targets": targets, "config": hf_cfg}
+            "code_path": code_path, "notes": notes, "targets": targets, "config": hf_cfg,
+            "cross_entropy": cross_entropy}
+
+
+LOSS_PATHS = {
+    "standard": "HF loss: ForCausalLMLoss, logits upcast to fp32, cross-entropy mean over tokens",
+    "bf16": "plain loop loss: logits = model(ids).logits (kept until the step ends), F.cross_entropy on the "
+            "bf16 logits, no upcast",
+    "chunked": "torchtune CEWithChunkedOutputLoss: lm_head per 8 token chunks, each chunk upcast to fp32 for "
+               "its cross-entropy; the logits deleted before backward",
+    "fused": "fused linear cross-entropy (Liger): per token chunk logits, loss and their gradient in forward; "
+             "no logits of all tokens",
+}
+CE_CHUNKS = 8  # torchtune's num_output_chunks
+
+
+def _kbit_prepare(torch, peft, model, kbit_upcast: str, grad_ckpt: bool) -> str:
+    """What the stack does to a 4-bit model before adding adapters: PEFT's prepare_model_for_kbit_training casts
+    every non-quantized weight to fp32 (hf); axolotl then casts embeddings and lm_head back to bf16 and keeps the
+    norms fp32 (norms); torchtune and Unsloth keep them in bf16 (none)."""
+    if kbit_upcast in ("all", "norms"):
+        peft.prepare_model_for_kbit_training(model, use_gradient_checkpointing=grad_ckpt,
+                                             gradient_checkpointing_kwargs={"use_reentrant": False})
+        if kbit_upcast == "all":
+            return "peft.prepare_model_for_kbit_training (other weights fp32)"
+        for name, module in model.named_modules():
+            if "norm" in name.rsplit(".", 1)[-1]:
+                module.to(torch.float32)
+            elif any(k in name for k in ("lm_head", "embed_tokens", "wte", "wpe")) and hasattr(module, "weight"):
+                if module.weight.dtype == torch.float32:
+                    module.to(torch.bfloat16)
+        return "peft.prepare_model_for_kbit_training, then norms fp32 and embeddings / lm_head bf16 (axolotl)"
+    for p in model.parameters():
+        p.requires_grad_(False)
+    if grad_ckpt:
+        model.enable_input_require_grads()
+    return "no upcast of the other weights (bf16)"
 
 
 def _peft_targets(model, lora_targets):
@@ -702,11 +755,11 @@ def _run_steps(torch, built: dict, seq_len: int, micro_batch: int, optimizer: st
             starts.append(len(tracker.events))
             tracker.set_phase("forward")
             with autocast.region(built["autocast"], fresh=True):
-                loss = model(input_ids=ids, labels=ids).loss
+                loss, kept = _forward_loss(torch, model, ids, built, autocast, tracker)
             forward_end.append(len(tracker.events))
             tracker.set_phase("backward, loss")
             loss.backward()
-            del loss
+            del loss, kept
             tracker.set_phase("optimizer step")
             torch.nn.utils.clip_grad_norm_(trainable, 1.0)
             opt.step()
@@ -751,6 +804,78 @@ def _run_steps(torch, built: dict, seq_len: int, micro_batch: int, optimizer: st
              "gradients": sum(tracker.size[tracker.key(p)] for p in trainable),  # one grad per trainable param
              "optimizer_state": sum(tracker.size[k] for k in state_keys)}
     return peak, tracker.phases[tracker.events[peak_at][2]], at_peak, at_forward_end, sizes, phase_peaks
+
+
+def _forward_loss(torch, model, ids, built: dict, autocast, tracker):
+    """The forward pass and the loss of the traced stack (LOSS_PATHS); returns (loss, what the loop keeps
+    referenced until the backward pass is done)."""
+    F = torch.nn.functional
+    path = built["cross_entropy"]
+    if path == "standard":
+        return model(input_ids=ids, labels=ids).loss, None
+    causal = model.get_base_model() if hasattr(model, "get_base_model") else model
+    labels = F.pad(ids, (0, 1), value=-100)[..., 1:]  # each token predicts the next, as the HF loss shifts
+    if path == "bf16":
+        logits = model(input_ids=ids).logits
+        with autocast.region(False, fresh=False):
+            loss = F.cross_entropy(logits.view(-1, logits.shape[-1]), labels.reshape(-1))
+        return loss, logits
+    hidden = causal.get_decoder()(input_ids=ids).last_hidden_state
+    head = causal.get_output_embeddings()
+    cap = getattr(built["config"], "final_logit_softcapping", None)
+    if path == "chunked":
+        chunks = []
+        for part in hidden.tensor_split(CE_CHUNKS, dim=1):
+            logits = head(part)
+            chunks.append(torch.tanh(logits / cap) * cap if cap else logits)
+        total = None
+        for logits, part in zip(chunks, labels.tensor_split(CE_CHUNKS, dim=1)):
+            ce = F.cross_entropy(logits.float().reshape(-1, logits.shape[-1]), part.reshape(-1), reduction="sum")
+            total = ce if total is None else total + ce
+        return total / labels.numel(), None  # the recipe deletes the chunk logits before backward
+    tracker.set_phase("loss (lm_head + cross-entropy)")
+    with autocast.region(False, fresh=False):
+        flat = hidden.reshape(-1, hidden.shape[-1])
+        return _fused_ce(torch).apply(flat, head.weight, labels.reshape(-1)), None
+
+
+_FUSED_FN = None
+
+
+def _fused_ce(torch):
+    """Liger's LigerFusedLinearCrossEntropyFunction, memory-wise: forward allocates grad_input (like the hidden
+    states), an fp32 loss per token and, when lm_head is trained, grad_weight; the tokens go through in chunks
+    of next_pow2(ceil(BT / ceil(V / H))) rows, each chunk's logits (in the hidden dtype) overwritten by their
+    gradient in place; backward returns the saved gradients."""
+    global _FUSED_FN
+    if _FUSED_FN is None:
+        class FusedLinearCrossEntropy(torch.autograd.Function):
+            @staticmethod
+            def forward(ctx, x, weight, labels):
+                rows, width = x.shape
+                vocab = weight.shape[0]
+                w = weight if weight.dtype == x.dtype else weight.to(x.dtype)
+                chunk = 1 << max(0, math.ceil(math.log2(math.ceil(rows / math.ceil(vocab / width)))))
+                grad_input = torch.zeros_like(x)
+                grad_weight = torch.zeros_like(weight) if weight.requires_grad else None
+                loss_1d = torch.zeros(rows, dtype=torch.float32, device=x.device)
+                for start in range(0, rows, chunk):
+                    part = x[start:start + chunk]
+                    logits = part @ w.t()  # the kernel writes the loss and the logits' gradient in place
+                    grad_input[start:start + chunk] = logits @ w
+                    if grad_weight is not None:
+                        grad_weight.addmm_(logits.t().to(part.dtype), part)
+                    del logits
+                ctx.save_for_backward(grad_input, grad_weight)
+                return loss_1d.sum() / rows
+
+            @staticmethod
+            def backward(ctx, grad):  # grad is 1 for the mean loss: Liger skips the multiplication
+                grad_input, grad_weight = ctx.saved_tensors
+                return grad_input, grad_weight, None
+
+        _FUSED_FN = FusedLinearCrossEntropy
+    return _FUSED_FN
 
 
 def _category(k, tracker, param_keys, grad_keys, state_keys) -> str:
