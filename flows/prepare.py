@@ -13,7 +13,7 @@ import os
 from typing import Any, Callable
 
 from prefect import flow, get_run_logger, task
-from prefect.artifacts import create_markdown_artifact, create_table_artifact
+from prefect.artifacts import create_link_artifact, create_markdown_artifact, create_table_artifact
 from prefect.cache_policies import NO_CACHE
 from prefect.futures import wait
 from prefect.task_runners import ProcessPoolTaskRunner
@@ -96,11 +96,19 @@ def with_deployment_defaults(params: PrepareConfig) -> PrepareConfig:
 def publish(result: RunResult) -> None:
     """Artifacts for the Prefect UI: the whole report, the accounting table, the KVKK summary, lengths and the
     GPU plan."""
+    from pipeline.markdown import text
     from pipeline.report import render_markdown
+    from pipeline.report_html import html_locations
 
     report = result.report
-    create_markdown_artifact(key="prepare-report", markdown=render_markdown(report),
-                             description="report.md of this run")
+    html = html_locations(result.run_dir, result.manifest_uri)
+    markdown = render_markdown(report)
+    if html:  # the one-page report with the charts: on S3 beside the shards when uploaded, else the local file
+        create_link_artifact(key="prepare-report-html", link=html["s3"] or html["local"], link_text="report.html",
+                             description="the whole report as one self-contained HTML page")
+        markdown = (f"HTML report: [{text(html['s3'] or 'report.html')}]({html['s3'] or html['local']})"
+                    + (f" (local copy: {text(html['local'])})" if html["s3"] else "") + "\n\n" + markdown)
+    create_markdown_artifact(key="prepare-report", markdown=markdown, description="report.md of this run")
     counts = report["counts"]
     rows = [{"reason": f"dropped: {k}", "records": v} for k, v in counts["dropped"].items()]
     rows += [{"reason": f"quarantined: {k}", "records": v} for k, v in counts["quarantined_by_reason"].items()]

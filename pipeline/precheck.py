@@ -163,6 +163,7 @@ def register(sub) -> None:
     p.add_argument("--sample", type=int, default=200_000, help="records measured at most (uniform sample)")
     p.add_argument("--config", metavar="FILE", help="JSON config (formats, lengths)")
     p.add_argument("--json", action="store_true", help="print JSON on stdout")
+    p.add_argument("--html", metavar="FILE", help="also write the findings as one self-contained HTML page")
     p.add_argument("--trace", action="store_true",
                    help="also trace the real training step at the chosen length (needs the 'trace' extra)")
     add_plan_arguments(p)
@@ -190,6 +191,10 @@ def cmd_precheck(args) -> int:
         result = run_precheck(cfg, args.sample, progress=True)
         if getattr(args, "trace", False):
             traced = _trace_plan(cfg, result)
+        if getattr(args, "html", None):
+            from .report_html import precheck_report, write_html
+
+            write_html(args.html, precheck_report(result), title="Prepare precheck report")
     except (UnreadableInput, ValueError, FileNotFoundError, RuntimeError) as exc:
         print(f"prepare: error: {exc}", file=sys.stderr)
         return 2

@@ -440,11 +440,14 @@ def finalize(cfg: PrepareConfig, run_dir: str, work_dir: str, shard_results: lis
     rep = report.build_report(cfg, shard_results, stage_stats, shards, dedup_report, lengths_summary, plan,
                               unreadable)
     report.write_reports(run, rep)
+    from .report_html import write_run_html  # report.html beside report.md, listed in the manifest, uploaded
+
+    html_entry = write_run_html(run, rep)
     run_id = hashlib.blake2b(
         json.dumps([cfg.model_dump(mode="json"), [s["sha256"] for s in shards]], sort_keys=True).encode(),
         digest_size=8).hexdigest()
     manifest = build_manifest(run_id, shown_config(cfg.model_dump(mode="json"), cfg.out), rep["counts"], shards,
-                              {"max_seq_len": max_len, "tokenizer": tokenizer_name})
+                              {"max_seq_len": max_len, "tokenizer": tokenizer_name, "reports": [html_entry]})
     write_manifest(run, manifest)
     rep["run_id"] = run_id
     return rep
@@ -492,7 +495,8 @@ def upload(cfg: PrepareConfig, run_dir: str) -> dict:
     from .s3 import upload_run
 
     start = time.perf_counter()
-    files = [s["path"] for s in json.loads((Path(run_dir) / "manifest.json").read_text())["shards"]]
+    manifest = json.loads((Path(run_dir) / "manifest.json").read_text())
+    files = [s["path"] for s in manifest["shards"]] + [r["path"] for r in manifest.get("reports", [])]
     result = upload_run(run_dir, cfg.s3, files)
     return {"manifest_uri": result.manifest_uri, "uploaded": result.uploaded, "skipped": result.skipped,
             "removed": result.removed, "seconds": round(time.perf_counter() - start, 3)}

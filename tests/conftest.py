@@ -65,7 +65,7 @@ def prefect_api(tmp_path_factory):
 
 # every artifact the prepare flow publishes (flows/prepare.py publish)
 FLOW_ARTIFACT_KEYS = ("prepare-report", "prepare-accounting", "prepare-kvkk", "prepare-token-lengths",
-                      "prepare-gpu-plan")
+                      "prepare-gpu-plan", "prepare-report-html")
 
 
 def read_flow_artifacts() -> list:

@@ -71,10 +71,11 @@ def test_upload_then_unchanged_rerun_is_idempotent(full_run):
     assert first.manifest_uri == "s3://e2e/datasets/sample/manifest.json"
     keys = [o["Key"] for o in boto3.client("s3").list_objects_v2(Bucket="e2e")["Contents"]]
     manifest = json.loads((first.run_dir / "manifest.json").read_text())
-    assert {f"datasets/sample/{s['path']}" for s in manifest["shards"]} | {"datasets/sample/manifest.json"} == set(keys)
+    assert {f"datasets/sample/{s['path']}" for s in manifest["shards"]} | {"datasets/sample/manifest.json",
+                                                                         "datasets/sample/report.html"} == set(keys)
     second = run_prepare(cfg, progress=False)
     manifest2 = json.loads((second.run_dir / "manifest.json").read_text())
     assert [s["sha256"] for s in manifest2["shards"]] == [s["sha256"] for s in manifest["shards"]]
     assert manifest2["run_id"] == manifest["run_id"]
     assert second.upload["uploaded"] == []
-    assert len(second.upload["skipped"]) == len(manifest["shards"]) + 1
+    assert len(second.upload["skipped"]) == len(manifest["shards"]) + 2  # and report.html, the same bytes
