@@ -31,32 +31,65 @@ OUT = HERE / "grid.json"
 CONFIGS = HERE / "configs"
 
 # (model, family) then the settings; every family at lora/qlora seq 1024 and full seq 512, plus variations on one
-# model (checkpointing off, eager, longer sequences, larger micro-batches).
+# model (checkpointing off, eager, longer sequences, larger micro-batches), each loss path and each preset.
 MODELS = [("Llama-3.1-8B", "llama"), ("Llama-3.2-1B", "llama (tied)"), ("Mistral-7B", "mistral"),
           ("Qwen2.5-7B", "qwen2"), ("Qwen2.5-0.5B", "qwen2 (tied)"), ("Qwen3-8B", "qwen3"),
           ("Gemma-2-9B", "gemma2"), ("gemma-3-4b-text", "gemma3"), ("Phi-3-mini", "phi3"),
           ("OLMo-2-1124-7B", "olmo2"), ("Mixtral-8x7B", "mixtral (MoE)"), ("Qwen3-30B-A3B", "qwen3_moe (MoE)")]
 MOE = {"Mixtral-8x7B", "Qwen3-30B-A3B"}
+FAMILY = dict(MODELS)
+# Settings whose default the key leaves out, so that a point traced before a setting existed keeps its key.
+DEFAULTS = {"grad_ckpt": True, "attn": "sdpa", "framework": "hf", "cross_entropy": None, "precision": None,
+            "optimizer": "adamw"}
+
+
+def _p(model, method, seq_len, micro_batch=1, **kw):
+    return dict(model=model, family=FAMILY[model], method=method, seq_len=seq_len, micro_batch=micro_batch, **kw)
 
 
 def grid() -> list[dict]:
+    """The points the analytical terms were derived on (held_out False) and the ones kept out of that work,
+    traced and compared only once the terms were written (held_out True)."""
     points = []
     for model, family in MODELS:
-        points.append(dict(model=model, family=family, method="lora", seq_len=1024, micro_batch=1))
+        points.append(_p(model, "lora", 1024))
         if model not in MOE:  # fused 3-D expert weights: the NF4 stand-in does not quantize them
-            points.append(dict(model=model, family=family, method="qlora", seq_len=1024, micro_batch=1))
-        if model not in MOE:
-            points.append(dict(model=model, family=family, method="full", seq_len=512, micro_batch=1))
-    base = dict(model="Llama-3.1-8B", family="llama")
-    points += [dict(base, method="lora", seq_len=1024, micro_batch=1, grad_ckpt=False),
-               dict(base, method="lora", seq_len=1024, micro_batch=1, attn="eager"),
-               dict(base, method="lora", seq_len=4096, micro_batch=1),
-               dict(base, method="lora", seq_len=512, micro_batch=4),
-               dict(base, method="qlora", seq_len=4096, micro_batch=2),
-               dict(base, method="full", seq_len=2048, micro_batch=1, precision="bf16"),
-               dict(model="Qwen2.5-7B", family="qwen2", method="lora", seq_len=4096, micro_batch=1),
-               dict(model="Gemma-2-9B", family="gemma2", method="lora", seq_len=2048, micro_batch=1, attn="eager")]
-    return points
+            points.append(_p(model, "qlora", 1024))
+            points.append(_p(model, "full", 512))
+    L8 = "Llama-3.1-8B"
+    points += [_p(L8, "lora", 1024, grad_ckpt=False), _p(L8, "lora", 1024, attn="eager"), _p(L8, "lora", 4096),
+               _p(L8, "lora", 512, 4), _p(L8, "qlora", 4096, 2), _p(L8, "full", 2048, precision="bf16"),
+               _p("Qwen2.5-7B", "lora", 4096), _p("Gemma-2-9B", "lora", 2048, attn="eager")]
+    # loss paths and presets
+    points += [_p(L8, "lora", 2048, cross_entropy="bf16"), _p(L8, "lora", 2048, cross_entropy="chunked"),
+               _p(L8, "lora", 2048, cross_entropy="fused"), _p(L8, "qlora", 2048, framework="axolotl"),
+               _p(L8, "qlora", 2048, framework="llamafactory"), _p(L8, "qlora", 2048, framework="unsloth"),
+               _p(L8, "qlora", 2048, framework="torchtune"), _p(L8, "lora", 2048, framework="plain"),
+               _p(L8, "full", 1024, framework="plain"), _p(L8, "full", 2048, framework="torchtune"),
+               _p("Mistral-7B", "lora", 2048, grad_ckpt=False), _p("Qwen3-8B", "lora", 8192),
+               _p("Llama-3.2-1B", "lora", 16384), _p("Qwen2.5-0.5B", "lora", 1024, 8),
+               _p("Gemma-2-9B", "qlora", 2048, cross_entropy="chunked", framework="torchtune")]
+    held_out = [
+        _p("Phi-3-mini", "qlora", 4096, 2, framework="torchtune"),
+        _p("OLMo-2-1124-7B", "lora", 8192, cross_entropy="fused"),
+        _p("gemma-3-4b-text", "lora", 2048, framework="plain"),
+        _p("Qwen3-8B", "qlora", 4096, 2, framework="axolotl"),
+        _p("Mistral-7B", "lora", 2048, framework="llamafactory", grad_ckpt=False),
+        _p("Qwen2.5-7B", "full", 1024, framework="torchtune"),
+        _p("Llama-3.2-1B", "full", 4096, 2, framework="plain"),
+        _p("Qwen2.5-0.5B", "qlora", 16384, framework="unsloth"),
+        _p("Gemma-2-9B", "lora", 4096, 2, cross_entropy="bf16"),
+        _p("Qwen3-30B-A3B", "lora", 2048, cross_entropy="fused"),
+        _p("Mixtral-8x7B", "lora", 2048, 2, framework="torchtune"),
+        _p("Llama-3.1-8B", "qlora", 8192, 1, grad_ckpt=False, framework="llamafactory"),
+    ]
+    return points + [dict(p, held_out=True) for p in held_out]
+
+
+def point_key(point: dict) -> str:
+    """The cache key of a point: its model and settings, defaults left out."""
+    settings = {k: v for k, v in _settings(point).items() if DEFAULTS.get(k, object()) != v}
+    return json.dumps({"model": point["model"], **settings}, sort_keys=True)
 
 
 def _model_arg(model: str) -> str:
@@ -65,14 +98,20 @@ def _model_arg(model: str) -> str:
 
 
 def _settings(point: dict) -> dict:
-    return {k: v for k, v in point.items() if k not in ("model", "family", "trace")}
+    return {k: v for k, v in point.items() if k not in ("model", "family", "trace", "held_out")}
 
 
-def trace_grid(points: list[dict]) -> list[dict]:
+def trace_grid(points: list[dict], cached: dict[str, dict], save) -> list[dict]:
+    """Trace the points not in `cached` (point_key -> row); `save(rows)` after each, so an interrupted run
+    keeps what it traced."""
     from pipeline.trace import trace_step
 
     rows = []
     for point in points:
+        hit = cached.get(point_key(point))
+        if hit is not None:
+            rows.append(dict(point, trace=hit["trace"]))
+            continue
         started = time.perf_counter()
         try:
             result = trace_step(_model_arg(point["model"]), **_settings(point)).to_dict()
@@ -80,9 +119,10 @@ def trace_grid(points: list[dict]) -> list[dict]:
             print(f"{point}: not traced: {exc}", file=sys.stderr)
             continue
         row = dict(point, trace={k: result[k] for k in ("peak_allocated_bytes", "peak_phase", "at_peak_bytes",
-                                                        "at_forward_end_bytes", "sizes_gib", "code_path",
-                                                        "notes")})
+                                                        "at_forward_end_bytes", "sizes_gib", "phases_gib",
+                                                        "code_path", "notes", "seconds")})
         rows.append(row)
+        save(rows + [r for k, r in cached.items() if k not in {point_key(x) for x in rows}])
         print(f"{point['model']:16s} {point['method']:5s} seq {point['seq_len']:5d} x{point['micro_batch']} "
               f"{result['peak_allocated_gib']:8.2f} GiB at {result['peak_phase']} "
               f"({time.perf_counter() - started:.0f} s)", file=sys.stderr, flush=True)
@@ -131,22 +171,30 @@ def main() -> int:
     parser.add_argument("--compare", action="store_true", help="only compare the committed grid.json")
     parser.add_argument("--only", default=None, help="rows whose model or family contains this")
     parser.add_argument("--out", type=Path, default=OUT)
+    parser.add_argument("--fit-only", action="store_true", help="trace only the points the terms are derived on")
     args = parser.parse_args()
+    cached = {point_key(r): r for r in json.loads(args.out.read_text())["points"]} if args.out.is_file() else {}
     if args.compare:
-        rows = json.loads(args.out.read_text())["points"]
+        rows = [dict(p, trace=cached[point_key(p)]["trace"]) for p in grid() if point_key(p) in cached]
     else:
         points = [p for p in grid() if not args.only or args.only.lower() in (p["model"] + p["family"]).lower()]
-        rows = trace_grid(points)
-        import peft
-        import torch
-        import transformers
+        if args.fit_only:
+            points = [p for p in points if not p.get("held_out")]
 
-        args.out.write_text(json.dumps({
-            "_doc": "Traced training steps (bench/trace/grid.py): peak allocated bytes of the second step, per "
-                    "category at the peak, at the end of the forward pass, and the code path traced.",
-            "versions": {"torch": torch.__version__, "transformers": transformers.__version__,
-                         "peft": peft.__version__},
-            "points": rows}, indent=1) + "\n")
+        def save(rows):
+            import peft
+            import torch
+            import transformers
+
+            args.out.write_text(json.dumps({
+                "_doc": "Traced training steps (bench/trace/grid.py), keyed by model and settings "
+                        "(point_key): peak allocated bytes of the second step, per category at the peak, at the "
+                        "end of the forward pass, the highest live bytes per phase, and the code path traced.",
+                "versions": {"torch": torch.__version__, "transformers": transformers.__version__,
+                             "peft": peft.__version__},
+                "points": rows}, indent=1) + "\n")
+
+        rows = trace_grid(points, cached, save)
     if rows:
         print(compare(rows))
     return 0
