@@ -7,6 +7,7 @@ with a reason code and is quarantined by the normalize step.
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections import Counter
 from typing import Callable
@@ -544,12 +545,29 @@ def detect_format(sample: list, configured: str = "auto", mapping: dict | None =
     return next(name for name in DETECTORS if votes[name] == best)
 
 
+def _finite(value):
+    """The value with every NaN or infinite float as None (nesting is bounded by read.max_depth)."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite(v) for v in value]
+    return value
+
+
 def _meta_json(row, consumed: set) -> str:
     if not isinstance(row, dict):
         return "{}"
     extra = {k: v for k, v in row.items() if k not in consumed}
     try:
-        text = json.dumps(extra, ensure_ascii=False, sort_keys=True, default=str)
+        try:
+            text = json.dumps(extra, ensure_ascii=False, sort_keys=True, default=str, allow_nan=False)
+        except ValueError:
+            # NaN and +/-infinity (a Parquet float column, NaN in a .jsonl line) were written as bare NaN /
+            # Infinity: not JSON, json.loads in other languages and datasets' readers refuse it. JSON has no
+            # such values, so they become null, as pandas' to_json writes them.
+            text = json.dumps(_finite(extra), ensure_ascii=False, sort_keys=True, default=str, allow_nan=False)
     except ValueError:  # an int over Python's 4300-digit str() limit
         raise Invalid("too_large") from None
     # Lone surrogates (valid JSON escapes, e.g. "\\ud800") cannot be written as UTF-8: keep them as JSON

@@ -47,8 +47,9 @@ class Normalizer:
                 self.read.records_in += len(batch)
                 rows = []
                 for row in batch:
-                    if row.error == "empty_line":
-                        self.read.drop("empty_line")
+                    if row.error == "empty_line":  # row.count: a run of empty lines is one RawRow
+                        self.read.drop("empty_line", row.count)
+                        self.read.records_in += row.count - 1
                     elif row.error:
                         self._quarantine(self.read, row.line, row.error)
                     else:

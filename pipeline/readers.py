@@ -49,6 +49,7 @@ class RawRow(NamedTuple):
     line: int
     value: dict | str | None
     error: str | None = None
+    count: int = 1  # rows this stands for: a run of empty lines is one RawRow(first line, None, "empty_line", n)
 
 
 @dataclass(frozen=True)
@@ -103,10 +104,12 @@ def split_ranges(f: InputFile, chunk_bytes: int) -> list[InputFile]:
         for start, end in zip(bounds, bounds[1:]):
             ranges.append(replace(f, start=start, end=end, first_line=line))
             fh.seek(start)
-            remaining = end - start
+            remaining, cr = end - start, False
             while remaining:
                 block = fh.read(min(remaining, 1 << 24))
-                line += block.count(b"\n")
+                # line ends as the reader counts them (a lone \r too); a \r\n across two blocks is one
+                line += _line_ends(block) - (cr and block[:1] == b"\n")
+                cr = block.endswith(b"\r")
                 remaining -= len(block)
     return ranges
 
@@ -578,22 +581,76 @@ def _decode(data: bytes, encoding: str) -> str | None:
         return None
 
 
-def _iter_lines(stream, cap: int, first_line: int = 1) -> Iterator[tuple[int, bytes | None]]:
-    """(line number, bytes) per line; a line over `cap` bytes is skipped in bounded memory and yields None."""
-    number = first_line - 1
+LINE_BLOCK = 1 << 20
+
+
+def _line_ends(data: bytes) -> int:
+    """Line ends in `data`: \n, \r\n and a lone \r (as bytes.splitlines counts them)."""
+    return data.count(b"\n") + data.count(b"\r") - data.count(b"\r\n")
+
+
+def _iter_lines(stream, cap: int, first_line: int = 1) -> Iterator[tuple[int, bytes | int | None]]:
+    """(line number, the line's bytes without its end) per line. A line over `cap` bytes is skipped in
+    bounded memory and gives None. A run of empty lines gives their count (an int) once: one by one, a gzip
+    of 200 MB of newlines took minutes. A lone \r ends a line as \n and \r\n do: a file with old Mac
+    line ends was one record (a JSON string cannot hold a raw CR, so it is never inside a .jsonl record)."""
+    number = first_line
+    tail = b""          # the start of a line whose end is not read yet
+    skipping = False    # inside a line over the cap: its bytes are dropped until its end
+    cr_pending = False  # the last block ended with \r: a \n first in the next block is the same line end
     while True:
-        line = stream.readline(cap + 1)
-        if not line:
+        chunk = stream.read(LINE_BLOCK)
+        if not chunk:
+            if skipping:
+                yield number, None
+            elif tail:
+                yield number, (None if len(tail) > cap else tail)
             return
-        number += 1
-        if len(line) > cap and not line.endswith(b"\n"):
-            while True:  # drain the rest of the over-long line without holding it
-                rest = stream.readline(1 << 20)
-                if not rest or rest.endswith(b"\n"):
-                    break
-            yield number, None
+        if cr_pending and chunk[:1] == b"\n":
+            chunk = chunk[1:]
+            if not chunk:
+                cr_pending = False
+                continue
+        cr_pending = False
+        cut = max(chunk.rfind(b"\n"), chunk.rfind(b"\r"))
+        if cut < 0:  # no line end in this block
+            if not skipping:
+                tail += chunk
+                if len(tail) > cap:
+                    tail, skipping = b"", True
             continue
-        yield number, line
+        done, rest = chunk[:cut + 1], chunk[cut + 1:]
+        cr_pending = done.endswith(b"\r") and not rest
+        if skipping:  # the over-long line ends at the first line end of this block
+            first = min(i for i in (done.find(b"\n"), done.find(b"\r")) if i >= 0)
+            yield number, None
+            number += 1
+            done = done[first + 1:] if done[first:first + 2] != b"\r\n" else done[first + 2:]
+            skipping = False
+        elif tail:
+            done = tail + done
+        tail = rest
+        if len(tail) > cap:
+            tail, skipping = b"", True
+        if not done.strip(b"\r\n"):  # a block of line ends only: counted, not split
+            if done:
+                yield number, _line_ends(done)
+                number += _line_ends(done)
+            continue
+        empty = 0
+        for line in done.splitlines():
+            if not line:
+                empty += 1
+                continue
+            if empty:
+                yield number, empty
+                number += empty
+                empty = 0
+            yield number, (None if len(line) > cap else line)
+            number += 1
+        if empty:
+            yield number, empty
+            number += empty
 
 
 class FileReader:
@@ -701,6 +758,9 @@ class FileReader:
             if data is None:
                 yield number, None, "too_large"
                 continue
+            if isinstance(data, int):  # a run of `data` empty lines
+                yield number, data, "empty_line"
+                continue
             if number == 1 and data.startswith(b"\xef\xbb\xbf"):
                 data = data[3:]
             text = None
@@ -711,12 +771,14 @@ class FileReader:
                 text = _decode(data, "utf-8")
             if text is None:
                 text = _decode(data, encoding)
-            yield (number, None, "undecodable") if text is None else (number, text.rstrip("\r\n"), None)
+            yield (number, None, "undecodable") if text is None else (number, text, None)
 
     def _content_lines(self) -> Iterator[RawRow]:
         """One RawRow per line: its text, or the reason it has none (undecodable, too_large, empty_line)."""
         for number, text, error in self._text_lines():
-            if error:
+            if error == "empty_line":
+                yield RawRow(number, None, error, text)  # text: how many lines
+            elif error:
                 yield RawRow(number, None, error)
             elif not text.strip():
                 yield RawRow(number, None, "empty_line")
@@ -736,10 +798,10 @@ class FileReader:
         start = size = 0
         oversized = False  # the rest of a block already counted as too_large is skipped, not made a record
         for number, text, error in self._text_lines():
-            if error:
+            if error and error != "empty_line":
                 yield RawRow(number, None, error)
                 continue
-            if text.strip():
+            if not error and text.strip():
                 if oversized:
                     continue
                 if not block:
@@ -772,7 +834,26 @@ class FileReader:
             return None
         except csv.Error as exc:
             raise UnreadableInput(self.f.shown, f"bad CSV header ({exc})") from None
-        return reader, lines, [h.strip() for h in header]
+        return reader, lines, self._unique_columns([h.strip() for h in header])
+
+    def _unique_columns(self, names: list[str]) -> list[str]:
+        """Column names made unique: a dict of a row kept only the last of two columns of the same name,
+        the other was lost without a word (CSV header, Parquet schema). The first keeps its name, later ones
+        get ".1", ".2", ... (pandas' rule) and stay in the record (meta); the file's warnings say so."""
+        unique, reserved, taken, renamed = [], set(names), set(), 0
+        for name in names:
+            new, n = name, 0
+            while new in taken or (new != name and new in reserved):  # a column may already be "a.1"
+                n += 1
+                new = f"{name}.{n}"
+            renamed += new != name
+            taken.add(new)
+            unique.append(new)
+        if renamed:
+            # the count only: column names can be personal data, and warnings are not scanned
+            self.warnings.append(f"{renamed} column(s) with a name already used in the file kept, renamed "
+                                 "with a .1, .2, ... suffix")
+        return unique
 
     def _rows_csv(self) -> Iterator[RawRow]:
         if self._csv is None:
@@ -805,7 +886,11 @@ class FileReader:
         position = 0
         deep = _arrow_depth(self._parquet.schema_arrow) > self.cfg.max_depth  # else no row can be too deep
         rows = max(1, min(self.cfg.batch_size, self.cfg.batch_bytes // max(self._row_bytes, 1)))
+        names = self._parquet.schema_arrow.names
+        unique = self._unique_columns(names)
         for record_batch in self._parquet.iter_batches(batch_size=rows):
+            if unique != names:
+                record_batch = record_batch.rename_columns(unique)
             row_bytes = record_batch.nbytes // max(record_batch.num_rows, 1)
             for row in record_batch.to_pylist():
                 position += 1

@@ -590,3 +590,132 @@ def test_a_missing_s3_parquet_object_says_so(bucket):
     f = describe_uri(f"s3://{bucket}/in/gone.parquet", f"{bucket}/in/gone.parquet")
     with pytest.raises(UnreadableInput, match=r"gone.parquet: cannot read the object \(ClientError 40[34]\)"):
         FileReader(f, ReadConfig())
+
+
+# --- issue 20, low: line ends, runs of empty lines, duplicate columns, NaN in meta -------------------
+
+def _expected_lines(data: bytes) -> list[tuple[int, object]]:
+    out = []
+    for number, line in enumerate(data.splitlines(), 1):
+        out.append((number, "empty_line" if not line.strip() else line.decode()))
+    return out
+
+
+def _flat(out) -> list[tuple[int, object]]:
+    """RawRows with runs of empty lines spelled out line by line."""
+    flat = []
+    for r in out:
+        if r.error == "empty_line":
+            flat += [(r.line + i, "empty_line") for i in range(r.count)]
+        else:
+            flat.append((r.line, r.error or r.value))
+    return flat
+
+
+@pytest.mark.parametrize("block", [1, 2, 3, 7, 1 << 20])
+def test_lone_cr_ends_a_line_in_jsonl_and_txt(tmp_path, monkeypatch, block):
+    """Old Mac line ends (\\r only) made the whole file one record (invalid_json for a .jsonl). \\n, \\r\\n
+    and \\r are line ends, also where a \\r\\n falls across two read blocks."""
+    import pipeline.readers as readers
+
+    monkeypatch.setattr(readers, "LINE_BLOCK", block)
+    docs = [json.dumps({"text": f"record {i}"}) for i in range(6)]
+    data = (docs[0] + "\r" + docs[1] + "\r\r" + docs[2] + "\r\n" + docs[3] + "\n\r\n\n" + docs[4] + "\r"
+            + docs[5]).encode()
+    p = tmp_path / "mac.jsonl"
+    p.write_bytes(data)
+    out, _ = rows(p)
+    assert [(r.line, r.value) for r in out if not r.error] == [
+        (1, {"text": "record 0"}), (2, {"text": "record 1"}), (4, {"text": "record 2"}), (5, {"text": "record 3"}),
+        (8, {"text": "record 4"}), (9, {"text": "record 5"})]
+    assert _flat(out) == [(n, v if v == "empty_line" else json.loads(v)) for n, v in _expected_lines(data)]
+    t = tmp_path / "mac.txt"
+    t.write_bytes(b"first line\rsecond line\r\rthird\r")
+    out, _ = rows(t)
+    assert _flat(out) == [(1, "first line"), (2, "second line"), (3, "empty_line"), (4, "third")]
+    out, _ = rows(t, txt_mode="block")
+    assert [(r.line, r.value) for r in out] == [(1, "first line\nsecond line"), (4, "third")]
+
+
+def test_a_line_over_the_cap_ends_at_a_lone_cr(tmp_path, monkeypatch):
+    import pipeline.readers as readers
+
+    monkeypatch.setattr(readers, "LINE_BLOCK", 300)
+    p = tmp_path / "a.jsonl"
+    p.write_bytes(b'{"text": "' + b"x" * 2000 + b'"}\r{"text": "short"}\r\n{"text": "' + b"y" * 2000 + b'"}')
+    out, _ = rows(p, max_record_bytes=1024)
+    assert [(r.line, r.error or r.value) for r in out] == [(1, "too_large"), (2, {"text": "short"}), (3, "too_large")]
+
+
+def test_byte_ranges_count_lone_cr_line_ends(tmp_path):
+    """A large file cut into byte ranges: each range's first line number counts \\r line ends as the reader
+    does, so quarantine references stay right."""
+    from pipeline.readers import split_ranges
+
+    lines = [json.dumps({"text": f"row {i} " + "z" * 40}) for i in range(3000)]
+    ends = ["\r", "\n", "\r\n"]
+    data = "".join(line + ends[i % 3] for i, line in enumerate(lines)).encode()
+    p = tmp_path / "mixed.jsonl"
+    p.write_bytes(data)
+    whole = [(r.line, r.value) for r in rows(p)[0]]
+    parts = split_ranges(describe(str(p)), 20_000)
+    assert len(parts) > 5
+    pieces = [(r.line, r.value) for part in parts for b in FileReader(part, ReadConfig()).batches() for r in b]
+    assert pieces == whole and [n for n, _ in whole] == list(range(1, 3001))
+
+
+def test_a_gzip_of_newlines_is_counted_in_bulk(tmp_path):
+    """200 MB of newlines took minutes: one RawRow per empty line through every step. A run of empty lines
+    is one RawRow with its count; the accounting still counts every line."""
+    from pipeline.config import PrepareConfig
+    from pipeline.normalize import Normalizer
+
+    p = tmp_path / "nl.jsonl.gz"
+    p.write_bytes(gzip.compress(b"\n" * 3_000_000 + b'{"text": "the one record"}\n' + b"\r\n" * 1_000_000))
+    out, _ = rows(p)
+    assert len(out) < 20 and sum(r.count for r in out) == 4_000_001
+    assert [(r.line, r.value) for r in out if not r.error] == [(3_000_001, {"text": "the one record"})]
+    normalizer = Normalizer(describe(str(p)), PrepareConfig())
+    records = [rec for batch in normalizer.batches() for rec in batch]
+    read = normalizer.read.to_dict()
+    assert len(records) == 1 and read["records_in"] == 4_000_001 and read["dropped"] == {"empty_line": 4_000_000}
+
+
+def test_duplicate_column_names_are_kept_renamed_and_reported(tmp_path):
+    """A dict per row kept the last of two columns of one name: a column was lost without a word (CSV and
+    Parquet). Both are kept, the later one renamed with a pandas-style suffix, and the file's warnings say so."""
+    c = tmp_path / "dup.csv"
+    c.write_text("text,note,note,note.1\nhello there,first,second,third\n")
+    out, reader = rows(c)
+    assert out[0].value == {"text": "hello there", "note": "first", "note.2": "second", "note.1": "third"}
+    assert reader.warnings == ["1 column(s) with a name already used in the file kept, renamed with a .1, .2, "
+                               "... suffix"]
+    p = tmp_path / "dup.parquet"
+    pq.write_table(pa.Table.from_arrays([pa.array(["a text"]), pa.array([1]), pa.array([2])],
+                                        names=["text", "n", "n"]), p)
+    out, reader = rows(p)
+    assert out[0].value == {"text": "a text", "n": 1, "n.1": 2} and len(reader.warnings) == 1
+
+
+def test_nan_and_infinity_in_meta_are_null(tmp_path):
+    """A Parquet float column with NaN was written into meta as bare NaN: not JSON. NaN, inf and -inf are
+    null, at any depth, and meta is strict JSON."""
+    from pipeline.config import PrepareConfig
+    from pipeline.normalize import Normalizer
+
+    p = tmp_path / "m.parquet"
+    pq.write_table(pa.table({"text": ["one document", "two documents", "three documents"],
+                             "score": [float("nan"), float("inf"), 0.5],
+                             "vec": [[float("-inf"), 1.0], [], [2.0]]}), p)
+    j = tmp_path / "m.jsonl"
+    j.write_text('{"text": "from a jsonl line", "score": NaN, "deep": {"x": [Infinity]}}\n')
+    metas = []
+    for path in (p, j):
+        normalizer = Normalizer(describe(str(path)), PrepareConfig())
+        metas += [rec["meta"] for batch in normalizer.batches() for rec in batch]
+
+    def strict(text):
+        return json.loads(text, parse_constant=lambda c: pytest.fail(f"{c} in meta"))
+
+    assert [strict(m) for m in metas] == [{"score": None, "vec": [None, 1.0]}, {"score": None, "vec": []},
+                                          {"score": 0.5, "vec": [2.0]}, {"score": None, "deep": {"x": [None]}}]
