@@ -236,13 +236,39 @@ def upload_run(run_dir: str | Path, uri: str, files: list[str], manifest: str = 
         if _remote(s3, bucket, key) != local[rel]:
             raise _Mismatch("the stored object does not match the local file")
 
+    # multipart uploads of these keys left open by a killed run: S3 keeps (and bills) their parts forever
+    _abort_open_uploads(s3, bucket, prefix, {prefix + rel for rel in todo})
     for rel in todo:
-        _retry("upload", target[rel], lambda retry, rel=rel: put(rel, retry))
+        try:
+            _retry("upload", target[rel], lambda retry, rel=rel: put(rel, retry))
+        except S3Error:
+            # s3transfer aborts a failed multipart upload with one request; when that request failed too
+            # (the same fault), the upload stayed open with its parts
+            _abort_open_uploads(s3, bucket, prefix, {prefix + rel})
+            raise
         if progress:
             progress(rel)
     # a new manifest went up: shards of an earlier run that it does not list go (an unchanged run only looks)
     removed = _remove_stale_shards(s3, bucket, prefix, set(names)) if todo else []
     return UploadResult(todo, [rel for rel in names if rel not in todo], target[manifest], removed)
+
+
+def _abort_open_uploads(s3, bucket: str, prefix: str, keys: set[str]) -> list[str]:
+    """Abort the open multipart uploads of `keys` (only those: other uploads under the prefix are not this
+    run's). Best effort: a policy without s3:ListBucketMultipartUploads, or an endpoint that is failing,
+    must not fail the run for it."""
+    aborted: list[str] = []
+    if not keys:
+        return aborted
+    try:
+        for page in s3.get_paginator("list_multipart_uploads").paginate(Bucket=bucket, Prefix=prefix):
+            for upload in page.get("Uploads", []):
+                if upload["Key"] in keys:
+                    s3.abort_multipart_upload(Bucket=bucket, Key=upload["Key"], UploadId=upload["UploadId"])
+                    aborted.append(upload["Key"])
+    except Exception as exc:  # noqa: BLE001 - best effort, see above
+        log.warning("could not abort open multipart uploads under s3://%s/%s (%s)", bucket, prefix, _describe(exc))
+    return aborted
 
 
 def _remove_stale_shards(s3, bucket: str, prefix: str, keep: set[str]) -> list[str]:

@@ -237,3 +237,33 @@ def test_a_rerun_with_fewer_shards_removes_the_stale_ones(tmp_path, bucket, prox
     proxy.log.clear()
     assert upload_run(run, f"s3://{bucket}/ds", second).removed == []
     assert {m for m, _, _ in proxy.log} == {"HEAD"}, "an unchanged re-run only looks"
+
+
+def open_uploads(direct, bucket):
+    return [u["Key"] for u in direct.list_multipart_uploads(Bucket=bucket).get("Uploads", [])]
+
+
+def test_a_failed_multipart_upload_is_aborted_even_when_the_abort_failed(tmp_path, bucket, proxy, direct):
+    """s3transfer aborts a failed multipart upload with one request; when that failed too (the same outage),
+    the upload stayed open with its parts, kept and billed by S3 forever."""
+    files = make_run(tmp_path / "run")
+    proxy.add(Fault("500", "PUT", "partNumber=2", times=-1),
+              Fault("500", "DELETE", "uploadId=", times=3 * 4))  # every abort s3transfer tries (4 requests each)
+    with pytest.raises(S3Error, match="shard-00002.parquet failed after 3 attempt"):
+        upload_run(tmp_path / "run", f"s3://{bucket}/ds", files)
+    assert len(proxy.requests("POST", "/shard-00002.parquet?uploads")) == 3
+    assert open_uploads(direct, bucket) == []
+    assert not has_manifest(direct, bucket, "ds")
+
+
+def test_multipart_uploads_a_killed_run_left_open_are_aborted(tmp_path, bucket, proxy, direct):
+    """A run killed during a multipart upload leaves it open; the next upload of the same keys aborts it, and
+    leaves other uploads under the prefix alone."""
+    files = make_run(tmp_path / "run")
+    direct.create_multipart_upload(Bucket=bucket, Key="ds/shard-00002.parquet")
+    direct.create_multipart_upload(Bucket=bucket, Key="ds/not-ours.bin")
+    upload_run(tmp_path / "run", f"s3://{bucket}/ds", files)
+    assert open_uploads(direct, bucket) == ["ds/not-ours.bin"]
+    direct.abort_multipart_upload(Bucket=bucket, Key="ds/not-ours.bin",
+                                  UploadId=direct.list_multipart_uploads(Bucket=bucket)["Uploads"][0]["UploadId"])
+    assert_remote_matches(direct, bucket, "ds", tmp_path / "run", [*files, "manifest.json"])
