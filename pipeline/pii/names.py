@@ -43,6 +43,14 @@ STOP_SURNAMES = (STOP - NEVER - TITLES_AFTER) & LATIN_LAST  # Park, Day, Church:
 OFFICE_NOT_NAME = OFFICES - LATIN_FIRST - LATIN_LAST  # "President", not "Pope" or "King" (surnames too)
 
 TITLES = frozenset(fold(w) for w in _CTX["name_titles_before"])
+# a trophy, institution or team named after a person or place: the words before it are no person
+PROPER_NOUN_AFTER = frozenset(fold(w) for w in _CTX["name_proper_noun_after"])
+STOP = STOP | PROPER_NOUN_AFTER
+# titles that are also words, inside a proper noun after a capitalized word: "Tampa Bay Lightning", "Little Miss"
+_WORD_TITLES = frozenset(("bay", "bayan", "miss"))
+# an article right before two or more capitalized words makes them a title or an organisation ("The Selfish
+# Gene", "the Rolling Stones"); one word after it may still be a family ("the Smiths")
+_ARTICLES = frozenset(("the", "a", "an"))
 
 
 _GAP = " \t\u00a0:,-—–"
@@ -200,6 +208,8 @@ def _titled(text: str, toks: list, i: int) -> bool:
     prev = toks[i - 1]
     if prev.key not in TITLES:
         return False
+    if prev.key in _WORD_TITLES and i >= 2 and _adjacent(text, toks[i - 2], prev) and toks[i - 2].key not in TITLES:
+        return False  # "Tampa Bay Lightning": the title word ends a place name
     gap = text[prev.full_end:toks[i].start]
     return gap in (" ", ", ", "\u00a0") or (prev.key in ABBREVIATED and gap in (". ", "."))
 
@@ -207,6 +217,17 @@ def _titled(text: str, toks: list, i: int) -> bool:
 def _acronym(tok: _Tok) -> bool:
     """US, UK, ANN, CEO: short all-capital words are abbreviations, not names."""
     return len(tok.word) <= 3 and tok.word.isupper()
+
+
+def _after_article(text: str, start: int) -> bool:
+    """An article (the, The, a, an) and one space right before `start`."""
+    if start < 2 or text[start - 1] != " ":
+        return False
+    k = start - 1
+    j = k
+    while j > 0 and text[j - 1].isalpha():
+        j -= 1
+    return text[j:k].lower() in _ARTICLES and (j == 0 or not text[j - 1].isalnum())
 
 
 def _after_place_word(text: str, toks: list, i: int) -> bool:
@@ -336,6 +357,9 @@ class LatinNameRecognizer(PersonRecognizer):
             if _after_place_word(text, toks, i):
                 i = j + 1
                 continue
+            if not titled and j + 1 < n and toks[j + 1].key in PROPER_NOUN_AFTER and _adjacent(text, toks[j], toks[j + 1]):
+                i = j + 2  # "Vince Lombardi Trophy", "Orlando Magic": named after a person or place
+                continue
             s = t.start
             # a word right before the first name that is capitalized mid-sentence: the surname first
             # ("Öztürk Ahmet") or a first name the list lacks ("Wietske Leon")
@@ -344,6 +368,9 @@ class LatinNameRecognizer(PersonRecognizer):
                     and (not out or out[-1].end < toks[i - 1].start) \
                     and (toks[i - 1].key in LATIN_LAST or not _sentence_initial(text, toks[i - 1].start)):
                 s = toks[i - 1].start
+            if (j > i or s < t.start) and not titled and _after_article(text, s):
+                i = j + 1  # "The Selfish Gene", "the Tampa Bay Lightning": a title or an organisation
+                continue
             e = toks[j].end
             context = titled or _context_before(ctx, s) or _title_after(text, toks, j) or _cue_after(ctx, toks[j])
             if j > i or s < t.start:

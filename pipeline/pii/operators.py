@@ -67,12 +67,14 @@ class Operators:
     def mask(value: str) -> str:
         return _ALNUM.sub("*", value)
 
-    def replacement(self, entity: str, value: str, lang: str = "en") -> str:
+    def replacement(self, entity: str, value: str, lang: str = "en", canon=None) -> str:
+        """`canon(value)`, when given, is the value a PERSON's pseudonym is made of: the fullest name of the
+        person in the record, so that "Miller" and "John F. Miller" get one token."""
         op = self.op_for(entity)
         if op == "mask":
             return self.mask(value)
         if op == "pseudonym":
-            return self.pseudonym(entity, value, lang)
+            return self.pseudonym(entity, canon(value) if canon is not None and entity == "PERSON" else value, lang)
         return f"<{entity}>"  # placeholder (and the text of a record that "drop" removes anyway)
 
     def _anonymizer(self):
@@ -99,13 +101,13 @@ class Operators:
             return self.replacement(entity, value, lang)
         return replace
 
-    def splice(self, text: str, hits: list[Hit], lang: str = "en") -> str:
+    def splice(self, text: str, hits: list[Hit], lang: str = "en", canon=None) -> str:
         """The same result as apply() without the anonymizer engine (used for JSON leaves and keys)."""
         out = []
         pos = 0
         for h in sorted(hits, key=lambda h: h.start):
             out.append(text[pos:h.start])
-            out.append(self.replacement(h.entity, text[h.start:h.end], lang))
+            out.append(self.replacement(h.entity, text[h.start:h.end], lang, canon))
             pos = h.end
         out.append(text[pos:])
         return "".join(out)

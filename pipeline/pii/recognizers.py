@@ -355,6 +355,15 @@ _HOME_REGIONS = {"tr": ("TR",), "ru": ("RU", "KZ"), "en": ("US", "CA", "GB")}
 _HOME_CODES = {"tr": ("90",), "ru": ("7",), "en": ("1", "44")}  # their country calling codes
 
 
+# hh:mm after a digit group, or hh: before one ("14:00 2024-03-05"): the group is part of a date and time
+_TIME_AFTER = re.compile(r":\d\d?(?!\d)")
+
+
+def _time_before(text: str, start: int) -> bool:
+    return start >= 3 and text[start - 1] == " " and text[start - 2].isdigit() and \
+        re.match(r"\d{1,2}:\d\d", text[max(0, start - 6):start - 1][-5:]) is not None
+
+
 class PhoneNumberRecognizer(PiiRecognizer):
     """Phones validated by `phonenumbers`: international (+/00, any country), TR (0 5xx ..., 0 2xx ...),
     RU (8 9xx ..., 8 4xx ...), US/GB. Unformatted 10-11 digit numbers score lower."""
@@ -388,6 +397,8 @@ class PhoneNumberRecognizer(PiiRecognizer):
                 continue  # a date or a fraction
             if "/" in seps and "." in seps:
                 continue  # a decimal number next to a date ("70.8750 11/25/2013"): no phone mixes the two
+            if _TIME_AFTER.match(text, run.groups[j][1]) or _time_before(text, run.groups[i][0]):
+                continue  # a timestamp's digits ("2024-03-05 14:00:00"): a group that is the hour of a time
             candidate = ("+" if plus or bare_country else "") + d
             if not plus and d.startswith("00"):
                 candidate = d

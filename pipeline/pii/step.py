@@ -7,11 +7,14 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections import Counter
 
 from ..readers import too_deep
+from . import checks
 from .fields import field_rules, strip_value
 from .lang import detect_language
+from .mentions import NameBook, expand, find_mentions
 from .operators import Operators
 from .text import ENTITY_TYPES, Hit
 
@@ -33,6 +36,10 @@ _NOT_SCANNED = frozenset(("id", "kind", "source"))
 # key is scanned as data
 _MESSAGE_KEYS = frozenset(("role", "content", "tool_calls", "tool_call_id", "name"))
 _CALL_KEYS = frozenset(("type", "id", "function", "name", "arguments"))
+# a field named as a person ("recipient", "sender", "username") whose value is an e-mail address or a phone:
+# the value's type is what it is
+_EMAIL_VALUE = re.compile(r"[^@\s<>]+@[^@\s<>]+\.[^\W\d_]{2,}")
+_PHONE_VALUE = re.compile(r"\+?[\d ()\-.]{10,20}")
 
 
 class _Unit:
@@ -244,20 +251,57 @@ class PiiStep:
         """For evaluation and debugging: per record its language and, per content field (loc is
         ("messages", i, "content") or ("text",)), the spans process() would replace and the residual
         candidates. Same code path as process(), nothing is changed or counted."""
-        from .engine import resolve
-
         collected = [self._collect(rec, _NullStats()) for rec in records]
         items = [(u.text, lang) for _, lang, units, _, _ in collected for u in units]
         found = iter(self.detector.detect(items))
         out = []
-        for _, lang, units, _, _ in collected:
-            per = []
-            for u in units:
-                kept, residual = resolve(next(found), self.cfg.score_threshold)
-                if u.loc:
-                    per.append((u.loc, kept, residual))
-            out.append((lang, per))
+        for _, lang, units, fields, _ in collected:
+            plans, _ = self._plan(units, fields, found, lang)
+            out.append((lang, [(u.loc, kept, residual) for u, kept, residual in plans if u.loc]))
         return out
+
+    def _plan(self, units: list, fields: list, found, lang: str):
+        """The spans to replace in each unit of one record (found: an iterator over the units' raw hits) and
+        the record's NameBook. A PERSON span covers the whole name (initials, particles); every other mention
+        of a detected name in the record (any unit: turns, tool arguments, tool definitions, keys) is a span
+        too; residual candidates that such a span now covers are no longer residual."""
+        from .engine import resolve
+
+        threshold = self.cfg.score_threshold
+        plans = []
+        for u in units:
+            kept, residual = resolve(next(found), threshold)
+            if u.kind == "number":
+                # a number is replaced whole or not at all
+                kept = [Hit(0, len(u.text), h.entity, h.score, h.method) for h in kept[:1]]
+            else:
+                kept = expand(u.text, kept)
+            plans.append([u, kept, residual])
+        for f in fields:
+            if f.entity in ("PERSON", "USER_ID"):
+                value = f.value.strip()
+                if _EMAIL_VALUE.fullmatch(value):
+                    f.entity = "EMAIL"
+                elif _PHONE_VALUE.fullmatch(value) and checks.phone_region(value, lang) is not None:
+                    f.entity = "PHONE"
+        book = NameBook()
+        for u, kept, _ in plans:
+            for h in kept:
+                if h.entity == "PERSON":
+                    book.add(u.text[h.start:h.end])
+        for f in fields:
+            if f.entity == "PERSON":
+                book.add(f.value)
+        if book:
+            for p in plans:
+                u, kept, residual = p
+                if u.kind == "number":
+                    continue
+                extra = find_mentions(u.text, book, kept)
+                if extra:
+                    p[1] = kept = expand(u.text, kept + extra)
+                    p[2] = [r for r in residual if not any(r.start < k.end and k.start < r.end for k in kept)]
+        return plans, book
 
     # ------------------------------------------------------------------------------------------------
     def _collect(self, rec: dict, stats):
@@ -351,8 +395,6 @@ class PiiStep:
             walk.units.append(_Unit(meta, _slot(new, "meta"), "number"))
 
     def _process(self, batch: list[dict], stats) -> list[dict]:
-        from .engine import resolve
-
         cfg = self.cfg
         threshold = cfg.score_threshold
         strict = cfg.kvkk == "strict"
@@ -370,20 +412,13 @@ class PiiStep:
         out = []
         violations: Counter = Counter()
         violating_records = 0
-        pos = 0
+        found_iter = iter(found)
         for new, lang, units, fields, walk in collected:
             stats.add(f"records_by_language.{lang}")
-            plans = []
+            plans, book = self._plan(units, fields, found_iter, lang)
             found_types: list[tuple[str, str]] = []
             residuals: list[Hit] = []
-            for u in units:
-                hits = found[pos]
-                pos += 1
-                kept, residual = resolve(hits, threshold)
-                if u.kind == "number":
-                    # a number is replaced whole or not at all
-                    kept = [Hit(0, len(u.text), h.entity, h.score, h.method) for h in kept[:1]]
-                plans.append((u, kept))
+            for _, kept, residual in plans:
                 found_types.extend((h.entity, h.method) for h in kept)
                 residuals.extend(residual)
             found_types.extend((f.entity, "field") for f in fields)
@@ -409,11 +444,12 @@ class PiiStep:
                 violating_records += 1
             for ent, _ in found_types:
                 stats.add(f"actions.{self.ops.op_for(ent)}")
-            for u, kept in plans:
+            canon = book.canonical if book else None
+            for u, kept, _ in plans:
                 if kept:
-                    u.setter(self.ops.splice(u.text, kept, lang))
+                    u.setter(self.ops.splice(u.text, kept, lang, canon))
             for f in fields:
-                f.setter(self.ops.replacement(f.entity, f.value, lang))
+                f.setter(self.ops.replacement(f.entity, f.value, lang, canon))
             walk.finish()
             out.append(new)
         if violations:

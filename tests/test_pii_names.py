@@ -1,0 +1,172 @@
+"""Person names (issue 19 item 3, issue 20's timestamp): a name span covers the whole name, every mention of a
+detected person in a record is replaced and pseudonymized alike (turns, tool-call arguments, tool
+definitions, later surname-only or first-name-only mentions), the entity type is right, titles of works,
+trophies, teams and organisations are no persons, and a timestamp is no phone. Real Presidio and natasha."""
+import json
+import re
+
+import pytest
+
+from pipeline.config import PiiConfig
+from pipeline.pii import PiiStep
+from pipeline.stats import StageStats
+
+pytestmark = pytest.mark.timeout(300)
+
+SALT = b"test-salt"
+
+
+def chat(*contents, **extra):
+    msgs = [{"role": "user" if i % 2 == 0 else "assistant", "content": c} for i, c in enumerate(contents)]
+    return {"id": "x", "kind": "chat", "messages": msgs, "text": None, "source": {"file": "f", "line": 1},
+            "meta": "{}", **extra}
+
+
+def run(records, **cfg):
+    stats = StageStats("pii")
+    return PiiStep(PiiConfig(**cfg), salt=SALT).process(records, stats), stats
+
+
+def dump(obj) -> str:
+    return json.dumps(obj, ensure_ascii=False)
+
+
+def parts(name: str) -> list[str]:
+    """The words of a name that identify it (initials and lower-case particles aside)."""
+    return [w for w in re.findall(r"[^\W\d_]+", name) if len(w) > 1 and w[0].isupper()]
+
+
+def left_parts(name: str, out: str) -> list[str]:
+    return [w for w in parts(name) if re.search(rf"(?<!\w){re.escape(w)}(?!\w)", out)]
+
+
+WHOLE_NAMES = [
+    ("I met John F. Miller yesterday at the office.", "John F. Miller"),
+    ("Michael Jackson sang at the concert.", "Michael Jackson"),
+    ("Please ask Dr. Robert J. Oppenheimer about the results.", "Robert J. Oppenheimer"),
+    ("F. Scott Fitzgerald is my favourite writer.", "F. Scott Fitzgerald"),
+    ("Our guide was Mary Jane Watson, very friendly.", "Mary Jane Watson"),
+    ("We talked to Ludwig van Beethoven yesterday.", "Ludwig van Beethoven"),
+    ("The letter was signed by Charles de Gaulle.", "Charles de Gaulle"),
+    ("The account belongs to Omar al-Bashir now.", "Omar al-Bashir"),
+    ("My manager is Mohammed bin Salman, call him.", "Mohammed bin Salman"),
+    ("Ivan Petrovich Sidorov opened the ticket.", "Ivan Petrovich Sidorov"),
+    ("Merhaba, ben Ayşe Nur Yılmaz, siparişim gelmedi.", "Ayşe Nur Yılmaz"),
+    ("Müşterimiz Mehmet Ali Öztürk bugün aradı.", "Mehmet Ali Öztürk"),
+    ("Menüyü Hasan Ali Kaya hazırladı, müdür onayladı.", "Hasan Ali Kaya"),
+    ("Меня зовут Иван Петрович Сидоров.", "Иван Петрович Сидоров"),
+    ("Договор подписал Сидоров И. П. вчера.", "Сидоров И. П."),
+    ("Договор подписал И. П. Сидоров вчера.", "И. П. Сидоров"),
+]
+
+
+@pytest.mark.parametrize("text,name", WHOLE_NAMES, ids=[n for _, n in WHOLE_NAMES])
+def test_a_name_span_covers_the_whole_name(text, name):
+    out, _ = run([chat(text)])
+    got = out[0]["messages"][0]["content"]
+    assert left_parts(name, got) == [], got
+    assert text.replace(name, "<PERSON>") == got  # one span: initials and particles go with the name
+
+
+MENTIONS = [
+    ("I spoke with John Smith today.", "Later Smith said no, and Mr. Smith hung up. John called again.",
+     "John Smith"),
+    ("My name is Joost Veenstra, order 5521.", "Thank you, Veenstra. Joost, your order ships today.",
+     "Joost Veenstra"),
+    ("Merhaba, ben Ahmet Yılmaz.", "Yılmaz Bey, kaydınız güncellendi; Ahmet'in siparişi yolda.", "Ahmet Yılmaz"),
+    ("Меня зовут Иван Петрович Сидоров.", "Сидорову перезвонят завтра, а Ивана Петровича ждут в офисе.",
+     "Иван Петрович Сидоров"),
+]
+
+
+@pytest.mark.parametrize("first,second,name", MENTIONS, ids=[n for _, _, n in MENTIONS])
+def test_later_mentions_of_a_detected_name_are_replaced(first, second, name):
+    """A surname or first name alone, in another turn and in inflected Russian forms."""
+    out, _ = run([chat(first, second)])
+    assert left_parts(name, dump(out)) == [], dump(out)
+
+
+def tool_record():
+    args = {"recipient": "john.miller@example.com", "name": "John F. Miller", "body": "Dear Mr. Miller, ..."}
+    msgs = [{"role": "user", "content": "Hi, this is John F. Miller, please send me the invoice."},
+            {"role": "assistant", "content": "Sure, John.",
+             "tool_calls": [{"type": "function", "function": {"name": "send_email", "arguments": args}},
+                            {"name": "log_contact", "arguments": json.dumps({"customer": "Miller",
+                                                                            "note": "spoke with J. Miller"})}]},
+            {"role": "tool", "name": "send_email", "content": '{"status": "sent to Miller"}'},
+            {"role": "assistant", "content": "Done, Mr. Miller."}]
+    tools = [{"type": "function", "function": {"name": "send_email",
+                                               "description": "Sends an e-mail; used for John Miller only."}}]
+    return {"id": "t", "kind": "chat", "messages": msgs, "tools": tools, "text": None,
+            "source": {"file": "f", "line": 1}, "meta": "{}"}
+
+
+def test_one_person_gets_one_pseudonym_across_turns_tool_arguments_and_tools():
+    out, _ = run([tool_record()], operator="pseudonym")
+    text = dump(out)
+    assert left_parts("John Miller", text) == [], text
+    people = set(re.findall(r"<PERSON_[0-9a-f]+>", text))
+    assert len(people) == 1, people
+    assert len(re.findall(r"<PERSON_[0-9a-f]+>", text)) == 9
+    # across records the fullest name keeps its token
+    other, _ = run([chat("Ticket from John F. Miller.")], operator="pseudonym")
+    assert set(re.findall(r"<PERSON_[0-9a-f]+>", dump(other))) == people
+
+
+def test_an_email_in_a_person_named_tool_argument_is_an_email():
+    out, stats = run([tool_record()])
+    args = out[0]["messages"][1]["tool_calls"][0]["function"]["arguments"]
+    assert args == {"recipient": "<EMAIL>", "name": "<PERSON>", "body": "Dear Mr. <PERSON>, ..."}
+    assert stats.counters["methods"]["EMAIL"]["field"] == 1
+    out, _ = run([chat("ok", tool_calls=None)])
+    rec = chat("Send it.", "Sent.")
+    rec["messages"][1]["tool_calls"] = [{"name": "notify", "arguments": json.dumps(
+        {"sender": "+90 532 123 45 67", "username": "a.kaya@example.com.tr"})}]
+    out, _ = run([rec])
+    assert json.loads(out[0]["messages"][1]["tool_calls"][0]["arguments"]) == {"sender": "<PHONE>",
+                                                                                "username": "<EMAIL>"}
+
+
+NOT_PERSONS = [
+    "Have you read The Selfish Gene? It is a classic.",
+    "They won the Stanley Cup twice.",
+    "The Tampa Bay Lightning won again last night.",
+    "We watched the Orlando Magic play the Charlotte Hornets.",
+    "The Vince Lombardi Trophy went to Kansas City.",
+    "Is the Lincoln Memorial open on Sundays?",
+]
+
+
+@pytest.mark.parametrize("text", NOT_PERSONS)
+def test_titles_trophies_teams_and_organisations_are_not_persons(text):
+    out, stats = run([chat(text)])
+    assert out[0]["messages"][0]["content"] == text
+    assert "PERSON" not in stats.counters.get("entities", {})
+
+
+def test_a_person_beside_a_title_is_still_replaced():
+    out, _ = run([chat("The Selfish Gene by Richard Dawkins won; Stanley Cup photos by Anna Kowalski.")])
+    assert out[0]["messages"][0]["content"] == "The Selfish Gene by <PERSON> won; Stanley Cup photos by <PERSON>."
+
+
+def test_words_a_name_shares_with_other_nouns_stay_elsewhere():
+    """Mentions are capitalized words not glued to another proper noun; a word that is also a common word is
+    not taken where a sentence starts."""
+    out, _ = run([chat("Hesap sahibi Gamze Türk.", "Türk Telekom faturası geldi, Gamze Hanım.",
+                       "Dear Rose Kaya, the rose is red. Rose, thanks.")])
+    got = [m["content"] for m in out[0]["messages"]]
+    assert got == ["Hesap sahibi <PERSON>.", "Türk Telekom faturası geldi, <PERSON> Hanım.",
+                   "Dear <PERSON>, the rose is red. Rose, thanks."]
+
+
+@pytest.mark.parametrize("text", ["Meeting at 2024-03-05 14:00:00, room 4.", "Logged 14:00:00 and 2024-03-05 14:00.",
+                                  "Kayıt zamanı 05.03.2024 14:00:00 olarak görünüyor."])
+def test_a_timestamp_is_not_a_phone(text):
+    out, stats = run([chat(text)])
+    assert out[0]["messages"][0]["content"] == text
+    assert "PHONE" not in stats.counters.get("entities", {})
+
+
+def test_a_phone_next_to_a_timestamp_is_still_found():
+    out, _ = run([chat("2024-03-05 14:00:00 call +90 532 123 45 67 or 0532 123 45 67.")])
+    assert out[0]["messages"][0]["content"] == "2024-03-05 14:00:00 call <PHONE> or <PHONE>."
