@@ -54,6 +54,8 @@ WHOLE_NAMES = [
     ("Merhaba, ben Ayşe Nur Yılmaz, siparişim gelmedi.", "Ayşe Nur Yılmaz"),
     ("Müşterimiz Mehmet Ali Öztürk bugün aradı.", "Mehmet Ali Öztürk"),
     ("Menüyü Hasan Ali Kaya hazırladı, müdür onayladı.", "Hasan Ali Kaya"),
+    ("The parcel was signed for by Christine de Hassan.", "Christine de Hassan"),
+    ("Dün Anar Məmməd oğlu Əliyev ile görüştüm.", "Anar Məmməd oğlu Əliyev"),
     ("Меня зовут Иван Петрович Сидоров.", "Иван Петрович Сидоров"),
     ("Договор подписал Сидоров И. П. вчера.", "Сидоров И. П."),
     ("Договор подписал И. П. Сидоров вчера.", "И. П. Сидоров"),
@@ -84,6 +86,16 @@ def test_later_mentions_of_a_detected_name_are_replaced(first, second, name):
     """A surname or first name alone, in another turn and in inflected Russian forms."""
     out, _ = run([chat(first, second)])
     assert left_parts(name, dump(out)) == [], dump(out)
+
+
+def test_a_mention_alone_in_a_tool_argument_is_replaced():
+    """A short argument string with only the surname, in a capital that is no ASCII or Turkish letter."""
+    rec = chat("Merhaba, ben İnqilab Fikrət oğlu Əylisli, siparişim gelmedi.", "Bakıyorum.")
+    rec["messages"][1]["tool_calls"] = [{"name": "ticket", "arguments": json.dumps(
+        {"note": "Əylisli geri aranacak"}, ensure_ascii=False)}]
+    out, _ = run([rec])
+    assert json.loads(out[0]["messages"][1]["tool_calls"][0]["arguments"]) == {"note": "<PERSON> geri aranacak"}
+    assert out[0]["messages"][0]["content"] == "Merhaba, ben <PERSON>, siparişim gelmedi."
 
 
 def tool_record():
@@ -134,6 +146,12 @@ NOT_PERSONS = [
     "We watched the Orlando Magic play the Charlotte Hornets.",
     "The Vince Lombardi Trophy went to Kansas City.",
     "Is the Lincoln Memorial open on Sundays?",
+    "Haberlerde yine Sabiha Gökçen Havalimanı vardı.",
+    "Oğlum sürekli Ali Sami Yen Stadyumu konuşuyor.",
+    "Кстати, что вы думаете про «Анна Каренина» сейчас?",
+    "Сын всё время говорит про «Мастер и Маргарита» и больше ни о чём.",
+    "В новостях опять показывали Кубок Гагарина вчера.",
+    "Кстати, что вы думаете про Музей Пушкина сейчас?",
 ]
 
 

@@ -559,6 +559,161 @@ class Generator:
         return {"lang": lang, "record": rec, "labels": labels}
 
 
+# ------------------------------------------------------------------------------------------ name shapes
+# Issue 19: whole names (initials, middle names, particles, patronymics), later mentions of the same person by
+# surname or first name alone, the name and an e-mail in tool-call arguments, and titles of works, trophies,
+# teams and institutions that must stay. Lists below are the planted shapes; Faker gives the names.
+EN_PARTICLES = ["van", "de", "von", "van der", "da", "bin", "al-"]
+EN_PARTICLE_LAST = ["Berg", "Gaulle", "Trapp", "Meer", "Silva", "Salman", "Bashir", "Dijk", "Rossi", "Hassan"]
+RU_LATIN = {"first": ["Ivan", "Sergei", "Dmitry", "Alexei", "Olga", "Natalia", "Mikhail", "Pavel"],
+            "middle_m": ["Petrovich", "Ivanovich", "Sergeevich", "Mikhailovich", "Nikolaevich"],
+            "middle_f": ["Petrovna", "Ivanovna", "Andreevna", "Nikolaevna"],
+            "last_m": ["Sidorov", "Ivanov", "Kuznetsov", "Volkov", "Sokolov"],
+            "last_f": ["Sidorova", "Smirnova", "Popova", "Volkova"]}
+_RU_LATIN_FEMALE = ("Olga", "Natalia")
+TITLES = {
+    "en": ["The Selfish Gene", "Stanley Cup", "Tampa Bay Lightning", "Orlando Magic", "Charlotte Hornets",
+           "Vince Lombardi Trophy", "The Great Gatsby", "Johns Hopkins University", "Lincoln Memorial", "Davis Cup",
+           "Ryder Cup", "Nobel Prize", "Dallas Mavericks", "Carolina Hurricanes", "Houston Rockets", "Grey Cup",
+           "The Old Man and the Sea", "Harry Potter", "Morgan Stanley", "Jackson Hole"],
+    "tr": ["Türkiye Kupası", "Sabiha Gökçen Havalimanı", "Fenerbahçe Spor Kulübü", "Altın Portakal Ödülü",
+           "Orhan Kemal Roman Ödülü", "Hababam Sınıfı", "Atatürk Kültür Merkezi", "Ali Sami Yen Stadyumu",
+           "Barış Manço Müzesi", "Kemal Sunal Parkı", "Ahmet Hamdi Tanpınar Lisesi", "Süper Lig", "Kuyucaklı Yusuf"],
+    "ru": ["Кубок Стэнли", "«Анна Каренина»", "«Евгений Онегин»", "«Мастер и Маргарита»", "Аэропорт Шереметьево",
+           "Большой театр", "«Война и мир»", "Кубок Гагарина", "Премия Андрея Белого", "Музей Пушкина",
+           "Театр Ленсовета", "улица Ленина"],
+}
+TITLE_TEMPLATES = {
+    "en": ["By the way, have you heard about {t} lately?", "My son talks about {t} all the time.",
+           "Unrelated, but {t} was on the news again."],
+    "tr": ["Bu arada {t} hakkında ne düşünüyorsunuz?", "Oğlum sürekli {t} konuşuyor.", "Haberlerde yine {t} vardı."],
+    "ru": ["Кстати, что вы думаете про {t} сейчас?", "Сын всё время говорит про {t} и больше ни о чём.",
+           "В новостях опять показывали {t} вчера."],
+}
+NAME_INTROS = {
+    "en": ["Hi, this is {v}, I have a question about my order.", "I spoke with {v} yesterday about the refund.",
+           "The parcel was signed for by {v}.", "Please forward this to {v} in accounting."],
+    "tr": ["Merhaba, ben {v}, siparişim hakkında yazıyorum.", "Dün {v} ile görüştüm, iade onaylandı.",
+           "Kargo {v} adına teslim edildi.", "Hesap sahibi {v} olarak görünüyor."],
+    "ru": ["Здравствуйте, меня зовут {v}, вопрос по заказу.", "Договор подписал {v} вчера вечером.",
+           "Получатель: {v}", "Заявку оформил {v}, проверьте данные."],
+}
+# later mentions: {last} / {first} alone (nominative; a Turkish suffix after an apostrophe)
+LATER = {
+    "en": [("Thank you, Mr. {last}, I have updated the ticket.", "last"), ("{last} confirmed the address today.", "last"),
+           ("I told {first} that the parcel is on its way.", "first"), ("Sure, {first}. Anything else?", "first")],
+    "tr": [("{last} Bey, kaydınızı güncelledim.", "last"), ("Teşekkürler {first} Hanım, iade yapıldı.", "first"),
+           ("{first}'in siparişi yarın yola çıkacak.", "first"), ("Dosyayı {last} adına açtım.", "last")],
+    "ru": [("{last} подтвердил адрес доставки.", "last"), ("Спасибо, {first}, заявка обновлена.", "first"),
+           ("Курьер передаст посылку, {last} в курсе.", "last")],
+}
+
+
+class NameShapes(Generator):
+    """Chats of one planted person each (see the section's comment). Labels as generate()'s, plus "shape";
+    rows also carry "titles" (negatives: field, start, end, value) and "tool_values" (values planted in the
+    tool-call arguments and the tools column, with the key they are under)."""
+
+    def full_name(self, lang: str) -> tuple[str, str, str, str]:
+        """(full name, shape, first, last)."""
+        rng = self.rng
+        up = "ABCDEFGHJKLMNPRSTW"
+        if lang == "en":
+            f = self.fk["en_US"]
+            first, last = f.first_name(), f.last_name()
+            shape = rng.choice(["initial", "middle", "particle", "leading_initial", "patronymic"])
+            if shape == "initial":
+                return f"{first} {rng.choice(up)}. {last}", shape, first, last
+            if shape == "middle":
+                return f"{first} {f.first_name()} {last}", shape, first, last
+            if shape == "particle":
+                p, last = rng.choice(EN_PARTICLES), rng.choice(EN_PARTICLE_LAST)
+                return (f"{first} {p}{last}" if p.endswith("-") else f"{first} {p} {last}"), shape, first, last
+            if shape == "leading_initial":
+                return f"{rng.choice(up)}. {first} {last}", shape, first, last
+            first = rng.choice(RU_LATIN["first"])
+            g = "f" if first in _RU_LATIN_FEMALE else "m"
+            last = rng.choice(RU_LATIN["last_" + g])
+            return f"{first} {rng.choice(RU_LATIN['middle_' + g])} {last}", shape, first, last
+        if lang == "tr":
+            f = self.fk["tr_TR"]
+            first, last = rng.choice(self.tr_first), rng.choice(self.tr_last)
+            shape = rng.choice(["two_first", "initial", "patronymic", "three"])
+            if shape == "two_first":
+                return f"{first} {rng.choice(self.tr_first)} {last}", shape, first, last
+            if shape == "initial":
+                return f"{first} {rng.choice(up)}. {last}", shape, first, last
+            if shape == "patronymic":
+                fa = self.fk["az_AZ"]
+                first, last = fa.first_name_male(), fa.last_name()
+                return f"{first} {fa.first_name_male()} oğlu {last}", shape, first, last
+            return f"{first} {f.first_name()} {last}", shape, first, last
+        f = self.fk["ru_RU"]
+        first, middle, last = f.first_name_male(), f.middle_name_male(), f.last_name_male()
+        shape = rng.choice(["fio", "surname_first", "initials_after", "initials_before"])
+        if shape == "fio":
+            return f"{first} {middle} {last}", shape, first, last
+        if shape == "surname_first":
+            return f"{last} {first} {middle}", shape, first, last
+        if shape == "initials_after":
+            return f"{last} {first[0]}. {middle[0]}.", shape, None, last
+        return f"{first[0]}. {middle[0]}. {last}", shape, None, last
+
+    def name_record(self, idx: int) -> dict:
+        rng = self.rng
+        lang = LANGS[idx % 3]
+        full, shape, first, last = self.full_name(lang)
+        turns: list[list] = []  # per turn, segments (text, label or None)
+        label = {"entity": "PERSON", "oov": shape == "patronymic" and lang == "tr", "shape": shape}
+        intro = rng.choice(NAME_INTROS[lang])
+        a, b = intro.split("{v}")
+        turns.append([(a, None), (full, label), (b, None)])
+        later = [(t, k) for t, k in LATER[lang] if k == "last" or first]
+        tpl, key = rng.choice(later)
+        value = last if key == "last" else first
+        a, b = tpl.split("{" + key + "}")
+        turns.append([(a, None), (value, {**label, "shape": f"later_{key}"}), (b, None)])
+        title = rng.choice(TITLES[lang])
+        a, b = rng.choice(TITLE_TEMPLATES[lang]).split("{t}")
+        turns.append([(a, None), (title, "TITLE"), (b, None)])
+        email = self.fk["en_US"].email()
+        turns.append([({"en": "Done, the confirmation is on its way.", "tr": "Tamamdır, onay yolda.",
+                        "ru": "Готово, подтверждение отправлено."}[lang], None)])
+        labels, titles, contents = [], [], []
+        for fi, segs in enumerate(turns):
+            text = ""
+            for seg, lab in segs:
+                if lab == "TITLE":
+                    titles.append({"field": fi, "start": len(text), "end": len(text) + len(seg), "value": seg})
+                elif lab is not None:
+                    labels.append({**lab, "field": fi, "start": len(text), "end": len(text) + len(seg), "value": seg})
+                text += seg
+            contents.append(text)
+        msgs = [{"role": "user" if i % 2 == 0 else "assistant", "content": c} for i, c in enumerate(contents)]
+        args = {"customer_name": full, "recipient": email,
+                "note": {"en": f"call back {value}", "tr": f"{value} geri aranacak", "ru": f"перезвонить: {value}"}[lang]}
+        call = {"type": "function", "function": {"name": "create_ticket",
+                                                   "arguments": args if idx % 2 else json.dumps(args, ensure_ascii=False)}}
+        msgs[1]["tool_calls"] = [call]
+        tools = [{"type": "function", "function": {"name": "create_ticket",
+                                                   "description": f"Opens a ticket; escalations go to {full}."}}]
+        rec = {"kind": "chat", "messages": msgs, "tools": tools, "text": None,
+               "source": {"file": "bench/pii/names.jsonl", "line": idx + 1}, "meta": "{}"}
+        rec["id"] = record_id(rec)
+        tool_values = [{"key": "customer_name", "value": full, "entity": "PERSON"},
+                       {"key": "recipient", "value": email, "entity": "EMAIL"},
+                       {"key": "note", "value": value, "entity": "PERSON"},
+                       {"key": "tools", "value": full, "entity": "PERSON"}]
+        return {"lang": lang, "record": rec, "labels": labels, "titles": titles, "tool_values": tool_values,
+                "name_set": True}
+
+
+def generate_names(n: int, seed: int = 7) -> list[dict]:
+    """The name-shape chats (NameShapes), their own random stream: generate()'s records stay what they were."""
+    gen = NameShapes(seed + 1000)
+    return [gen.name_record(i) for i in range(n)]
+
+
 def field_texts(rec: dict) -> list[str]:
     """The content fields of a record in label order ("field" indexes into this list)."""
     if rec.get("messages") is not None:

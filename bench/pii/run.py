@@ -14,6 +14,7 @@ import argparse
 import copy
 import json
 import multiprocessing as mp
+import re
 import sys
 import time
 from collections import defaultdict
@@ -85,9 +86,52 @@ def measure_stage(rows: list[dict], batch_size: int) -> dict:
         for lab in row["labels"]:
             if lab["value"] in texts[lab["field"]]:
                 leaks += 1
-    return {"seconds": total, "cpu_seconds": cpu, "stage_seconds": stats.seconds, "first_batch_seconds": first_batch,
+    names = name_outputs(rows, outputs, step)
+    return {"names": names, "seconds": total, "cpu_seconds": cpu, "stage_seconds": stats.seconds, "first_batch_seconds": first_batch,
             "warm_seconds": warm.seconds, "warm_cpu_seconds": warm_cpu, "kept": kept, "langs": [lang for lang, _ in findings],
             "leaks": leaks, "records_out": len(outputs), "counters": stats.counters}
+
+
+def _words_left(value: str, text: str) -> list[str]:
+    """The words of a planted name (two letters or more) that are still whole words of `text`."""
+    return [w for w in re.findall(r"[^\W\d_]{2,}", value) if re.search(rf"(?<!\w){re.escape(w)}(?!\w)", text)]
+
+
+def name_outputs(rows: list[dict], outputs: list[dict], step) -> dict:
+    """On the name-shape chats (generate_names): which values planted in the tool-call arguments and the tools
+    column are left, whether the e-mail under a person-named key became <EMAIL>, and, run again with the
+    pseudonym operator (outside the timers), in how many chats all mentions of the one planted person got one
+    token."""
+    from pipeline.config import PiiConfig
+    from pipeline.pii import PiiStep
+    from pipeline.stats import StageStats
+
+    by_id = {o["id"]: o for o in outputs}
+    sel = [r for r in rows if r.get("name_set")]
+    tool_total = tool_left = email_total = email_typed = 0
+    for row in sel:
+        out = by_id.get(row["record"]["id"])
+        if out is None:
+            continue
+        call = out["messages"][1]["tool_calls"][0]["function"]
+        args = call["arguments"] if isinstance(call["arguments"], dict) else json.loads(call["arguments"])
+        for tv in row["tool_values"]:
+            if tv["entity"] == "EMAIL":
+                email_total += 1
+                email_typed += args.get(tv["key"]) == "<EMAIL>"
+                continue
+            where = json.dumps(out["tools"], ensure_ascii=False) if tv["key"] == "tools" else str(args.get(tv["key"]))
+            tool_total += 1
+            tool_left += bool(_words_left(tv["value"], where))
+    pseudo = PiiStep(PiiConfig(operator="pseudonym"), salt=SALT)
+    consistent = 0
+    records = [copy.deepcopy(r["record"]) for r in sel]
+    outs = pseudo.process(records, StageStats("pii")) if records else []
+    for out in outs:
+        consistent += len(set(re.findall(r"<PERSON_[0-9a-f]+>", json.dumps(out, ensure_ascii=False)))) == 1
+    return {"records": len(sel), "tool_values": tool_total, "tool_values_left": tool_left,
+            "emails_in_person_keys": email_total, "emails_typed_email": email_typed, "one_pseudonym": consistent,
+            "pseudonym_records": len(outs)}
 
 
 def build_stock_analyzer(langs):
@@ -169,6 +213,10 @@ def score(rows: list[dict], kept: list) -> dict:
     typed = defaultdict(lambda: [0, 0])         # (entity, lang) -> [right type, found]
     recall_oov = defaultdict(lambda: [0, 0])    # (lang, oov) -> PERSON
     prec = defaultdict(lambda: [0, 0])          # (detected entity, lang) -> [true, all]
+    # PERSON labels: (set, lang) -> [any word left, all], [missed whole, all]; set "base" or a name shape
+    part_left = defaultdict(lambda: [0, 0])
+    missed = defaultdict(lambda: [0, 0])
+    titles = defaultdict(lambda: [0, 0])        # lang -> [titles with a span over them, titles]
     for row, per in zip(rows, kept):
         lang = row["lang"]
         spans = defaultdict(list)
@@ -187,16 +235,28 @@ def score(rows: list[dict], kept: list) -> dict:
             if lab["entity"] == "PERSON":
                 recall_oov[(lang, lab["oov"])][1] += 1
                 recall_oov[(lang, lab["oov"])][0] += ok
+                words = [m.span() for m in re.finditer(r"[^\W_]+", lab["value"])]
+                left = [all(any(s <= lab["start"] + k < e for s, e, _ in spans[lab["field"]]) for k in range(a, b))
+                        for a, b in words]
+                for key2 in (("all", lang), (lab.get("shape", "base"), lang)):
+                    part_left[key2][1] += 1
+                    part_left[key2][0] += not all(left)
+                    missed[key2][1] += 1
+                    missed[key2][0] += not any(left)
             if ok:
                 typed[key][1] += 1
                 typed[key][0] += any(ent == lab["entity"] or {ent, lab["entity"]} == {"OGRN", "OGRNIP"}
                                      for s, e, ent in spans[lab["field"]] if s < lab["end"] and lab["start"] < e)
+        for t in row.get("titles", ()):
+            titles[lang][1] += 1
+            titles[lang][0] += any(s < t["end"] and t["start"] < e for s, e, _ in spans[t["field"]])
         for idx, hits in spans.items():
             for s, e, ent in hits:
                 true = any(s < lab["end"] and lab["start"] < e for lab in labels[idx])
                 prec[(ent, lang)][1] += 1
                 prec[(ent, lang)][0] += true
-    return {"recall": dict(recall), "typed": dict(typed), "recall_oov": dict(recall_oov), "precision": dict(prec)}
+    return {"recall": dict(recall), "typed": dict(typed), "recall_oov": dict(recall_oov), "precision": dict(prec),
+            "part_left": dict(part_left), "missed": dict(missed), "titles": dict(titles)}
 
 
 def _ratio(pair) -> float | None:
@@ -321,8 +381,62 @@ def report(rows, fast, bases: dict, scores: dict, n_records: int) -> dict:
         f"precision {_fmt(s['stock_precision_all'])})",
         f"  speedup vs stock Presidio         {s['speedup_vs_stock_wall']:8.1f}x | {s['speedup_vs_stock_cpu']:7.1f}x",
     ]
+    lines += names_report(fs, scores["base1"], fast.get("names"), s)
     print("\n".join(lines))
     return out
+
+
+def names_report(fs: dict, b1: dict, names: dict | None, s: dict) -> list[str]:
+    """The person-name figures of issue 19: names with any word left (a partial leak), titles taken for
+    persons, tool-call values left, e-mails typed right, one pseudonym per person."""
+    pl, ms = fs["part_left"], fs["missed"]
+    if not pl:
+        return []
+    lines = ["", "person names: planted names with any word left in the output (partial leak = some words"
+             " replaced, some left; missed = none replaced)"]
+
+    def line(label, key_pred):
+        a = [0, 0]
+        m = [0, 0]
+        for k, v in pl.items():
+            if key_pred(k):
+                a[0] += v[0]
+                a[1] += v[1]
+                m[0] += ms[k][0]
+        if not a[1]:
+            return
+        lines.append(f"  {label:<34}{a[1]:>5}   any word left {a[0]:>4} ({a[0] / a[1]:.3f})   partial "
+                     f"{a[0] - m[0]:>4} ({(a[0] - m[0]) / a[1]:.3f})   missed {m[0]:>4}")
+        return a, m
+
+    tot = line("all PERSON labels", lambda k: k[0] == "all")
+    if tot:
+        s["names_any_word_left"], s["names_partial_left"] = tot[0][0], tot[0][0] - tot[1][0]
+        s["names_labels"] = tot[0][1]
+    line("  the base set's", lambda k: k[0] == "base")
+    shapes = sorted({k[0] for k in pl} - {"all", "base"})
+    line("  the name-shape chats'", lambda k: k[0] in shapes)
+    for shape in shapes:
+        for lang in ("tr", "ru", "en"):
+            line(f"    {shape} ({lang})", lambda k, sh=shape, lg=lang: k == (sh, lg))
+    t = fs["titles"]
+    if t:
+        n_t = sum(v[1] for v in t.values())
+        fp = sum(v[0] for v in t.values())
+        s["titles"], s["title_false_positives"] = n_t, fp
+        per = ", ".join(f"{lang} {t[lang][0]}/{t[lang][1]}" for lang in ("tr", "ru", "en") if lang in t)
+        b = b1.get("titles", {})
+        bfp = sum(v[0] for v in b.values())
+        lines.append(f"  titles of works, trophies, teams, institutions taken for a person: {fp} of {n_t} ({per});"
+                     f" base1 {bfp}")
+    if names:
+        s.update({f"names_{k}": v for k, v in names.items()})
+        lines.append(f"  tool-call arguments / tools column: name values with a word left {names['tool_values_left']} of "
+                     f"{names['tool_values']}; e-mails under a person-named key typed EMAIL "
+                     f"{names['emails_typed_email']} of {names['emails_in_person_keys']}")
+        lines.append(f"  pseudonym operator: chats whose mentions of the planted person got one token "
+                     f"{names['one_pseudonym']} of {names['pseudonym_records']}")
+    return lines
 
 
 def main() -> None:
@@ -330,12 +444,14 @@ def main() -> None:
     ap.add_argument("--records", type=int, default=1500)
     ap.add_argument("--seed", type=int, default=7)
     ap.add_argument("--batch-size", type=int, default=500)
+    ap.add_argument("--name-records", type=int, default=300,
+                    help="name-shape chats added to the set (issue 19's shapes; 0: the set as before)")
     ap.add_argument("--out", default="runs/bench_pii")
     args = ap.parse_args()
-    from generate import generate
+    from generate import generate, generate_names
 
     t = time.perf_counter()
-    rows = generate(args.records, args.seed)
+    rows = generate(args.records, args.seed) + generate_names(args.name_records, args.seed)
     chars = sum(sum(len(x) for x in field_texts(r["record"])) for r in rows) / len(rows)
     print(f"generated {len(rows)} records ({chars:.0f} chars on average), "
           f"{sum(len(r['labels']) for r in rows)} planted values, in {time.perf_counter() - t:.1f} s")

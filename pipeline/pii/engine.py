@@ -34,7 +34,8 @@ RESIDUAL_FLOOR = 0.4  # below this a candidate is noise (a capitalized word, a 1
 _PRIORITY = {"SECRET": 3, "IBAN": 2, "CREDIT_CARD": 2, "TCKN": 1, "INN": 1, "SNILS": 1, "OGRN": 1, "OGRNIP": 1}
 # a text without any of these (a digit, "@", a capital, ":" or "=" of a secret, the bracket of "[at]") holds
 # no candidate of the pattern recognizers
-_QUICK = re.compile(r"[\d@A-ZА-ЯЁÇĞİÖŞÜ:=\[({<]")
+# (every capital a Latin name token may start with: "Əylisli geri aranacak" alone in a tool argument)
+_QUICK = re.compile(r"[\d@A-ZА-ЯЁÇĞİÖŞÜÂÊÎÔÛÉÈÁÍÓÚÑƏÄËÏÀÌÒÙÃÕÅØÆŒ:=\[({<]")
 # an e-mail address spelled out in lower case ("name at example dot org"): the words of its dot
 _SPELLED_DOTS = (" dot ", " nokta ", " точка ")
 

@@ -20,7 +20,7 @@ import re
 from functools import lru_cache
 
 from .names import (_LAT_LO, _LAT_UP, LATIN_AMBIGUOUS, LATIN_FIRST, LATIN_LAST, NEVER, OFFICES, PLACE_BEFORE, RU_AMBIGUOUS, STOP,
-                    TITLES, TITLES_AFTER, TURKISH_WORDS, _CTX, _sentence_initial,
+                    TITLES, TITLES_AFTER, TURKISH_WORDS, _CTX, _SURNAME_ENDINGS, _sentence_initial,
                     ru_name_kind)
 from .text import Hit, fold
 
@@ -37,6 +37,10 @@ _CAP_WORD = re.compile(rf"{_SP}*([{_UP}][{_LO}]+(?:[-'’][{_UP}][{_LO}]+)?)(?![
 _PARTICLE_AFTER = re.compile(
     rf"{_SP}+(?:(?:{'|'.join(map(re.escape, _PARTICLES))}){_SP}+){{1,2}}"
     rf"|{_SP}+(?:{'|'.join(map(re.escape, _GLUED_PARTICLES))})-")
+# a capitalized word and a particle right before a name ("Məmməd oğlu " + "Əliyev"); "-" particles are glued
+_PARTICLE_BEFORE = re.compile(
+    rf"(?<![\w'’-])([{_UP}][{_LO}]+){_SP}+(?:(?:{'|'.join(map(re.escape, _PARTICLES))}){_SP}+){{1,2}}$")
+_CAP_WORD_BEFORE = re.compile(rf"(?<![\w'’-])([{_UP}][{_LO}]+(?:-[{_UP}][{_LO}]+)?){_SP}$")
 # words that start a sentence after a name and an initial ("I met John F. He said"), not a surname
 _NOT_A_SURNAME = frozenset(fold(w) for w in (
     "he she it we they i you then but and so if when there here what who why how yes no o bu şu ve ama "
@@ -45,9 +49,61 @@ _NOT_ALONE = STOP | NEVER | TITLES | TITLES_AFTER | OFFICES | PLACE_BEFORE | _NO
 # first names that are also words ("Rose", "Kaya", "Вера"): a mention only where a sentence does not start, since
 # only a proper noun is capitalized there
 _AMBIGUOUS = LATIN_AMBIGUOUS | TURKISH_WORDS | RU_AMBIGUOUS
+_RUN_ON = re.compile(rf"[ \u00a0][{_LO}]")  # the span goes on into a sentence: a lower-case word after it
 _NAME_WORD = re.compile(rf"[{_UP}][{_LO}]+(?:-[{_UP}][{_LO}]+)?|[{_UP}]{{2,}}")
 _RU_STEM_END = "аяйьоеы"
 _RU_CASE = "(?:а|я|у|ю|ом|ем|ым|им|ой|ей|е|ы|и|ого|его|ому|ему|ую|юю|ою|ею|ов|ев|ой|ых|их|ым|ыми|ими|ам|ям|ах|ях)?"
+
+
+_NAMED_AFTER_RU = frozenset(_CTX["name_named_after_ru"])
+# typographic quotes only: a name in straight quotes is as often a value in JSON, CSV or a log line
+_OPEN_QUOTES = {"«": "»", "“": "”", "„": "“"}
+
+
+def named_thing(text: str, h: Hit) -> bool:
+    """The PERSON span is part of something named after a person: the whole quoted title of a work («Анна
+    Каренина»), or a name in the genitive after a Russian institution word ("Музей Пушкина", "имени Белого")."""
+    s, e = h.start, h.end
+    if s > 0 and e < len(text) and _OPEN_QUOTES.get(text[s - 1]) == text[e]:
+        return True
+    if _in_quoted_title(text, s, e):
+        return True
+    first = text[s:e].split(" ", 1)[0].lower()
+    if " " in text[s:e] and first in _NAMED_AFTER_RU:
+        return True  # "Кубок Гагарина" taken as one span
+    if s >= 3 and text[s - 1] == " " and text[s] in "АБВГДЕЁЖЗИЙКЛМНОПРСТУФХЦЧШЩЭЮЯ":
+        j = s - 1
+        while j > 0 and (text[j - 1].isalpha() or text[j - 1] == "."):
+            j -= 1
+        return text[j:s - 1].lower() in _NAMED_AFTER_RU
+    return False
+
+
+_TITLE_GLUE = frozenset("и и/или или of the and a an in on ve ile da de".split())
+
+
+def _in_quoted_title(text: str, s: int, e: int) -> bool:
+    """s..e lies inside a quoted stretch of at most six words, each capitalized or a joining word, without a
+    sentence end: the title of a work («Мастер и Маргарита», “Pride and Prejudice”), not quoted speech."""
+    lo = max(0, s - 48)
+    k = max(text.rfind(q, lo, s) for q in _OPEN_QUOTES)
+    if k < 0:
+        return False
+    close = _OPEN_QUOTES[text[k]]
+    m = text.find(close, e, e + 48)
+    if m < 0 or close in text[k + 1:s]:
+        return False
+    inner = text[k + 1:m]
+    words = inner.split()
+    if not 1 <= len(words) <= 6 or any(c in inner for c in ".!?\n"):
+        return False
+    return all(w[:1].isupper() or w.lower() in _TITLE_GLUE for w in words)
+
+
+def drop_named_things(text: str, hits: list[Hit]) -> list[Hit]:
+    if not any(h.entity == "PERSON" for h in hits):
+        return hits
+    return [h for h in hits if h.entity != "PERSON" or not named_thing(text, h)]
 
 
 def expand(text: str, hits: list[Hit]) -> list[Hit]:
@@ -61,10 +117,13 @@ def expand(text: str, hits: list[Hit]) -> list[Hit]:
         if h.entity != "PERSON":
             out.append(h)
             continue
-        limit = hits[idx + 1].start if idx + 1 < len(hits) else len(text)
+        # grow up to the next span of another type: over a PERSON span ("Christine de" + "Hassan"), merged below
+        limit = next((x.start for x in hits[idx + 1:] if x.entity != "PERSON"), len(text))
         floor = out[-1].end if out else 0
         s, e = _grow(text, h.start, h.end, floor, limit)
         h = Hit(s, e, h.entity, h.score, h.method)
+        if out and out[-1].entity == "PERSON" and h.end <= out[-1].end:
+            continue  # taken in by the span before it
         if out and out[-1].entity == "PERSON" and (h.start <= out[-1].end
                                                    or text[out[-1].end:h.start] in (" ", "\u00a0")):
             prev = out.pop()
@@ -91,6 +150,15 @@ def _grow(text: str, s: int, e: int, floor: int, limit: int) -> tuple[int, int]:
                 e = w.end()  # "Ludwig van Beethoven", "Omar al-Bashir"
                 continue
         break
+    m = _PARTICLE_BEFORE.search(text, max(floor, s - 40), s)
+    if m is not None and fold(m.group(1)) not in _NOT_ALONE:
+        s = m.start(1)  # "Məmməd oğlu Əliyev", "Ludwig van" + "Beethoven"
+        for _ in range(2):  # the first names before it, not a capitalized word that starts the sentence
+            w = _CAP_WORD_BEFORE.search(text, max(floor, s - 30), s)
+            if w is None or fold(w.group(1)) in _NOT_ALONE or (_sentence_initial(text, w.start(1))
+                                                                and not _listed(w.group(1), fold(w.group(1)))):
+                break
+            s = w.start(1)
     m = _INITIALS_BEFORE.search(text, max(floor, s - 12), s)
     if m is not None and (m.start() == 0 or not text[m.start() - 1].isalnum()):
         s = m.start()  # "F. Scott Fitzgerald", "И. П. Сидоров"
@@ -112,7 +180,8 @@ class NameBook:
         self.order: dict[frozenset, str] = {}  # the person's words in the order first written
         self.surfaces: dict[str, set] = {}  # a folded word -> the forms it was written in
 
-    def add(self, value: str) -> None:
+    def add(self, value: str, after: str = "") -> None:
+        """`after`: the text right after the span, when it was found in a text."""
         if any(c.isdigit() or c in "/@:;,!?()" for c in value):
             return  # a span merged with an address or an identifier: its words are no name to look for
         written = name_words(value)
@@ -124,6 +193,11 @@ class NameBook:
         if words not in self.persons:
             self.persons.append(words)
             self.order[words] = " ".join(dict.fromkeys(fold(w) for w in written))
+        if len(written) >= 3 and _RUN_ON.match(after) and not _listed(written[-1], fold(written[-1])) \
+                and not fold(written[-1]).endswith(_SURNAME_ENDINGS):
+            # a run that went on into the next sentence ("Yetkili kişi: Sezer Ergün Türk Telekom faturası",
+            # "Получатель: Едуард Титаренко Мой заказ"): an unlisted last word is not looked for alone
+            written = written[:-1]
         for w in written:
             self.surfaces.setdefault(fold(w), set()).add(w[:1] + w[1:].lower() if w.isupper() else w)
 
@@ -179,13 +253,17 @@ def find_mentions(text: str, book: NameBook, kept: list[Hit]) -> list[Hit]:
             continue
         key = fold(m.group())
         initial = _sentence_initial(text, s)
-        if initial and (key in _AMBIGUOUS or not (_listed(m.group(), key) or text[e:e + 1] == ",")):
-            continue  # "Мой ...", "Rose ...": a capital at a sentence start says nothing, unless the word is a
-            # listed name or is addressed ("Joost, your order ...")
+        if initial and key in _AMBIGUOUS and not _TITLE_OR_SUFFIX.match(text, e):
+            continue  # "Rose ...", "Kara ...": a capital at a sentence start says nothing, unless a title or an
+            # apostrophe suffix follows ("Deniz Hanım", "Derya'nın")
         if _inside_other_noun(text, s, e, book, initial):
             continue
         out.append(Hit(s, e, "PERSON", 0.8, "record"))
     return out
+
+
+_TITLE_OR_SUFFIX = re.compile(r"['’]\w|[ \u00a0](?:" + "|".join(sorted(map(re.escape, (
+    w for w in _CTX["name_titles_after"])), key=len, reverse=True)) + r")(?!\w)")
 
 
 def _listed(word: str, key: str) -> bool:

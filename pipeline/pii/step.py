@@ -14,7 +14,7 @@ from ..readers import too_deep
 from . import checks
 from .fields import field_rules, strip_value
 from .lang import detect_language
-from .mentions import NameBook, expand, find_mentions
+from .mentions import NameBook, drop_named_things, expand, find_mentions
 from .operators import Operators
 from .text import ENTITY_TYPES, Hit
 
@@ -275,7 +275,7 @@ class PiiStep:
                 # a number is replaced whole or not at all
                 kept = [Hit(0, len(u.text), h.entity, h.score, h.method) for h in kept[:1]]
             else:
-                kept = expand(u.text, kept)
+                kept = expand(u.text, drop_named_things(u.text, kept))
             plans.append([u, kept, residual])
         for f in fields:
             if f.entity in ("PERSON", "USER_ID"):
@@ -288,7 +288,7 @@ class PiiStep:
         for u, kept, _ in plans:
             for h in kept:
                 if h.entity == "PERSON":
-                    book.add(u.text[h.start:h.end])
+                    book.add(u.text[h.start:h.end], u.text[h.end:h.end + 2])
         for f in fields:
             if f.entity == "PERSON":
                 book.add(f.value)
