@@ -7,6 +7,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
+from .reasons import check
+
 
 def merge_counters(into: dict, other: dict) -> dict:
     """Add `other` into `into`: numbers are summed, dicts merged recursively, lists concatenated."""
@@ -35,10 +37,10 @@ class StageStats:
     counters: dict[str, Any] = field(default_factory=dict)
 
     def drop(self, reason: str, n: int = 1) -> None:
-        self.dropped[reason] += n
+        self.dropped[check(reason, "drop")] += n
 
     def quarantine(self, reason: str, n: int = 1) -> None:
-        self.quarantined[reason] += n
+        self.quarantined[check(reason, "quarantine")] += n
 
     def add(self, key: str, n: int | float = 1) -> None:
         """Count something stage-specific; dotted keys nest ("entities.PHONE")."""
