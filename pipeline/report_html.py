@@ -513,6 +513,11 @@ def _packing(report: dict) -> str:
 
 def _dedup(report: dict) -> str:
     d = report.get("dedup")
+    pre = report.get("precheck")
+    if not d and pre:
+        return _section("dedup", _p(f"{_n(pre['counts'].get('exact_duplicates', 0))} exact duplicates not counted; "
+                                    "a precheck finds exact duplicates only (`prepare run` also removes near "
+                                    "duplicates and validation leaks).", "note"))
     if not d:
         return _section("dedup", _p("Duplicate removal was off.", "note"))
     counts = d.get("counts") or {}
@@ -544,7 +549,8 @@ def _dedup(report: dict) -> str:
 def _pii(report: dict) -> str:
     p = report.get("pii")
     if not p:
-        return _section("pii", _p("The personal-data step was off.", "note"))
+        return _section("pii", _p("A precheck does not look for personal data; `prepare run` does." if
+                                  report.get("precheck") else "The personal-data step was off.", "note"))
     found = p.get("personal_data_found") or {}
     body = [_p(f"{_n(found.get('total', 0))} personal data items found in {_n(found.get('records_with_personal_data', 0))} "
                f"records; policy {p.get('policy')}; default action {(p.get('actions') or {}).get('default_operator')}.",

@@ -156,7 +156,9 @@ def test_precheck_html_writes_the_same_kind_of_page(tmp_path, capsys):
     page = Page(out.read_text(encoding="utf-8"))
     assert set(SECTION_IDS) <= page.ids
     assert page.rects.get("chart-lengths", 0) >= 2 and page.rects.get("chart-gpus", 0) >= 2
-    assert "Prepare precheck report" in " ".join(page.text)
+    words = " ".join(page.text)
+    assert "Prepare precheck report" in words
+    assert "does not look for personal data" in words and "exact duplicates not counted" in words
     assert page.tags.get("script", 0) == 0
 
 
