@@ -1019,7 +1019,7 @@ def test_files_with_a_bom_are_read_whole(tmp_path_factory, texts, encoding, fmt,
 
 
 HOSTILE_ENTRIES = ["fifo", "loop", "outside_link", "outside_folder_link", "cut_gz", "cut_zst", "utf16", "deep",
-                   "stray_quote", "pii_name"]
+                   "stray_quote", "pii_name", "cr_only", "newlines_gz", "dup_columns", "nan_parquet", "pii_direct"]
 
 
 @fuzz(12)
@@ -1049,12 +1049,21 @@ def test_run_over_hostile_folder_entries_ends_and_accounts(tmp_path_factory, ent
             "deep": lambda: (d / "deep.jsonl").write_text('{"text": "a deep one", "m": ' + "[" * 700 + "]" * 700 + "}\n"),
             "stray_quote": lambda: (d / "q.csv").write_text('text,n\n"open,1\n' + "".join(
                 f"row number {i} of the table,{i}\n" for i in range(50))),
-            "pii_name": lambda: (d / "musteri_ahmet_yilmaz_27384619550.jsonl").write_bytes(LINES[0])}
+            "pii_name": lambda: (d / "musteri_ahmet_yilmaz_27384619550.jsonl").write_bytes(LINES[0]),
+            "cr_only": lambda: (d / "mac.jsonl").write_bytes(b"\r".join(
+                json.dumps({"text": f"an old Mac line number {i}"}).encode() for i in range(3)) + b"\r"),
+            "newlines_gz": lambda: (d / "nl.jsonl.gz").write_bytes(gzip.compress(
+                b"\n" * 200_000 + b'{"text": "the one record among newlines"}\n', compresslevel=1)),
+            "dup_columns": lambda: (d / "dup.csv").write_text("text,note,note\na csv document,first,second\n"),
+            "nan_parquet": lambda: pq.write_table(pa.table({"text": ["a parquet document with a NaN score"],
+                                                            "score": [float("nan")], "hi": [float("inf")]}),
+                                                  d / "nan.parquet"),
+            "pii_direct": lambda: (root / "John_Smith_12345678901.jsonl").write_bytes(LINES[0])}
     for entry in sorted(entries):
         made[entry]()
-    cfg = fast_config(root, [d])
+    cfg = fast_config(root, [d] + ([root / "John_Smith_12345678901.jsonl"] if "pii_direct" in entries else []))
     cfg.read.skip_unreadable = True
-    cfg.pii.enabled = "pii_name" in entries  # the name check is the PII engine's
+    cfg.pii.enabled = bool({"pii_name", "pii_direct"} & entries)  # the name check is the PII engine's
     report = run_prepare(cfg, progress=False, log=lambda msg: None).report
     assert_balanced(report["counts"])
     for counts in report["files"].values():
@@ -1076,9 +1085,57 @@ def test_run_over_hostile_folder_entries_ends_and_accounts(tmp_path_factory, ent
         assert files["in/q.csv"]["quarantined_by_reason"] == {"bad_csv_row": 1} and files["in/q.csv"]["input"] == 51
     if "pii_name" in entries:
         assert not any("27384619550" in name or "ahmet" in name for name in files)
-        assert sum(name.startswith("redacted-") for name in files) == 1
+        assert sum(name.startswith("redacted-") for name in files) == 1 + ("pii_direct" in entries)
+    if "cr_only" in entries:
+        assert files["in/mac.jsonl"]["input"] == 3 and files["in/mac.jsonl"]["quarantined"] == 0
+    if "newlines_gz" in entries:
+        assert files["in/nl.jsonl.gz"]["input"] == 200_001
+        assert files["in/nl.jsonl.gz"]["dropped"] == {"empty_line": 200_000}
+    if "dup_columns" in entries:
+        assert any("renamed" in w for w in files["in/dup.csv"]["warnings"])
+    metas = [row["meta"] for split in ("train", "validation") if (root / "run" / split).is_dir()
+             for row in pq.read_table(root / "run" / split).to_pylist()]
+    for meta in metas:  # strict JSON: no bare NaN or Infinity
+        json.loads(meta, parse_constant=lambda c: pytest.fail(f"{c} in meta"))
+    if "dup_columns" in entries:
+        assert {"note": "first", "note.1": "second"} in [json.loads(m) for m in metas]
+    if "nan_parquet" in entries:
+        assert {"score": None, "hi": None} in [json.loads(m) for m in metas]
     text = (root / "run" / "report.json").read_text() + (root / "run" / "report.md").read_text()
-    assert "SECRET-OUTSIDE" not in text and "27384619550" not in text
+    text += (root / "run" / "manifest.json").read_text() if (root / "run" / "manifest.json").exists() else ""
+    assert "SECRET-OUTSIDE" not in text and "27384619550" not in text and "12345678901" not in text
+    if "pii_direct" in entries:
+        assert "John" not in text and "Smith" not in text
+
+
+LINE_ENDS = st.lists(st.tuples(st.sampled_from(["", "  ", '{"text": "a record"}', '{"text": "x\\ry"}', "[1]", "no"]),
+                               st.sampled_from(["\n", "\r\n", "\r"])), max_size=40)
+
+
+@fuzz(60)
+@given(LINE_ENDS, st.sampled_from([1, 2, 3, 5, 8, 64, 1 << 20]), st.booleans())
+def test_any_mix_of_line_ends_and_empty_runs_is_counted_line_by_line(tmp_path_factory, lines, block, cut_last):
+    """\n, \r\n and lone \r in any mix, runs of empty lines, a last line without its end, read in blocks
+    of any size: the rows are exactly the lines bytes.splitlines() sees, each counted once."""
+    import pipeline.readers as readers
+
+    data = "".join(text + end for text, end in lines)
+    if cut_last and lines:
+        data = data[: -len(lines[-1][1])]
+    path = tmp_path_factory.mktemp("ends") / "a.jsonl"
+    path.write_bytes(data.encode())
+    old, readers.LINE_BLOCK = readers.LINE_BLOCK, block
+    try:
+        out = [r for batch in FileReader(describe(str(path)), ReadConfig()).batches() for r in batch]
+    finally:
+        readers.LINE_BLOCK = old
+    expected = data.encode().splitlines()
+    assert sum(r.count for r in out) == len(expected)
+    flat = []
+    for r in out:
+        flat += [(r.line + i, r.error) for i in range(r.count)] if r.error == "empty_line" else [(r.line, r.error)]
+    assert [n for n, _ in flat] == list(range(1, len(expected) + 1))
+    assert [e == "empty_line" for _, e in flat] == [not line.strip() for line in expected]
 
 
 LARGE_RECORDS_RUN = r"""
