@@ -518,7 +518,6 @@ def test_the_map_of_names_is_written_only_with_the_run_directory_locked(tmp_path
     """A run that stops before it holds the run directory (an unreadable input; a second run that lost the
     race for the lock) must not write RUN.file-names.local: the map belongs to the run holding the folder."""
     from pipeline import runner
-    from pipeline.readers import NameMap
     from pipeline.rundir import PrepareError, RunDir
 
     monkeypatch.chdir(tmp_path)
@@ -530,7 +529,9 @@ def test_the_map_of_names_is_written_only_with_the_run_directory_locked(tmp_path
         runner.run_prepare(cfg, progress=False, log=lambda m: None)
     assert not names_file(cfg.out).exists()
     (tmp_path / "in" / "John_Smith_12345678901.jsonl.gz").write_bytes(gzip.compress(b'{"text": "fine words"}\n'))
-    NameMap._open.clear()
+    from pipeline.readers import NameMap
+
+    NameMap._open.clear()  # a fresh process's view: nothing remembered from the refused run
     # the other run took the lock between this run's check of --out and its own lock
     monkeypatch.setattr(runner, "check_out", lambda out, inputs: None)
     with RunDir(cfg.out), pytest.raises(PrepareError, match="another prepare run"):
