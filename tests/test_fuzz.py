@@ -71,7 +71,8 @@ def assert_accounted(yielded: int, normalizer: Normalizer) -> None:
 
 
 def physical_lines(data: bytes) -> int:
-    return data.count(b"\n") + (1 if data and not data.endswith(b"\n") else 0)
+    """Lines as the readers count them: ended by \n, \r\n or a lone \r; the last one may lack its end."""
+    return len(data.splitlines())
 
 
 def assert_balanced(counts: dict) -> None:
@@ -873,8 +874,8 @@ def test_run_over_fuzzed_files_balances_per_file(tmp_path_factory, files):
     assert len(quarantine) == report["counts"]["quarantined"]
     assert all(set(q) == {"file", "line", "reason"} for q in quarantine)
     assert {p.name for p in result.run_dir.iterdir()} <= {
-        "manifest.json", "quarantine", "report.json", "report.md", "train", "validation", "dedup_removed.parquet",
-        ".prepare-run"}
+        "manifest.json", "quarantine", "report.json", "report.md", "report.html", "train", "validation",
+        "dedup_removed.parquet", ".prepare-run"}
 
 
 # --- 7. issue 20: cut streams, deep records, stray quotes, BOMs, hostile folder entries --------------
