@@ -1264,7 +1264,8 @@ class NameMap:
         return item
 
     def save(self) -> None:
-        if not self.dirty:
+        # nothing to map: no file; deleted since it was read: a long-lived process (prepare serve) writes it again
+        if not self.names or (not self.dirty and self.path.exists()):
             return
         try:  # labels another run wrote since this map was read stay resolvable
             on_disk = dict(json.loads(self.path.read_text(encoding="utf-8"))["names"])

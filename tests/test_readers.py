@@ -720,3 +720,19 @@ def test_nan_and_infinity_in_meta_are_null(tmp_path):
 
     assert [strict(m) for m in metas] == [{"score": None, "vec": [None, 1.0]}, {"score": None, "vec": []},
                                           {"score": 0.5, "vec": [2.0]}, {"score": None, "deep": {"x": [None]}}]
+
+
+def test_the_names_map_exists_only_with_labels_and_comes_back_if_deleted(tmp_path):
+    """A run without a flagged name writes no map; a long-lived process (prepare serve) whose map file was
+    deleted since writes it again, though its labels are not new to it."""
+    from pipeline.readers import NameMap
+
+    names = NameMap(names_file(str(tmp_path / "run")))
+    names.save()
+    assert not names.path.exists()
+    label = names.label("ivan_petrov.csv")
+    names.save()
+    names.path.unlink()
+    assert names.label("ivan_petrov.csv") == label and not names.dirty
+    names.save()
+    assert json.loads(names.path.read_text())["names"] == {label: "ivan_petrov.csv"}
