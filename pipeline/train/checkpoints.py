@@ -1,0 +1,299 @@
+"""Trainer checkpoints to S3 and back: the GPU server's disk is deleted when it stops.
+
+Layout under s3://bucket/prefix/:
+    checkpoint-N/...                        the files of the trainer's checkpoint folder
+    checkpoint-N/prepare-checkpoint.json    its manifest (files, sizes, sha256, trainer state), written LAST
+    final/...  + final/prepare-checkpoint.json   the model the training ended with (the adapter, for PEFT)
+    eval_report.json                        the evaluation history and the best checkpoint
+
+A checkpoint is complete exactly when its manifest exists: the upload (pipeline.s3.upload_run: multipart,
+per-request and per-object retries, objects with the same size and sha256 skipped) puts the manifest after
+every file and deletes it first when files must change; pruning deletes the manifest before the files. So a
+server that stops mid-upload leaves a checkpoint that `pull` never takes.
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+MANIFEST = "prepare-checkpoint.json"
+EVAL_REPORT = "eval_report.json"
+FINAL = "final"
+_CKPT = re.compile(r"checkpoint-(\d+)")
+# what a trainer writes at the top of output_dir when it saves the final model (trl's script: save_model)
+FINAL_MODEL_FILES = ("adapter_model.safetensors", "adapter_model.bin", "model.safetensors",
+                     "model.safetensors.index.json", "pytorch_model.bin")
+
+
+def step_of(name: str) -> int | None:
+    m = _CKPT.fullmatch(name)
+    return int(m.group(1)) if m else None
+
+
+def _files(folder: Path) -> list[str]:
+    return sorted(str(p.relative_to(folder)) for p in folder.rglob("*") if p.is_file() and p.name != MANIFEST)
+
+
+def _trainer_state(folder: Path) -> dict:
+    path = folder / "trainer_state.json"
+    try:
+        return json.loads(path.read_text()) if path.is_file() else {}
+    except (OSError, ValueError):
+        return {}
+
+
+def write_manifest(folder: str | Path, name: str) -> Path:
+    """The checkpoint's manifest, inside the folder (upload_run sends it last)."""
+    from ..shards import atomic_write_text, sha256_file
+
+    folder = Path(folder)
+    state = _trainer_state(folder)
+    manifest = {
+        "name": name, "step": step_of(name),  # no timestamp: an unchanged checkpoint re-synced uploads nothing
+        "files": [{"path": rel, "bytes": (folder / rel).stat().st_size, "sha256": sha256_file(folder / rel)}
+                  for rel in _files(folder)],
+        "global_step": state.get("global_step"), "best_model_checkpoint": _name(state.get("best_model_checkpoint")),
+        "best_metric": state.get("best_metric"),
+    }
+    path = folder / MANIFEST
+    atomic_write_text(path, json.dumps(manifest, indent=1) + "\n")
+    return path
+
+
+def _name(path: str | None) -> str | None:
+    return Path(path).name if path else None
+
+
+def upload_checkpoint(folder: str | Path, uri: str, name: str | None = None) -> list[str]:
+    """Upload one checkpoint folder to uri/<name>/, manifest last; returns the files sent (unchanged ones are
+    skipped)."""
+    from ..s3 import upload_run
+
+    folder = Path(folder)
+    name = name or folder.name
+    write_manifest(folder, name)
+    result = upload_run(folder, f"{uri.rstrip('/')}/{name}", _files(folder), manifest=MANIFEST)
+    return result.uploaded
+
+
+@dataclass
+class Remote:
+    name: str
+    step: int | None
+    complete: bool
+    keys: list[str]
+
+
+def list_remote(uri: str) -> dict[str, Remote]:
+    """The checkpoint folders under the prefix (complete = has its manifest), by name."""
+    from ..s3 import _retry, client, parse_uri
+
+    bucket, prefix = parse_uri(uri.rstrip("/") + "/")
+    s3 = client()
+
+    def listing(_retry_flag) -> list[str]:
+        keys = []
+        for page in s3.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix):
+            keys += [obj["Key"] for obj in page.get("Contents", [])]
+        return keys
+
+    found: dict[str, Remote] = {}
+    for key in _retry("listing", f"s3://{bucket}/{prefix}", listing):
+        top, _, rest = key[len(prefix):].partition("/")
+        if not rest or (step_of(top) is None and top != FINAL):
+            continue
+        entry = found.setdefault(top, Remote(top, step_of(top), False, []))
+        entry.keys.append(key)
+        entry.complete |= rest == MANIFEST
+    return found
+
+
+def delete_remote(uri: str, entry: Remote) -> None:
+    """Manifest first: a checkpoint half deleted is never taken for a complete one."""
+    from ..s3 import _retry, client, parse_uri
+
+    bucket, _ = parse_uri(uri.rstrip("/") + "/")
+    s3 = client()
+    keys = sorted(entry.keys, key=lambda k: not k.endswith("/" + MANIFEST))
+    for key in keys:
+        _retry("delete", f"s3://{bucket}/{key}", lambda _, key=key: s3.delete_object(Bucket=bucket, Key=key))
+
+
+def prune(uri: str, keep: int, best: str | None, *, newest_step: int | None = None) -> list[str]:
+    """Keep the last `keep` complete checkpoints and the best; delete the other checkpoints, complete or
+    partial, up to newest_step (a newer one may still be uploading). Returns the names deleted."""
+    remote = list_remote(uri)
+    complete = sorted((e for e in remote.values() if e.complete and e.step is not None), key=lambda e: e.step)
+    if newest_step is None:
+        newest_step = complete[-1].step if complete else -1
+    kept = {e.name for e in complete[-keep:]} if keep > 0 else set()
+    if best:
+        kept.add(best)
+    deleted = []
+    for entry in sorted(remote.values(), key=lambda e: e.step or 0):
+        if entry.step is None or entry.name in kept or entry.step > newest_step:
+            continue
+        delete_remote(uri, entry)
+        deleted.append(entry.name)
+    return deleted
+
+
+def eval_report(state: dict) -> dict:
+    """The evaluation history of trainer_state.json and which checkpoint was best."""
+    evals = [{k: v for k, v in e.items() if k.startswith("eval_") or k in ("step", "epoch")}
+             for e in state.get("log_history", []) if any(k.startswith("eval_") for k in e)]
+    return {"best_model_checkpoint": _name(state.get("best_model_checkpoint")), "best_metric": state.get("best_metric"),
+            "global_step": state.get("global_step"), "evaluations": evals}
+
+
+def put_json(uri: str, name: str, data: dict) -> str:
+    from ..s3 import _retry, client, parse_uri
+
+    bucket, prefix = parse_uri(uri.rstrip("/") + "/")
+    s3 = client()
+    body = (json.dumps(data, indent=1) + "\n").encode()
+    _retry("upload", f"s3://{bucket}/{prefix}{name}",
+           lambda _: s3.put_object(Bucket=bucket, Key=prefix + name, Body=body, ContentType="application/json"))
+    return f"s3://{bucket}/{prefix}{name}"
+
+
+def finish(uri: str, state: dict, keep: int = 1, final_dir: str | Path | None = None) -> dict:
+    """End of training: the final model as final/, the evaluation report, and only the best checkpoint (or the
+    last, without evaluation) plus keep-1 more of the latest."""
+    uploaded = upload_checkpoint(final_dir, uri, FINAL) if final_dir else []
+    report = eval_report(state)
+    put_json(uri, EVAL_REPORT, report)
+    best = report["best_model_checkpoint"]
+    deleted = prune(uri, keep if not best else max(0, keep - 1), best)
+    return {"final_uploaded": uploaded, "best": best, "deleted": deleted}
+
+
+# ------------------------------------------------------------------------------------------------ pull
+
+def pull(uri: str, dest: str | Path, name: str | None = None) -> Path:
+    """Download the latest complete checkpoint (or `name`) into dest/<name>, each file checked against the
+    manifest's sha256; returns the folder, for resume_from_checkpoint."""
+    from ..s3 import S3Error, _retry, client, parse_uri
+    from ..shards import sha256_file
+
+    remote = list_remote(uri)
+    complete = sorted((e for e in remote.values() if e.complete and e.step is not None), key=lambda e: e.step)
+    if name is None:
+        if not complete:
+            raise S3Error(f"no complete checkpoint under {uri} (a checkpoint is complete once its {MANIFEST} is "
+                          f"uploaded)")
+        name = complete[-1].name
+    elif name not in remote or not remote[name].complete:
+        raise S3Error(f"no complete checkpoint {name} under {uri}")
+    bucket, prefix = parse_uri(uri.rstrip("/") + "/")
+    s3 = client()
+    base = f"{prefix}{name}/"
+    body = _retry("download", f"s3://{bucket}/{base}{MANIFEST}",
+                  lambda _: s3.get_object(Bucket=bucket, Key=base + MANIFEST)["Body"].read())
+    manifest = json.loads(body)
+    target = Path(dest) / name
+    partial = target.with_name(target.name + ".partial")
+    shutil.rmtree(partial, ignore_errors=True)
+    for f in manifest["files"]:
+        local = partial / f["path"]
+        local.parent.mkdir(parents=True, exist_ok=True)
+
+        def get(_retry_flag, f=f, local=local):
+            s3.download_file(bucket, base + f["path"], str(local))
+            if local.stat().st_size != f["bytes"] or sha256_file(local) != f["sha256"]:
+                raise OSError(f"{f['path']} does not match its manifest")
+        _retry("download", f"s3://{bucket}/{base}{f['path']}", get)
+    (partial / MANIFEST).write_bytes(body)
+    if target.exists():
+        shutil.rmtree(target)
+    os.replace(partial, target)  # a pull cut short leaves only .partial, never a half checkpoint-N
+    return target
+
+
+# ------------------------------------------------------------------------------------------------ watcher
+
+def _signature(folder: Path) -> tuple:
+    return tuple((str(p.relative_to(folder)), p.stat().st_size, p.stat().st_mtime_ns)
+                 for p in sorted(folder.rglob("*")) if p.is_file() and p.name != MANIFEST)
+
+
+def _ready(folder: Path, stable_seconds: float, now: float) -> bool:
+    """Saved and settled: trainer_state.json is the last file the HF Trainer writes into a checkpoint, and
+    nothing changed for stable_seconds."""
+    if not (folder / "trainer_state.json").is_file():
+        return False
+    newest = max((p.stat().st_mtime for p in folder.rglob("*") if p.is_file() and p.name != MANIFEST), default=now)
+    return now - newest >= stable_seconds
+
+
+def _final_ready(out: Path, stable_seconds: float, now: float, since: float) -> bool:
+    files = [out / n for n in FINAL_MODEL_FILES if (out / n).is_file()]
+    return bool(files) and all(since <= f.stat().st_mtime <= now - stable_seconds for f in files)
+
+
+def _final_folder(out: Path) -> Path:
+    """The top-level files of output_dir (the saved final model), hard-linked apart from the checkpoints."""
+    stage = out / ".prepare-final"
+    shutil.rmtree(stage, ignore_errors=True)
+    stage.mkdir()
+    for p in out.iterdir():
+        if p.is_file():
+            link_or_copy(p, stage / p.name)
+    return stage
+
+
+def link_or_copy(src: Path, dst: Path) -> None:
+    """A hard link is instant and survives the trainer deleting the original (save_total_limit); a copy where
+    the file system cannot link."""
+    try:
+        os.link(src, dst)
+    except OSError:
+        shutil.copy2(src, dst)
+
+
+def sync(out_dir: str | Path, uri: str, *, keep: int = 2, keep_final: int = 1, once: bool = False,
+         poll_seconds: float = 30.0, stable_seconds: float = 10.0, log: Callable[[str], None] = print,
+         max_polls: int | None = None) -> dict:
+    """The watcher for trainers without callbacks: upload each settled checkpoint-N of out_dir, keep the last
+    `keep` and the best on S3; when the final model appears at the top of out_dir (or with once=True, after
+    one pass), upload it as final/, the evaluation report, and prune to the best (`keep_final` in all)."""
+    out = Path(out_dir)
+    if not out.is_dir():
+        raise FileNotFoundError(f"no such folder: {out}")
+    started = time.time()
+    done: dict[str, tuple] = {}
+    polls = 0
+    while True:
+        now = time.time()
+        for folder in sorted((p for p in out.iterdir() if p.is_dir() and step_of(p.name) is not None),
+                             key=lambda p: step_of(p.name)):
+            if not _ready(folder, 0 if once else stable_seconds, now):
+                continue
+            sig = _signature(folder)
+            if done.get(folder.name) == sig:
+                continue
+            sent = upload_checkpoint(folder, uri)
+            done[folder.name] = sig
+            state = _trainer_state(folder)
+            deleted = prune(uri, keep, _name(state.get("best_model_checkpoint")), newest_step=step_of(folder.name))
+            log(f"{folder.name}: {len(sent)} file(s) uploaded" + (f", pruned {', '.join(deleted)}" if deleted else ""))
+        polls += 1
+        final = _final_ready(out, 0 if once else stable_seconds, time.time(), 0 if once else started)
+        if final or once or (max_polls is not None and polls >= max_polls):
+            break
+        time.sleep(poll_seconds)
+    if not done and not final:
+        return {"checkpoints": [], "final": None}
+    states = [_trainer_state(out / n) for n in done] + [_trainer_state(out)]
+    state = max(states, key=lambda s: s.get("global_step") or -1)
+    result = finish(uri, state, keep_final, _final_folder(out) if final else None)
+    if final:
+        shutil.rmtree(out / ".prepare-final", ignore_errors=True)
+    log(f"final: best {result['best'] or '-'}" + (f", pruned {', '.join(result['deleted'])}" if result["deleted"] else ""))
+    return {"checkpoints": sorted(done, key=step_of), **result}

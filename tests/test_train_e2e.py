@@ -1,0 +1,153 @@
+"""The whole path on CPU: `prepare run` (S3 on the moto server) -> `precheck --emit trl` -> trl's SFTTrainer
+trains a tiny randomly initialised Llama on the shards the emitted config names, with S3Checkpoints putting
+checkpoints in the bucket -> only the best is kept -> `checkpoints pull` restores it and training resumes from
+it -> `calibrate` reads the trial's log. Needs the `train` extra (trl, torch)."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("trl")
+pytest.importorskip("torch")
+
+from conftest import SAMPLE_DATA  # noqa: E402
+
+CHATS = [SAMPLE_DATA / "support_en_openai.jsonl", SAMPLE_DATA / "support_ru_sharegpt.jsonl",
+         SAMPLE_DATA / "support_tr_alpaca.json"]
+
+# {% generation %} blocks: what trl's assistant_only_loss (return_assistant_tokens_mask) needs, and what the
+# pipeline's length step counts as trainable
+CHAT_TEMPLATE = (
+    "{%- for m in messages %}"
+    "{{- '<|' + m['role'] + '|>\n' }}"
+    "{%- if m['role'] == 'assistant' %}"
+    "{%- generation %}{{- m['content'] + '<|end|>' }}{%- endgeneration %}"
+    "{%- else %}{{- m['content'] + '<|end|>' }}{%- endif %}"
+    "{{- '\n' }}"
+    "{%- endfor %}"
+    "{%- if add_generation_prompt %}{{- '<|assistant|>\n' }}{%- endif %}")
+
+
+def tiny_model(folder: Path, texts: list[str]) -> Path:
+    """A 2-layer Llama (hidden 32) with a byte-level BPE tokenizer trained here: no download."""
+    import torch
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
+
+    folder.mkdir(parents=True, exist_ok=True)
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    specials = ["<|pad|>", "<|end|>", "<|system|>", "<|user|>", "<|assistant|>", "<|tool|>"]
+    tok.train_from_iterator(texts, trainers.BpeTrainer(vocab_size=400, special_tokens=specials, show_progress=False,
+                                                       initial_alphabet=pre_tokenizers.ByteLevel.alphabet()))
+    fast = PreTrainedTokenizerFast(tokenizer_object=tok, eos_token="<|end|>", pad_token="<|pad|>")
+    fast.chat_template = CHAT_TEMPLATE
+    fast.save_pretrained(folder)
+    torch.manual_seed(0)
+    cfg = LlamaConfig(vocab_size=len(fast), hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                      num_attention_heads=2, num_key_value_heads=1, max_position_embeddings=1024,
+                      eos_token_id=fast.eos_token_id, pad_token_id=fast.pad_token_id, bos_token_id=None,
+                      tie_word_embeddings=True)
+    LlamaForCausalLM(cfg).save_pretrained(folder)
+    return folder
+
+
+def parse_trl(config: Path, *overrides: str):
+    """`trl sft --config FILE` as trl parses it: (ScriptArguments, SFTConfig, ModelConfig, DatasetMixtureConfig)."""
+    from trl.scripts.sft import make_parser
+
+    return make_parser().parse_args_and_config(["--config", str(config), *overrides])
+
+
+def build_trainer(script_args, training_args, model_args, callbacks):
+    """What trl's sft script (trl.scripts.sft.main) builds, plus the callback its CLI cannot take."""
+    from datasets import load_dataset
+    from trl import SFTTrainer, get_peft_config
+
+    dataset = load_dataset(script_args.dataset_name)
+    return SFTTrainer(model=model_args.model_name_or_path, args=training_args,
+                      train_dataset=dataset[script_args.dataset_train_split],
+                      eval_dataset=dataset[script_args.dataset_test_split], peft_config=get_peft_config(model_args),
+                      callbacks=callbacks)
+
+
+def test_run_emit_train_checkpoint_pull_resume_calibrate(tmp_path, bucket, capsys, monkeypatch):
+    import boto3
+
+    from pipeline.cli import main
+    from pipeline.train import S3Checkpoints
+    from pipeline.train.checkpoints import FINAL, MANIFEST, list_remote
+
+    monkeypatch.setenv("PREPARE_CALIBRATION", str(tmp_path / "calibration.json"))
+    texts = [line for f in CHATS[:2] for line in f.read_text(encoding="utf-8").splitlines()]
+    model = tiny_model(tmp_path / "model", texts)
+    run = tmp_path / "run"
+    data_uri = f"s3://{bucket}/datasets/v1"
+    assert main(["run", *map(str, CHATS), "--out", str(run), "--s3", data_uri, "--model", str(model),
+                 "--method", "lora", "--no-pii"]) == 0
+    capsys.readouterr()
+    emit = tmp_path / "emit"
+    out = tmp_path / "output"
+    assert main(["precheck", *map(str, CHATS), "--model", str(model), "--method", "lora", "--emit", "trl",
+                 "--shards", str(run), "--out", str(emit), "--global-batch", "8",
+                 "--trainer-output", str(out)]) == 0
+    capsys.readouterr()
+    config = emit / "trl_sft.yaml"
+    plan = json.loads((emit / "prepare-plan.json").read_text())
+    assert plan["framework"] == "hf" and plan["global_batch"] == 8 and plan["assistant_only_loss"]
+
+    # a trial: a few steps on CPU, saving and evaluating every 2 steps (the emitted interval is for the GPU)
+    ckpt_uri = f"s3://{bucket}/jobs/trial-1"
+    script, training, model_args, _ = parse_trl(config, "--use_cpu", "true", "--max_steps", "6", "--save_steps", "2",
+                                                "--eval_steps", "2", "--logging_steps", "1",
+                                                "--dataloader_num_workers", "0")
+    assert (script.dataset_name, training.max_length, training.packing, training.assistant_only_loss) == \
+        (str(run), plan["max_length"], True, True)
+    assert model_args.use_peft and model_args.lora_r == plan["lora"]["r"]
+    callback = S3Checkpoints(ckpt_uri, keep=2, keep_final=1)
+    trainer = build_trainer(script, training, model_args, [callback])
+    trainer.train()
+    state = trainer.state
+    assert state.global_step == 6
+    best = Path(state.best_model_checkpoint).name
+    remote = list_remote(ckpt_uri)
+    # the end of training keeps the best checkpoint and the final adapter, prunes the rest
+    assert {n for n, e in remote.items() if e.complete} == {best, FINAL}, remote
+    assert not [n for n, e in remote.items() if not e.complete]
+    s3 = boto3.client("s3")
+    keys = {o["Key"] for o in s3.list_objects_v2(Bucket=bucket, Prefix="jobs/trial-1/")["Contents"]}
+    assert f"jobs/trial-1/{FINAL}/adapter_model.safetensors" in keys
+    report = json.loads(s3.get_object(Bucket=bucket, Key="jobs/trial-1/eval_report.json")["Body"].read())
+    assert report["best_model_checkpoint"] == best and len(report["evaluations"]) == 3
+    manifest = json.loads(s3.get_object(Bucket=bucket, Key=f"jobs/trial-1/{best}/{MANIFEST}")["Body"].read())
+    assert {"adapter_model.safetensors", "optimizer.pt", "trainer_state.json"} <= {f["path"] for f in manifest["files"]}
+    # step times were logged for calibrate
+    assert any("step_seconds" in e for e in state.log_history)
+
+    # a new server: pull the latest complete checkpoint and resume from it
+    restored = tmp_path / "restored"
+    capsys.readouterr()  # the trainer's own log lines
+    assert main(["checkpoints", "pull", ckpt_uri, str(restored)]) == 0
+    pulled = Path(capsys.readouterr().out.strip())
+    assert pulled == restored / best and (pulled / "adapter_model.safetensors").is_file()
+    resumed_at = int(best.split("-")[1])
+    script, training, model_args, _ = parse_trl(config, "--use_cpu", "true", "--max_steps", str(resumed_at + 2),
+                                                "--save_steps", "2", "--eval_steps", "2", "--logging_steps", "1",
+                                                "--output_dir", str(tmp_path / "output2"))
+    trainer = build_trainer(script, training, model_args, [S3Checkpoints(f"s3://{bucket}/jobs/trial-2")])
+    trainer.train(resume_from_checkpoint=str(pulled))
+    assert trainer.state.global_step == resumed_at + 2
+    # the resumed run continued the log of the pulled one (its history starts before the resume point)
+    assert min(e["step"] for e in trainer.state.log_history if "loss" in e) <= resumed_at
+
+    capsys.readouterr()
+    # calibrate reads the trial's log against the plan it was emitted with
+    assert main(["calibrate", str(pulled), "--plan", str(emit / "prepare-plan.json"), "--json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert result["measured"]["steps"] == resumed_at and result["measured"]["step_seconds"] > 0
+    assert result["corrected"]["hours"] == pytest.approx(
+        plan["total_steps"] * result["measured"]["step_seconds"] / 3600, abs=0.01)
+    assert json.loads((tmp_path / "calibration.json").read_text())[-1]["model"] == plan["model_spec"]
