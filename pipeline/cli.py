@@ -187,6 +187,9 @@ def build_parser() -> argparse.ArgumentParser:
     serve.set_defaults(func=cmd_serve)
     precheck.register(sub)
     estimate_cli.register(sub)
+    from .train import cli as train_cli  # checkpoints sync|pull, calibrate
+
+    train_cli.register(sub)
     from . import show  # `prepare show`: records as the trainer sees them
 
     show.register(sub)

@@ -167,12 +167,19 @@ def register(sub) -> None:
     p.add_argument("--trace", action="store_true",
                    help="also trace the real training step at the chosen length (needs the 'trace' extra)")
     add_plan_arguments(p)
+    from .train.emit import add_emit_arguments  # --emit: the trainer config of this plan
+
+    add_emit_arguments(p)
     p.set_defaults(func=cmd_precheck)
 
 
 def cmd_precheck(args) -> int:
     from .config import load_config
 
+    if getattr(args, "emit", None):  # the trainer's preset is estimated: what is run is what was estimated
+        from .train.emit import framework_for
+
+        args.framework = framework_for(args.emit, args.framework)
     # flags merged before validation: a bad value (--coverage 1.5) is one line naming it, not a later traceback
     cfg = load_config(args.config, inputs=args.inputs,
                       estimate={"model": args.model, "method": args.method, "epochs": args.epochs,
@@ -189,6 +196,11 @@ def cmd_precheck(args) -> int:
             if not trace_available():  # before reading the data
                 raise ValueError(INSTALL_HINT)
         result = run_precheck(cfg, args.sample, progress=True)
+        if getattr(args, "emit", None):
+            from .train.emit import emit_from_precheck
+
+            for path in emit_from_precheck(args, cfg, result):
+                print(f"wrote {path}", file=sys.stderr)
         if getattr(args, "trace", False):
             traced = _trace_plan(cfg, result)
         if getattr(args, "html", None):
