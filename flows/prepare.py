@@ -50,9 +50,15 @@ class PrefectExecutor:
       description="Normalize, clean, dedup, strip personal data, measure tokens, shard, upload; plan the GPU.")
 def prepare(params: PrepareConfig = DEMO_DEFAULTS) -> dict:
     logger = get_run_logger()
-    params = with_deployment_defaults(params)
-    preflight(params, log=logger.warning)  # model, tokenizer, S3 destination: before a record is read
-    result = run_prepare(params, executor=PrefectExecutor(), progress=False, log=logger.info)
+    try:
+        params = with_deployment_defaults(params)
+        preflight(params, log=logger.warning)  # model, tokenizer, S3 destination: before a record is read
+        # each stage's count and rate go to the flow run's log (pipeline.progress), every
+        # PREPARE_PROGRESS_INTERVAL seconds and at the end of the stage
+        result = run_prepare(params, executor=PrefectExecutor(), progress=True, log=logger.info)
+    except Exception as exc:
+        log_failure(logger, exc)
+        raise
     publish(result)
     counts = result.report["counts"]
     logger.info("kept %d of %d records (%d quarantined, %d dropped); manifest: %s", counts["kept"], counts["input"],
@@ -60,6 +66,38 @@ def prepare(params: PrepareConfig = DEMO_DEFAULTS) -> dict:
                 result.manifest_uri or str(result.run_dir / "manifest.json"))
     return {"counts": counts, "manifest_uri": result.manifest_uri, "run_dir": str(result.run_dir),
             "upload": result.upload}
+
+
+def failure_message(exc: BaseException) -> str:
+    """The one line `prepare run` prints for this error (no traceback; a bug shows only its type: its text may
+    quote the data)."""
+    from pipeline.cli import _describe
+
+    message, _ = _describe(exc)
+    return message or f"internal error ({type(exc).__name__}); rerun with PREPARE_DEBUG=1 for the traceback"
+
+
+def log_failure(logger, exc: BaseException) -> None:
+    """The reason of a failed run, in one line, where `prefect deployment run --watch` shows it: that command
+    prints the flow run's events (and logs only where the server streams them out, off by default), and its
+    Failed event carries no reason. So the reason is an event of the flow run, `prepare.run.failed`, whose
+    resource name is the line (the watch prints `<event> * <resource name>`), and an ERROR line of the run's
+    log (the UI). Both are sent before the run turns Failed."""
+    from prefect.context import FlowRunContext
+    from prefect.events import emit_event
+    from prefect.events.worker import EventsWorker
+    from prefect.logging.handlers import APILogWorker
+
+    line = f"prepare: error: {failure_message(exc)}"
+    logger.error("%s", line)
+    APILogWorker.drain_all(timeout=5, at_exit=False)  # what APILogHandler.flush does outside an event loop
+    flow_run = getattr(FlowRunContext.get(), "flow_run", None)
+    if flow_run is not None:
+        emit_event("prepare.run.failed",
+                   resource={"prefect.resource.id": f"prepare.run.{flow_run.id}", "prefect.resource.name": line},
+                   related=[{"prefect.resource.id": f"prefect.flow-run.{flow_run.id}",
+                             "prefect.resource.role": "flow-run", "prefect.resource.name": flow_run.name}])
+        EventsWorker.drain_all(timeout=10, at_exit=False)
 
 
 def explicit_fields(model: BaseModel) -> dict:

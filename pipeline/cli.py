@@ -112,7 +112,7 @@ def cmd_run(args) -> int:
 
             result = run_flow(cfg, dask_address=args.dask_address)
         else:
-            result = run_prepare(cfg, progress=sys.stderr.isatty())
+            result = run_prepare(cfg)  # stage progress: a bar on a terminal, periodic lines otherwise
     except OSError as exc:
         from .preflight import disk_full
 

@@ -2,8 +2,11 @@
 seconds (logs, CI, Prefect workers), so a long step is never silent. Counts and rates only, never data."""
 from __future__ import annotations
 
+import os
 import sys
+import threading
 import time
+from pathlib import Path
 from typing import Callable, TextIO
 
 
@@ -28,15 +31,19 @@ class Progress:
             self._bar = tqdm(total=total, desc=label, unit=unit.rstrip("s") or unit, file=self.stream,
                              leave=False, unit_scale=True)
 
-    def update(self, n: int = 1) -> None:
+    def update(self, n: int = 1, quiet: bool = False) -> None:
         self.done += n
         if self._bar is not None:
             self._bar.update(n)
             return
         now = time.monotonic()
-        if self.enabled and now - self._last >= self.interval:
+        if self.enabled and not quiet and now - self._last >= self.interval:
             self._last = now
             self._emit(self.line(now))
+
+    def tick(self) -> None:
+        """No new work, time passes: the periodic line still comes (a long step is never silent)."""
+        self.update(0)
 
     def line(self, now: float | None = None) -> str:
         elapsed = max((now or time.monotonic()) - self._start, 1e-9)
@@ -61,3 +68,95 @@ class Progress:
 
     def __exit__(self, *exc) -> None:
         self.close(final=exc[0] is None)
+
+
+# --- stage progress across processes ----------------------------------------------------------------------
+# A phase runs in worker processes (a process pool, Prefect tasks); each worker writes the running count of its
+# shard to a small file, and the main process sums them into one Progress per stage. Files, not pipes or
+# queues: it works the same under every executor that shares the run directory's disk, and a worker never
+# blocks on it.
+
+def progress_interval(default: float = 10.0) -> float:
+    """Seconds between two progress lines when not on a terminal (PREPARE_PROGRESS_INTERVAL overrides)."""
+    try:
+        return max(0.0, float(os.environ.get("PREPARE_PROGRESS_INTERVAL", default)))
+    except ValueError:
+        return default
+
+
+class ProgressFile:
+    """A worker's running count for one stage of one shard: `set(n)` rewrites `<folder>/<stage>-<index>` at most
+    every `every` seconds (always with final=True), atomically, so the reader never sees half a number."""
+
+    def __init__(self, folder: str | os.PathLike, stage: str, index: int, every: float = 0.5):
+        self.path = Path(folder) / f"{stage}-{index:05d}"
+        self.every, self._last, self._value = every, 0.0, None
+
+    def set(self, n: int, final: bool = False) -> None:
+        now = time.monotonic()
+        if n == self._value or (not final and now - self._last < self.every):
+            return
+        self._last, self._value = now, n
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}")
+        tmp.write_text(str(n))
+        os.replace(tmp, self.path)
+
+
+def read_counts(folder: str | os.PathLike, stage: str) -> int:
+    """The sum of the stage's counts in `folder` (ProgressFile)."""
+    total = 0
+    try:
+        entries = list(os.scandir(folder))
+    except FileNotFoundError:
+        return 0
+    for entry in entries:
+        if entry.name.startswith(f"{stage}-"):
+            try:
+                total += int(Path(entry.path).read_text() or 0)
+            except (OSError, ValueError):
+                pass  # replaced while read: the next poll sees it
+    return total
+
+
+class StageProgress:
+    """In the main process, while a phase runs: one Progress per stage, fed every `poll` seconds from the
+    workers' ProgressFiles. `stages`: name -> (label, unit, total or None). Stale counts of an earlier (killed)
+    run are removed first. Closing prints each stage's final line (count and rate)."""
+
+    def __init__(self, folder: str | os.PathLike, stages: dict[str, tuple[str, str, int | None]], *,
+                 enabled: bool = True, tty: bool = False, log: Callable[[str], None] | None = None,
+                 poll: float = 0.5):
+        self.folder, self.poll = Path(folder), poll
+        for name in stages:
+            for entry in (self.folder.glob(f"{name}-*") if self.folder.is_dir() else ()):
+                entry.unlink(missing_ok=True)
+        interval = progress_interval()
+        self.bars = {name: Progress(label, unit, total, tty=tty, log=None if tty else log, interval=interval,
+                                    enabled=enabled) for name, (label, unit, total) in stages.items()}
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._watch, name="prepare-progress", daemon=True)
+
+    def _refresh(self, quiet: bool = False) -> None:
+        for name, bar in self.bars.items():
+            done = read_counts(self.folder, name)
+            if done > bar.done:
+                bar.update(done - bar.done, quiet)
+            elif not quiet:
+                bar.tick()
+
+    def _watch(self) -> None:
+        while not self._stop.wait(self.poll):
+            self._refresh()
+
+    def __enter__(self) -> "StageProgress":
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._thread.join()
+        if exc[0] is None:
+            self._refresh(quiet=True)  # the final counts, in the closing line
+        for bar in self.bars.values():
+            bar.close(final=exc[0] is None)

@@ -32,6 +32,7 @@ import pyarrow.parquet as pq
 from . import report
 from .config import PrepareConfig
 from .normalize import ORDER_SHIFT, Normalizer
+from .progress import ProgressFile, StageProgress
 from .preflight import disk_full, refuse_empty_run, unsupported_files
 from .readers import (FileReader, InputFile, UnreadableInput, expand_inputs, parquet_batch_rows, save_names,
                       shown_config, split_ranges)
@@ -71,28 +72,20 @@ class LocalExecutor:
         self._pool: ProcessPoolExecutor | None = None
 
     def map(self, fn: Callable, items: list, label: str, **kwargs) -> list:
-        bar = _progress(len(items), label, self.progress)
-        try:
-            if self.workers <= 1 or len(items) <= 1:
-                results = []
-                for item in items:
-                    results.append(fn(item, **kwargs))
-                    bar.update()
-                return results
-            if self._pool is None:
-                import multiprocessing
+        # progress is per stage and in records (progress.StageProgress around each phase), not per shard here
+        if self.workers <= 1 or len(items) <= 1:
+            return [fn(item, **kwargs) for item in items]
+        if self._pool is None:
+            import multiprocessing
 
-                self._pool = ProcessPoolExecutor(self.workers, mp_context=multiprocessing.get_context("spawn"),
-                                                 initializer=worker_init,
-                                                 initargs=(os.getpid(), self.workers_lock))
-            futures = {self._pool.submit(fn, item, **kwargs): i for i, item in enumerate(items)}
-            results: list[Any] = [None] * len(items)
-            for future in as_completed(futures):
-                results[futures[future]] = future.result()
-                bar.update()
-            return results
-        finally:
-            bar.close()
+            self._pool = ProcessPoolExecutor(self.workers, mp_context=multiprocessing.get_context("spawn"),
+                                             initializer=worker_init,
+                                             initargs=(os.getpid(), self.workers_lock))
+        futures = {self._pool.submit(fn, item, **kwargs): i for i, item in enumerate(items)}
+        results: list[Any] = [None] * len(items)
+        for future in as_completed(futures):
+            results[futures[future]] = future.result()
+        return results
 
     def call(self, fn: Callable, label: str, **kwargs) -> Any:
         return fn(**kwargs)
@@ -103,17 +96,16 @@ class LocalExecutor:
             self._pool = None
 
 
-def _progress(total: int, label: str, enabled: bool):
-    from tqdm import tqdm
-
-    return tqdm(total=total, desc=label, unit="shard", file=sys.stderr, disable=not enabled, leave=False)
-
-
 # --- phase 1 ----------------------------------------------------------------------------------------
 
 def work_paths(work_dir: str | Path, index: int) -> dict[str, Path]:
     work = Path(work_dir)
     return {name: work / name / f"{index:05d}.parquet" for name in ("normalized", "keys", "processed")}
+
+
+def progress_dir(work_dir: str | Path) -> Path:
+    """Where workers leave their running record counts (progress.ProgressFile) for the main process."""
+    return Path(work_dir) / "progress"
 
 
 # --- resume: a finished shard's result is saved with a key of everything it depends on -------------
@@ -189,7 +181,9 @@ def normalize_shard(task: ShardTask, cfg: PrepareConfig, run_dir: str, work_dir:
     key = _normalize_key(task, cfg)
     quarantine_path = Path(run_dir) / "quarantine" / f"{task.index:05d}.jsonl"
     cached = _cached(work_dir, f"normalize-{task.index:05d}", key)
+    counter = ProgressFile(progress_dir(work_dir), "read", task.index)
     if cached is not None and (quarantine_path.exists() or not cached.get("quarantined_rows")):
+        counter.set(cached["stages"]["read"]["records_in"], final=True)
         return cached
     paths = work_paths(work_dir, task.index)
     for p in paths.values():
@@ -203,12 +197,14 @@ def normalize_shard(task: ShardTask, cfg: PrepareConfig, run_dir: str, work_dir:
 
         normalizer = Normalizer(task.file, cfg, task.index, task.eval, reject)
         for records in normalizer.batches():
+            counter.set(normalizer.read.records_in)
             _append(writers, "normalized", paths["normalized"], to_table(records, INTERNAL_COLUMNS))
             if cfg.dedup.enabled:
                 from . import dedup
 
                 with keys_stats.timer():
                     _append(writers, "keys", paths["keys"], dedup.compute_keys(records, cfg.dedup))
+    counter.set(normalizer.read.records_in, final=True)
     for w in writers.values():
         w.close()
     for name, path in paths.items():  # outputs of an earlier run that this one did not produce
@@ -278,7 +274,10 @@ def process_shard(task: ShardTask, cfg: PrepareConfig, work_dir: str, removed_pa
     key = _key(_normalize_key(task, cfg), cfg.model_dump(include={"pii", "lengths", "split", "estimate"}, mode="json"),
                has_eval, removed_hash, salt_digest)
     cached = _cached(work_dir, f"process-{task.index:05d}", key)
+    counters = {name: ProgressFile(progress_dir(work_dir), name, task.index) for name in ("pii", "lengths")}
     if cached is not None:
+        for name, counter in counters.items():
+            counter.set(cached["stages"].get(name, {}).get("records_in", 0), final=True)
         return cached
     paths = work_paths(work_dir, task.index)
     paths["processed"].unlink(missing_ok=True)
@@ -318,6 +317,8 @@ def process_shard(task: ShardTask, cfg: PrepareConfig, work_dir: str, removed_pa
                     st.records_in += len(records)
                     records = step.process(records, st) if records else records
                     st.records_out += len(records)
+                if step.name in counters:
+                    counters[step.name].set(st.records_in)
             if records:
                 for rec in records:
                     rec.setdefault("_tokens", None)
@@ -328,6 +329,8 @@ def process_shard(task: ShardTask, cfg: PrepareConfig, work_dir: str, removed_pa
                 writer.write_table(table)
     if writer is not None:
         writer.close()
+    for name, counter in counters.items():
+        counter.set(stats[name].records_in if name in stats else 0, final=True)
     tokenizer_name = next((getattr(s, "tokenizer_name", None) for s in steps if s.name == "lengths"), None)
     _slow_for_tests()
     return _save(work_dir, f"process-{task.index:05d}", key, {
@@ -409,6 +412,8 @@ def finalize(cfg: PrepareConfig, run_dir: str, work_dir: str, shard_results: lis
     for split in ("train", "validation"):
         RunDir(run).remove_shards(split)
     writers = {split: ShardWriter(run, split, cfg.write) for split in ("train", "validation")}
+    written = ProgressFile(progress_dir(work_dir), "write", 0)
+    written_before = 0
     for result in shard_results:  # in input order, so shards are the same for the same inputs
         write_stats = StageStats("write")
         result["stages"]["write"] = write_stats
@@ -426,7 +431,10 @@ def finalize(cfg: PrepareConfig, run_dir: str, work_dir: str, shard_results: lis
                     part = [r for r in records if r["_split"] == split]
                     writers[split].write(part)
                     write_stats.records_out += len(part)
+                written.set(written_before + write_stats.records_in)
+        written_before += write_stats.records_in
     shards = [s for w in writers.values() for s in w.close()]
+    written.set(written_before, final=True)
     for result in shard_results:
         result["stages"]["write"] = result["stages"]["write"].to_dict()
     plan = None
@@ -485,10 +493,11 @@ def run_dedup(key_paths: list[str], cfg: PrepareConfig, work_dir: str, removed_p
 
     result = dedup.find_duplicates(key_paths, cfg.dedup, work_dir)
     pq.write_table(result.removed, removed_path, compression="zstd")
+    ProgressFile(progress_dir(work_dir), "dedup", 0).set(result.report.get("records", 0), final=True)
     return result.report
 
 
-def upload(cfg: PrepareConfig, run_dir: str) -> dict:
+def upload(cfg: PrepareConfig, run_dir: str, work_dir: str | None = None) -> dict:
     """Shards first, the manifest last; unchanged objects are skipped."""
     import time
 
@@ -497,7 +506,14 @@ def upload(cfg: PrepareConfig, run_dir: str) -> dict:
     start = time.perf_counter()
     manifest = json.loads((Path(run_dir) / "manifest.json").read_text())
     files = [s["path"] for s in manifest["shards"]] + [r["path"] for r in manifest.get("reports", [])]
-    result = upload_run(run_dir, cfg.s3, files)
+    counter, done = ProgressFile(progress_dir(work_dir or Path(run_dir) / "work"), "upload", 0), [0]
+
+    def uploaded(_rel: str) -> None:
+        done[0] += 1
+        counter.set(done[0])
+
+    result = upload_run(run_dir, cfg.s3, files, progress=uploaded)
+    counter.set(done[0], final=True)
     return {"manifest_uri": result.manifest_uri, "uploaded": result.uploaded, "skipped": result.skipped,
             "removed": result.removed, "seconds": round(time.perf_counter() - start, 3)}
 
@@ -555,8 +571,15 @@ class RunResult:
     reused_shards: int = 0  # shard results taken from an earlier, interrupted run
 
 
+def _to_stderr(msg: str) -> None:
+    print(msg, file=sys.stderr, flush=True)
+
+
 def run_prepare(cfg: PrepareConfig, executor: Executor | None = None, progress: bool = True,
-                log: Callable[[str], None] = lambda msg: print(msg, file=sys.stderr)) -> RunResult:
+                log: Callable[[str], None] = _to_stderr) -> RunResult:
+    """The whole run. `log` takes the one-line messages and, with `progress`, each stage's progress: a live bar
+    when the messages go to stderr and it is a terminal, else a line with count and rate every
+    PREPARE_PROGRESS_INTERVAL seconds (10) and at the end of each stage (a Prefect logger, a log file)."""
     os.environ.setdefault("TRANSFORMERS_NO_ADVISORY_WARNINGS", "1")  # "PyTorch was not found": torch is not needed
     # A refused --out, a busy run directory or an unreadable input is reported before the run directory
     # is created or touched.
@@ -574,14 +597,17 @@ def run_prepare(cfg: PrepareConfig, executor: Executor | None = None, progress: 
         own_executor = executor is None
         executor = executor or LocalExecutor(cfg.workers, progress, str(rundir.workers_lock()))
         try:
-            return _run(cfg, executor, rundir, readable, unreadable, log)
+            tty = progress and log is _to_stderr and sys.stderr.isatty()
+            return _run(cfg, executor, rundir, readable, unreadable, log,
+                        functools.partial(StageProgress, progress_dir(rundir.work), enabled=progress, tty=tty,
+                                          log=log))
         finally:
             if own_executor:
                 executor.close()
 
 
 def _run(cfg: PrepareConfig, executor: Executor, rundir: RunDir, readable: list[ShardTask],
-         unreadable: list[dict], log: Callable[[str], None]) -> RunResult:
+         unreadable: list[dict], log: Callable[[str], None], stages: Callable[..., StageProgress]) -> RunResult:
     run_dir, work_dir = rundir.path, rundir.work
     # The old manifest goes first: from here until the new one is written, no manifest points at
     # shards that are being rewritten. Work of a killed run stays in work/ and is reused by key.
@@ -590,29 +616,41 @@ def _run(cfg: PrepareConfig, executor: Executor, rundir: RunDir, readable: list[
     files = len({t.file.uri for t in readable})  # a large file is read as several byte-range shards
     log(f"prepare: {files} input file(s)" + (f" in {len(readable)} shards" if len(readable) != files else "")
         + f" -> {run_dir}")
-    results = executor.map(normalize_shard, readable, "normalize", cfg=cfg, run_dir=str(run_dir),
-                           work_dir=str(work_dir))
+    with stages({"read": ("read", "records", None)}):  # read, normalize and clean: one pass per shard
+        results = executor.map(normalize_shard, readable, "normalize", cfg=cfg, run_dir=str(run_dir),
+                               work_dir=str(work_dir))
+    candidates = sum(r["stages"]["clean"]["records_out"] for r in results)  # records that reach dedup
     removed_path, dedup_report = None, None
     if cfg.dedup.enabled:
         key_paths = [str(work_paths(work_dir, r["index"])["keys"]) for r in results if r["has_keys"]]
         removed_path = str(run_dir / "dedup_removed.parquet")
-        dedup_report = executor.call(run_dedup, "dedup", key_paths=key_paths, cfg=cfg,
-                                     work_dir=str(work_dir), removed_path=removed_path)
+        with stages({"dedup": ("dedup", "records", candidates)}):
+            dedup_report = executor.call(run_dedup, "dedup", key_paths=key_paths, cfg=cfg,
+                                         work_dir=str(work_dir), removed_path=removed_path)
     has_eval = any(t.eval for t in readable)
     token_cache = str(Path(os.environ.get("PREPARE_CACHE", ".cache/prepare")) / "tokens")
-    processed = executor.map(process_shard, readable, "process", cfg=cfg, work_dir=str(work_dir),
-                             removed_path=removed_path, has_eval=has_eval, token_cache=token_cache)
+    kept = candidates - (dedup_report or {}).get("counts", {}).get("total", 0)
+    steps = {name: (name, "records", kept) for name, on in (("pii", cfg.pii.enabled), ("lengths", cfg.lengths.enabled))
+             if on}
+    with stages(steps):  # PII and lengths run batch by batch in one pass per shard
+        processed = executor.map(process_shard, readable, "process", cfg=cfg, work_dir=str(work_dir),
+                                 removed_path=removed_path, has_eval=has_eval, token_cache=token_cache)
     shard_results = [{**a, **b, "stages": _merge_stage_dicts(a["stages"], b["stages"])}
                      for a, b in zip(results, processed)]
     tokenizer_name = next((r["tokenizer"] for r in processed if r.get("tokenizer")), None)
-    rep = executor.call(finalize, "finalize", cfg=cfg, run_dir=str(run_dir), work_dir=str(work_dir),
-                        shard_results=shard_results, dedup_report=dedup_report,
-                        tokenizer_name=tokenizer_name, token_cache=token_cache, unreadable=unreadable)
+    to_write = sum(r["stages"]["split"]["records_out"] for r in processed)
+    with stages({"write": ("write", "records", to_write)}):
+        rep = executor.call(finalize, "finalize", cfg=cfg, run_dir=str(run_dir), work_dir=str(work_dir),
+                            shard_results=shard_results, dedup_report=dedup_report,
+                            tokenizer_name=tokenizer_name, token_cache=token_cache, unreadable=unreadable)
     reused = sum(bool(r.get("reused")) for r in results + processed)
     if reused:
         log(f"prepare: reused {reused} shard result(s) finished by an earlier run")
     refuse_empty_run(cfg, run_dir, rep)  # before the upload: no record kept fails the run unless allow_empty
-    uploaded = executor.call(upload, "upload", cfg=cfg, run_dir=str(run_dir)) if cfg.s3 else None
+    uploaded = None
+    if cfg.s3:
+        with stages({"upload": ("upload", "files", None)}):
+            uploaded = executor.call(upload, "upload", cfg=cfg, run_dir=str(run_dir), work_dir=str(work_dir))
     if uploaded:
         log(f"prepare: uploaded {len(uploaded['uploaded'])} object(s), {len(uploaded['skipped'])} unchanged"
             + (f", {len(uploaded['removed'])} stale shard(s) of an earlier run removed" if uploaded["removed"] else ""))

@@ -1,6 +1,7 @@
 """The Prefect flow against a real Prefect test server (one per session, its own PREFECT_HOME) and the
 local S3 server: tasks mapped over shards, artifacts published, the same output as `prepare run`."""
 import json
+import re
 
 
 from conftest import FLOW_ARTIFACT_KEYS, SAMPLE_DATA, read_flow_artifacts
@@ -14,7 +15,8 @@ def test_flow_runs_end_to_end_and_publishes_artifacts(prefect_api, bucket, tmp_p
     from pipeline.runner import run_prepare
 
     cfg = PrepareConfig(inputs=[str(SAMPLE_DATA)], out=str(tmp_path / "flow"), s3=f"s3://{bucket}/ds")
-    out = prepare(cfg)
+    state = prepare(cfg, return_state=True)
+    out = state.result()
     assert out["manifest_uri"] == f"s3://{bucket}/ds/manifest.json"
     counts = out["counts"]
     assert counts["input"] == counts["kept"] + counts["quarantined"] + sum(counts["dropped"].values())
@@ -28,6 +30,63 @@ def test_flow_runs_end_to_end_and_publishes_artifacts(prefect_api, bucket, tmp_p
     assert [s["sha256"] for s in plain_manifest["shards"]] == [s["sha256"] for s in local["shards"]]
 
     assert {a.key for a in read_flow_artifacts()} == set(FLOW_ARTIFACT_KEYS)
+
+    # each stage's progress, with counts and rates, is in the flow run's log
+    messages = [log.message for log in read_flow_run_logs(state.state_details.flow_run_id)]
+    finals = {m.split(":")[0]: m for m in messages if re.fullmatch(r"\w+: [\d,]+( of [\d,]+)? (records|files) "
+                                                                  r"\([\d,]+/s, \d+ s\)", m)}
+    assert {"read", "dedup", "pii", "lengths", "write", "upload"} <= set(finals), messages
+    assert finals["read"].startswith(f"read: {counts['input']:,} records (")
+    assert finals["write"].startswith(f"write: {counts['kept']:,} of {counts['kept']:,} records (")
+
+
+def read_flow_run_logs(flow_run_id) -> list:
+    import time
+
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import LogFilter, LogFilterFlowRunId
+    from prefect.logging.handlers import APILogWorker
+
+    APILogWorker.drain_all(timeout=10, at_exit=False)
+    with get_client(sync_client=True) as client:
+        for _ in range(60):  # the server writes logs asynchronously
+            logs = client.read_logs(log_filter=LogFilter(flow_run_id=LogFilterFlowRunId(any_=[flow_run_id])))
+            if any("write: " in log.message for log in logs):
+                return logs
+            time.sleep(0.5)
+    return logs
+
+
+def test_a_failed_run_says_why_in_one_line_where_watch_shows_it(prefect_api, tmp_path):
+    """`prefect deployment run --watch` prints a flow run's events (its logs only where the server streams them
+    out, which is off by default) and showed `Failed` without the reason. The reason is now an event of the
+    flow run (the line the watch prints is `prepare.run.failed * <reason>`) and an ERROR line of its log."""
+    import time
+
+    from prefect.client.orchestration import get_client
+    from prefect.events.filters import EventAnyResourceFilter, EventFilter, EventNameFilter
+
+    from flows.prepare import prepare
+    from pipeline.config import PrepareConfig
+
+    missing = tmp_path / "missing.jsonl"
+    state = prepare(PrepareConfig(inputs=[str(missing)], out=str(tmp_path / "run")), return_state=True)
+    assert state.is_failed()
+    flow_run_id = state.state_details.flow_run_id
+    flt = EventFilter(event=EventNameFilter(name=["prepare.run.failed"]),
+                      any_resource=EventAnyResourceFilter(id=[f"prefect.flow-run.{flow_run_id}"]))
+    events = []
+    with get_client(sync_client=True) as client:
+        for _ in range(60):  # events are stored asynchronously
+            events = client.read_events(filter=flt, limit=10).events
+            if events:
+                break
+            time.sleep(0.5)
+    assert len(events) == 1
+    line = events[0].resource.get("prefect.resource.name")
+    # the CLI's line for this error (the input's name may be shown as a label: readers.redact_names)
+    assert re.fullmatch(r"prepare: error: \S+\.jsonl: no such file or folder", line), line
+    assert line in [log.message for log in read_flow_run_logs(flow_run_id) if log.level >= 40]
 
 
 def test_a_task_that_fails_once_is_retried(prefect_api):
