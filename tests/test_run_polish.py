@@ -91,3 +91,27 @@ def test_work_files_are_read_back_without_pre_buffering(tmp_path, monkeypatch):
     assert {p.split("/work/")[1].split("/")[0] for p, _ in work} == {"normalized", "keys", "processed"}
     assert all(pre is False for _, pre in work), work
 
+
+
+def test_the_token_bench_corpus_is_in_the_record_form():
+    """bench/tokens built tool calls the old way ({"name", "arguments": "<JSON string>"}, no tools): its figures
+    were taken on records the pipeline no longer writes. Its records are valid records, tools included."""
+    import sys
+
+    from conftest import ROOT
+    from pipeline.records import template_inputs
+    from pipeline.schemas import validate
+
+    sys.path.insert(0, str(ROOT / "bench" / "tokens"))
+    try:
+        from corpus import make_records
+    finally:
+        sys.path.remove(str(ROOT / "bench" / "tokens"))
+    with_tools = [r for r in make_records(2000) if r["tools"]]
+    assert with_tools
+    for rec in with_tools[:50]:
+        validate({**rec, "id": "0" * 32}, "record")  # the bench's ids are short labels, not content hashes
+        messages, tools = template_inputs(rec)
+        call = next(m for m in messages if m.get("tool_calls"))["tool_calls"][0]
+        assert call["type"] == "function" and isinstance(call["function"]["arguments"], dict)
+        assert tools and tools[0]["function"]["name"] == call["function"]["name"]

@@ -9,7 +9,6 @@ Lengths are log-normal: user turns ~45 words (median), answers ~110, texts ~220,
 """
 from __future__ import annotations
 
-import json
 import random
 
 import numpy as np
@@ -83,12 +82,18 @@ def _length(rng: np.random.Generator, median: float, sigma: float = 0.9, cap: in
     return max(1, min(cap, int(np.exp(rng.normal(0, sigma)) * median)))
 
 
+LOOKUP_TOOL = {"type": "function", "function": {
+    "name": "lookup", "description": "Search the knowledge base",
+    "parameters": {"type": "object", "properties": {"query": {"type": "string", "description": "What to look up"}},
+                   "required": ["query"]}}}
+
+
 def make_record(index: int, seed: int = 0) -> dict:
     rng = np.random.default_rng([seed, index])
     r = rng.random()
     kind = "chat" if r < 0.4 else "instruction" if r < 0.7 else "text"
     lang = LANGS[index % 3]
-    rec = {"id": f"r{index}", "kind": kind, "messages": None, "text": None,
+    rec = {"id": f"r{index}", "kind": kind, "messages": None, "tools": None, "text": None,
            "source": {"file": f"{kind}-{lang}.jsonl", "line": index}, "meta": "{}"}
     if kind == "text":
         rec["text"] = _words(rng, lang, _length(rng, 220))
@@ -100,10 +105,15 @@ def make_record(index: int, seed: int = 0) -> dict:
     for t in range(turns):
         msgs.append({"role": "user", "content": _words(rng, lang, _length(rng, 45))})
         if kind == "chat" and rng.random() < 0.05:
+            # the record form (pipeline/records.py): transformers' tool-call form, arguments an object, the
+            # tool result with the call's id and name, and the tool's definition in `tools`
+            call_id = f"call{index}x{t}"
             msgs.append({"role": "assistant", "content": "",
-                         "tool_calls": [{"name": "lookup", "arguments": json.dumps(
-                             {"query": _words(rng, lang, 4)}, ensure_ascii=False)}]})
-            msgs.append({"role": "tool", "content": _words(rng, lang, _length(rng, 30))})
+                         "tool_calls": [{"type": "function", "id": call_id, "function": {
+                             "name": "lookup", "arguments": {"query": _words(rng, lang, 4)}}}]})
+            msgs.append({"role": "tool", "content": _words(rng, lang, _length(rng, 30)), "tool_call_id": call_id,
+                         "name": "lookup"})
+            rec["tools"] = [LOOKUP_TOOL]
         msgs.append({"role": "assistant", "content": _words(rng, lang, _length(rng, 110))})
     rec["messages"] = msgs
     return rec

@@ -51,8 +51,10 @@ def baseline(records: list[dict], handle) -> tuple[list[tuple[int, int]], float]
     cpu = time.process_time()
     for rec in records:
         if is_chat(rec):
-            enc = tok.apply_chat_template(template_messages(rec["messages"]), chat_template=template,
-                                          tokenize=True, return_dict=True, return_assistant_tokens_mask=True)
+            # what a trainer passes: the messages and, where the record has them, its tool definitions
+            enc = tok.apply_chat_template(template_messages(rec["messages"]), tools=rec.get("tools") or None,
+                                          chat_template=template, tokenize=True, return_dict=True,
+                                          return_assistant_tokens_mask=True)
             out.append((len(enc["input_ids"]), int(sum(enc["assistant_masks"]))))
         else:
             text = rec["text"]
@@ -153,7 +155,7 @@ def main() -> int:
 
     load_at_start = [round(x, 2) for x in os.getloadavg()]
     t = time.perf_counter()
-    data = str(Path(tempfile.gettempdir()) / f"bench-tokens-{args.records}-{args.seed}.pkl")
+    data = str(Path(tempfile.gettempdir()) / f"bench-tokens-v2-{args.records}-{args.seed}.pkl")  # v2: tool calls in the record form
     if os.path.exists(data):
         with open(data, "rb") as f:
             records = pickle.load(f)
