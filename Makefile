@@ -23,14 +23,14 @@ $(TRACE_STAMP): $(STAMP)
 
 # The `train` extra (trl) for the emitted trainer configs and the CPU training test. axolotl and LLaMA-Factory
 # pin other transformers/torch/peft/datasets versions, so they are not installed: their wheels are only unpacked
-# into .cache/train-parsers (no dependencies) and the tests run their own config parsers from there.
+# into $(VENV)/train-parsers (no dependencies) and the tests run their own config parsers from there.
 TRAIN_PARSERS := axolotl==0.19.0 llamafactory==0.9.5 omegaconf==2.4.0 antlr4-python3-runtime==4.13.2
 TRAIN_STAMP := $(VENV)/.installed-train-$(shell cksum pyproject.toml Makefile | cksum | cut -d' ' -f1)
 $(TRAIN_STAMP): $(TRACE_STAMP)
 	$(PY) -m pip install -q -e '.[test,trace,train]'
-	rm -rf .cache/train-parsers && mkdir -p .cache/train-parsers/wheels
-	$(PY) -m pip download -q --no-deps -d .cache/train-parsers/wheels $(TRAIN_PARSERS)
-	for w in .cache/train-parsers/wheels/*.whl; do $(PY) -m zipfile -e "$$w" .cache/train-parsers/src; done
+	rm -rf $(VENV)/train-parsers && mkdir -p $(VENV)/train-parsers/wheels
+	$(PY) -m pip download -q --no-deps -d $(VENV)/train-parsers/wheels $(TRAIN_PARSERS)
+	for w in $(VENV)/train-parsers/wheels/*.whl; do $(PY) -m zipfile -e "$$w" $(VENV)/train-parsers/src; done
 	@rm -f $(VENV)/.installed-train-*; touch $(TRAIN_STAMP)
 
 # tests/test_report_html.py opens report.html in Debian's headless chromium: installed here where missing
