@@ -2,7 +2,7 @@
 
 trl: TrlParser of `trl sft` (trl 1.16.0, installed by the `train` extra). axolotl 0.19.0 and LLaMA-Factory 0.9.5
 pin other transformers/torch/peft/datasets versions than this project, so they are not installed: `make test`
-unpacks their wheels (no dependencies) into .cache/train-parsers and their own parsers run from there."""
+unpacks their wheels (no dependencies) into .venv/train-parsers and their own parsers run from there."""
 from __future__ import annotations
 
 import json
@@ -17,7 +17,7 @@ import yaml
 from conftest import ROOT, SAMPLE_DATA
 
 CHATS = [SAMPLE_DATA / "support_en_openai.jsonl", SAMPLE_DATA / "support_ru_sharegpt.jsonl"]
-PARSERS = ROOT / ".cache" / "train-parsers" / "src"
+PARSERS = ROOT / ".venv" / "train-parsers" / "src"  # beside the stamp: `make clean` keeps it
 FIXTURES = ROOT / "tests" / "fixtures" / "train"
 
 

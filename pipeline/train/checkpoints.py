@@ -288,8 +288,8 @@ def sync(out_dir: str | Path, uri: str, *, keep: int = 2, keep_final: int = 1, o
         if final or once or (max_polls is not None and polls >= max_polls):
             break
         time.sleep(poll_seconds)
-    if not done and not final:
-        return {"checkpoints": [], "final": None}
+    if not (final or once) or (not done and not final):  # stopped while training goes on: no end pruning
+        return {"checkpoints": sorted(done, key=step_of), "best": None, "deleted": []}
     states = [_trainer_state(out / n) for n in done] + [_trainer_state(out)]
     state = max(states, key=lambda s: s.get("global_step") or -1)
     result = finish(uri, state, keep_final, _final_folder(out) if final else None)

@@ -1,0 +1,65 @@
+"""`prepare calibrate`: a trial's logged step times against the plan it was emitted with."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+
+def plan(tmp_path, step_seconds=2.0, total_steps=1800, price=0.74, count=1):
+    hours = round(total_steps * step_seconds / 3600, 2)
+    spec = {"model_spec": "Llama-3.1-8B", "method": "qlora", "framework": "hf", "max_length": 2048,
+            "micro_batch": 4, "step_seconds": step_seconds, "total_steps": total_steps,
+            "estimate": {"gpu": "A40", "count": count, "hours": hours, "cost_usd": round(hours * price * count, 2),
+                         "price_per_hour": price, "vram_need_gib": 30.0}}
+    (tmp_path / "prepare-plan.json").write_text(json.dumps(spec))
+    return spec
+
+
+def trial(tmp_path, step_seconds, peak=None, steps=20):
+    ckpt = tmp_path / "trial" / f"checkpoint-{steps}"
+    ckpt.mkdir(parents=True)
+    history = []
+    for step in range(5, steps + 1, 5):
+        entry = {"loss": 1.0, "step": step, "step_seconds": step_seconds if step > 5 else 9.0, "steps_timed": 5,
+                 "num_tokens": step * 4 * 2048}
+        if peak:
+            entry |= {"peak_memory_reserved_gib": peak, "device": "NVIDIA A40"}
+        history.append(entry)
+    (ckpt / "trainer_state.json").write_text(json.dumps({"global_step": steps, "log_history": history}))
+    return tmp_path / "trial"
+
+
+def test_a_trial_20_percent_slower_prints_the_corrected_time_and_cost(tmp_path, capsys, monkeypatch):
+    from pipeline.cli import main
+
+    monkeypatch.setenv("PREPARE_CALIBRATION", str(tmp_path / "store.json"))
+    plan(tmp_path, step_seconds=2.0, total_steps=1800)           # 1.0 h on an A40 at $0.74/h: $0.74
+    folder = trial(tmp_path, step_seconds=2.4, peak=33.0)         # 20% slower; the warm-up window is left out
+    assert main(["calibrate", str(folder), "--plan", str(tmp_path / "prepare-plan.json")]) == 0
+    out = capsys.readouterr().out
+    assert "plan:      A40 x1: 2.000 s/step x 1800 steps = 1.0 h, $0.74 + VAT" in out
+    assert "corrected: A40 x1: 2.400 s/step x 1800 steps = 1.2 h, $0.89 + VAT" in out
+    assert "the trial is 20% slower than planned" in out
+    assert "measured peak reserved 33.00 GiB, planned 30.00 GiB" in out
+    stored = json.loads((tmp_path / "store.json").read_text())
+    assert stored[-1]["slowdown"] == pytest.approx(1.2) and stored[-1]["gpu"] == "A40"
+
+
+def test_the_seeds_worked_example_figure(tmp_path, monkeypatch):
+    """QLoRA 8B on an A40 planned at 20 h ($14.80 + VAT); a trial 20% slower: 24 h, $17.76 + VAT."""
+    from pipeline.train.calibrate import calibrate
+
+    monkeypatch.setenv("PREPARE_CALIBRATION", str(tmp_path / "store.json"))
+    plan(tmp_path, step_seconds=4.0, total_steps=18000)
+    result = calibrate(trial(tmp_path, step_seconds=4.8), str(tmp_path / "prepare-plan.json"))
+    assert result["plan"]["cost_usd"] == 14.80
+    assert (result["corrected"]["hours"], result["corrected"]["cost_text"]) == (24.0, "$17.76 + VAT")
+    assert result["time_error"] == pytest.approx(4.0 / 4.8 - 1, abs=1e-4)
+
+
+def test_without_a_plan_is_one_line(tmp_path, capsys):
+    from pipeline.cli import main
+
+    assert main(["calibrate", str(trial(tmp_path, 1.0))]) == 2
+    assert capsys.readouterr().err.startswith("prepare: error: no prepare-plan.json in")
