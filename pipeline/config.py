@@ -127,6 +127,9 @@ class WriteConfig(Section):
     shard_rows: int = Field(50_000, ge=1, description="Rows per Parquet shard at most.")
     shard_bytes: int = Field(256 * 1024**2, ge=1024, description="Target uncompressed bytes per shard.")
     compression: Literal["zstd", "snappy", "gzip", "none"] = "zstd"
+    split_by_kind: bool = Field(
+        False, description="Write chat records (messages) and plain-text records (text) to separate shard sets, "
+                           "<split>/chat/ and <split>/text/, so that no shard has rows with null messages or text.")
 
 
 class EstimateConfig(Section):

@@ -167,11 +167,11 @@ class RunDir:
 
     def remove_shards(self, split: str) -> None:
         """Delete this split's shard files (part-NNNNN.parquet and their temporaries), nothing else."""
-        folder = self.path / split
-        if folder.is_dir():
-            for entry in os.scandir(folder):
-                if SHARD_NAME.fullmatch(entry.name) and entry.is_file(follow_symlinks=False):
-                    os.unlink(entry.path)
+        for folder in (self.path / split, self.path / split / "chat", self.path / split / "text"):  # split_by_kind
+            if folder.is_dir() and not folder.is_symlink():
+                for entry in os.scandir(folder):
+                    if SHARD_NAME.fullmatch(entry.name) and entry.is_file(follow_symlinks=False):
+                        os.unlink(entry.path)
 
     def remove_stale_quarantine(self, keep: set[str]) -> None:
         """Delete quarantine files (NNNNN.jsonl) of shards this run does not have."""

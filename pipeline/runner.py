@@ -188,6 +188,7 @@ def normalize_shard(task: ShardTask, cfg: PrepareConfig, run_dir: str, work_dir:
     paths = work_paths(work_dir, task.index)
     for p in paths.values():
         p.parent.mkdir(parents=True, exist_ok=True)
+    quarantine_path.parent.mkdir(parents=True, exist_ok=True)  # the folder is always there, maybe empty
     quarantine_path.unlink(missing_ok=True)  # an earlier run's; a shard without rejected rows writes none
     writers: dict[str, pq.ParquetWriter] = {}
     keys_stats = StageStats("dedup")  # time of the per-shard dedup keys; records are counted in process_shard
@@ -411,7 +412,10 @@ def finalize(cfg: PrepareConfig, run_dir: str, work_dir: str, shard_results: lis
                 step = LengthStep(cfg.lengths, token_cache, model=cfg.estimate.model)
     for split in ("train", "validation"):
         RunDir(run).remove_shards(split)
-    writers = {split: ShardWriter(run, split, cfg.write) for split in ("train", "validation")}
+    # write.split_by_kind: chat and plain-text records in separate shard sets (no null messages/text columns)
+    kinds = ("chat", "text") if cfg.write.split_by_kind else (None,)
+    writers = {(split, kind): ShardWriter(run, split, cfg.write, kind) for split in ("train", "validation")
+               for kind in kinds}
     written = ProgressFile(progress_dir(work_dir), "write", 0)
     written_before = 0
     for result in shard_results:  # in input order, so shards are the same for the same inputs
@@ -427,9 +431,9 @@ def finalize(cfg: PrepareConfig, run_dir: str, work_dir: str, shard_results: lis
                 write_stats.records_in += len(records)
                 if step is not None and max_len:
                     records = apply_overflow(records, max_len, step, write_stats)
-                for split in ("train", "validation"):
-                    part = [r for r in records if r["_split"] == split]
-                    writers[split].write(part)
+                for (split, kind), writer in writers.items():
+                    part = [r for r in records if r["_split"] == split and _kind_set(r, kind)]
+                    writer.write(part)
                     write_stats.records_out += len(part)
                 written.set(written_before + write_stats.records_in)
         written_before += write_stats.records_in
@@ -459,6 +463,11 @@ def finalize(cfg: PrepareConfig, run_dir: str, work_dir: str, shard_results: lis
     write_manifest(run, manifest)
     rep["run_id"] = run_id
     return rep
+
+
+def _kind_set(record: dict, kind: str | None) -> bool:
+    """Whether the record belongs to the shard set `kind` (None: the one set of all records)."""
+    return kind is None or (kind == "text") == (record.get("messages") is None)
 
 
 def _max_positions(cfg: PrepareConfig) -> int | None:

@@ -53,15 +53,17 @@ class ShardWriter:
     """Streams records of one split into `<run>/<split>/part-00000.parquet`, ... Each shard is written
     to a temporary name and renamed when closed, so a shard on disk is always complete."""
 
-    def __init__(self, run_dir: str | Path, split: str, cfg: WriteConfig):
-        self.run_dir, self.split, self.cfg = Path(run_dir), split, cfg
-        (self.run_dir / split).mkdir(parents=True, exist_ok=True)
+    def __init__(self, run_dir: str | Path, split: str, cfg: WriteConfig, kind: str | None = None):
+        """`kind` (write.split_by_kind): the shard set "chat" or "text", in `<run>/<split>/<kind>/`."""
+        self.run_dir, self.split, self.cfg, self.kind = Path(run_dir), split, cfg, kind
+        self.folder = self.run_dir / split / kind if kind else self.run_dir / split
+        self.folder.mkdir(parents=True, exist_ok=True)
         self.shards: list[dict] = []
         self._writer: pq.ParquetWriter | None = None
         self._rows = self._bytes = 0
 
     def _path(self, index: int) -> Path:
-        return self.run_dir / self.split / f"part-{index:05d}.parquet"
+        return self.folder / f"part-{index:05d}.parquet"
 
     def write(self, records: list[dict]) -> None:
         if not records:
@@ -90,7 +92,7 @@ class ShardWriter:
         os.replace(final.with_suffix(".parquet.tmp"), final)
         self.shards.append({
             "path": str(final.relative_to(self.run_dir)), "split": self.split, "rows": self._rows,
-            "bytes": final.stat().st_size, "sha256": sha256_file(final),
+            "bytes": final.stat().st_size, "sha256": sha256_file(final), **({"kind": self.kind} if self.kind else {}),
         })
         self._writer, self._rows, self._bytes = None, 0, 0
 
