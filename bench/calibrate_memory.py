@@ -13,6 +13,7 @@ import argparse
 import json
 import math
 import re
+import statistics
 import sys
 from pathlib import Path
 
@@ -58,6 +59,33 @@ def fit(points: list[dict], start: dict, bounds: dict, min_step: float = 1e-4) -
     return {n: round(v, 4) for n, v in constants_of(x).items()}
 
 
+def leave_one_source_out(points: list[dict], start: dict, bounds: dict) -> list[dict]:
+    """For each source: fit on all the other sources' points, score this source's points (the honest figure:
+    no point is scored with constants fitted on it)."""
+    rows = []
+    for source in sorted({p["source"] for p in points}):
+        rest = [p for p in points if p["source"] != source]
+        fitted = fit(rest, start, bounds, min_step=1e-3)
+        for p in points:
+            if p["source"] == source:
+                measured = p["value"] * UNIT_BYTES[p["unit"]]
+                rows.append({"source": source, "id": p["id"],
+                             "error": predict_calibration_point(p, fitted) / measured - 1})
+    return rows
+
+
+def format_loso(rows: list[dict]) -> str:
+    lines = ["leave-one-source-out (fitted on the other sources):",
+             f"{'source':48s} {'points':>6s} {'median':>8s} {'max':>8s}"]
+    for source in sorted({r["source"] for r in rows}):
+        errs = sorted(abs(r["error"]) for r in rows if r["source"] == source)
+        lines.append(f"{source[:48]:48s} {len(errs):6d} {statistics.median(errs):8.1%} {errs[-1]:8.1%}")
+    errs = sorted(abs(r["error"]) for r in rows)
+    lines.append(f"all {len(errs)} points: median |error| {statistics.median(errs):.1%}, max {errs[-1]:.1%}; "
+                 f"within 25%: {sum(e <= 0.25 for e in errs)}")
+    return "\n".join(lines)
+
+
 def _dumps(table: dict) -> str:
     """Indented JSON with short lists and flat objects of numbers/strings on one line, for readable diffs."""
     text = json.dumps(table, indent=2)
@@ -88,6 +116,8 @@ def main(argv=None) -> int:
     else:
         rows = calibration_table(table["fitted"])
     print(format_calibration_table(rows))
+    points = [p for p in load_calibration_points() if p["use"]]
+    print(format_loso(leave_one_source_out(points, table["fitted"], table["fit_bounds"])))
     return 0
 
 

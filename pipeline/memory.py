@@ -14,6 +14,7 @@ framework constants are fitted on published measurements (bench/calibrate_memory
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -23,12 +24,8 @@ from pipeline.models import ModelSpec, load_model_spec, param_breakdown
 GIB = 2**30
 CONSTANTS_FILE = Path(__file__).parent / "data" / "memory_constants.json"
 
-METHODS = ("full", "lora", "qlora")
-ATTENTION = ("sdpa", "eager")
-OPTIMIZERS = ("adamw", "adamw8bit", "paged_adamw8bit", "sgd", "adafactor")
-SHARDING = ("none", "ddp", "zero2", "zero3", "fsdp")
-from pipeline.setup import CROSS_ENTROPY, FRAMEWORKS, framework_preset  # noqa: E402
-PRECISIONS = ("mixed", "bf16")
+from pipeline.setup import (ATTENTION, CROSS_ENTROPY, FRAMEWORKS, METHODS, OPTIMIZERS, PRECISIONS,  # noqa: F401
+                            SHARDING, TrainingSetup, framework_preset)
 
 # LoRA target names as the families spell them -> the Llama names of ModelSpec.linear_modules().
 TARGET_ALIASES = {
@@ -95,67 +92,6 @@ def lora_param_count(spec: ModelSpec, rank: int, targets="all-linear") -> int:
     return total
 
 
-# The linear layers of a decoder layer grouped by the tensor they read: a group's input is saved for backward
-# only when one of its weights is trained (autograd keeps a matmul input only to compute that weight's gradient).
-INPUT_GROUPS = {"attn_in": ("q_proj", "k_proj", "v_proj"), "o_in": ("o_proj",),
-                "mlp_in": ("gate_proj", "up_proj", "shared_gate_proj", "shared_up_proj"),
-                "down_in": ("down_proj", "shared_down_proj")}
-
-
-def layer_activation_bytes_per_token(spec: ModelSpec, *, full: bool, compile: bool = False,
-                                     lora_targets: list[str] = (), lora_rank: int = 0,
-                                     adapter_copies_input: bool = False, lora_dropout: bool = False) -> float:
-    """Bytes one decoder layer keeps for backward per token, 16-bit activations, no dropout in the base model,
-    excluding the attention-score (s^2) term. Korthikanti's 34*h per GPT layer becomes, for a Llama-style layer:
-      norms:      the HF RMSNorm keeps an fp32 copy of its input (4h), and its bf16 output (2h) only when the
-                  norm weight is trained; a compiled (fused) norm keeps its bf16 input (2h)
-      attention:  rotated q (2q) and k (2kv), v (2kv), the output (2q), fp32 log-sum-exp per head (4a); GQA: kv < q
-      SwiGLU:     gate (kept by SiLU), silu(gate) and up (kept by the product): 3 x 2i (torch.compile does not
-                  shrink this measurably in the torchtune ablation; it does fuse the norms)
-      matmul inputs, only where the weight is trained: q/k/v input (2h), o_proj input (2q, a contiguous copy),
-                  gate/up input (2h), down_proj input (2i)
-      LoRA:       PEFT with fp32 adapters casts each targeted module's input (a bf16 copy under autocast, 2*in,
-                  + a 1-byte mask with dropout); bf16 adapters read the shared input (dropout: a 2*in copy and
-                  mask per module); plus the rank-wide intermediate (2r)
-    MoE: the expert part counts once per routed expert (num_experts_per_tok), + fp32 router logits.
-    """
-    h, q, kv, a = spec.hidden_size, spec.q_dim, spec.kv_dim, spec.num_attention_heads
-    width = spec.expert_intermediate
-    routes = max(spec.num_experts_per_tok, 1) if spec.is_moe else 1
-    group_in = {"attn_in": 2 * h, "o_in": 2 * q, "mlp_in": 2 * h * routes, "down_in": 2 * width * routes}
-    if spec.shared_expert_intermediate_size:
-        group_in["mlp_in"] += 2 * h
-        group_in["down_in"] += 2 * spec.shared_expert_intermediate_size
-
-    norm = 2 * h if compile else (6 * h if full else 4 * h)
-    total = spec.norms_per_layer * norm + (norm / h) * (q + kv) * spec.qk_norm
-    total += 4 * q + 4 * kv + 4 * a
-    glu_width = width * routes + spec.shared_expert_intermediate_size
-    if spec.mlp_gated:
-        total += 6 * glu_width
-    else:  # fc1 output kept by the activation function
-        total += 2 * glu_width
-    if spec.is_moe:
-        total += 4 * spec.num_experts
-    if full:
-        return float(total + sum(group_in.values()))
-
-    module_in = {name: fi for name, fi, _, _ in spec.linear_modules()}
-    for group, members in INPUT_GROUPS.items():
-        targeted = [m for m in members if m in lora_targets]
-        if not targeted:
-            continue
-        per_route = routes if group in ("mlp_in", "down_in") and spec.is_moe else 1
-        if adapter_copies_input:
-            total += sum(module_in[m] * per_route * (2 + lora_dropout) for m in targeted)
-        elif lora_dropout:
-            total += sum(module_in[m] * per_route * 3 for m in targeted)
-        else:
-            total += group_in[group]
-        total += 2 * lora_rank * per_route * len(targeted)
-    return float(total)
-
-
 @dataclass
 class MemoryEstimate:
     model: str
@@ -169,6 +105,7 @@ class MemoryEstimate:
     peak_phase: str
     phases: dict[str, float] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    terms: dict[str, float] = field(default_factory=dict)  # the named terms the phases are sums of, bytes
 
     @property
     def peak_allocated_gib(self) -> float:
@@ -191,6 +128,8 @@ class MemoryEstimate:
             "nvidia_smi_gib": round(self.nvidia_smi_gib, 3),
             "peak_phase": self.peak_phase,
             "components": {k: round(v / GIB, 3) for k, v in self.components.items()},
+            "terms_gib": {k: round(v / GIB, 3) for k, v in self.terms.items()},
+            "phases_gib": {k: round(v / GIB, 3) for k, v in self.phases.items()},
             "params": dict(self.params),
             "settings": dict(self.settings),
             "notes": list(self.notes),
@@ -206,12 +145,6 @@ def resolve_constants(table: dict, framework: str, overrides: dict | None = None
     return c
 
 
-def _choice(value, allowed, what):
-    if value not in allowed:
-        raise ValueError(f"unknown {what} {value!r}; choose one of {', '.join(allowed)}")
-    return value
-
-
 def _nf4_bytes_per_param(c: dict, double_quant: bool) -> float:
     if double_quant:  # 8-bit absmax per block, fp32 absmax of those per dq_block2 blocks
         absmax_bits = (c["dq_absmax_bits"] / c["quant_block"]
@@ -221,222 +154,354 @@ def _nf4_bytes_per_param(c: dict, double_quant: bool) -> float:
     return (c["nf4_bits"] + absmax_bits) / 8
 
 
-def estimate_memory(spec: ModelSpec | str, method: str = "lora", seq_len: int = 2048, micro_batch: int = 1,
-                    grad_ckpt: bool = True, attn: str = "sdpa", optimizer: str = "adamw", lora_rank: int = 16,
-                    lora_targets="all-linear", gpus: int = 1, sharding: str | None = None, *,
-                    double_quant: bool = True, quantization: str | None = None, precision: str | None = None,
-                    cross_entropy: str | None = None, framework: str = "hf", adapter_dtype: str | None = None,
-                    lora_dropout: float | None = None, compile: bool = False, optimizer_in_backward: bool = False,
-                    activation_offload: bool = False, upcast_unquantized: bool = False,
-                    constants: dict | None = None, constants_path: str | Path | None = None) -> MemoryEstimate:
-    """Per-GPU memory of one training step (forward, backward, optimizer step) at seq_len x micro_batch tokens.
+def estimate_memory(setup, method: str | None = None, *, constants: dict | None = None,
+                    constants_path: str | Path | None = None, **settings) -> MemoryEstimate:
+    """Per-GPU memory of one training step (forward, backward, optimizer step) for one TrainingSetup.
 
-    method: full | lora | qlora (LoRA on an NF4 base). quantization: None | 'int8' | 'nf4' for the frozen base
-    of LoRA ('nf4' implied by qlora). precision (full only): 'mixed' keeps fp32 master weights and fp32 Adam
-    moments (16 bytes/param), 'bf16' is pure bf16 with bf16 moments (8 bytes/param). sharding with gpus > 1:
-    ddp (replicated), zero2 (gradients + optimizer sharded), zero3/fsdp (weights too). cross_entropy: standard
-    (full fp32 logits), chunked (torchtune), fused (Liger/Cut-CE). framework selects the default behaviours
-    ('hf' or 'torchtune'); `constants` overrides fitted constants (used by the calibration fit).
+    `setup` is a TrainingSetup; a model (name, config path or ModelSpec) with `method` and TrainingSetup.build's
+    keywords is turned into one first. `constants` overrides the fitted allocator/context constants (the
+    calibration fit)."""
+    if not isinstance(setup, TrainingSetup):
+        setup = TrainingSetup.build(setup, method or "lora", **settings)
+    elif method is not None or settings:
+        raise ValueError("pass either a TrainingSetup or a model with its settings, not both")
+    c = resolve_constants(load_constants(constants_path), setup.framework, constants)
+    return _estimate(setup, c)
+
+
+@dataclass
+class _Dtypes:
+    """Bytes per element of the tensors whose dtype depends on the stack (derived from the traced code)."""
+    stream: int      # residual stream and checkpointed layer inputs: fp32 when the embedding is fp32
+    norm_out: int    # RMSNorm output: weight * x, fp32 when the norm weight or its input is fp32
+    linear_out: int  # frozen 4-bit linear outputs: bitsandbytes casts back to the input dtype
+    head: int        # lm_head weight
+    embed: int       # input embedding weight
+
+
+def _dtypes(s: TrainingSetup) -> _Dtypes:
+    # FSDP / ZeRO-3 gather bf16 copies of the sharded fp32 weights (param_dtype bf16): the compute is bf16
+    mixed = s.method == "full" and s.precision == "mixed" and s.sharding not in ("zero3", "fsdp")
+    fp32_stream = mixed or s.kbit_upcast in ("all", "norms")
+    stream = 4 if fp32_stream else 2
+    head = 4 if mixed or s.kbit_upcast == "all" else 2
+    return _Dtypes(stream=stream, norm_out=stream, linear_out=4 if s.quantization and fp32_stream else 2,
+                   head=head, embed=head)
+
+
+def _norm_kind(spec: ModelSpec) -> str:
+    if spec.model_type.startswith("gemma"):
+        return "gemma"      # x.float() normalized, * (1 + weight) in fp32, cast back
+    if spec.model_type.startswith("olmo2") or spec.model_type.startswith("olmo3"):
+        return "olmo"       # (weight * x_fp32).to(dtype)
+    return "llama"          # weight * x_fp32.to(dtype)
+
+
+def _norms_in_layer(spec: ModelSpec) -> int:
+    """Norms on the residual path of one layer: pre-attention and pre-MLP (llama), plus post-norms (gemma2/3);
+    olmo2 normalizes only the outputs of attention and MLP (two post-norms)."""
+    return 4 if spec.model_type in ("gemma2", "gemma3", "gemma3_text") else 2
+
+
+FUSED_QKV = {"phi3"}        # one qkv_proj: its input is cast once
+FUSED_GATE_UP = {"phi3"}    # one gate_up_proj
+
+
+def layer_saved_bytes(spec: ModelSpec, s: TrainingSetup, d: _Dtypes) -> tuple[float, float]:
+    """What one decoder layer keeps for backward: (bytes per token, bytes per layer independent of tokens),
+    excluding eager attention's S^2 scores. Read from the operators of the traced HF code path:
+      norms        each RMSNorm keeps its fp32 input (4h: a copy, or the fp32 stream itself) and rsqrt (4);
+                   a trained norm weight also keeps the normalized input (llama: in the norm output dtype,
+                   gemma/olmo: fp32)
+      QK-norm      the same per head on q and k (qwen3, gemma3) or on the whole q / k (olmo2)
+      attention    SDPA/FlashAttention keeps q, k, v (rotated, in the compute dtype; GQA k/v unexpanded), its
+                   output and an fp32 log-sum-exp per head
+      MLP          gate and up outputs and the activation output (SwiGLU/GeGLU), per routed expert for MoE
+      trained W    a linear keeps its input: under autocast with fp32 inputs each linear its own bf16 copy,
+                   else one shared tensor
+      LoRA         fp32 adapters under autocast: each targeted module a bf16 copy of its input (+ a 1-byte
+                   dropout mask) and the rank-wide A output; bf16 adapters share the input (dropout: its own
+                   copy and mask); the autocast cache holds bf16 copies of fp32 trained weights
     """
-    table = load_constants(constants_path)
-    preset = framework_preset(framework)
-    fw = {"adapter_bytes": 4 if preset.adapter_dtype == "fp32" else 2, "full_precision": preset.full_precision,
-          "cross_entropy": preset.cross_entropy, "lora_dropout": preset.lora_dropout,
-          "fused_optimizer": preset.fused_optimizer}
-    c = resolve_constants(table, framework, constants)
-    spec = load_model_spec(spec)
-    _choice(method, METHODS, "method")
-    attn = {"flash": "sdpa", "flash_attention_2": "sdpa", "fa2": "sdpa"}.get(attn, attn)
-    _choice(attn, ATTENTION, "attention")
-    _choice(optimizer, OPTIMIZERS, "optimizer")
-    cross_entropy = cross_entropy or fw["cross_entropy"]
-    _choice(cross_entropy, CROSS_ENTROPY, "cross-entropy")
-    if seq_len < 1 or micro_batch < 1 or gpus < 1:
-        raise ValueError("seq_len, micro_batch and gpus must be >= 1")
-    sharding = (sharding or ("ddp" if gpus > 1 else "none")).lower()
-    _choice(sharding, SHARDING, "sharding")
-    if gpus == 1:
-        sharding = "none"
-    quant = "nf4" if method == "qlora" else quantization
-    if quant not in (None, "int8", "nf4"):
-        raise ValueError(f"unknown quantization {quant!r}; choose int8 or nf4")
-    if method == "full" and quant:
-        raise ValueError("full fine-tuning trains the weights themselves: they cannot be quantized")
-    precision = precision or fw["full_precision"]
-    _choice(precision, PRECISIONS, "precision")
-    if method != "full" and lora_rank < 1:
-        raise ValueError("lora_rank must be >= 1")
-    if adapter_dtype not in (None, "fp32", "bf16"):
-        raise ValueError(f"unknown adapter dtype {adapter_dtype!r}; choose fp32 or bf16")
+    h, q, kv, a, akv = spec.hidden_size, spec.q_dim, spec.kv_dim, spec.num_attention_heads, spec.num_key_value_heads
+    full = s.method == "full"
+    routes = max(spec.num_experts_per_tok, 1) if spec.is_moe else 1
+    width = spec.expert_intermediate * routes + spec.shared_expert_intermediate_size
+    kind = _norm_kind(spec)
+    per_tok = 0.0
+    norm_trained = (4 if kind != "llama" else d.norm_out) if full else 0
+    per_tok += _norms_in_layer(spec) * (4 * h + 4 + norm_trained * h)
+    if spec.qk_norm:
+        per_tok += 4 * (q + kv) + (4 * (a + akv) if kind != "olmo" else 8) + (norm_trained * (q + kv) if full else 0)
+    if s.attn == "sdpa":
+        per_tok += 2 * q + 4 * kv + 2 * q + 4 * a
+    else:  # eager: q, k and v repeated to all heads (repeat_kv), the output; the scores are added separately
+        per_tok += 2 * q + (4 * q if akv < a else 4 * kv) + 2 * q
+    per_tok += (3 if spec.mlp_gated else 1) * d.linear_out * width
+    if spec.is_moe:
+        per_tok += 4 * spec.num_experts + 2 * h * routes  # fp32 router probabilities; tokens gathered per expert
+    cast_copy = s.autocast and d.norm_out == 4
+    if full:
+        qkv_in = (1 if spec.model_type in FUSED_QKV or not cast_copy else 3) * (2 if cast_copy else d.norm_out) * h
+        gu_in = (1 if spec.model_type in FUSED_GATE_UP or not spec.mlp_gated or not cast_copy else 2) \
+            * (2 if cast_copy else d.norm_out) * h
+        per_tok += qkv_in + gu_in * routes + d.linear_out * width  # down_proj input: the activation product
+    per_layer = 0.0
+    if not full:
+        module_in = {name: fi for name, fi, _, _ in spec.linear_modules()}
+        input_bytes = {"q_proj": d.norm_out, "k_proj": d.norm_out, "v_proj": d.norm_out, "o_proj": 2,
+                       "gate_proj": d.norm_out, "up_proj": d.norm_out, "down_proj": d.linear_out}
+        shared_done: set[str] = set()
+        for name in s.lora_targets:
+            if name not in module_in:
+                continue
+            per_route = routes if spec.is_moe and name in ("gate_proj", "up_proj", "down_proj") else 1
+            fi = module_in[name] * per_route
+            if s.adapter_dtype == "fp32" and s.autocast:
+                per_tok += 2 * fi + (fi if s.lora_dropout else 0)
+            elif s.lora_dropout:
+                per_tok += 3 * fi
+            else:
+                group = {"k_proj": "q_proj", "v_proj": "q_proj", "up_proj": "gate_proj"}.get(name, name)
+                if group not in shared_done and name != "o_proj":  # o_proj reads the kept attention output
+                    per_tok += input_bytes.get(name, 2) * fi
+                    shared_done.add(group)
+            per_tok += 2 * s.lora_rank * per_route
+    return per_tok, per_layer
 
+
+def _weight_cast_cache(s: TrainingSetup, pb: dict, lora_layer: float) -> tuple[float, float]:
+    """(all layers, one layer) of autocast's cache: bf16 copies of fp32 weights that require grad, kept from
+    their first use to the end of the autocast region (the forward) and by backward where a matmul saved them."""
+    if not s.autocast:
+        return 0.0, 0.0
+    if s.method == "full" and s.precision == "mixed":
+        layer = 2 * pb["per_layer"]
+        return layer * s.spec.num_hidden_layers, layer
+    if s.method != "full" and s.adapter_dtype == "fp32":
+        return 2 * lora_layer * s.spec.num_hidden_layers, 2 * lora_layer
+    return 0.0, 0.0
+
+
+def _logits_terms(s: TrainingSetup, d: _Dtypes, c: dict) -> dict[str, float]:
+    """Logits and loss bytes at three moments: the forward's peak inside the loss, what stays saved until the
+    backward pass reaches the loss, and the peak of the loss backward. N = tokens x vocab."""
+    spec = s.spec
+    T, V, h = s.tokens, spec.vocab_size, spec.hidden_size
+    N = T * V
+    # Gemma soft-capping (logits / cap, tanh, * cap, in bf16): tanh keeps its output for backward
+    cap = 2 * N if spec.final_logit_softcapping else 0
+    path = s.cross_entropy
+    if path == "standard":      # bf16 logits -> .float() copy -> log_softmax (saved); backward nll + lsm grads
+        return {"forward": 10 * N + cap, "saved": 4 * N + cap, "backward": 12 * N + cap}
+    if path == "bf16":          # the loop keeps its bf16 logits; log_softmax in bf16 (saved); bf16 grads
+        return {"forward": 4 * N + cap, "saved": 4 * N + cap, "backward": 8 * N + cap}
+    if path == "chunked":       # all chunk logits (bf16) + fp32 log-probs of all chunks + one chunk's fp32 copy
+        k = c["ce_chunks"]
+        return {"forward": 6 * N + 4 * N / k + cap, "saved": 4 * N + cap, "backward": 4 * N + 8 * N / k + cap}
+    # fused (Liger): gradient of the hidden states and an fp32 loss per token, one chunk of logits at a time
+    rows = math.ceil(T / math.ceil(V / h))
+    chunk = min(T, 1 << max(0, math.ceil(math.log2(max(rows, 1)))))
+    hidden = T * h * d.norm_out + 4 * T
+    return {"forward": hidden + chunk * V * d.norm_out * 2, "saved": T * h * d.norm_out, "backward": T * h * d.norm_out}
+
+
+def _estimate(s: TrainingSetup, c: dict) -> MemoryEstimate:
+    spec = s.spec
     pb = param_breakdown(spec)
-    h, L, V = spec.hidden_size, spec.num_hidden_layers, spec.vocab_size
-    T = seq_len * micro_batch
+    h, L, V, S = spec.hidden_size, spec.num_hidden_layers, spec.vocab_size, s.seq_len
+    T = s.tokens
+    full = s.method == "full"
+    mixed = full and s.precision == "mixed"
+    d = _dtypes(s)
     notes: list[str] = []
-    if seq_len > spec.max_position_embeddings:
-        notes.append(f"seq_len {seq_len} exceeds the model's max_position_embeddings "
-                     f"{spec.max_position_embeddings}")
+    if S > spec.max_position_embeddings:
+        notes.append(f"seq_len {S} exceeds the model's max_position_embeddings {spec.max_position_embeddings}")
 
-    # ---- weights (frozen or trained), by precision
-    unquantized_bytes = 4 if upcast_unquantized else 2
+    # ---- parameters: frozen or trained weights, adapters
+    quant = s.quantization
     if quant == "nf4":
-        weight_bytes_linear = _nf4_bytes_per_param(c, double_quant)
+        linear_bytes = _nf4_bytes_per_param(c, s.double_quant)
     elif quant == "int8":
-        weight_bytes_linear = c["int8_bits"] / 8
+        linear_bytes = c["int8_bits"] / 8
     else:
-        weight_bytes_linear = 2
-    other_bytes = unquantized_bytes if quant else 2
-    weights = pb["layer_linear"] * weight_bytes_linear + (pb["total"] - pb["layer_linear"]) * other_bytes
+        linear_bytes = 4 if full and s.precision == "mixed" else 2
+    other = pb["total"] - pb["layer_linear"]
+    embed_head = pb["embedding"] + pb["lm_head"]
+    if full:
+        weights = pb["total"] * linear_bytes
+    else:
+        norm_bytes = 4 if s.kbit_upcast in ("all", "norms") else 2
+        weights = pb["layer_linear"] * linear_bytes + embed_head * d.head + (other - embed_head) * norm_bytes
     if quant == "int8":  # one fp32 scale per output row
         weights += 4 * L * sum(fo * n for _, _, fo, n in spec.linear_modules())
-    layer_weight_bytes = (pb["layer_linear"] * weight_bytes_linear + pb["layer_other"] * other_bytes) / L
-    root_weight_bytes = (pb["embedding"] + pb["lm_head"]) * other_bytes
+    layer_weight_bytes = (pb["layer_linear"] * linear_bytes + pb["layer_other"] * 2) / L
 
-    # ---- trainable parameters, gradients, optimizer
-    if method == "full":
+    if full:
         lora, lora_mods = 0, []
         trainable = pb["total"]
-        param_bytes = 2
-        master_bytes = 4 if precision == "mixed" else 0
-        grad_bytes = 2
-        largest_tensor = max(V * h, max(fi * fo for _, fi, fo, _ in spec.linear_modules()))
+        param_bytes = linear_bytes
+        largest = max(V * h, max(fi * fo for _, fi, fo, _ in spec.linear_modules()))
     else:
-        lora_mods = lora_modules(spec, lora_targets)
-        lora = lora_param_count(spec, lora_rank, lora_targets)
+        lora_mods = lora_modules(spec, list(s.lora_targets))
+        lora = lora_param_count(spec, s.lora_rank, list(s.lora_targets))
         trainable = lora
-        param_bytes = {"fp32": 4, "bf16": 2, None: fw["adapter_bytes"]}[adapter_dtype]
-        master_bytes = 0
-        grad_bytes = param_bytes
-        largest_tensor = max(lora_rank * max(fi, fo) for _, fi, fo, _ in lora_mods)
-    state_bytes = 4 if master_bytes else param_bytes
-    opt = table["optimizers"][optimizer]
+        param_bytes = 4 if s.adapter_dtype == "fp32" else 2
+        largest = max(s.lora_rank * max(fi, fo) for _, fi, fo, _ in lora_mods)
+    grad_bytes = param_bytes
+    adapters = lora * param_bytes
+    lora_layer = (lora - (s.lora_rank * (h + V) if "lm_head" in s.lora_targets else 0)) / L
+
+    # ---- optimizer state (in the parameter dtype: fp32 for mixed precision, whose weights are the fp32 master)
+    table = load_constants()
+    opt = table["optimizers"][s.optimizer]
     if opt.get("factored"):  # Adafactor: a row and a column second-moment vector per matrix, no first moment
-        if method == "full":
+        if full:
             vectors = L * sum((fi + fo) * n for _, fi, fo, n in spec.linear_modules()) + (V + h) * (
                 1 if spec.tie_word_embeddings else 2) + pb["layer_other"]
         else:
-            vectors = sum((fi + 2 * lora_rank + fo) * (n * L or 1) for _, fi, fo, n in lora_mods)
-        optimizer_states = 4 * vectors
+            vectors = sum((fi + 2 * s.lora_rank + fo) * (n * L or 1) for _, fi, fo, n in lora_mods)
+        states = 4 * vectors
     elif "bytes_per_param" in opt:
-        optimizer_states = opt["bytes_per_param"] * trainable
+        states = opt["bytes_per_param"] * trainable
     else:
-        optimizer_states = opt["states"] * state_bytes * trainable
-    step_workspace = 0 if fw["fused_optimizer"] else opt.get("step_workspace", 0) * state_bytes * trainable
+        states = opt["states"] * param_bytes * trainable
+    # foreach AdamW (torch's default implementation) allocates one state-sized temporary in step(); fused does not
+    step_temp = 0.0 if s.fused_optimizer else opt.get("step_workspace", 0) * param_bytes * trainable
     paged = bool(opt.get("paged"))
 
-    # ---- sharding across data-parallel GPUs (per-GPU figures)
-    shard_state = gpus if sharding in ("zero2", "zero3", "fsdp") else 1
-    shard_weight = gpus if sharding in ("zero3", "fsdp") else 1
-    trainable_layer_share = (trainable - (pb["embedding"] + pb["lm_head"] if method == "full" else 0)) / L
+    # ---- data-parallel sharding (per-GPU figures)
+    g = s.gpus
+    shard_state = g if s.sharding in ("zero2", "zero3", "fsdp") else 1
+    shard_weight = g if s.sharding in ("zero3", "fsdp") else 1
     weights_gpu = weights / shard_weight
     if shard_weight > 1:  # the layer being computed and the prefetched one are gathered; the root unit too
-        weights_gpu += c["fsdp_gathered_layers"] * layer_weight_bytes + root_weight_bytes * (1 - 1 / gpus)
-    adapters_gpu = lora * param_bytes / shard_weight
-    grads_gpu = trainable * grad_bytes / shard_state
-    if shard_state > 1:  # unsharded gradients of the layer being reduced
-        grads_gpu += c["fsdp_gathered_layers"] * trainable_layer_share * grad_bytes
-    if sharding == "ddp":  # DDP's reduction buckets hold a second copy of the gradients
-        grads_gpu += trainable * grad_bytes
-    master_gpu = trainable * master_bytes / shard_state
-    states_gpu = optimizer_states / shard_state
-    step_workspace /= shard_state
-    if sharding in ("zero2", "zero3"):  # DeepSpeed steps with its fused Adam: no state-sized temporaries
-        step_workspace = 0.0
-    if optimizer_in_backward:  # each parameter is stepped and its gradient freed as soon as it is ready
-        grads_gpu = largest_tensor * grad_bytes
-        step_workspace = 0.0
+        weights_gpu += c["fsdp_gathered_layers"] * layer_weight_bytes + embed_head * 2 * (1 - 1 / g)
+    adapters_gpu = adapters / shard_weight
+    grads = trainable * grad_bytes / shard_state
+    if shard_state > 1:
+        grads += c["fsdp_gathered_layers"] * (trainable / L) * grad_bytes
+    if s.sharding == "ddp":  # DDP's reduction buckets hold a second copy of the gradients
+        grads += trainable * grad_bytes
+    states_gpu = states / shard_state
+    step_temp /= shard_state
+    if s.sharding in ("zero2", "zero3"):
+        step_temp = 0.0
+    if s.optimizer_in_backward:  # each parameter is stepped and its gradient freed as soon as it is ready
+        grads = largest * grad_bytes
+        step_temp = 0.0
 
     # ---- activations
-    target_names = [] if method == "full" else [name for name, *_ in lora_mods]
-    dropout = (fw["lora_dropout"] if lora_dropout is None else lora_dropout) if method != "full" else 0.0
-    per_token_layer = c["activation_scale"] * layer_activation_bytes_per_token(
-        spec, full=method == "full", compile=compile, lora_targets=target_names, lora_rank=lora_rank,
-        adapter_copies_input=param_bytes == 4, lora_dropout=dropout > 0)
-    scores_layer = micro_batch * spec.num_attention_heads * seq_len**2 * c["eager_bytes_per_score"] \
-        if attn == "eager" else 0.0
-    # final norm (as in a layer) and, when lm_head is trained, its input
-    final_norm = (2 if compile else (6 if method == "full" else 4)) * h
-    head_saved = T * (final_norm + (2 * h if method == "full" or "lm_head" in target_names else 0))
-    mlp_width = spec.expert_intermediate * max(spec.num_experts_per_tok, 1) if spec.is_moe else spec.intermediate_size
-    backward_workspace = T * 2 * (3 * mlp_width + 2 * h)  # gradients of the MLP intermediates of one layer
-    one_layer = T * per_token_layer + scores_layer
-    if grad_ckpt:
-        kept_layers = 2 if activation_offload else L  # offloaded checkpoints: only those in flight stay
-        saved = kept_layers * T * 2 * h + head_saved   # each layer keeps only its input
-        top_layer_extra = one_layer                    # the top layer is recomputed before its backward
+    per_tok, per_layer_abs = layer_saved_bytes(spec, s, d)
+    cache_all, cache_layer = _weight_cast_cache(s, pb, lora_layer)
+    if shard_weight > 1 and full:  # FSDP / ZeRO-3 cast the gathered layer themselves (param_dtype bf16)
+        cache_all, cache_layer = 0.0, 0.0
+    layer_abs = per_layer_abs + cache_layer
+    scores = 0.0
+    if s.attn == "eager":  # fp32 softmax output and its bf16 copy per score
+        scores = s.micro_batch * spec.num_attention_heads * S * S * c["eager_bytes_per_score"]
+    one_layer = T * per_tok + layer_abs + scores
+    rope = (2 if spec.model_type in ("gemma3", "gemma3_text") else 1) * 2 * S * spec.head_size * d.stream + 8 * S
+    final_norm = T * (4 * h + 4 + (d.norm_out * h if full else 0))
+    head_trained = full or "lm_head" in s.lora_targets
+    head_in = T * 2 * h if head_trained and s.autocast and d.norm_out == 4 else 0.0
+    # a frozen fp32 lm_head under autocast is cast to bf16 per use, and the matmul keeps the copy for backward
+    head_cast = 2 * V * h if (s.autocast and d.head == 4 and not full) else 0.0
+    if s.cross_entropy == "fused":
+        head_cast = 2 * V * h if d.head != d.norm_out else 0.0
+    if s.grad_ckpt:
+        kept = 2 if s.activation_offload else L
+        saved_layers = kept * T * h * d.stream
+        recompute = one_layer
     else:
-        saved = L * one_layer + head_saved
-        top_layer_extra = 0.0
-    dequant_workspace = 2 * max(fi * fo for _, fi, fo, _ in spec.linear_modules()) if quant else 0.0
+        saved_layers = L * one_layer
+        recompute = 0.0
+    lg = _logits_terms(s, d, c)
+    width = spec.expert_intermediate * (max(spec.num_experts_per_tok, 1) if spec.is_moe else 1)
+    # gradients of one layer's intermediates and of the residual stream while its backward runs
+    layer_bwd = T * (2 * (3 * width + 2 * h) + 2 * h * d.stream)
+    dequant = 2 * max(fi * fo for _, fi, fo, _ in spec.linear_modules()) if quant else 0.0
+    head_grad = V * h * grad_bytes / shard_state if full else 0.0
+    emb_bwd = 2 * V * h * grad_bytes if full and spec.tie_word_embeddings else 0.0
 
-    # ---- logits and cross-entropy: bf16 logits, their fp32 upcast, saved log-probs, their gradient
-    ce_bytes = c["ce_bytes_per_logit"] + (c["softcap_extra_bytes"] if spec.final_logit_softcapping else 0)
-    if cross_entropy == "standard":
-        logits = T * V * ce_bytes
-    elif cross_entropy == "bf16":  # bf16 logits, their saved log-softmax and its gradient
-        logits = T * V * 6
-    elif cross_entropy == "chunked":
-        # every chunk's log-probs stay saved (fp32); a compiled loss keeps only the bf16 logits and the row lse
-        saved_per_logit = c["chunked_ce_saved_bytes_compiled" if compile else "chunked_ce_saved_bytes"]
-        logits = T * V * (saved_per_logit + ce_bytes / c["ce_chunks"])
-    else:
-        logits = min(T, c["fused_ce_chunk_tokens"]) * V * ce_bytes
-    head_grad = (V * h * grad_bytes / shard_state) if method == "full" else 0.0
-
-    # ---- phases of the step; the peak is the largest
-    overhead = c["framework_overhead_gib"] * GIB
-    static = weights_gpu + adapters_gpu + master_gpu + (0.0 if paged else states_gpu) + overhead
-    phases = {
-        "loss (end of forward)": static + saved + logits + head_grad,
-        "backward, top layer": static + saved + top_layer_extra + backward_workspace + head_grad
-        + dequant_workspace,
-        "backward, bottom layer": static + grads_gpu + one_layer + backward_workspace + dequant_workspace,
-        "optimizer step": static + grads_gpu + step_workspace,
+    static = weights_gpu + adapters_gpu + (0.0 if paged else states_gpu)
+    activations_fwd = saved_layers + rope + final_norm
+    terms = {
+        "parameters": weights_gpu + adapters_gpu,
+        "gradients": grads,
+        "optimizer_state": states_gpu,
+        "checkpointed_layers" if s.grad_ckpt else "saved_layers": saved_layers,
+        "recompute_layer": recompute,
+        "rope_and_final_norm": rope + final_norm,
+        "logits_loss": lg["backward"],
+        "autocast_weight_cache": cache_all,
+        "layer_backward_temporaries": layer_bwd + dequant,
+        "optimizer_step_temporaries": step_temp,
     }
+    phases = {
+        "loss (lm_head + cross-entropy)": static + activations_fwd + cache_all + head_in + head_cast + lg["forward"]
+        + T * h * d.norm_out,
+        "backward, loss": static + activations_fwd + head_in + head_cast
+        + (cache_all if full else 0.0) + lg["backward"],
+        "backward, top layer": static + activations_fwd - final_norm + recompute + layer_bwd + dequant + head_grad
+        + (cache_all if full else 0.0),
+        "backward, bottom layer": static + grads + one_layer + T * h * d.stream + rope + layer_bwd + dequant
+        + (emb_bwd if not s.grad_ckpt else 0.0),
+        "backward, embedding": static + grads + emb_bwd,
+        "optimizer step": static + grads + step_temp,
+    }
+    if full:
+        phases["backward, lm_head"] = static + activations_fwd + cache_all + head_in + 2 * T * V \
+            + V * h * (2 + grad_bytes)
     peak_phase = max(phases, key=phases.get)
     peak_allocated = phases[peak_phase]
     peak_reserved = peak_allocated * (1 + c["reserved_fraction"]) + c["reserved_slack_gib"] * GIB
     context = c["cuda_context_gib"] * GIB
+    overhead = c["framework_overhead_gib"] * GIB
+    peak_reserved += overhead
+    terms["allocator_overhead"] = peak_reserved - peak_allocated
+    terms["cuda_context"] = context
 
+    # the JSON contract's components (sizes of each part, not additive) are kept alongside the named terms
     components = {
-        "weights": weights_gpu,
-        "lora_adapters": adapters_gpu,
-        "gradients": grads_gpu,
-        "optimizer_states": states_gpu,
-        "master_weights": master_gpu,
-        "activations": saved + top_layer_extra + backward_workspace + dequant_workspace,
-        "logits_cross_entropy": logits,
-        "optimizer_step_workspace": step_workspace,
-        "framework_overhead": overhead,
-        "allocator_overhead": peak_reserved - peak_allocated,
-        "cuda_context": context,
+        # mixed precision trains fp32 weights (the master copy); their bf16 copies live in autocast's cache
+        "weights": (weights_gpu / 2 if mixed else weights_gpu), "lora_adapters": adapters_gpu,
+        "gradients": grads, "optimizer_states": states_gpu, "master_weights": pb["total"] * 4 / shard_state if mixed else 0.0,
+        "activations": activations_fwd + recompute + layer_bwd + dequant,
+        "logits_cross_entropy": lg["backward"], "optimizer_step_workspace": step_temp,
+        "framework_overhead": overhead, "allocator_overhead": terms["allocator_overhead"], "cuda_context": context,
     }
     notes.append(f"peak at {peak_phase}; components are sizes, not additive (gradients replace freed activations)")
     if paged:
         notes.append("paged 8-bit optimizer states live in CUDA managed memory: not in torch's counters and "
                      "evicted to CPU under pressure, so they are left out of the peaks")
-    if method == "full" and any(k is not None for k in (adapter_dtype, lora_dropout)):
-        notes.append("LoRA settings ignored for full fine-tuning")
-    if spec.final_logit_softcapping and attn == "sdpa":
+    if spec.final_logit_softcapping and s.attn == "sdpa":
         notes.append(f"{spec.name} uses logit soft-capping; Hugging Face recommends eager attention for training it")
-    if sharding in ("zero2", "ddp") and method != "full" and gpus > 1:
-        notes.append(f"{sharding} replicates the frozen base weights on every GPU; zero3/fsdp shards them")
+    if s.sharding in ("zero2", "ddp") and not full and g > 1:
+        notes.append(f"{s.sharding} replicates the frozen base weights on every GPU; zero3/fsdp shards them")
+    if spec.is_moe and quant == "nf4":
+        notes.append("QLoRA on MoE: expert and attention linears NF4 (one expert's weights dequantized at a "
+                     "time), the router and norms unquantized")
 
     params = {"total": pb["total"], "trainable": int(trainable), "lora": int(lora),
-              "frozen": int(pb["total"] if method != "full" else 0), "active": pb["active"],
+              "frozen": int(pb["total"] if not full else 0), "active": pb["active"],
               "matmul_active": pb["matmul_active"]}
-    settings = {"seq_len": seq_len, "micro_batch": micro_batch, "tokens_per_micro_batch": T,
-                "grad_ckpt": grad_ckpt, "attn": attn, "optimizer": optimizer, "gpus": gpus, "sharding": sharding,
-                "quantization": quant, "double_quant": double_quant if quant == "nf4" else None,
-                "precision": precision if method == "full" else None, "cross_entropy": cross_entropy,
-                "framework": framework, "compile": compile, "optimizer_in_backward": optimizer_in_backward,
-                "activation_offload": activation_offload}
-    if method != "full":
-        settings.update(lora_rank=lora_rank, lora_targets=parse_lora_targets(lora_targets, spec),
-                        adapter_dtype="fp32" if param_bytes == 4 else "bf16", lora_dropout=dropout)
-    return MemoryEstimate(model=spec.name, method=method, settings=settings, components=components, params=params,
+    settings = {"seq_len": S, "micro_batch": s.micro_batch, "tokens_per_micro_batch": T,
+                "grad_ckpt": s.grad_ckpt, "attn": s.attn, "optimizer": s.optimizer, "gpus": g,
+                "sharding": s.sharding, "quantization": quant, "double_quant": s.double_quant if quant == "nf4"
+                else None, "precision": s.precision if full else None, "cross_entropy": s.cross_entropy,
+                "framework": s.framework, "compile": s.compile, "optimizer_in_backward": s.optimizer_in_backward,
+                "activation_offload": s.activation_offload, "fused_optimizer": s.fused_optimizer,
+                "autocast": s.autocast}
+    if quant:
+        settings["kbit_upcast"] = s.kbit_upcast
+    if not full:
+        settings.update(lora_rank=s.lora_rank, lora_targets=list(s.lora_targets), adapter_dtype=s.adapter_dtype,
+                        lora_dropout=s.lora_dropout)
+    return MemoryEstimate(model=spec.name, method=s.method, settings=settings, components=components, params=params,
                           peak_allocated=peak_allocated, peak_reserved=peak_reserved,
-                          nvidia_smi=peak_reserved + context, peak_phase=peak_phase, phases=phases, notes=notes)
+                          nvidia_smi=peak_reserved + context, peak_phase=peak_phase, phases=phases, notes=notes,
+                          terms=terms)
 
 
 # ---------------------------------------------------------------- calibration against published measurements

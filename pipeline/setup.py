@@ -122,3 +122,107 @@ def framework_preset(name: str) -> FrameworkPreset:
 
 def preset_with(name: str, **changes) -> FrameworkPreset:
     return replace(framework_preset(name), **changes)
+
+
+# ---------------------------------------------------------------- the training step to estimate
+
+METHODS = ("full", "lora", "qlora")
+ATTENTION = ("sdpa", "eager")
+OPTIMIZERS = ("adamw", "adamw8bit", "paged_adamw8bit", "sgd", "adafactor")
+SHARDING = ("none", "ddp", "zero2", "zero3", "fsdp")
+PRECISIONS = ("mixed", "bf16")
+ATTN_ALIASES = {"flash": "sdpa", "flash_attention_2": "sdpa", "fa2": "sdpa"}
+
+
+def _choice(value, allowed, what):
+    if value not in allowed:
+        raise ValueError(f"unknown {what} {value!r}; choose one of {', '.join(map(str, allowed))}")
+    return value
+
+
+@dataclass(frozen=True)
+class TrainingSetup:
+    """One training step, every knob resolved: built with TrainingSetup.build(), which validates the values and
+    fills what is left None from the framework preset."""
+    spec: object                       # pipeline.models.ModelSpec
+    method: str
+    seq_len: int
+    micro_batch: int = 1
+    grad_ckpt: bool = True
+    attn: str = "sdpa"
+    optimizer: str = "adamw"
+    lora_rank: int = 16
+    lora_targets: tuple[str, ...] = ()  # resolved Llama-style module names; () for full fine-tuning
+    framework: str = "hf"
+    cross_entropy: str = "standard"
+    adapter_dtype: str = "fp32"
+    lora_dropout: float = 0.0
+    precision: str = "mixed"            # full fine-tuning only
+    quantization: str | None = None     # frozen base of LoRA: None, int8, nf4 (qlora)
+    double_quant: bool = True
+    kbit_upcast: str = "none"           # quantized base: which other weights are fp32 (preset)
+    autocast: bool = True
+    fused_optimizer: bool = True
+    gpus: int = 1
+    sharding: str = "none"
+    compile: bool = False
+    optimizer_in_backward: bool = False
+    activation_offload: bool = False
+
+    @property
+    def tokens(self) -> int:
+        return self.seq_len * self.micro_batch
+
+    @classmethod
+    def build(cls, model, method: str = "lora", seq_len: int = 2048, micro_batch: int = 1, grad_ckpt: bool = True,
+              attn: str = "sdpa", optimizer: str | None = None, lora_rank: int = 16, lora_targets="all-linear",
+              gpus: int = 1, sharding: str | None = None, *, framework: str = "hf",
+              cross_entropy: str | None = None, adapter_dtype: str | None = None, lora_dropout: float | None = None,
+              precision: str | None = None, quantization: str | None = None, double_quant: bool = True,
+              kbit_upcast: str | None = None, upcast_unquantized: bool = False, compile: bool = False,
+              optimizer_in_backward: bool = False, activation_offload: bool | None = None) -> "TrainingSetup":
+        from pipeline.memory import parse_lora_targets
+        from pipeline.models import load_model_spec
+
+        preset = framework_preset(framework)
+        spec = load_model_spec(model)
+        _choice(method, METHODS, "method")
+        attn = _choice(ATTN_ALIASES.get(attn, attn), ATTENTION, "attention")
+        optimizer = _choice(optimizer or preset.optimizer, OPTIMIZERS, "optimizer")
+        cross_entropy = _choice(cross_entropy or preset.cross_entropy, CROSS_ENTROPY, "cross-entropy")
+        if not (isinstance(seq_len, int) and isinstance(micro_batch, int) and isinstance(gpus, int)) \
+                or seq_len < 1 or micro_batch < 1 or gpus < 1:
+            raise ValueError("seq_len, micro_batch and gpus must be integers >= 1")
+        sharding = _choice((sharding or ("ddp" if gpus > 1 else "none")).lower(), SHARDING, "sharding")
+        if gpus == 1:
+            sharding = "none"
+        quant = "nf4" if method == "qlora" else quantization
+        if quant not in (None, "int8", "nf4"):
+            raise ValueError(f"unknown quantization {quant!r}; choose int8 or nf4")
+        if method == "full" and quant:
+            raise ValueError("full fine-tuning trains the weights themselves: they cannot be quantized")
+        precision = _choice(precision or preset.full_precision, PRECISIONS, "precision")
+        if adapter_dtype not in (None, "fp32", "bf16"):
+            raise ValueError(f"unknown adapter dtype {adapter_dtype!r}; choose fp32 or bf16")
+        if kbit_upcast not in (None, "all", "norms", "none"):
+            raise ValueError(f"unknown kbit upcast {kbit_upcast!r}; choose all, norms or none")
+        if method == "full":
+            targets: tuple[str, ...] = ()
+            dropout = 0.0
+        else:
+            if not isinstance(lora_rank, int) or lora_rank < 1:
+                raise ValueError("lora_rank must be an integer >= 1")
+            targets = tuple(parse_lora_targets(lora_targets, spec))
+            dropout = preset.lora_dropout if lora_dropout is None else float(lora_dropout)
+            if not 0 <= dropout < 1:
+                raise ValueError("lora_dropout must be in [0, 1)")
+        upcast = kbit_upcast or ("all" if upcast_unquantized else preset.kbit_upcast)
+        return cls(spec=spec, method=method, seq_len=seq_len, micro_batch=micro_batch, grad_ckpt=bool(grad_ckpt),
+                   attn=attn, optimizer=optimizer, lora_rank=lora_rank, lora_targets=targets, framework=framework,
+                   cross_entropy=cross_entropy, adapter_dtype=adapter_dtype or preset.adapter_dtype,
+                   lora_dropout=dropout, precision=precision, quantization=quant, double_quant=bool(double_quant),
+                   kbit_upcast=upcast if quant else "none", autocast=preset.autocast,
+                   fused_optimizer=preset.fused_optimizer, gpus=gpus, sharding=sharding, compile=bool(compile),
+                   optimizer_in_backward=bool(optimizer_in_backward),
+                   activation_offload=preset.ckpt_mode == "offload" if activation_offload is None
+                   else bool(activation_offload))

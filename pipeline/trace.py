@@ -159,12 +159,13 @@ def trace_step(model: str, method: str = "lora", seq_len: int = 2048, micro_batc
                attn: str = "sdpa", optimizer: str = "adamw", lora_rank: int = 16, lora_targets="all-linear",
                double_quant: bool = True, precision: str | None = None, block: int = CUDA_BLOCK,
                config: dict | None = None, framework: str = "hf", cross_entropy: str | None = None,
-               adapter_dtype: str | None = None) -> TraceResult:
+               adapter_dtype: str | None = None, activation_offload: bool = False) -> TraceResult:
     """Trace two training steps (the second is the steady state: optimizer states exist from the first) and
     return the peak of live tensor bytes in the second, split by category. `config` is a config.json dict
     (else read from `model`); `block` rounds each storage as the CUDA allocator does (1: raw bytes).
     `framework` (pipeline.setup presets) sets the adapter dtype, autocast, the QLoRA upcasts, LoRA dropout, the
-    AdamW implementation and the loss path; `cross_entropy` / `adapter_dtype` override the preset's."""
+    AdamW implementation and the loss path; `cross_entropy` / `adapter_dtype` override the preset's. Unsloth's
+    offloaded checkpointing is not traced: its checkpoints are traced on the GPU (activation_offload=False)."""
     torch = _import_torch()
     from pipeline.memory import METHODS, PRECISIONS
     from pipeline.setup import CROSS_ENTROPY, framework_preset
@@ -176,6 +177,8 @@ def trace_step(model: str, method: str = "lora", seq_len: int = 2048, micro_batc
     adapter_dtype = adapter_dtype or preset.adapter_dtype
     if optimizer == "adamw" and not preset.fused_optimizer:
         optimizer = "adamw_foreach"
+    if activation_offload:
+        raise ValueError("offloaded activation checkpointing is not traced; drop --trace for the analytical figure")
 
     if method not in METHODS:
         raise ValueError(f"unknown method {method!r}; choose one of {', '.join(METHODS)}")
@@ -337,6 +340,12 @@ def _build(torch, config: dict, method, attn, grad_ckpt, lora_rank, lora_targets
         with torch.device("meta"):
             # autocast_adapter_dtype=True (PEFT's default) keeps the adapters of a bf16 model in fp32
             model = peft.get_peft_model(model, lcfg, autocast_adapter_dtype=adapter_dtype == "fp32")
+        want = torch.float32 if adapter_dtype == "fp32" else torch.bfloat16
+        for name, param in model.named_parameters():
+            # PEFT leaves the adapters of a 4-bit base (a uint8 weight) in fp32; stacks with their own LoRA
+            # layers (torchtune) or that cast them (bf16 presets) hold them in the dtype asked for
+            if "lora_" in name and param.dtype != want:
+                param.data = param.data.to(want)
         code_path.append(f"PEFT {peft.__version__} LoRA r{lora_rank} on {targets}, {adapter_dtype} adapters, "
                          f"dropout {lora_dropout}")
     else:

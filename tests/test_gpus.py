@@ -138,9 +138,9 @@ def test_cheaper_path_hints(tmp_path):
     plan = _plan(method="lora", catalog_path=two_cards)
     assert plan["recommendation"]["gpu"] == "Big"  # LoRA of an 8B model needs more than 24 GiB at 2048
     assert any(h.startswith("QLoRA (4-bit base) instead of LoRA fits Small x1") for h in plan["hints"])
-    # without checkpointing a 70B full fine-tune at 8192 fits nowhere; with it, 8 B200s
-    assert any(h.startswith("Gradient checkpointing fits B200 x8")
-               for h in _plan(model="Llama-3.1-70B", method="full", seq_len=8192, grad_ckpt=False)["hints"])
+    # an 8B full fine-tune at 16k without checkpointing fits no card; half the length fits two B200s
+    assert any(h.startswith("A max length of 8192 instead of 16384 fits B200 x2")
+               for h in _plan(model="Llama-3.1-8B", method="full", seq_len=16384, grad_ckpt=False)["hints"])
     assert any(h.startswith("A max length of 4096") for h in _plan(method="lora", seq_len=8192)["hints"])
 
 

@@ -23,7 +23,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from pipeline.memory import GIB, estimate_memory, load_constants, resolve_constants  # noqa: E402
+from pipeline.memory import GIB, estimate_memory  # noqa: E402
 from pipeline.models import load_model_spec, spec_from_config  # noqa: E402
 
 HERE = Path(__file__).parent
@@ -63,7 +63,7 @@ def grid() -> list[dict]:
     # loss paths and presets
     points += [_p(L8, "lora", 2048, cross_entropy="bf16"), _p(L8, "lora", 2048, cross_entropy="chunked"),
                _p(L8, "lora", 2048, cross_entropy="fused"), _p(L8, "qlora", 2048, framework="axolotl"),
-               _p(L8, "qlora", 2048, framework="llamafactory"), _p(L8, "qlora", 2048, framework="unsloth"),
+               _p(L8, "qlora", 2048, framework="llamafactory"), _p(L8, "qlora", 2048, framework="unsloth", activation_offload=False),
                _p(L8, "qlora", 2048, framework="torchtune"), _p(L8, "lora", 2048, framework="plain"),
                _p(L8, "full", 1024, framework="plain"), _p(L8, "full", 2048, framework="torchtune"),
                _p("Mistral-7B", "lora", 2048, grad_ckpt=False), _p("Qwen3-8B", "lora", 8192),
@@ -77,7 +77,7 @@ def grid() -> list[dict]:
         _p("Mistral-7B", "lora", 2048, framework="llamafactory", grad_ckpt=False),
         _p("Qwen2.5-7B", "full", 1024, framework="torchtune"),
         _p("Llama-3.2-1B", "full", 4096, 2, framework="plain"),
-        _p("Qwen2.5-0.5B", "qlora", 16384, framework="unsloth"),
+        _p("Qwen2.5-0.5B", "qlora", 16384, framework="unsloth", activation_offload=False),
         _p("Gemma-2-9B", "lora", 4096, 2, cross_entropy="bf16"),
         _p("Qwen3-30B-A3B", "lora", 2048, cross_entropy="fused"),
         _p("Mixtral-8x7B", "lora", 2048, 2, framework="torchtune"),
@@ -137,7 +137,6 @@ def _spec(model: str):
 
 
 def compare(rows: list[dict]) -> str:
-    c = resolve_constants(load_constants(), "hf")
     lines = [f"{'model':16s} {'method':6s} {'seq x mb':>9s} {'extra':12s} {'traced':>8s} {'analytic':>8s} "
              f"{'ratio':>7s}  {'B/logit traced':>14s}  traced peak phase"]
     errors = []
@@ -157,12 +156,13 @@ def compare(rows: list[dict]) -> str:
         lines.append(f"{row['model'][:16]:16s} {row['method']:6s} {row['seq_len']:5d} x{row['micro_batch']:<2d} "
                      f"{extra[:12]:12s} {traced / GIB:8.2f} {e.peak_allocated_gib:8.2f} {ratio:7.3f}  "
                      f"{per_logit:14.1f}  {row['trace']['peak_phase']}")
-    absolute = sorted(abs(x) for x in errors)
-    lines.append(f"analytical vs traced peak allocated over {len(errors)} points: median |diff| "
-                 f"{statistics.median(absolute):.1%}, max {absolute[-1]:.1%}; analytical higher on "
-                 f"{sum(x > 0 for x in errors)} of them (its fitted constants include what the trace leaves out)")
-    lines.append(f"analytical logits/loss constant: {c['ce_bytes_per_logit']:.1f} B per logit; traced: the live "
-                 f"logits/loss bytes at a loss-phase peak per logit (column 'B/logit traced')")
+    for name, subset in (("derivation set", [e for e, r in zip(errors, rows) if not r.get("held_out")]),
+                         ("held-out set", [e for e, r in zip(errors, rows) if r.get("held_out")])):
+        absolute = sorted(abs(x) for x in subset)
+        if absolute:
+            lines.append(f"analytical vs traced peak allocated, {name}, {len(absolute)} points: median |diff| "
+                         f"{statistics.median(absolute):.2%}, max {absolute[-1]:.2%}")
+    lines.append("B/logit traced: live logits/loss bytes at a loss-phase peak per logit")
     return "\n".join(lines)
 
 
