@@ -180,24 +180,27 @@ class NameBook:
         self.order: dict[frozenset, str] = {}  # the person's words in the order first written
         self.surfaces: dict[str, set] = {}  # a folded word -> the forms it was written in
 
-    def add(self, value: str, after: str = "") -> None:
-        """`after`: the text right after the span, when it was found in a text."""
+    def add(self, value: str, after: str = "", initial: bool = False) -> None:
+        """`after`: the text right after the span, when it was found in a text; `initial`: the span starts a
+        sentence there."""
         if any(c.isdigit() or c in "/@:;,!?()" for c in value):
             return  # a span merged with an address or an identifier: its words are no name to look for
         written = name_words(value)
         if len(written) > 5:
             return
+        if len(written) >= 3 and _RUN_ON.match(after) and not _listed(written[-1], fold(written[-1])) \
+                and not fold(written[-1]).endswith(_SURNAME_ENDINGS):
+            # a run that went on into the next sentence ("Yetkili kişi: Sezer Ergün Türk Telekom faturası",
+            # "Получатель: Едуард Титаренко Мой заказ"): an unlisted last word is not looked for alone
+            written = written[:-1]
+        if initial and len(written) >= 2 and not _listed(written[0], fold(written[0])):
+            written = written[1:]  # "Dosyayı Baysal adına açtım": the sentence's first word is no name word
         words = frozenset(fold(w) for w in written)
         if not words:
             return
         if words not in self.persons:
             self.persons.append(words)
             self.order[words] = " ".join(dict.fromkeys(fold(w) for w in written))
-        if len(written) >= 3 and _RUN_ON.match(after) and not _listed(written[-1], fold(written[-1])) \
-                and not fold(written[-1]).endswith(_SURNAME_ENDINGS):
-            # a run that went on into the next sentence ("Yetkili kişi: Sezer Ergün Türk Telekom faturası",
-            # "Получатель: Едуард Титаренко Мой заказ"): an unlisted last word is not looked for alone
-            written = written[:-1]
         for w in written:
             self.surfaces.setdefault(fold(w), set()).add(w[:1] + w[1:].lower() if w.isupper() else w)
 
@@ -215,7 +218,7 @@ class NameBook:
     def canonical(self, value: str) -> str:
         """The value a mention is pseudonymized as: the fullest name of the one person whose words hold all of
         the mention's, else the mention itself ("Miller" beside "John Miller" and "Anna Miller")."""
-        words = frozenset(fold(w) for w in name_words(value))
+        words = frozenset(k for k in (fold(w) for w in name_words(value)) if k in self.surfaces)
         if not words:
             return value
         cands = [p for p in self.persons if words <= p]

@@ -14,6 +14,7 @@ from ..readers import too_deep
 from . import checks
 from .fields import field_rules, strip_value
 from .lang import detect_language
+from .names import _sentence_initial
 from .mentions import NameBook, drop_named_things, expand, find_mentions
 from .operators import Operators
 from .text import ENTITY_TYPES, Hit
@@ -288,7 +289,7 @@ class PiiStep:
         for u, kept, _ in plans:
             for h in kept:
                 if h.entity == "PERSON":
-                    book.add(u.text[h.start:h.end], u.text[h.end:h.end + 2])
+                    book.add(u.text[h.start:h.end], u.text[h.end:h.end + 2], _sentence_initial(u.text, h.start))
         for f in fields:
             if f.entity == "PERSON":
                 book.add(f.value)
