@@ -332,7 +332,10 @@ def _estimate(s: TrainingSetup, c: dict) -> MemoryEstimate:
         weights = pb["total"] * linear_bytes
     else:
         norm_bytes = 4 if s.kbit_upcast in ("all", "norms") else 2
-        weights = pb["layer_linear"] * linear_bytes + embed_head * d.head + (other - embed_head) * norm_bytes
+        # the MoE router stays unquantized (bitsandbytes skips it as transformers' MoE models ask), like the norms
+        router = L * h * spec.num_experts if spec.is_moe and quant else 0
+        weights = (pb["layer_linear"] - router) * linear_bytes + embed_head * d.head \
+            + (other - embed_head + router) * norm_bytes
     if quant == "int8":  # one fp32 scale per output row
         weights += 4 * L * sum(fo * n for _, _, fo, n in spec.linear_modules())
     layer_weight_bytes = (pb["layer_linear"] * linear_bytes + pb["layer_other"] * 2) / L
