@@ -267,6 +267,11 @@ def layer_saved_bytes(spec: ModelSpec, s: TrainingSetup, d: _Dtypes) -> tuple[fl
                     per_tok += input_bytes.get(name, 2) * fi
                     shared_done.add(group)
             per_tok += 2 * s.lora_rank * per_route
+        experts = [n for n in s.lora_targets if spec.is_moe and n in ("gate_proj", "up_proj", "down_proj")]
+        if experts:
+            # PEFT's ParamWrapper on the fused 3-D expert weights builds each targeted weight's delta (B @ A,
+            # bf16, all experts) in the layer's forward; the matmuls keep them for backward
+            per_layer += 2 * spec.num_experts * spec.expert_intermediate * h * len(experts)
     return per_tok, per_layer
 
 
@@ -423,6 +428,8 @@ def _estimate(s: TrainingSetup, c: dict) -> MemoryEstimate:
     width = spec.expert_intermediate * (max(spec.num_experts_per_tok, 1) if spec.is_moe else 1)
     # gradients of one layer's intermediates and of the residual stream while its backward runs
     layer_bwd = T * (2 * (3 * width + 2 * h) + 2 * h * d.stream)
+    if spec.is_moe and any(n in ("gate_proj", "up_proj") for n in s.lora_targets):
+        layer_bwd += 2 * spec.num_experts * 2 * spec.expert_intermediate * h  # gradient of the gate/up delta
     dequant = 2 * max(fi * fo for _, fi, fo, _ in spec.linear_modules()) if quant else 0.0
     head_grad = V * h * grad_bytes / shard_state if full else 0.0
     emb_bwd = 2 * V * h * grad_bytes if full and spec.tie_word_embeddings else 0.0

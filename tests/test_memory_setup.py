@@ -64,6 +64,6 @@ def test_analytical_model_against_the_committed_grid():
         e = estimate_memory(grid._spec(p["model"]), **grid._settings(p))
         (held if p.get("held_out") else fit).append(abs(e.peak_allocated / row["trace"]["peak_allocated_bytes"] - 1))
     assert len(fit) + len(held) >= 60 and len(held) >= 10
-    assert statistics.median(fit) <= 0.02 and max(fit) <= 0.06
+    assert statistics.median(fit) <= 0.02 and max(fit) <= 0.03
     # held out: what the terms reached (MoE LoRA delta weights and a 16k QLoRA step are the misses)
     assert statistics.median(held) <= 0.02 and max(held) <= 0.10
