@@ -188,3 +188,14 @@ def test_a_timestamp_is_not_a_phone(text):
 def test_a_phone_next_to_a_timestamp_is_still_found():
     out, _ = run([chat("2024-03-05 14:00:00 call +90 532 123 45 67 or 0532 123 45 67.")])
     assert out[0]["messages"][0]["content"] == "2024-03-05 14:00:00 call <PHONE> or <PHONE>."
+
+
+def test_a_sentence_initial_word_in_a_span_does_not_split_the_person():
+    """The recognizer's span may take a sentence's first word ("Dosyayı Baysal adına"): that word is no word of
+    the person, so every mention still gets the person's one pseudonym."""
+    rec = chat("Kargo Batuhan Fehim Baysal adına teslim edildi.", "Dosyayı Baysal adına açtım.")
+    rec["messages"][1]["tool_calls"] = [{"name": "ticket", "arguments": json.dumps({"note": "Baysal aranacak"})}]
+    out, _ = run([rec], operator="pseudonym")
+    text = dump(out)
+    assert "Baysal" not in text
+    assert len(set(re.findall(r"<PERSON_[0-9a-f]+>", text))) == 1, text
