@@ -13,6 +13,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from pipeline.markdown import table
+from pipeline.measured import measured_slowdown
 from pipeline.memory import GIB, MemoryEstimate, estimate_memory
 from pipeline.models import ModelSpec, load_model_spec, param_breakdown
 
@@ -211,11 +212,15 @@ def _evaluate_gpu(spec, method, seq_len, gpu: GPU, catalog: Catalog, *, total_to
                                    slowdown=catalog.qlora_dequant_factor if method == "qlora" else 1.0,
                                    micro_steps_per_gpu=total_sequences / (mb * count),
                                    weight_bytes_per_step=weight_passes * est.components["weights"])
+            calibrated = measured_slowdown(spec.name, method, gpu.name)
+            if calibrated:
+                hours *= calibrated["slowdown"]
             return {"gpu": gpu.name, "count": count, "sharding": sharding, "fits": True, "micro_batch": mb,
                     "vram_need_gib": round(est.nvidia_smi_gib, 2), "usable_gib": round(usable_gib(gpu, margin), 2),
                     "memory_gib": round(gpu.memory_gib, 2), "price_per_hour": gpu.price_per_hour,
                     "hours": round(hours, 2), "cost_usd": cost_usd(hours, gpu.price_per_hour, count),
-                    "tokens_per_second": round(total_tokens / (hours * 3600)) if hours > 0 else None}
+                    "tokens_per_second": round(total_tokens / (hours * 3600)) if hours > 0 else None,
+                    "calibrated": calibrated}
     count, sharding, est = last
     return {"gpu": gpu.name, "count": count, "sharding": sharding, "fits": False, "micro_batch": 0,
             "vram_need_gib": round(est.nvidia_smi_gib, 2), "usable_gib": round(usable_gib(gpu, margin), 2),
@@ -236,7 +241,8 @@ def _summary(c: dict | None) -> dict | None:
     if c is None:
         return None
     return {k: c[k] for k in ("gpu", "count", "micro_batch", "hours", "cost_usd", "sharding", "vram_need_gib",
-                              "price_per_hour")} | {"cost_text": format_cost(c["cost_usd"])}
+                              "price_per_hour")} | {"cost_text": format_cost(c["cost_usd"]),
+                                                     "calibrated": c.get("calibrated")}
 
 
 def _candidates(spec, method, seq_len, catalog, total_tokens, total_sequences, margin, max_micro_batch, options):
@@ -383,8 +389,11 @@ def _choice_line(label: str, c: dict | None) -> str:
     if c is None:
         return f"{label}: nothing in the catalog fits."
     cards = f"{c['gpu']} x{c['count']}" + (f" ({c['sharding']})" if c["sharding"] else "")
+    measured = c.get("calibrated")
+    trials = (f" (time x{measured['slowdown']:.2f} from {measured['points']} measured trial(s))"
+              if measured else "")
     return (f"{label}: {cards}, micro-batch {c['micro_batch']}, {format_hours(c['hours'])}, "
-            f"{format_cost(c['cost_usd'])}")
+            f"{format_cost(c['cost_usd'])}{trials}")
 
 
 def _checkpoint_line(plan: dict) -> str:

@@ -25,6 +25,8 @@ def pytest_collection_modifyitems(session, config, items):
 @pytest.fixture(autouse=True, scope="session")
 def _isolated_cache(tmp_path_factory):
     os.environ["PREPARE_CACHE"] = str(tmp_path_factory.mktemp("prepare-cache"))
+    # a developer's own trial store would change the planned hours the tests assert on
+    os.environ["PREPARE_CALIBRATION"] = str(tmp_path_factory.mktemp("calibration") / "calibration.json")
 
 
 @pytest.fixture(scope="session")

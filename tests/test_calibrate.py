@@ -63,3 +63,49 @@ def test_without_a_plan_is_one_line(tmp_path, capsys):
 
     assert main(["calibrate", str(trial(tmp_path, 1.0))]) == 2
     assert capsys.readouterr().err.startswith("prepare: error: no prepare-plan.json in")
+
+
+def test_a_stored_trial_corrects_later_plans_for_the_same_model_method_and_card(tmp_path, monkeypatch):
+    """The worked example's data: planned 20 h on an A40; after a trial 20% slower on an A40 the next plan
+    says 24 h ($17.76 + VAT) there, and leaves other cards, methods and models as estimated."""
+    from pipeline.gpus import flops_per_token, load_catalog, plan_training, render_plan_text
+    from pipeline.memory import lora_param_count
+    from pipeline.models import load_model_spec
+    from pipeline.train.calibrate import calibrate
+
+    catalog = load_catalog()
+    a40 = catalog.get("A40")
+    spec = load_model_spec("Llama-3.1-8B")
+    token_flops = flops_per_token(spec, "qlora", 2048, True, lora_param_count(spec, 16, "all-linear"))
+    tokens_per_second = a40.bf16_tflops * 1e12 * a40.utilisation / (token_flops * catalog.qlora_dequant_factor)
+    tokens = round(tokens_per_second * 20 * 3600 / 3)
+
+    def planned(method="qlora"):
+        p = plan_training("Llama-3.1-8B", method, seq_len=2048, tokens_per_epoch=tokens,
+                          sequences_per_epoch=tokens // 2048, epochs=3)
+        return p, {c["gpu"]: c for c in p["candidates"] if c["fits"]}
+
+    monkeypatch.setenv("PREPARE_CALIBRATION", str(tmp_path / "store.json"))
+    before, rows_before = planned()
+    lora_before = planned("lora")[1]
+    assert rows_before["A40"]["hours"] == pytest.approx(20.0, abs=0.01) and rows_before["A40"]["calibrated"] is None
+
+    plan(tmp_path, step_seconds=4.0, total_steps=18000)
+    calibrate(trial(tmp_path, step_seconds=4.8), str(tmp_path / "prepare-plan.json"))
+
+    after, rows_after = planned()
+    assert rows_after["A40"]["hours"] == pytest.approx(24.0, abs=0.02)
+    assert rows_after["A40"]["cost_usd"] == pytest.approx(17.76, abs=0.02)
+    assert rows_after["A40"]["calibrated"] == {"slowdown": 1.2, "points": 1}
+    assert all(rows_after[g]["hours"] == rows_before[g]["hours"] for g in rows_before if g != "A40")
+    assert planned("lora")[1] == lora_before                       # another method: not corrected
+    if after["recommendation"]["gpu"] == "A40":
+        assert "from 1 measured trial(s)" in render_plan_text(after)
+
+
+def test_an_unreadable_store_corrects_nothing(tmp_path, monkeypatch):
+    from pipeline.measured import measured_slowdown
+
+    (tmp_path / "store.json").write_text("{not json")
+    monkeypatch.setenv("PREPARE_CALIBRATION", str(tmp_path / "store.json"))
+    assert measured_slowdown("Llama-3.1-8B", "qlora", "A40") is None

@@ -9,20 +9,16 @@ estimate's error. The measured point is appended to a local JSON store (PREPARE_
 from __future__ import annotations
 
 import json
-import os
 import statistics
 import time
 from pathlib import Path
 
+from ..measured import store_path
 from .emit import PLAN_NAME
 
 
 class CalibrateError(ValueError):
     pass
-
-
-def store_path() -> Path:
-    return Path(os.environ.get("PREPARE_CALIBRATION") or Path.home() / ".cache" / "prepare" / "calibration.json")
 
 
 def find_state(trial: Path) -> Path:
