@@ -91,3 +91,18 @@ def fast_config(tmp_path, inputs, **overrides):
     cfg = PrepareConfig(inputs=[str(i) for i in inputs], out=str(tmp_path / "run"), workers=1, **overrides)
     cfg.pii.enabled = cfg.lengths.enabled = cfg.estimate.enabled = False
     return cfg
+
+
+def worked_example_tokens() -> int:
+    """Tokens per epoch sized so the README's worked example (Llama-3.1-8B QLoRA, max length 2048, 3 epochs)
+    takes 20 hours on one A40 by the planner's own throughput model."""
+    from pipeline.gpus import flops_per_token, load_catalog
+    from pipeline.memory import lora_param_count
+    from pipeline.models import load_model_spec
+
+    catalog = load_catalog()
+    a40 = catalog.get("A40")
+    spec = load_model_spec("Llama-3.1-8B")
+    token_flops = flops_per_token(spec, "qlora", 2048, True, lora_param_count(spec, 16, "all-linear"))
+    tokens_per_second = a40.bf16_tflops * 1e12 * a40.utilisation / (token_flops * catalog.qlora_dequant_factor)
+    return round(tokens_per_second * 20 * 3600 / 3)

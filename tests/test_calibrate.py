@@ -68,17 +68,11 @@ def test_without_a_plan_is_one_line(tmp_path, capsys):
 def test_a_stored_trial_corrects_later_plans_for_the_same_model_method_and_card(tmp_path, monkeypatch):
     """The worked example's data: planned 20 h on an A40; after a trial 20% slower on an A40 the next plan
     says 24 h ($17.76 + VAT) there, and leaves other cards, methods and models as estimated."""
-    from pipeline.gpus import flops_per_token, load_catalog, plan_training, render_plan_text
-    from pipeline.memory import lora_param_count
-    from pipeline.models import load_model_spec
+    from conftest import worked_example_tokens
+    from pipeline.gpus import plan_training, render_plan_text
     from pipeline.train.calibrate import calibrate
 
-    catalog = load_catalog()
-    a40 = catalog.get("A40")
-    spec = load_model_spec("Llama-3.1-8B")
-    token_flops = flops_per_token(spec, "qlora", 2048, True, lora_param_count(spec, 16, "all-linear"))
-    tokens_per_second = a40.bf16_tflops * 1e12 * a40.utilisation / (token_flops * catalog.qlora_dequant_factor)
-    tokens = round(tokens_per_second * 20 * 3600 / 3)
+    tokens = worked_example_tokens()
 
     def planned(method="qlora"):
         p = plan_training("Llama-3.1-8B", method, seq_len=2048, tokens_per_epoch=tokens,

@@ -7,9 +7,10 @@ from pathlib import Path
 
 import pytest
 
+from conftest import worked_example_tokens
 from pipeline.gpus import (checkpoint_sizes, cost_usd, fits, flops_per_token, format_cost, largest_micro_batch,
                            load_catalog, plan_training, render_plan_markdown, render_plan_text, usable_gib)
-from pipeline.memory import GIB, MemoryEstimate, estimate_memory, lora_param_count
+from pipeline.memory import GIB, MemoryEstimate, estimate_memory
 from pipeline.models import load_model_spec, param_breakdown
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -73,12 +74,7 @@ def test_worked_example_qlora_8b_on_a40_for_20_hours():
     assert cost_usd(20, 0.74) == 14.80
     assert format_cost(cost_usd(20, 0.74)) == "$14.80 + VAT"
     # a data set sized so the estimated QLoRA run on one A40 takes 20 hours must cost $14.80 + VAT
-    catalog = load_catalog()
-    a40 = catalog.get("A40")
-    spec = load_model_spec("Llama-3.1-8B")
-    token_flops = flops_per_token(spec, "qlora", 2048, True, lora_param_count(spec, 16, "all-linear"))
-    tokens_per_second = a40.bf16_tflops * 1e12 * a40.utilisation / (token_flops * catalog.qlora_dequant_factor)
-    tokens_per_epoch = round(tokens_per_second * 20 * 3600 / 3)
+    tokens_per_epoch = worked_example_tokens()
     plan = plan_training("Llama-3.1-8B", "qlora", seq_len=2048, tokens_per_epoch=tokens_per_epoch,
                          sequences_per_epoch=tokens_per_epoch // 2048, epochs=3)
     row = next(c for c in plan["candidates"] if c["gpu"] == "A40")
