@@ -13,7 +13,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from pipeline.markdown import table
-from pipeline.measured import measured_slowdown
+from pipeline.measured import load_points, measured_slowdown
 from pipeline.memory import GIB, MemoryEstimate, estimate_memory
 from pipeline.models import ModelSpec, load_model_spec, param_breakdown
 
@@ -193,8 +193,9 @@ def checkpoint_sizes(spec: ModelSpec, method: str, estimate: MemoryEstimate) -> 
 # ---------------------------------------------------------------- planning
 
 def _evaluate_gpu(spec, method, seq_len, gpu: GPU, catalog: Catalog, *, total_tokens, total_sequences, margin,
-                  max_micro_batch, options) -> dict:
-    """The smallest card count (with sharding where needed) on which the job fits, and its time and cost."""
+                  max_micro_batch, options, trials: list[dict]) -> dict:
+    """The smallest card count (with sharding where needed) on which the job fits, and its time and cost;
+    `trials`: the stored measured points (pipeline.measured), which correct the time on their card."""
     grad_ckpt = options.get("grad_ckpt", True)
     shardings_multi = ("zero2", "zero3") if method == "full" else ("fsdp",)
     last = None
@@ -212,7 +213,7 @@ def _evaluate_gpu(spec, method, seq_len, gpu: GPU, catalog: Catalog, *, total_to
                                    slowdown=catalog.qlora_dequant_factor if method == "qlora" else 1.0,
                                    micro_steps_per_gpu=total_sequences / (mb * count),
                                    weight_bytes_per_step=weight_passes * est.components["weights"])
-            calibrated = measured_slowdown(spec.name, method, gpu.name)
+            calibrated = measured_slowdown(spec.name, method, gpu.name, trials)
             if calibrated:
                 hours *= calibrated["slowdown"]
             return {"gpu": gpu.name, "count": count, "sharding": sharding, "fits": True, "micro_batch": mb,
@@ -246,9 +247,10 @@ def _summary(c: dict | None) -> dict | None:
 
 
 def _candidates(spec, method, seq_len, catalog, total_tokens, total_sequences, margin, max_micro_batch, options):
+    trials = load_points()  # the store is read once per candidate list, not once per card
     return [_evaluate_gpu(spec, method, seq_len, gpu, catalog, total_tokens=total_tokens,
                           total_sequences=total_sequences, margin=margin, max_micro_batch=max_micro_batch,
-                          options=options) for gpu in catalog.gpus]
+                          options=options, trials=trials) for gpu in catalog.gpus]
 
 
 def _hints(spec, method, seq_len, catalog, best, total_tokens, total_sequences, margin, max_micro_batch,
