@@ -634,8 +634,9 @@ def _iter_lines(stream, cap: int, first_line: int = 1) -> Iterator[tuple[int, by
             tail, skipping = b"", True
         if not done.strip(b"\r\n"):  # a block of line ends only: counted, not split
             if done:
-                yield number, _line_ends(done)
-                number += _line_ends(done)
+                ends = _line_ends(done)
+                yield number, ends
+                number += ends
             continue
         empty = 0
         for line in done.splitlines():
