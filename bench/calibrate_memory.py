@@ -1,4 +1,4 @@
-"""Refit the framework constants of pipeline.memory on the published measurements and print the per-point error.
+"""Refit the framework constants of pipeline.plan.memory on the published measurements and print the per-point error.
 
     python bench/calibrate_memory.py            # fit, print, write pipeline/data/memory_constants.json
     python bench/calibrate_memory.py --check    # print the errors of the stored constants only
@@ -19,7 +19,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from pipeline.memory import (CONSTANTS_FILE, UNIT_BYTES, calibration_summary, calibration_table,  # noqa: E402
+from pipeline.plan.memory import (CONSTANTS_FILE, UNIT_BYTES, calibration_summary, calibration_table,  # noqa: E402
                              format_calibration_table, load_calibration_points, predict_calibration_point)
 
 

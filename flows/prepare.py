@@ -158,11 +158,11 @@ def publish(result: RunResult) -> None:
         create_markdown_artifact(key="prepare-kvkk", markdown=render_kvkk_markdown(report["pii"]),
                                  description="personal data found, what was done with it, residual risk")
     if "lengths" in report:
-        from pipeline.histogram import render_lengths_markdown
+        from pipeline.lengths.histogram import render_lengths_markdown
 
         create_markdown_artifact(key="prepare-token-lengths", markdown=render_lengths_markdown(report["lengths"]))
     if "plan" in report:
-        from pipeline.gpus import render_plan_markdown
+        from pipeline.plan.gpus import render_plan_markdown
 
         create_markdown_artifact(key="prepare-gpu-plan", markdown=render_plan_markdown(report["plan"]))
 

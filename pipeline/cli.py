@@ -26,7 +26,7 @@ def _fail(message: str, code: int = EXIT_ERROR) -> int:
 
 
 def add_run_arguments(p: argparse.ArgumentParser) -> None:
-    from .precheck import add_plan_arguments
+    from pipeline.plan.precheck import add_plan_arguments
 
     p.add_argument("inputs", nargs="+", metavar="INPUT", help="files, folders, globs or s3:// URIs")
     p.add_argument("--out", help="run directory (default: runs/latest)")
@@ -55,7 +55,7 @@ def add_run_arguments(p: argparse.ArgumentParser) -> None:
 def config_from_args(args) -> PrepareConfig:
     """The --config file with the flags merged over it; every value is validated once, here (ConfigError)."""
     from .config import load_config
-    from .precheck import plan_flags
+    from pipeline.plan.precheck import plan_flags
 
     overrides: dict = {
         "inputs": args.inputs, "out": args.out, "s3": args.s3, "validation_inputs": args.validation,
@@ -85,12 +85,12 @@ def summary_text(report: dict, manifest_uri: str | None, run_dir: str) -> str:
         lines.append(f"  quarantined {reason:<20} {n}")
     lengths = report.get("lengths")
     if lengths:
-        from .histogram import render_lengths_text
+        from pipeline.lengths.histogram import render_lengths_text
 
         lines.append(render_lengths_text(lengths))
     plan = report.get("plan")
     if plan:
-        from .gpus import render_plan_text
+        from pipeline.plan.gpus import render_plan_text
 
         lines.append(render_plan_text(plan))
     if manifest_uri:
@@ -173,7 +173,8 @@ def cmd_serve(args) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from . import estimate_cli, precheck
+    from pipeline import estimate_cli
+    from pipeline.plan import precheck
 
     parser = argparse.ArgumentParser(prog="prepare", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)

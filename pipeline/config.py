@@ -9,7 +9,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
 
-from pipeline.setup import CrossEntropy, FrameworkName  # the estimator's stack presets name these
+from pipeline.plan.setup import CrossEntropy, FrameworkName  # the estimator's stack presets name these
 
 # Every integer setting is at most this: past it a size reached C code as OverflowError mid-run
 # (read.max_record_bytes: 1e20); it is also the largest integer a JSON client (Prefect's UI) keeps exact.
@@ -137,12 +137,12 @@ class EstimateConfig(Section):
     model: str = Field("llama-3.1-8b", description="Built-in model name, config.json path or folder.")
     method: Literal["full", "lora", "qlora"] = "qlora"
     epochs: float = Field(3.0, gt=0)
-    # the estimator's knobs (pipeline.memory.estimate_memory); None = the framework preset's default
+    # the estimator's knobs (pipeline.plan.memory.estimate_memory); None = the framework preset's default
     cross_entropy: CrossEntropy | None = Field(
         None, description="Loss: standard (HF, fp32-upcast logits), bf16 (F.cross_entropy on bf16 logits), "
                           "chunked (torchtune), or fused (Liger / Cut-CE / Unsloth).")
     framework: FrameworkName = Field(
-        "hf", description="Training stack whose defaults apply (pipeline.setup.framework_preset): hf (Trainer/TRL), "
+        "hf", description="Training stack whose defaults apply (pipeline.plan.setup.framework_preset): hf (Trainer/TRL), "
                           "axolotl, llamafactory, unsloth, torchtune, plain (PyTorch loop).")
     lora_rank: int = Field(16, ge=1, le=4096)
     lora_targets: str = Field("all-linear", description="all-linear or modules such as q_proj,v_proj.")

@@ -10,10 +10,10 @@ import json
 import sys
 from pathlib import Path
 
-from pipeline.gpus import catalog_rows, load_catalog, render_catalog_text
-from pipeline.memory import (ATTENTION, CROSS_ENTROPY, GIB, METHODS, OPTIMIZERS, PRECISIONS, MemoryEstimate,
+from pipeline.plan.gpus import catalog_rows, load_catalog, render_catalog_text
+from pipeline.plan.memory import (ATTENTION, CROSS_ENTROPY, GIB, METHODS, OPTIMIZERS, PRECISIONS, MemoryEstimate,
                              estimate_memory, load_constants)
-from pipeline.setup import FRAMEWORKS
+from pipeline.plan.setup import FRAMEWORKS
 
 DEFAULT_LORA_RANK = 16
 DEFAULT_LORA_TARGETS = "all-linear"
@@ -113,7 +113,7 @@ def run_estimate(args: argparse.Namespace) -> int:
 
 def _trace(args: argparse.Namespace):
     """The traced step for the same settings; only the hf stack on one GPU is traced. torch is imported here."""
-    from pipeline.trace import trace_available, trace_step, INSTALL_HINT
+    from pipeline.plan.trace import trace_available, trace_step, INSTALL_HINT
 
     if not trace_available():
         raise ValueError(INSTALL_HINT)
@@ -196,7 +196,7 @@ def run_gpus(args: argparse.Namespace) -> int:
 
 
 def run_models(args: argparse.Namespace) -> int:
-    from pipeline.models import builtin_models, builtin_spec, builtin_aliases, param_count
+    from pipeline.plan.models import builtin_models, builtin_spec, builtin_aliases, param_count
 
     rows = []
     for name in builtin_models():

@@ -43,7 +43,7 @@ def preflight(cfg: PrepareConfig, log: Callable[[str], None] | None = None) -> N
 
 
 def check_model(model: str) -> None:
-    from .models import builtin_models, load_model_spec
+    from pipeline.plan.models import builtin_models, load_model_spec
 
     try:
         load_model_spec(model)
@@ -58,7 +58,7 @@ def check_model(model: str) -> None:
 
 
 def _model_names() -> list[str]:
-    from .models import _builtin_table
+    from pipeline.plan.models import _builtin_table
 
     names = []
     for name, entry in _builtin_table().items():
@@ -69,7 +69,7 @@ def _model_names() -> list[str]:
 def check_tokenizer(cfg: PrepareConfig) -> None:
     """The tokenizer resolves and, unless it is the built-in default, loads (a hub id, a folder, a chat template
     override): a failure here would otherwise fail every shard of the lengths step."""
-    from .lengths import LengthStep
+    from pipeline.lengths.step import LengthStep
 
     try:
         step = LengthStep(cfg.lengths, None, model=cfg.estimate.model)

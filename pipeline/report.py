@@ -107,11 +107,11 @@ def render_markdown(report: dict) -> str:
 
         out += ["## Personal data (KVKK)", "", render_kvkk_markdown(report["pii"]), ""]
     if "lengths" in report:
-        from .histogram import render_lengths_markdown
+        from pipeline.lengths.histogram import render_lengths_markdown
 
         out += ["## Token lengths", "", render_lengths_markdown(report["lengths"]), ""]
     if "plan" in report:
-        from .gpus import render_plan_markdown
+        from pipeline.plan.gpus import render_plan_markdown
 
         out += ["## GPU plan", "", render_plan_markdown(report["plan"]), ""]
     return "\n".join(out) + "\n"

@@ -289,7 +289,7 @@ def process_shard(task: ShardTask, cfg: PrepareConfig, work_dir: str, removed_pa
 
         steps.append(PiiStep(cfg.pii, salt=salt))
     if cfg.lengths.enabled:
-        from .lengths import LengthStep
+        from pipeline.lengths.step import LengthStep
 
         steps.append(LengthStep(cfg.lengths, token_cache, model=cfg.estimate.model))
     steps.append(SplitStep(cfg.split, has_eval))
@@ -399,8 +399,8 @@ def finalize(cfg: PrepareConfig, run_dir: str, work_dir: str, shard_results: lis
     max_len = None
     step = None
     if cfg.lengths.enabled:
-        from .histogram import plot_lengths_png, summarize_lengths
-        from .lengths import LengthStep, apply_overflow
+        from pipeline.lengths.histogram import plot_lengths_png, summarize_lengths
+        from pipeline.lengths.step import LengthStep, apply_overflow
 
         groups = _length_groups(processed, inputs)
         if groups:
@@ -472,7 +472,7 @@ def _kind_set(record: dict, kind: str | None) -> bool:
 
 def _max_positions(cfg: PrepareConfig) -> int | None:
     try:
-        from .models import load_model_spec
+        from pipeline.plan.models import load_model_spec
 
         return load_model_spec(cfg.estimate.model).get("max_position_embeddings")
     except Exception:
@@ -480,8 +480,8 @@ def _max_positions(cfg: PrepareConfig) -> int | None:
 
 
 def _plan(cfg: PrepareConfig, lengths_summary: dict) -> dict | None:
-    from .gpus import plan_training
-    from .precheck import plan_options
+    from pipeline.plan.gpus import plan_training
+    from pipeline.plan.precheck import plan_options
 
     packing = lengths_summary.get("packing", {})
     return plan_training(

@@ -2,7 +2,7 @@
 
 For each shown record: the chat template rendered to text (tool definitions included), the trainable
 (assistant-only loss) tokens marked, the token counts, and where the max_seq_len cut falls. Rendering, spans and
-counts come from the run's own machinery (pipeline.lengths.LengthStep, pipeline.tokenizer's handles and
+counts come from the run's own machinery (pipeline.lengths.step.LengthStep, pipeline.lengths.tokenizer's handles and
 render_default); this module only maps the rendering onto tokens and prints it.
 
 The zero-trainable check: every record of the data (not only the shown ones) is counted; a record whose
@@ -121,8 +121,8 @@ def _data_batches(cfg) -> Iterator[list[dict]]:
 
 def view_record(handle, rec: dict) -> View:
     """The record rendered and tokenized as the trainer does, each token marked trainable or not: the same
-    rendering, spans and overlap rule as the counts (pipeline.tokenizer)."""
-    from .tokenizer import HFHandle, MistralCommonHandle
+    rendering, spans and overlap rule as the counts (pipeline.lengths.tokenizer)."""
+    from pipeline.lengths.tokenizer import HFHandle, MistralCommonHandle
 
     if isinstance(handle, MistralCommonHandle):
         return _view_mistral(handle, rec)
@@ -132,7 +132,7 @@ def view_record(handle, rec: dict) -> View:
 
 
 def _view_hf(handle, rec: dict) -> View:
-    from .tokenizer import is_chat, render_default, template_inputs
+    from pipeline.lengths.tokenizer import is_chat, render_default, template_inputs
 
     if not is_chat(rec):
         text = handle._text_inputs([rec])[0]           # text + EOS, as trl appends it
@@ -175,7 +175,7 @@ def _pieces(text: str, enc) -> list[str]:
 def _view_mistral(handle, rec: dict) -> View:
     import codecs
 
-    from .tokenizer import is_chat, template_inputs
+    from pipeline.lengths.tokenizer import is_chat, template_inputs
 
     raw = handle.raw
     if is_chat(rec):
@@ -283,7 +283,7 @@ class Check:
 def run_show(target: Target, n: int = 5, ids: list[str] | None = None, color: bool = False,
              allow_untrained: bool = False, max_untrained_share: float = 0.5, write=print) -> Check:
     """Print the chosen records as the trainer sees them and check every record for trainable tokens."""
-    from .lengths import LengthStep
+    from pipeline.lengths.step import LengthStep
     from .stats import StageStats
 
     cache = str(Path(os.environ.get("PREPARE_CACHE", ".cache/prepare")) / "tokens")  # the run's token cache

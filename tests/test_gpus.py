@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 
 from conftest import worked_example_tokens
-from pipeline.gpus import (checkpoint_sizes, cost_usd, fits, flops_per_token, format_cost, largest_micro_batch,
+from pipeline.plan.gpus import (checkpoint_sizes, cost_usd, fits, flops_per_token, format_cost, largest_micro_batch,
                            load_catalog, plan_training, render_plan_markdown, render_plan_text, usable_gib)
-from pipeline.memory import GIB, MemoryEstimate, estimate_memory
-from pipeline.models import load_model_spec, param_breakdown
+from pipeline.plan.memory import GIB, MemoryEstimate, estimate_memory
+from pipeline.plan.models import load_model_spec, param_breakdown
 
 ROOT = Path(__file__).resolve().parents[1]
 PYTHON = sys.executable
@@ -237,13 +237,13 @@ def test_json_output_is_only_json_and_torch_free():
 @pytest.mark.parametrize("hours, shown", [(0.004, "<1 min"), (0.07, "4 min"), (0.5, "30 min"), (0.96, "1.0 h"),
                                           (20.0, "20.0 h"), (None, "-")])
 def test_short_jobs_are_shown_in_minutes(hours, shown):
-    from pipeline.gpus import format_hours
+    from pipeline.plan.gpus import format_hours
 
     assert format_hours(hours) == shown
 
 
 def test_cheaper_paths_name_the_loss_that_never_holds_the_logits():
-    from pipeline.gpus import plan_training
+    from pipeline.plan.gpus import plan_training
 
     # 8B QLoRA at 16k tokens: the fp32 logits of the standard loss need a bigger card than the rest
     kw = dict(seq_len=16384, tokens_per_epoch=5_000_000, sequences_per_epoch=300)

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from pipeline.config import LengthsConfig
-from pipeline.histogram import (
+from pipeline.lengths.histogram import (
     PCT_KEYS, choose_max_seq_len, coverage_at, dynamic_padding_waste, log_bin_edges, log_histogram, pack_bfd,
     packing_summary, percentile_uncertainty, percentiles, plot_lengths_png, render_lengths_markdown,
     render_lengths_text, summarize_lengths,
@@ -200,7 +200,7 @@ def test_png(tmp_path):
 
 
 def test_png_legend_beside_the_bars_and_title_whole():
-    from pipeline.histogram import draw_lengths
+    from pipeline.lengths.histogram import draw_lengths
 
     s = summarize_lengths(_groups(), LengthsConfig())
     s["tokenizer"] = "mistral-32k (tokenizer.model.v1 from mistral-common, 32000 tokens) [offline default: " \

@@ -6,10 +6,10 @@ import pickle
 import pytest
 
 from pipeline.config import LengthsConfig
-from pipeline.lengths import LengthCache, LengthStep, apply_overflow, chunk_id, sample_for_precheck
+from pipeline.lengths.step import LengthCache, LengthStep, apply_overflow, chunk_id, sample_for_precheck
 from pipeline.records import record_id, template_inputs
 from pipeline.stats import StageStats
-from pipeline.tokenizer import is_chat
+from pipeline.lengths.tokenizer import is_chat
 
 WORDS = ("merhaba dünya bugün hava çok güzel привет мир как дела сегодня the quick brown fox jumps over "
          "the lazy dog again and again").split()
@@ -304,7 +304,7 @@ def test_a_run_counts_exactly_what_the_trainer_renders_from_its_shards(tmp_path)
 
     from conftest import PEER_FORMATS, fast_config
     from pipeline.runner import run_prepare
-    from pipeline.tokenizer import load_tokenizer
+    from pipeline.lengths.tokenizer import load_tokenizer
 
     template = (Path(__file__).parent / "fixtures" / "templates" / "llama-3.1-instruct.jinja").read_text()
     cfg = fast_config(tmp_path, [PEER_FORMATS / "glaive_toolcall_en_demo.json"])

@@ -5,10 +5,10 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.memory import (GIB, calibration_summary, calibration_table, estimate_memory,
+from pipeline.plan.memory import (GIB, calibration_summary, calibration_table, estimate_memory,
                              format_calibration_table, load_calibration_points, load_constants, lora_param_count,
                              parse_lora_targets, resolve_constants)
-from pipeline.models import load_model_spec
+from pipeline.plan.models import load_model_spec
 
 HF = resolve_constants(load_constants(), "hf")
 OVERHEAD = HF["framework_overhead_gib"] * GIB

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.memory import estimate_memory
-from pipeline.setup import FRAMEWORKS, TrainingSetup, framework_preset
+from pipeline.plan.memory import estimate_memory
+from pipeline.plan.setup import FRAMEWORKS, TrainingSetup, framework_preset
 
 ROOT = Path(__file__).resolve().parents[1]
 

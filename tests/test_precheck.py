@@ -57,7 +57,7 @@ def test_precheck_text_output_names_the_tokenizer_and_the_gpu():
 
 def test_precheck_measures_what_run_keeps_after_exact_dedup(tmp_path):
     """precheck and run on the same data measure the same records: exact duplicates are not counted twice."""
-    from pipeline.precheck import run_precheck
+    from pipeline.plan.precheck import run_precheck
     from pipeline.runner import run_prepare
 
     from conftest import fast_config
@@ -100,8 +100,8 @@ def test_config_choices_are_the_estimators():
     import typing
 
     from pipeline.config import EstimateConfig
-    from pipeline.memory import ATTENTION, CROSS_ENTROPY, OPTIMIZERS
-    from pipeline.setup import FRAMEWORKS
+    from pipeline.plan.memory import ATTENTION, CROSS_ENTROPY, OPTIMIZERS
+    from pipeline.plan.setup import FRAMEWORKS
 
     def literal(name):
         ann = EstimateConfig.model_fields[name].annotation

@@ -543,7 +543,7 @@ def test_the_map_of_names_is_written_only_with_the_run_directory_locked(tmp_path
 
 def test_precheck_expands_inputs_with_the_config(tmp_path):
     """precheck read a symlink out of the input folder that run refuses, and showed real file names."""
-    from pipeline.precheck import sample_records
+    from pipeline.plan.precheck import sample_records
 
     (tmp_path / "outside.jsonl").write_text(json.dumps({"text": "a document outside the input folder"}) + "\n")
     (tmp_path / "in").mkdir()

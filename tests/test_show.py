@@ -8,10 +8,10 @@ import pytest
 
 from pipeline.cli import main
 from pipeline.config import LengthsConfig, PrepareConfig
-from pipeline.lengths import LengthStep
+from pipeline.lengths.step import LengthStep
 from pipeline.runner import run_prepare
 from pipeline.show import format_view, view_record
-from pipeline.tokenizer import HFHandle, load_tokenizer, resolve_tokenizer
+from pipeline.lengths.tokenizer import HFHandle, load_tokenizer, resolve_tokenizer
 
 from conftest import SAMPLE_DATA
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from pipeline.records import template_inputs
-from pipeline.tokenizer import (
+from pipeline.lengths.tokenizer import (
     DEFAULT_CHAT_TEMPLATE, HFHandle, SentencePieceCounter, is_chat, load_tokenizer, mistral_common_data_dir,
     render_default, resolve_tokenizer, sentencepiece_folder, spec_fingerprint, template_messages,
 )
@@ -393,7 +393,7 @@ def test_tool_shards_load_as_the_records_written(tool_shards):
 def test_real_templates_render_tool_shards_and_counts_are_that_rendering(tool_shards, tmp_path, template_name,
                                                                          shape):
     from pipeline.config import LengthsConfig
-    from pipeline.lengths import LengthStep
+    from pipeline.lengths.step import LengthStep
     from pipeline.stats import StageStats
 
     template = None if template_name == "builtin" else (TEMPLATES / f"{template_name}.jinja").read_text()
@@ -448,7 +448,7 @@ def test_tekken_counts_the_tools(tool_shards):
 def test_llama_refuses_parallel_calls_and_the_step_quarantines_them():
     from pipeline.config import LengthsConfig
     from pipeline.formats import to_record
-    from pipeline.lengths import LengthStep
+    from pipeline.lengths.step import LengthStep
     from pipeline.stats import StageStats
 
     row = {"messages": [

@@ -1,4 +1,4 @@
-"""The VRAM tracer (pipeline/trace.py, `prepare estimate --trace`): byte counts against hand computations on a
+"""The VRAM tracer (pipeline/plan/trace.py, `prepare estimate --trace`): byte counts against hand computations on a
 tiny 2-layer Llama config, the storage accounting itself, and the CLI. Needs the 'trace' extra (torch, peft);
 `make test` installs it. Without torch only the tests of the torch-free paths run."""
 from __future__ import annotations
@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from pipeline.memory import _nf4_bytes_per_param, estimate_memory, load_constants, resolve_constants
+from pipeline.plan.memory import _nf4_bytes_per_param, estimate_memory, load_constants, resolve_constants
 
 TINY = {"model_type": "llama", "hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2,
         "num_attention_heads": 4, "num_key_value_heads": 2, "vocab_size": 256, "tie_word_embeddings": False,
@@ -41,7 +41,7 @@ def _trace(method, **kw):
 
 @functools.lru_cache(maxsize=None)
 def _cached_trace(method, kw):
-    from pipeline.trace import trace_step
+    from pipeline.plan.trace import trace_step
 
     return trace_step("tiny", method, config=TINY, block=1, **dict(kw))
 
@@ -113,7 +113,7 @@ def test_storage_accounting_views_once_frees_seen():
     _needs_torch()
     import torch
 
-    from pipeline.trace import _tracker
+    from pipeline.plan.trace import _tracker
 
     t = _tracker(torch, 1)
     with t:
@@ -135,7 +135,7 @@ def test_analytical_model_against_trace_on_a_small_config():
     """Not equal by construction: the analytical model's constants are fitted on published peaks, the trace
     counts this code path. The figures are reported; a gross disagreement (a term off by a factor) fails."""
     r = _trace("lora", seq_len=256, micro_batch=2)
-    from pipeline.models import spec_from_config
+    from pipeline.plan.models import spec_from_config
 
     e = estimate_memory(spec_from_config(TINY, "tiny"), "lora", seq_len=256, micro_batch=2)
     ratio = e.peak_allocated / r.peak_allocated
@@ -250,8 +250,8 @@ def test_builtin_model_rebuilt_from_its_spec_has_the_published_size(name):
     import torch
     from transformers import AutoConfig, AutoModelForCausalLM
 
-    from pipeline.models import builtin_spec
-    from pipeline.trace import hf_config_dict
+    from pipeline.plan.models import builtin_spec
+    from pipeline.plan.trace import hf_config_dict
 
     cfg, _ = hf_config_dict(name)
     cfg = dict(cfg)

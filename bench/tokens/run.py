@@ -1,4 +1,4 @@
-"""Benchmark of the token-length stage (pipeline.lengths.LengthStep) against a plain per-record loop.
+"""Benchmark of the token-length stage (pipeline.lengths.step.LengthStep) against a plain per-record loop.
 
     .venv/bin/python bench/tokens/run.py                          # 100k records, baseline on 10k of them
     .venv/bin/python bench/tokens/run.py --records 20000 --baseline 2000    # quick
@@ -41,7 +41,7 @@ from corpus import make_records  # noqa: E402
 
 
 def baseline(records: list[dict], handle) -> tuple[list[tuple[int, int]], float]:
-    from pipeline.tokenizer import is_chat, template_messages
+    from pipeline.lengths.tokenizer import is_chat, template_messages
 
     tok = handle.tokenizer
     template = handle.template
@@ -74,7 +74,7 @@ def _worker(path: str, tokenizer: str | None, cache: str, batch: int, barrier, q
     """One of --workers processes: load its share, load the tokenizer, wait for the others, measure."""
     sys.path.insert(0, str(ROOT))
     from pipeline.config import LengthsConfig
-    from pipeline.lengths import LengthStep
+    from pipeline.lengths.step import LengthStep
     from pipeline.stats import StageStats
 
     with open(path, "rb") as f:
@@ -124,7 +124,7 @@ with open({data!r}, "rb") as f:
 t1 = time.perf_counter()
 c1 = time.process_time()
 from pipeline.config import LengthsConfig
-from pipeline.lengths import LengthStep
+from pipeline.lengths.step import LengthStep
 from pipeline.stats import StageStats
 step = LengthStep(LengthsConfig(tokenizer={tokenizer!r}), {cache!r})
 stats = StageStats("lengths")
@@ -150,7 +150,7 @@ def main() -> int:
     args = ap.parse_args()
 
     from pipeline.config import LengthsConfig
-    from pipeline.lengths import LengthStep
+    from pipeline.lengths.step import LengthStep
     from pipeline.stats import StageStats
 
     load_at_start = [round(x, 2) for x in os.getloadavg()]

@@ -1,4 +1,4 @@
-"""Trace a grid of training steps (pipeline/trace.py) and compare the analytical model (pipeline/memory.py).
+"""Trace a grid of training steps (pipeline/plan/trace.py) and compare the analytical model (pipeline/plan/memory.py).
 
     python bench/trace/grid.py              # trace the grid, write bench/trace/grid.json, print the comparison
     python bench/trace/grid.py --compare    # only the comparison, from the committed grid.json
@@ -23,8 +23,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from pipeline.memory import GIB, estimate_memory  # noqa: E402
-from pipeline.models import load_model_spec, spec_from_config  # noqa: E402
+from pipeline.plan.memory import GIB, estimate_memory  # noqa: E402
+from pipeline.plan.models import load_model_spec, spec_from_config  # noqa: E402
 
 HERE = Path(__file__).parent
 OUT = HERE / "grid.json"
@@ -104,7 +104,7 @@ def _settings(point: dict) -> dict:
 def trace_grid(points: list[dict], cached: dict[str, dict], save) -> list[dict]:
     """Trace the points not in `cached` (point_key -> row); `save(rows)` after each, so an interrupted run
     keeps what it traced."""
-    from pipeline.trace import trace_step
+    from pipeline.plan.trace import trace_step
 
     rows = []
     for point in points:

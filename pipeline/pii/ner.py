@@ -90,7 +90,7 @@ def _forward_cache_file():
     import sys
     from importlib.metadata import PackageNotFoundError, version
 
-    from ..tokenizer import default_cache_root
+    from pipeline.lengths.tokenizer import default_cache_root
 
     try:
         versions = "-".join(version(p) for p in ("natasha", "slovnet", "navec", "numpy"))

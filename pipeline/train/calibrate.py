@@ -13,7 +13,7 @@ import statistics
 import time
 from pathlib import Path
 
-from ..measured import store_path
+from pipeline.plan.measured import store_path
 from .emit import PLAN_NAME
 
 
@@ -106,7 +106,7 @@ def calibrate(trial_dir: str | Path, plan_path: str | None = None, record: bool 
 
 
 def _cost(usd: float) -> str:
-    from ..gpus import format_cost
+    from pipeline.plan.gpus import format_cost
 
     return format_cost(usd)
 
@@ -131,7 +131,7 @@ def _record(result: dict) -> Path:
 
 
 def render(result: dict) -> str:
-    from ..gpus import format_cost, format_hours
+    from pipeline.plan.gpus import format_cost, format_hours
 
     p, m, c = result["plan"], result["measured"], result["corrected"]
     slower = result["slowdown"] - 1

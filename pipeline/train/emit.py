@@ -3,7 +3,7 @@
 Every setting the estimate assumed (model, method, LoRA, NF4 + double quantization, max length, packing,
 micro-batch, checkpointing, attention, optimizer, precision, loss masking, epochs) is written into the
 trainer's own config, so the job that runs is the job that was planned. The trainer names the estimator's
-framework preset (pipeline.setup): a precheck for axolotl is estimated with axolotl's loss path, adapter
+framework preset (pipeline.plan.setup): a precheck for axolotl is estimated with axolotl's loss path, adapter
 dtype and QLoRA upcasts. Beside the config goes prepare-plan.json: the estimate, for `prepare calibrate`.
 """
 from __future__ import annotations
@@ -69,7 +69,7 @@ def trainer_model_id(model: str) -> str:
     """What the trainer loads: a hub id or a local path as given; a built-in name becomes its hub id."""
     if "/" in model or Path(model).exists():
         return str(Path(model).resolve()) if Path(model).exists() else model
-    from ..models import load_model_spec
+    from pipeline.plan.models import load_model_spec
 
     spec = load_model_spec(model)
     table = json.loads((Path(__file__).resolve().parent.parent / "data" / "models.json").read_text())["models"]
@@ -142,7 +142,7 @@ def build_spec(cfg, result: dict, *, trainer: str, shards: dict, global_batch: s
                checkpoint_minutes: float = 30.0, base_model: str | None = None,
                trainer_output: str = "output") -> dict:
     """Everything the estimate assumed, trainer-neutral: the emitters only spell it."""
-    from ..setup import framework_preset
+    from pipeline.plan.setup import framework_preset
 
     plan = result["plan"]
     rec = plan["recommendation"]

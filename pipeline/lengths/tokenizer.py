@@ -39,7 +39,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .records import clean_message, template_inputs
+from pipeline.records import clean_message, template_inputs
 
 COUNT_METHOD_VERSION = "2"  # bump when the counting rules change: old cache entries stop matching
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass, fields
 from functools import lru_cache
 from pathlib import Path
 
-DATA_FILE = Path(__file__).parent / "data" / "models.json"
+DATA_FILE = Path(__file__).parents[1] / "data" / "models.json"
 
 # Families whose MLP is a plain two-matrix feed-forward (no gate) and whose linears/norms carry biases.
 NON_GATED_FAMILIES = {"gpt2", "gpt_neox", "gptj", "opt", "bloom", "falcon", "phi", "starcoder2", "gpt_bigcode"}

@@ -10,17 +10,17 @@ from typing import Literal
 
 import numpy as np
 
-from .config import PrepareConfig
-from .normalize import Normalizer
-from .readers import UnreadableInput, expand_inputs
-from .stats import StageStats
+from pipeline.config import PrepareConfig
+from pipeline.normalize import Normalizer
+from pipeline.readers import UnreadableInput, expand_inputs
+from pipeline.stats import StageStats
 
 
 def sample_records(cfg: PrepareConfig, sample_size: int, seed: int = 0,
                    progress: bool = False) -> tuple[list[dict], int, dict]:
     """A uniform random sample (reservoir) of the normalized records; all of them when there are fewer
     than `sample_size`. Returns (sample, total records, counts)."""
-    from .progress import Progress
+    from pipeline.progress import Progress
 
     bar = Progress("precheck: read", "records", enabled=progress)
     rng = random.Random(seed)
@@ -56,7 +56,7 @@ def sample_records(cfg: PrepareConfig, sample_size: int, seed: int = 0,
 def _drop_exact_duplicates(batch: list[dict], cfg: PrepareConfig, hashes: set[int], counts: dict) -> list[dict]:
     """The run's exact dedup (same key, first kept), so precheck measures the records `run` trains on;
     near duplicates need the global clustering and are not removed here."""
-    from .dedup import exact_hashes, exact_text
+    from pipeline.dedup import exact_hashes, exact_text
 
     texts = [exact_text(r) for r in batch]  # the run's exact key, tools included
     if cfg.dedup.case_fold:
@@ -72,11 +72,11 @@ def _drop_exact_duplicates(batch: list[dict], cfg: PrepareConfig, hashes: set[in
 
 
 def run_precheck(cfg: PrepareConfig, sample_size: int = 200_000, seed: int = 0, progress: bool = False) -> dict:
-    from .gpus import plan_training
-    from .histogram import percentile_uncertainty, summarize_lengths
-    from .lengths import LengthStep
+    from pipeline.plan.gpus import plan_training
+    from pipeline.lengths.histogram import percentile_uncertainty, summarize_lengths
+    from pipeline.lengths.step import LengthStep
 
-    from .progress import Progress
+    from pipeline.progress import Progress
 
     sample, total, counts = sample_records(cfg, sample_size, seed, progress)
     if not sample:
@@ -91,7 +91,7 @@ def run_precheck(cfg: PrepareConfig, sample_size: int = 200_000, seed: int = 0, 
             trainable += [r["_trainable"] for r in batch]
             bar.update(len(batch))
     tokens_arr, trainable_arr = np.array(tokens, dtype=np.int64), np.array(trainable, dtype=np.int64)
-    from .runner import _max_positions
+    from pipeline.runner import _max_positions
 
     # measured on a sample: the summary scales counts to the population and gives percentile intervals
     summary = summarize_lengths({"all": (tokens_arr, trainable_arr)}, cfg.lengths, _max_positions(cfg),
@@ -114,7 +114,7 @@ def run_precheck(cfg: PrepareConfig, sample_size: int = 200_000, seed: int = 0, 
 
 def plan_options(cfg: PrepareConfig) -> dict:
     """plan_training's keywords for the estimator settings of the config (run and precheck plan alike)."""
-    from .gpus import MAX_MICRO_BATCH
+    from pipeline.plan.gpus import MAX_MICRO_BATCH
 
     return {**cfg.estimate.memory_options(), "max_micro_batch": cfg.estimate.micro_batch or MAX_MICRO_BATCH}
 
@@ -128,7 +128,7 @@ def add_plan_arguments(p) -> None:
     import argparse
     import typing
 
-    from .config import EstimateConfig
+    from pipeline.config import EstimateConfig
 
     fields = EstimateConfig.model_fields
     for name in PLAN_FLAGS:
@@ -167,17 +167,17 @@ def register(sub) -> None:
     p.add_argument("--trace", action="store_true",
                    help="also trace the real training step at the chosen length (needs the 'trace' extra)")
     add_plan_arguments(p)
-    from .train.emit import add_emit_arguments  # --emit: the trainer config of this plan
+    from pipeline.train.emit import add_emit_arguments  # --emit: the trainer config of this plan
 
     add_emit_arguments(p)
     p.set_defaults(func=cmd_precheck)
 
 
 def cmd_precheck(args) -> int:
-    from .config import load_config
+    from pipeline.config import load_config
 
     if getattr(args, "emit", None):  # the trainer's preset is estimated: what is run is what was estimated
-        from .train.emit import framework_for
+        from pipeline.train.emit import framework_for
 
         args.framework = framework_for(args.emit, args.framework)
     # flags merged before validation: a bad value (--coverage 1.5) is one line naming it, not a later traceback
@@ -185,26 +185,26 @@ def cmd_precheck(args) -> int:
                       estimate={"model": args.model, "method": args.method, "epochs": args.epochs,
                                 **plan_flags(args)},
                       lengths={"coverage": args.coverage, "tokenizer": args.tokenizer})
-    from .preflight import check_model
+    from pipeline.preflight import check_model
 
     check_model(cfg.estimate.model)  # a typo is one line with close matches, before the data is read
     traced = None
     try:
         if getattr(args, "trace", False):
-            from .trace import INSTALL_HINT, trace_available
+            from pipeline.plan.trace import INSTALL_HINT, trace_available
 
             if not trace_available():  # before reading the data
                 raise ValueError(INSTALL_HINT)
         result = run_precheck(cfg, args.sample, progress=True)
         if getattr(args, "emit", None):
-            from .train.emit import emit_from_precheck
+            from pipeline.train.emit import emit_from_precheck
 
             for path in emit_from_precheck(args, cfg, result):
                 print(f"wrote {path}", file=sys.stderr)
         if getattr(args, "trace", False):
             traced = _trace_plan(cfg, result)
         if getattr(args, "html", None):
-            from .report_html import precheck_report, write_html
+            from pipeline.report_html import precheck_report, write_html
 
             write_html(args.html, precheck_report(result), title="Prepare precheck report")
     except (UnreadableInput, ValueError, FileNotFoundError, RuntimeError) as exc:
@@ -216,8 +216,8 @@ def cmd_precheck(args) -> int:
             out["trace"] = traced.to_dict()
         print(json.dumps(out, ensure_ascii=False, default=float))
         return 0
-    from .gpus import render_plan_text
-    from .histogram import render_lengths_text
+    from pipeline.plan.gpus import render_plan_text
+    from pipeline.lengths.histogram import render_lengths_text
 
     measured = "all measured" if result["exact"] else f"{result['sampled']} sampled"
     counts = result["counts"]
@@ -227,7 +227,7 @@ def cmd_precheck(args) -> int:
     print(render_lengths_text(result["tokens"]))
     print(render_plan_text(result["plan"]))
     if traced is not None:
-        from .estimate_cli import render_trace_text
+        from pipeline.estimate_cli import render_trace_text
 
         print(render_trace_text(traced), end="")
         print(f"analytical peak allocated {result['memory']['peak_allocated_gib']:.2f} GiB for the same step")
@@ -236,7 +236,7 @@ def cmd_precheck(args) -> int:
 
 def _trace_plan(cfg: PrepareConfig, result: dict):
     """The traced step of the plan's headline estimate: its length, micro-batch and estimator settings."""
-    from .trace import trace_step
+    from pipeline.plan.trace import trace_step
 
     s = result["memory"]["settings"]
     if s.get("framework", "hf") != "hf" or s.get("gpus", 1) > 1 \

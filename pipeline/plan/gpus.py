@@ -1,7 +1,7 @@
 """GPU catalog, fit checks, training time and cost, and the recommendation of what to rent.
 
 The catalog is data (data/gpus.json, or the user's own file in the same format). A job fits a card when the
-expected nvidia-smi figure (peak reserved + CUDA context, see pipeline.memory) is within the card's memory as
+expected nvidia-smi figure (peak reserved + CUDA context, see pipeline.plan.memory) is within the card's memory as
 the driver reports it, less a safety margin; both sides in GiB. Time comes from FLOPs per trained token
 (~6N full, ~4N LoRA/QLoRA, +2N when checkpointing recomputes the forward, + attention) over the card's dense
 bf16 peak times a utilisation per card class; cost is hours x price x cards, excluding VAT.
@@ -13,11 +13,11 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from pipeline.markdown import table
-from pipeline.measured import load_points, measured_slowdown
-from pipeline.memory import GIB, MemoryEstimate, estimate_memory
-from pipeline.models import ModelSpec, load_model_spec, param_breakdown
+from pipeline.plan.measured import load_points, measured_slowdown
+from pipeline.plan.memory import GIB, MemoryEstimate, estimate_memory
+from pipeline.plan.models import ModelSpec, load_model_spec, param_breakdown
 
-CATALOG_FILE = Path(__file__).parent / "data" / "gpus.json"
+CATALOG_FILE = Path(__file__).parents[1] / "data" / "gpus.json"
 DEFAULT_MARGIN = 0.10
 MAX_MICRO_BATCH = 64
 
@@ -195,7 +195,7 @@ def checkpoint_sizes(spec: ModelSpec, method: str, estimate: MemoryEstimate) -> 
 def _evaluate_gpu(spec, method, seq_len, gpu: GPU, catalog: Catalog, *, total_tokens, total_sequences, margin,
                   max_micro_batch, options, trials: list[dict]) -> dict:
     """The smallest card count (with sharding where needed) on which the job fits, and its time and cost;
-    `trials`: the stored measured points (pipeline.measured), which correct the time on their card."""
+    `trials`: the stored measured points (pipeline.plan.measured), which correct the time on their card."""
     grad_ckpt = options.get("grad_ckpt", True)
     shardings_multi = ("zero2", "zero3") if method == "full" else ("fsdp",)
     last = None

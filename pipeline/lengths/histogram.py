@@ -20,8 +20,8 @@ from statistics import NormalDist
 
 import numpy as np
 
-from .config import LengthsConfig
-from .markdown import table
+from pipeline.config import LengthsConfig
+from pipeline.markdown import table
 
 PERCENTILES = (50.0, 90.0, 95.0, 99.0, 99.9)
 PCT_KEYS = tuple(f"p{q:g}" for q in PERCENTILES)          # p50 p90 p95 p99 p99.9

@@ -4,7 +4,7 @@
     records = step.process(records, stats)       # sets rec["_tokens"] and rec["_trainable"]
     records = apply_overflow(records, max_len, step, stats)
 
-Counting rules are in pipeline/tokenizer.py. The cache is one SQLite file (WAL mode) in `cache_dir`, keyed by
+Counting rules are in pipeline/lengths/tokenizer.py. The cache is one SQLite file (WAL mode) in `cache_dir`, keyed by
 xxh3-128 of (tokenizer fingerprint, chat template, counting rules, library versions, record kind, record
 content): a re-run reads the counts back without tokenizing, and without even importing transformers when the
 tokenizer is a local file or folder. Several worker processes may read and write it at once; a cache that
@@ -24,10 +24,10 @@ from pathlib import Path
 
 import xxhash
 
-from .config import LengthsConfig
-from .records import content_of, record_id
-from .stats import StageStats
-from .tokenizer import TokenizerHandle, TokenizerSpec, is_chat, load_tokenizer, resolve_tokenizer, \
+from pipeline.config import LengthsConfig
+from pipeline.records import content_of, record_id
+from pipeline.stats import StageStats
+from pipeline.lengths.tokenizer import TokenizerHandle, TokenizerSpec, is_chat, load_tokenizer, resolve_tokenizer, \
     spec_fingerprint
 
 CACHE_FILE = "lengths.sqlite"

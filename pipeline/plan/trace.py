@@ -1,6 +1,6 @@
 """The VRAM of one training step, traced from the real training code (`prepare estimate --trace`).
 
-The analytical model (pipeline/memory.py) sums terms fitted to a few published peaks; this module runs the code
+The analytical model (pipeline/plan/memory.py) sums terms fitted to a few published peaks; this module runs the code
 a GPU job would run instead, on the meta device (tensors with a shape and a dtype but no data, so an 8B model
 costs no memory and a step runs in seconds on a CPU): transformers builds the model from its config.json, PEFT
 wraps it, the forward pass, the HF loss (logits upcast to fp32), the backward pass, gradient clipping and the
@@ -14,7 +14,7 @@ Where the trace cannot run the real thing, it stands in for it, and the result s
   TorchFunctionMode with autocast's CUDA op lists (matmuls and SDPA in bf16, softmax/norms/losses in fp32) and
   its weight-cast cache (casts of trained leaf tensors live until the autocast region ends);
 - QLoRA: bitsandbytes' kernels need CUDA. Each quantized linear holds its weight as one uint8 storage of the NF4
-  size (4-bit codes + absmax constants, as pipeline.memory counts them) and dequantizes to a bf16 temporary of
+  size (4-bit codes + absmax constants, as pipeline.plan.memory counts them) and dequantizes to a bf16 temporary of
   the full weight in forward and again in backward, saving nothing else, as bitsandbytes' MatMul4Bit does;
 - the fused AdamW kernel (the Trainer's default optimizer) runs as torch's meta kernel; its device check is
   bypassed for meta tensors;
@@ -35,7 +35,7 @@ import weakref
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from pipeline.memory import GIB, _nf4_bytes_per_param, load_constants, resolve_constants
+from pipeline.plan.memory import GIB, _nf4_bytes_per_param, load_constants, resolve_constants
 
 INSTALL_HINT = "the tracer needs the 'trace' extra: pip install -e '.[trace]' (torch, peft)"
 CATEGORIES = ("parameters", "gradients", "optimizer_state", "activations", "logits_loss", "temporaries")
@@ -77,7 +77,7 @@ def hf_config_dict(model: str) -> tuple[dict, str]:
     """(config.json dict, name) for a config file, a folder holding config.json, a built-in model name, or a hub
     id (needs network). Built-in models are rebuilt from their spec in data/models.json: those numbers are the
     config.json values, and the family's defaults fill in the rest."""
-    from pipeline.models import _builtin_table, builtin_spec
+    from pipeline.plan.models import _builtin_table, builtin_spec
 
     path = Path(model).expanduser()
     if path.is_dir():
@@ -163,12 +163,12 @@ def trace_step(model: str, method: str = "lora", seq_len: int = 2048, micro_batc
     """Trace two training steps (the second is the steady state: optimizer states exist from the first) and
     return the peak of live tensor bytes in the second, split by category. `config` is a config.json dict
     (else read from `model`); `block` rounds each storage as the CUDA allocator does (1: raw bytes).
-    `framework` (pipeline.setup presets) sets the adapter dtype, autocast, the QLoRA upcasts, LoRA dropout, the
+    `framework` (pipeline.plan.setup presets) sets the adapter dtype, autocast, the QLoRA upcasts, LoRA dropout, the
     AdamW implementation and the loss path; `cross_entropy` / `adapter_dtype` override the preset's. Unsloth's
     offloaded checkpointing is not traced: its checkpoints are traced on the GPU (activation_offload=False)."""
     torch = _import_torch()
-    from pipeline.memory import METHODS, PRECISIONS
-    from pipeline.setup import CROSS_ENTROPY, framework_preset
+    from pipeline.plan.memory import METHODS, PRECISIONS
+    from pipeline.plan.setup import CROSS_ENTROPY, framework_preset
 
     preset = framework_preset(framework)
     cross_entropy = cross_entropy or preset.cross_entropy

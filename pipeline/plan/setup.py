@@ -1,7 +1,7 @@
 """One training step to estimate (TrainingSetup) and the training stacks whose defaults fill it (presets).
 
 A preset names what a stack's code does by default, each field read from the code linked next to it; an
-explicit setting (CLI flag, config key) overrides the preset's value. The estimator (pipeline.memory) takes
+explicit setting (CLI flag, config key) overrides the preset's value. The estimator (pipeline.plan.memory) takes
 one validated TrainingSetup and nothing else.
 """
 from __future__ import annotations
@@ -25,7 +25,7 @@ class FrameworkPreset:
     cross_entropy: str                 # one of CROSS_ENTROPY
     adapter_dtype: Literal["fp32", "bf16"]
     full_precision: Literal["mixed", "bf16"]   # full FT: fp32 master + fp32 states (mixed) or all bf16
-    optimizer: str                     # default optimizer (pipeline.memory.OPTIMIZERS)
+    optimizer: str                     # default optimizer (pipeline.plan.memory.OPTIMIZERS)
     fused_optimizer: bool              # fused AdamW: no state-sized temporaries in step()
     ckpt_mode: Literal["non_reentrant", "reentrant", "offload"]  # how layers are checkpointed when ckpt is on
     kbit_upcast: Literal["all", "norms", "none"]  # QLoRA: which unquantized weights are cast to fp32
@@ -144,7 +144,7 @@ def _choice(value, allowed, what):
 class TrainingSetup:
     """One training step, every knob resolved: built with TrainingSetup.build(), which validates the values and
     fills what is left None from the framework preset."""
-    spec: object                       # pipeline.models.ModelSpec
+    spec: object                       # pipeline.plan.models.ModelSpec
     method: str
     seq_len: int
     micro_batch: int = 1
@@ -181,8 +181,8 @@ class TrainingSetup:
               precision: str | None = None, quantization: str | None = None, double_quant: bool = True,
               kbit_upcast: str | None = None, upcast_unquantized: bool = False, compile: bool = False,
               optimizer_in_backward: bool = False, activation_offload: bool | None = None) -> "TrainingSetup":
-        from pipeline.memory import parse_lora_targets
-        from pipeline.models import load_model_spec
+        from pipeline.plan.memory import parse_lora_targets
+        from pipeline.plan.models import load_model_spec
 
         preset = framework_preset(framework)
         spec = load_model_spec(model)

@@ -19,12 +19,12 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
-from pipeline.models import ModelSpec, load_model_spec, param_breakdown
+from pipeline.plan.models import ModelSpec, load_model_spec, param_breakdown
 
 GIB = 2**30
-CONSTANTS_FILE = Path(__file__).parent / "data" / "memory_constants.json"
+CONSTANTS_FILE = Path(__file__).parents[1] / "data" / "memory_constants.json"
 
-from pipeline.setup import (ATTENTION, CROSS_ENTROPY, FRAMEWORKS, METHODS, OPTIMIZERS, PRECISIONS,  # noqa: F401
+from pipeline.plan.setup import (ATTENTION, CROSS_ENTROPY, FRAMEWORKS, METHODS, OPTIMIZERS, PRECISIONS,  # noqa: F401
                             SHARDING, TrainingSetup, framework_preset)
 
 # LoRA target names as the families spell them -> the Llama names of ModelSpec.linear_modules().
@@ -516,7 +516,7 @@ def _estimate(s: TrainingSetup, c: dict) -> MemoryEstimate:
 
 # ---------------------------------------------------------------- calibration against published measurements
 
-CALIBRATION_FILE = Path(__file__).parent / "data" / "vram_calibration.json"
+CALIBRATION_FILE = Path(__file__).parents[1] / "data" / "vram_calibration.json"
 UNIT_BYTES = {"GB": 1e9, "GiB": GIB, "MB": 1e6, "MiB": 2**20}
 # Which estimate a published metric is compared with. 'active' ~ allocated. An unstated metric is one of
 # allocated or reserved: it is compared with their midpoint, which bounds the error either way.
