@@ -1118,18 +1118,18 @@ LINE_ENDS = st.lists(st.tuples(st.sampled_from(["", "  ", '{"text": "a record"}'
 def test_any_mix_of_line_ends_and_empty_runs_is_counted_line_by_line(tmp_path_factory, lines, block, cut_last):
     """\n, \r\n and lone \r in any mix, runs of empty lines, a last line without its end, read in blocks
     of any size: the rows are exactly the lines bytes.splitlines() sees, each counted once."""
-    import pipeline.readers as readers
+    import pipeline.readers.text as readers_text
 
     data = "".join(text + end for text, end in lines)
     if cut_last and lines:
         data = data[: -len(lines[-1][1])]
     path = tmp_path_factory.mktemp("ends") / "a.jsonl"
     path.write_bytes(data.encode())
-    old, readers.LINE_BLOCK = readers.LINE_BLOCK, block
+    old, readers_text.LINE_BLOCK = readers_text.LINE_BLOCK, block
     try:
         out = [r for batch in FileReader(describe(str(path)), ReadConfig()).batches() for r in batch]
     finally:
-        readers.LINE_BLOCK = old
+        readers_text.LINE_BLOCK = old
     expected = data.encode().splitlines()
     assert sum(r.count for r in out) == len(expected)
     flat = []

@@ -617,9 +617,9 @@ def _flat(out) -> list[tuple[int, object]]:
 def test_lone_cr_ends_a_line_in_jsonl_and_txt(tmp_path, monkeypatch, block):
     """Old Mac line ends (\\r only) made the whole file one record (invalid_json for a .jsonl). \\n, \\r\\n
     and \\r are line ends, also where a \\r\\n falls across two read blocks."""
-    import pipeline.readers as readers
+    import pipeline.readers.text as readers_text
 
-    monkeypatch.setattr(readers, "LINE_BLOCK", block)
+    monkeypatch.setattr(readers_text, "LINE_BLOCK", block)
     docs = [json.dumps({"text": f"record {i}"}) for i in range(6)]
     data = (docs[0] + "\r" + docs[1] + "\r\r" + docs[2] + "\r\n" + docs[3] + "\n\r\n\n" + docs[4] + "\r"
             + docs[5]).encode()
@@ -639,9 +639,9 @@ def test_lone_cr_ends_a_line_in_jsonl_and_txt(tmp_path, monkeypatch, block):
 
 
 def test_a_line_over_the_cap_ends_at_a_lone_cr(tmp_path, monkeypatch):
-    import pipeline.readers as readers
+    import pipeline.readers.text as readers_text
 
-    monkeypatch.setattr(readers, "LINE_BLOCK", 300)
+    monkeypatch.setattr(readers_text, "LINE_BLOCK", 300)
     p = tmp_path / "a.jsonl"
     p.write_bytes(b'{"text": "' + b"x" * 2000 + b'"}\r{"text": "short"}\r\n{"text": "' + b"y" * 2000 + b'"}')
     out, _ = rows(p, max_record_bytes=1024)

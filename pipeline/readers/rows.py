@@ -1,0 +1,415 @@
+"""FileReader: one input file as batches of RawRow, per format (JSON lines, JSON, CSV/TSV, Parquet, text),
+each row bounded in size and nesting depth."""
+from __future__ import annotations
+
+import codecs
+import csv
+import io
+import json
+from typing import BinaryIO, Iterator
+
+from ..config import ReadConfig
+from .files import InputFile, RawRow, UnreadableInput
+from .streams import _S3RangeFile, _S3ReadError, open_binary
+from .text import (SNIFF_BYTES, _BoundedLines, _Reencoder, _WIDE_BOMS, _decode, _iter_lines, _single_byte, _wide,
+                   detect_encoding)
+
+
+class FileReader:
+    """Reads one input file as batches of RawRow. After iteration, `encoding`, `warnings`, `unread`
+    (True when the decompressed-size cap stopped the read) and `truncated` (True when a compressed stream
+    ended early or broke: the rows before it were read and counted) describe what happened.
+
+    A batch ends at `batch_size` rows or after about `batch_bytes` of input, whichever comes first: every
+    later step holds a batch at a time, so memory follows record size times rows (100 records of 7 MB in
+    one batch of 2,000 rows took 24 GB)."""
+
+    def __init__(self, f: InputFile, cfg: ReadConfig):
+        if f.problem:
+            raise UnreadableInput(f.shown, f.problem)
+        self.f, self.cfg = f, cfg
+        self.encoding = "utf-8"
+        self.warnings: list[str] = []
+        self.unread = False
+        self.truncated = False
+        self._row_bytes = 0  # parquet: the mean uncompressed size of a row, for the byte cap
+        self._stream = open_binary(f, cfg) if f.file_format != "parquet" else None
+        self._capped = self._stream.capped_reader if self._stream is not None else None
+        if f.file_format == "parquet":
+            self._parquet = self._open_parquet()
+        # A whole-file problem found at the start of a JSON or CSV file (neither an array nor an object,
+        # a bad CSV header) is raised here, not once batches() runs: the runner's check_readable only
+        # constructs readers, so skip_unreadable could not skip such a file and the run failed (fuzzing).
+        elif f.file_format == "json":
+            self._json_source = self._open_json()
+        elif f.file_format in ("csv", "tsv"):
+            self._csv = self._open_csv("," if f.file_format == "csv" else "\t")
+
+    def _open_parquet(self):
+        import pyarrow.parquet as pq
+
+        try:
+            # Row group by row group: pyarrow's pre_buffer (on by default) fetches the column chunks of
+            # every row group iter_batches will read, that is the whole file, up front; on S3 by range
+            # requests, where the object was read whole (247 MB object -> 739 MB RSS).
+            if self.f.is_s3:
+                self._s3_source = _S3RangeFile(self.f.uri)
+                pf = pq.ParquetFile(self._s3_source, pre_buffer=False)
+            else:
+                pf = pq.ParquetFile(self.f.uri, pre_buffer=False)
+        except PermissionError:
+            raise UnreadableInput(self.f.shown, "permission denied") from None
+        except _S3ReadError as exc:  # a missing object or bucket is not "not a valid Parquet file"
+            raise UnreadableInput(self.f.shown, str(exc)) from None
+        except Exception as exc:
+            raise UnreadableInput(self.f.shown, f"not a valid Parquet file ({type(exc).__name__})") from None
+        self._row_bytes = _parquet_row_bytes(pf)
+        return pf
+
+    def _consumed(self) -> int:
+        """Input bytes read so far (decompressed; ahead of the rows by at most the 1 MiB read buffer)."""
+        return self._capped.read_bytes if self._capped is not None else self._parquet_bytes
+
+    def batches(self) -> Iterator[list[RawRow]]:
+        rows = getattr(self, f"_rows_{self.f.file_format}")()
+        self._parquet_bytes = 0
+        batch: list[RawRow] = []
+        start = self._consumed()
+        for row in rows:
+            batch.append(row)
+            if len(batch) >= self.cfg.batch_size or self._consumed() - start >= self.cfg.batch_bytes:
+                yield batch
+                batch = []
+                start = self._consumed()
+        if batch:
+            yield batch
+        if self._stream is not None:
+            self.unread = self._capped.capped
+            self.truncated = self._capped.truncated
+            if self.truncated:
+                self.warnings.append(f"the {self.f.compression} stream ends early (truncated or corrupt); "
+                                     "the rows before the cut were read")
+            self._stream.close()
+
+    def _checked(self, row: RawRow) -> RawRow:
+        """One depth limit for every step after reading: a record nested deeper is quarantined here."""
+        if row.value is not None and not isinstance(row.value, str) and too_deep(row.value, self.cfg.max_depth):
+            return RawRow(row.line, None, "too_deep")
+        return row
+
+    # --- per format -------------------------------------------------------------------------------
+    def _sniff_encoding(self) -> None:
+        sample = self._stream.peek(SNIFF_BYTES)[:SNIFF_BYTES]
+        self.encoding = detect_encoding(sample)
+        if self.encoding not in ("utf-8", "utf-8-sig"):
+            self.warnings.append(f"not UTF-8; decoded as {self.encoding} (detected)")
+        self._wide = _wide(self.encoding) and sample.startswith(_WIDE_BOMS)
+        if self._wide:
+            # A UTF-16/32 file (it starts with the BOM): a byte-wise line split cuts its characters ("\n" is
+            # b"\n\0"), so every line came out undecodable (a UTF-16 .jsonl with a BOM gave 0 records).
+            # Re-encoded as UTF-8, it is read as UTF-8. (A guess of UTF-16 without a BOM is kept line-wise.)
+            self._stream = io.BufferedReader(_Reencoder(self._stream, self.encoding), buffer_size=1 << 20)
+            self._decode_as = "utf-8"
+        else:
+            self._decode_as = self.encoding
+
+    def _text_lines(self) -> Iterator[tuple[int, str | None, str | None]]:
+        self._sniff_encoding()
+        encoding = self._decode_as
+        for number, data in _iter_lines(self._stream, self.cfg.max_record_bytes, self.f.first_line):
+            if data is None:
+                yield number, None, "too_large"
+                continue
+            if isinstance(data, int):  # a run of `data` empty lines
+                yield number, data, "empty_line"
+                continue
+            if number == 1 and data.startswith(b"\xef\xbb\xbf"):
+                data = data[3:]
+            text = None
+            if encoding not in ("utf-8", "utf-8-sig") and _single_byte(encoding):
+                # A line that is valid UTF-8 is UTF-8, even in a file detected as legacy: in a file of
+                # mixed lines (fuzzing: cp1251 and UTF-8) those lines came out as mojibake ("РџСЂРёРІРµС‚").
+                # Legacy text with letters beyond ASCII is practically never valid UTF-8.
+                text = _decode(data, "utf-8")
+            if text is None:
+                text = _decode(data, encoding)
+            yield (number, None, "undecodable") if text is None else (number, text, None)
+
+    def _content_lines(self) -> Iterator[RawRow]:
+        """One RawRow per line: its text, or the reason it has none (undecodable, too_large, empty_line)."""
+        for number, text, error in self._text_lines():
+            if error == "empty_line":
+                yield RawRow(number, None, error, text)  # text: how many lines
+            elif error:
+                yield RawRow(number, None, error)
+            elif not text.strip():
+                yield RawRow(number, None, "empty_line")
+            else:
+                yield RawRow(number, text)
+
+    def _rows_jsonl(self) -> Iterator[RawRow]:
+        limit = self.cfg.max_depth
+        for row in self._content_lines():
+            yield row if row.error else _parse_json_row(row.line, row.value, limit)
+
+    def _rows_txt(self) -> Iterator[RawRow]:
+        if self.cfg.txt_mode == "line":
+            yield from self._content_lines()
+            return
+        block: list[str] = []
+        start = size = 0
+        oversized = False  # the rest of a block already counted as too_large is skipped, not made a record
+        for number, text, error in self._text_lines():
+            if error and error != "empty_line":
+                yield RawRow(number, None, error)
+                continue
+            if not error and text.strip():
+                if oversized:
+                    continue
+                if not block:
+                    start, size = number, 0
+                block.append(text)
+                size += len(text)  # a running total: sum(map(len, block)) per line was quadratic (fuzzing)
+                if size > self.cfg.max_record_bytes:
+                    yield RawRow(start, None, "too_large")
+                    block, oversized = [], True
+            else:
+                oversized = False
+                if block:
+                    yield RawRow(start, "\n".join(block))
+                    block = []
+        if block:
+            yield RawRow(start, "\n".join(block))
+
+    def _open_csv(self, delimiter: str) -> tuple | None:
+        """(csv reader, line source, header), or None for an empty file."""
+        self._sniff_encoding()
+        text = io.TextIOWrapper(self._stream, encoding=self._decode_as, errors="replace", newline="")
+        csv.field_size_limit(self.cfg.max_record_bytes)
+        # csv.reader pulls whole physical lines: one with no line end (fuzzing: a gzip of zeros) was held
+        # whole in memory. _BoundedLines skips an over-long line and raises csv.Error for it instead.
+        lines = _BoundedLines(text, self.cfg.max_record_bytes)
+        reader = csv.reader(lines, delimiter=delimiter)
+        try:
+            header = next(reader)
+        except StopIteration:
+            return None
+        except csv.Error as exc:
+            raise UnreadableInput(self.f.shown, f"bad CSV header ({exc})") from None
+        return reader, lines, self._unique_columns([h.strip() for h in header])
+
+    def _unique_columns(self, names: list[str]) -> list[str]:
+        """Column names made unique: a dict of a row kept only the last of two columns of the same name,
+        the other was lost without a word (CSV header, Parquet schema). The first keeps its name, later ones
+        get ".1", ".2", ... (pandas' rule) and stay in the record (meta); the file's warnings say so."""
+        unique, reserved, taken, renamed = [], set(names), set(), 0
+        for name in names:
+            new, n = name, 0
+            while new in taken or (new != name and new in reserved):  # a column may already be "a.1"
+                n += 1
+                new = f"{name}.{n}"
+            renamed += new != name
+            taken.add(new)
+            unique.append(new)
+        if renamed:
+            # the count only: column names can be personal data, and warnings are not scanned
+            self.warnings.append(f"{renamed} column(s) with a name already used in the file kept, renamed "
+                                 "with a .1, .2, ... suffix")
+        return unique
+
+    def _rows_csv(self) -> Iterator[RawRow]:
+        if self._csv is None:
+            return
+        reader, lines, header = self._csv
+        position = 0
+        while True:
+            position += 1
+            lines.start_row()
+            try:
+                cells = next(reader)
+                error = None if len(cells) == len(header) else "bad_csv_row"
+            except StopIteration:
+                return
+            except csv.Error:
+                cells, error = None, "too_large"
+            taken = lines.row_lines
+            if len(taken) > 1 and (error or sum(line.count('"') for line in taken) % 2):
+                # An unbalanced quote took the lines after it into one field, up to the next quote or the
+                # end of the file (an odd number of quotes: 1,000 rows became one bad_csv_row): only the
+                # line with the quote is bad; the lines after it are read again as rows of their own.
+                lines.push_back(taken[1:])
+                error = error or "bad_csv_row"
+            yield RawRow(position, None, error) if error else RawRow(position, dict(zip(header, cells)))
+
+    def _rows_tsv(self) -> Iterator[RawRow]:
+        return self._rows_csv()
+
+    def _rows_parquet(self) -> Iterator[RawRow]:
+        position = 0
+        deep = _arrow_depth(self._parquet.schema_arrow) > self.cfg.max_depth  # else no row can be too deep
+        rows = max(1, min(self.cfg.batch_size, self.cfg.batch_bytes // max(self._row_bytes, 1)))
+        names = self._parquet.schema_arrow.names
+        unique = self._unique_columns(names)
+        for record_batch in self._parquet.iter_batches(batch_size=rows):
+            if unique != names:
+                record_batch = record_batch.rename_columns(unique)
+            row_bytes = record_batch.nbytes // max(record_batch.num_rows, 1)
+            for row in record_batch.to_pylist():
+                position += 1
+                self._parquet_bytes += row_bytes
+                yield self._checked(RawRow(position, row)) if deep else RawRow(position, row)
+
+    def _open_json(self) -> BinaryIO:
+        self._sniff_encoding()
+        source: BinaryIO = self._stream
+        if self._decode_as not in ("utf-8", "utf-8-sig"):  # ijson wants UTF-8 bytes
+            source = io.BufferedReader(_Reencoder(self._stream, self.encoding))
+        if source.peek(3)[:3] == codecs.BOM_UTF8:
+            source.read(3)  # ijson fails on a BOM: a UTF-8-BOM .json gave 0 records
+        if source.peek(64).lstrip(b" \t\r\n")[:1] not in (b"[", b"{"):
+            raise UnreadableInput(self.f.shown, "JSON file is neither an array nor an object")
+        return source
+
+    def _rows_json(self) -> Iterator[RawRow]:
+        """A JSON array of records, or an object whose values are arrays of records (e.g. {"train": [...]})."""
+        import ijson
+
+        position = 0
+        try:
+            items = _json_items(self._json_source, self.cfg.max_record_bytes, self.cfg.max_depth)
+            for position, (item, error) in enumerate(items, 1):
+                yield RawRow(position, None, error) if error else _row_from_value(position, item)
+        except (ijson.JSONError, ValueError):
+            # ValueError: the C backend raises UnicodeDecodeError for a lone low-surrogate escape ("\\udc00"),
+            # which crashed the run (fuzzing); it cannot go on after it, so it ends the file like bad JSON
+            self.warnings.append("invalid JSON after the last readable record; the rest of the file is unread")
+            yield RawRow(position + 1, None, "invalid_json_tail")
+
+
+def too_deep(value, limit: int) -> bool:
+    """Whether arrays/objects nest deeper than `limit` (the value itself is level 1), without recursion:
+    one record nested 520-990 deep stopped the whole run with RecursionError in the PII step's walk."""
+    stack = [(value, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if depth > limit:
+            return True
+        for child in (node.values() if isinstance(node, dict) else node):
+            if isinstance(child, (dict, list)):
+                stack.append((child, depth + 1))
+    return False
+
+
+def _arrow_depth(schema) -> int:
+    """The deepest nesting of lists/structs/maps a Parquet schema allows (a row is level 1)."""
+    import pyarrow as pa
+
+    deepest, stack = 1, [(field.type, 1) for field in schema]
+    while stack:
+        t, depth = stack.pop()
+        deepest = max(deepest, depth)
+        if pa.types.is_struct(t):
+            stack += [(t.field(i).type, depth + 1) for i in range(t.num_fields)]
+        elif pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t):
+            stack.append((t.value_type, depth + 1))
+        elif pa.types.is_map(t):
+            stack += [(t.key_type, depth + 1), (t.item_type, depth + 1)]
+    return deepest
+
+
+def _parquet_row_bytes(pf) -> int:
+    """About the in-memory size of one row of a Parquet file: the larger of the row groups' mean
+    uncompressed row and the decoded size of a few first rows (a dictionary-encoded column of repeated
+    long texts is small in the file and large once read: 50 rows of 200 KB read as 4 KB a row)."""
+    meta = pf.metadata
+    sizes = [meta.row_group(i).total_byte_size / meta.row_group(i).num_rows
+             for i in range(meta.num_row_groups) if meta.row_group(i).num_rows]
+    if sizes:
+        sample = next(pf.iter_batches(batch_size=16, row_groups=[0]), None)
+        if sample is not None and sample.num_rows:
+            sizes.append(sample.nbytes / sample.num_rows)
+    return int(max(sizes, default=0))
+
+
+def parquet_batch_rows(pf, cfg: ReadConfig) -> int:
+    """Rows per iter_batches() batch of a Parquet file so a batch holds about cfg.batch_bytes at most:
+    the runner reads work/*.parquet back with it, the same byte cap as the readers."""
+    return max(1, min(cfg.batch_size, cfg.batch_bytes // max(_parquet_row_bytes(pf), 1)))
+
+
+_CONTAINER_START = ("start_map", "start_array")
+_CONTAINER_END = ("end_map", "end_array")
+
+
+def _json_items(source, max_bytes: int, max_depth: int = 1 << 30) -> Iterator[tuple[object, str | None]]:
+    """(value, None) or (None, "too_large") for each record of a JSON file, streaming: the items of a
+    top-level array; for a top-level object ({"train": [...], "test": [...]}), the items of each array
+    value and each object value (counted as a row, so a file that is not a dataset is quarantined row by
+    row, not silently skipped). Records are built from ijson.basic_parse events, so memory holds one
+    record at a time, and a record over about max_bytes is dropped while it is built.
+
+    Not ijson.items / ijson.parse: they compute a prefix string per event that grows with depth, so
+    100,000 nested brackets (200 KB of input) took quadratic memory and the process was killed (fuzzing).
+    A record nested deeper than max_depth is dropped the same way, as too_deep."""
+    import ijson
+    from ijson.common import ObjectBuilder
+
+    outer: list[str] = []  # the containers around the current position, outside any record (at most 2)
+    depth = size = 0       # inside a record: its nesting depth and its size so far (about its JSON bytes)
+    builder: ObjectBuilder | None = None
+    reason = None          # why the record being skipped is dropped
+    for event, value in ijson.basic_parse(source, use_float=True):
+        if depth:  # inside a record: build it, or skip the rest of one over a cap
+            depth += (event in _CONTAINER_START) - (event in _CONTAINER_END)
+            if builder is not None:
+                size += _event_bytes(event, value)
+                if size > max_bytes or depth > max_depth:
+                    builder, reason = None, "too_large" if size > max_bytes else "too_deep"
+                else:
+                    builder.event(event, value)
+            if not depth:
+                yield (builder.value, None) if builder is not None else (None, reason)
+                builder = None
+            continue
+        if event in _CONTAINER_END:
+            outer.pop()
+        elif event != "map_key" and (outer == ["array"] or outer == ["map", "array"]
+                                     or outer == ["map"] and event == "start_map"):
+            if event in _CONTAINER_START:  # a record starts
+                builder, depth, size = ObjectBuilder(), 1, 2
+                builder.event(event, value)
+            else:  # a scalar record (quarantined as not_an_object unless it is a string)
+                yield (value, None) if _event_bytes(event, value) <= max_bytes else (None, "too_large")
+        elif event in _CONTAINER_START:
+            outer.append("map" if event == "start_map" else "array")
+
+
+def _event_bytes(event: str, value) -> int:
+    return len(value) + 3 if event in ("string", "map_key") else 8
+
+
+def _parse_json_row(number: int, text: str, max_depth: int | None = None) -> RawRow:
+    try:
+        value = json.loads(text)
+    except RecursionError:  # thousands of levels: deeper than any limit
+        return RawRow(number, None, "too_deep")
+    except ValueError:
+        return RawRow(number, None, "invalid_json")
+    # a line with fewer brackets than the limit cannot nest deeper: most lines skip the walk
+    if (max_depth is not None and isinstance(value, (dict, list))
+            and text.count("[") + text.count("{") > max_depth and too_deep(value, max_depth)):
+        return RawRow(number, None, "too_deep")
+    return _row_from_value(number, value)
+
+
+def _row_from_value(number: int, value) -> RawRow:
+    if isinstance(value, dict):
+        return RawRow(number, value)
+    if isinstance(value, str):
+        return RawRow(number, {"text": value})
+    if isinstance(value, list) and value and all(isinstance(m, dict) for m in value):
+        return RawRow(number, {"messages": value})
+    return RawRow(number, None, "not_an_object")
+
+
+# --- file names are data: a name holding personal data is replaced by a label ---------------------
