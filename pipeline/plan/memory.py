@@ -275,6 +275,51 @@ def layer_saved_bytes(spec: ModelSpec, s: TrainingSetup, d: _Dtypes) -> tuple[fl
     return per_tok, per_layer
 
 
+def _down_input_saved(spec, s, d) -> float:
+    """Bytes per token one layer keeps as down_proj's input (its weight gradient's operand), freed once down_proj's
+    backward is done: the activation product for a trained W, LoRA's copy (and dropout mask) for an adapter."""
+    routes = max(spec.num_experts_per_tok, 1) if spec.is_moe else 1
+    width = spec.expert_intermediate * routes
+    if s.method == "full":
+        return d.linear_out * width
+    if "down_proj" not in s.lora_targets:
+        return 0.0
+    if s.adapter_dtype == "fp32" and s.autocast:
+        kept = 2 * width + (width if s.lora_dropout else 0)
+    elif s.lora_dropout:
+        kept = 3 * width
+    else:
+        kept = d.linear_out * width
+    return kept + 2 * s.lora_rank * routes
+
+
+def _adapter_cast_transient(spec, s) -> float:
+    """Bytes per token live only inside down_proj's LoRA forward: PEFT casts the input to the fp32 adapter dtype
+    (a copy) and dropout writes an fp32 output; lora_A keeps neither (autocast saves its own bf16 copy)."""
+    if s.method == "full" or "down_proj" not in s.lora_targets or s.adapter_dtype != "fp32":
+        return 0.0
+    width = spec.expert_intermediate * (max(spec.num_experts_per_tok, 1) if spec.is_moe else 1)
+    return 4 * width * (2 if s.lora_dropout else 1)
+
+
+def _top_layer_phases(s: TrainingSetup, d: _Dtypes, live: float, dequant: float) -> dict[str, float]:
+    """The top layer's backward under checkpointing with adapters, as the traced timeline shows it (`live`: the
+    static bytes, the checkpointed inputs and the recomputed layer):
+      recompute    ends with the incoming gradient and the norm's gradient of it (2 stream-sized), plus what
+                   exists only inside down_proj's LoRA forward, plus a dequantized weight (QLoRA);
+      MLP backward down_proj's saved input is freed once its backward is done, while the gradients of the down
+                   input (base and adapter paths, then their sum: 3 bf16 width-sized tensors) and the incoming
+                   gradient are live; during the base matmul a dequantized weight replaces the third one."""
+    spec, T = s.spec, s.tokens
+    width = spec.expert_intermediate * (max(spec.num_experts_per_tok, 1) if spec.is_moe else 1)
+    grads = 3 * 2 * T * width + T * spec.hidden_size * d.stream
+    return {
+        "backward, top layer (recompute)": live + 2 * T * spec.hidden_size * d.stream
+        + T * _adapter_cast_transient(spec, s) + dequant,
+        "backward, top layer": live - T * _down_input_saved(spec, s, d) + max(grads, grads - 2 * T * width + dequant),
+    }
+
+
 def _weight_cast_cache(s: TrainingSetup, pb: dict, lora_layer: float) -> tuple[float, float]:
     """(all layers, one layer) of autocast's cache: bf16 copies of fp32 weights that require grad, kept from
     their first use to the end of the autocast region (the forward) and by backward where a matmul saved them."""
@@ -455,6 +500,10 @@ def _estimate(s: TrainingSetup, c: dict) -> MemoryEstimate:
         + (cache_all if full else 0.0) + lg["backward"],
         "backward, top layer": static + activations_fwd - final_norm + recompute + layer_bwd + dequant + head_grad
         + (cache_all if full else 0.0),
+    }
+    if s.grad_ckpt and not full:
+        phases.update(_top_layer_phases(s, d, static + activations_fwd - final_norm + recompute + head_grad, dequant))
+    phases |= {
         "backward, bottom layer": static + grads + one_layer + T * h * d.stream + rope + layer_bwd + dequant
         + (emb_bwd if not s.grad_ckpt else 0.0),
         "backward, embedding": static + grads + emb_bwd,
