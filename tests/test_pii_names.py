@@ -199,3 +199,37 @@ def test_a_sentence_initial_word_in_a_span_does_not_split_the_person():
     text = dump(out)
     assert "Baysal" not in text
     assert len(set(re.findall(r"<PERSON_[0-9a-f]+>", text))) == 1, text
+
+
+def _reference_mention_regex(words):
+    """The alternation the mention scan used to compile per name book: _mention_spans must give its spans."""
+    from pipeline.pii.mentions import _RU_CASE, _RU_STEM_END
+
+    alts = []
+    for w in words:
+        if re.search("[а-яёА-ЯЁ]", w):
+            stem = w[:-1] if w[-1] in _RU_STEM_END and len(w) > 3 else w
+            alts.append(f"(?:{re.escape(stem)}|{re.escape(stem.upper())}){_RU_CASE}")
+        else:
+            alts.append(f"(?:{re.escape(w)}|{re.escape(w.upper())})")
+    return re.compile(r"(?<![\w'’\-.@/])(?:" + "|".join(alts) + r")(?![\w@])")
+
+
+def test_mention_scan_matches_the_alternation_regex():
+    import random
+
+    from pipeline.pii.mentions import _mention_spans
+
+    books = [("Ann", "Anna", "Jean", "Jean-Pierre", "Miller"), ("Иван", "Иванов", "Мария", "Петрова"),
+             ("Derya", "Kaya", "Ömer", "İlker", "Işık"), ("Strauß", "Anna", "Марья", "Ann")]
+    pieces = ["Ann", "Anna", "ANNA", "Annabel", "Jean-Pierre", "Jean-", "-Jean", ".Miller", "Miller@x",
+              "Miller's", "Иван", "Ивану", "Иванова", "Ивановым", "ИВАНОВ", "Марии", "Марьей", "Петровой",
+              "Derya'nın", "KAYA", "Kayalar", "ÖMER", "İLKER", "IŞIK", "STRAUSS", "Strauß", "/Anna", "x",
+              " ", " ", "\n", ",", "_", "@", "’", "2"]
+    rng = random.Random(5)
+    for words in books:
+        words = tuple(sorted(words))
+        rx = _reference_mention_regex(words)
+        for _ in range(400):
+            text = "".join(rng.choice(pieces) + rng.choice(["", " ", " ", ", "]) for _ in range(rng.randint(1, 12)))
+            assert _mention_spans(text, words) == [m.span() for m in rx.finditer(text)], (words, text)
