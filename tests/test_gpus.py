@@ -11,6 +11,7 @@ from conftest import worked_example_tokens
 from pipeline.plan.gpus import (checkpoint_sizes, cost_usd, fits, flops_per_token, format_cost, largest_micro_batch,
                            load_catalog, plan_training, render_plan_markdown, render_plan_text, usable_gib)
 from pipeline.plan.memory import GIB, MemoryEstimate, estimate_memory
+from pipeline.plan.setup import TrainingSetup
 from pipeline.plan.models import load_model_spec, param_breakdown
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -48,7 +49,7 @@ def test_largest_micro_batch_is_the_boundary():
     l40s = load_catalog().get("L40S")
     mb, est = largest_micro_batch("Llama-3.1-8B", "qlora", 2048, l40s)
     assert mb >= 1 and fits(est, l40s)
-    assert not fits(estimate_memory("Llama-3.1-8B", "qlora", seq_len=2048, micro_batch=mb + 1), l40s)
+    assert not fits(estimate_memory(TrainingSetup.build("Llama-3.1-8B", "qlora", seq_len=2048, micro_batch=mb + 1)), l40s)
     mb, _ = largest_micro_batch("Llama-3.1-70B", "lora", 2048, l40s)
     assert mb == 0
 
@@ -153,11 +154,11 @@ def test_user_catalog(tmp_path):
 
 def test_checkpoint_sizes():
     spec = load_model_spec("Llama-3.1-8B")
-    lora = estimate_memory(spec, "qlora", seq_len=512)
+    lora = estimate_memory(TrainingSetup.build(spec, "qlora", seq_len=512))
     sizes = checkpoint_sizes(spec, "qlora", lora)
     assert sizes["adapter_gib"] == pytest.approx(lora.params["lora"] * 4 / GIB, abs=1e-3)
     assert sizes["merged_model_gib"] == pytest.approx(8_030_261_248 * 2 / GIB, abs=1e-3)
-    full = estimate_memory(spec, "full", seq_len=512, gpus=8, sharding="zero3")
+    full = estimate_memory(TrainingSetup.build(spec, "full", seq_len=512, gpus=8, sharding="zero3"))
     sizes = checkpoint_sizes(spec, "full", full)
     assert sizes["weights_gib"] == pytest.approx(8_030_261_248 * 2 / GIB, abs=1e-3)
     assert sizes["resume_checkpoint_gib"] == pytest.approx(8_030_261_248 * 14 / GIB, abs=1e-2)  # + fp32 master + Adam

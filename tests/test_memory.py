@@ -10,6 +10,7 @@ import pytest
 from pipeline.plan.memory import (GIB, calibration_summary, calibration_table, estimate_memory,
                              format_calibration_table, load_calibration_points, load_constants, lora_param_count,
                              parse_lora_targets, resolve_constants)
+from pipeline.plan.setup import TrainingSetup
 from pipeline.plan.models import load_model_spec
 
 HF = resolve_constants(load_constants(), "hf")
@@ -32,7 +33,7 @@ def test_qlora_components_by_hand():
     weights = LINEAR_8B * nf4_dq + (TOTAL_8B - LINEAR_8B) * 4  # embeddings, lm_head, norms cast to fp32
     lora = L * r * ((H + Q) + 2 * (H + KV) + (Q + H) + 3 * (H + I))
     assert lora_param_count(load_model_spec("Llama-3.1-8B"), r, "all-linear") == lora == 41_943_040
-    e = estimate_memory("Llama-3.1-8B", "qlora", seq_len=S, micro_batch=B, lora_rank=r)
+    e = estimate_memory(TrainingSetup.build("Llama-3.1-8B", "qlora", seq_len=S, micro_batch=B, lora_rank=r))
     comp = e.components
     assert comp["weights"] == pytest.approx(weights)
     assert comp["lora_adapters"] == comp["gradients"] == pytest.approx(lora * 4)
@@ -57,7 +58,7 @@ def test_full_mixed_precision_by_hand():
     """Llama-2-7B full fine-tuning, mixed precision: fp32 weights (the master copy), fp32 AdamW moments, fp32
     gradients: 16 bytes/param once all gradients exist; fused AdamW adds nothing in step()."""
     total = 6_738_415_616
-    e = estimate_memory("Llama-2-7B", "full", seq_len=512, micro_batch=1)
+    e = estimate_memory(TrainingSetup.build("Llama-2-7B", "full", seq_len=512, micro_batch=1))
     comp = e.components
     assert comp["master_weights"] == 4 * total and comp["weights"] == 2 * total  # bf16 copies: autocast's cache
     assert comp["gradients"] == 4 * total
@@ -66,66 +67,66 @@ def test_full_mixed_precision_by_hand():
     assert e.phases["optimizer step"] == pytest.approx(16 * total)
     assert e.peak_allocated > 16 * total
     # torch's foreach AdamW (the plain preset) allocates one state-sized temporary: + 2 bytes/param in bf16
-    plain = estimate_memory("Llama-2-7B", "full", seq_len=512, framework="plain")
+    plain = estimate_memory(TrainingSetup.build("Llama-2-7B", "full", seq_len=512, framework="plain"))
     assert plain.components["optimizer_step_workspace"] == 2 * total
     assert plain.phases["optimizer step"] == pytest.approx(10 * total)
 
 
 def test_pure_bf16_full_is_8_bytes_per_param():
-    e = estimate_memory("Llama-3.2-1B", "full", seq_len=512, precision="bf16")
+    e = estimate_memory(TrainingSetup.build("Llama-3.2-1B", "full", seq_len=512, precision="bf16"))
     total = e.params["total"]
     assert e.components["master_weights"] == 0
     assert e.components["weights"] + e.components["gradients"] + e.components["optimizer_states"] == 8 * total
 
 
 def test_nf4_double_quantization_saves_0_373_bits_per_weight():
-    with_dq = estimate_memory("Llama-3.1-8B", "qlora", seq_len=512)
-    without = estimate_memory("Llama-3.1-8B", "qlora", seq_len=512, double_quant=False)
+    with_dq = estimate_memory(TrainingSetup.build("Llama-3.1-8B", "qlora", seq_len=512))
+    without = estimate_memory(TrainingSetup.build("Llama-3.1-8B", "qlora", seq_len=512, double_quant=False))
     saved_bits = 32 / 64 - (8 / 64 + 32 / (64 * 256))
     assert without.components["weights"] - with_dq.components["weights"] == pytest.approx(LINEAR_8B * saved_bits / 8)
 
 
 def test_int8_base_for_lora():
-    e = estimate_memory("Llama-3.1-8B", "lora", seq_len=512, quantization="int8")
+    e = estimate_memory(TrainingSetup.build("Llama-3.1-8B", "lora", seq_len=512, quantization="int8"))
     # int8 codes + fp32 row scales; prepare_model_for_kbit_training casts the rest to fp32
     assert LINEAR_8B < e.components["weights"] < LINEAR_8B * 1.01 + (TOTAL_8B - LINEAR_8B) * 4
 
 
 def test_zero3_shards_states_weights_and_gradients():
-    one = estimate_memory("Llama-3.1-8B", "full", seq_len=2048)
-    eight = estimate_memory("Llama-3.1-8B", "full", seq_len=2048, gpus=8, sharding="zero3")
+    one = estimate_memory(TrainingSetup.build("Llama-3.1-8B", "full", seq_len=2048))
+    eight = estimate_memory(TrainingSetup.build("Llama-3.1-8B", "full", seq_len=2048, gpus=8, sharding="zero3"))
     assert eight.components["optimizer_states"] == pytest.approx(one.components["optimizer_states"] / 8)
     assert eight.components["master_weights"] == pytest.approx(one.components["master_weights"] / 8)
     assert one.components["weights"] / 8 < eight.components["weights"] < one.components["weights"] / 2
     assert eight.components["gradients"] < one.components["gradients"] / 4
-    zero2 = estimate_memory("Llama-3.1-8B", "full", seq_len=2048, gpus=8, sharding="zero2")
+    zero2 = estimate_memory(TrainingSetup.build("Llama-3.1-8B", "full", seq_len=2048, gpus=8, sharding="zero2"))
     assert zero2.components["weights"] == one.components["weights"]  # ZeRO-2 keeps full weights
     assert eight.peak_allocated < zero2.peak_allocated < one.peak_allocated
 
 
 def test_fsdp_shards_frozen_base_for_lora():
-    one = estimate_memory("Llama-3.1-70B", "lora", seq_len=2048)
-    four = estimate_memory("Llama-3.1-70B", "lora", seq_len=2048, gpus=4, sharding="fsdp")
+    one = estimate_memory(TrainingSetup.build("Llama-3.1-70B", "lora", seq_len=2048))
+    four = estimate_memory(TrainingSetup.build("Llama-3.1-70B", "lora", seq_len=2048, gpus=4, sharding="fsdp"))
     assert four.components["weights"] < one.components["weights"] / 3
 
 
 def test_paged_optimizer_is_outside_torch_counters():
-    plain = estimate_memory("Llama-3.1-8B", "full", seq_len=1024, optimizer="adamw8bit", precision="bf16")
-    paged = estimate_memory("Llama-3.1-8B", "full", seq_len=1024, optimizer="paged_adamw8bit", precision="bf16")
+    plain = estimate_memory(TrainingSetup.build("Llama-3.1-8B", "full", seq_len=1024, optimizer="adamw8bit", precision="bf16"))
+    paged = estimate_memory(TrainingSetup.build("Llama-3.1-8B", "full", seq_len=1024, optimizer="paged_adamw8bit", precision="bf16"))
     assert paged.components["optimizer_states"] == plain.components["optimizer_states"] == 2 * TOTAL_8B
     assert paged.peak_allocated < plain.peak_allocated
     assert any("managed memory" in n for n in paged.notes)
 
 
 def test_optimizer_state_sizes():
-    sizes = {opt: estimate_memory("Llama-3.2-1B", "full", seq_len=256, optimizer=opt).components["optimizer_states"]
+    sizes = {opt: estimate_memory(TrainingSetup.build("Llama-3.2-1B", "full", seq_len=256, optimizer=opt)).components["optimizer_states"]
              for opt in ("adamw", "adamw8bit", "sgd", "adafactor")}
     assert sizes["adamw"] > sizes["adamw8bit"] > sizes["adafactor"] > sizes["sgd"] == 0
 
 
 def test_attention_and_cross_entropy_options():
     def peak(**kw):
-        return estimate_memory("Llama-3.1-8B", "lora", seq_len=4096, micro_batch=2, **kw).peak_allocated
+        return estimate_memory(TrainingSetup.build("Llama-3.1-8B", "lora", seq_len=4096, micro_batch=2, **kw)).peak_allocated
     assert peak(attn="eager", grad_ckpt=False) > peak(attn="sdpa", grad_ckpt=False)
     assert peak(grad_ckpt=False) > peak(grad_ckpt=True)
     assert peak(cross_entropy="standard") > peak(cross_entropy="chunked") > peak(cross_entropy="fused")
@@ -142,15 +143,15 @@ def test_lora_targets_parsing():
 
 def test_invalid_arguments():
     with pytest.raises(ValueError, match="method"):
-        estimate_memory("Llama-3.1-8B", "dpo", seq_len=512)
+        estimate_memory(TrainingSetup.build("Llama-3.1-8B", "dpo", seq_len=512))
     with pytest.raises(ValueError, match=">= 1"):
-        estimate_memory("Llama-3.1-8B", "lora", seq_len=0)
+        estimate_memory(TrainingSetup.build("Llama-3.1-8B", "lora", seq_len=0))
     with pytest.raises(ValueError, match="sharding"):
-        estimate_memory("Llama-3.1-8B", "lora", seq_len=512, gpus=2, sharding="zero4")
+        estimate_memory(TrainingSetup.build("Llama-3.1-8B", "lora", seq_len=512, gpus=2, sharding="zero4"))
 
 
 def test_seq_len_beyond_context_is_noted():
-    assert any("max_position_embeddings" in n for n in estimate_memory("Llama-2-7B", "lora", seq_len=8192).notes)
+    assert any("max_position_embeddings" in n for n in estimate_memory(TrainingSetup.build("Llama-2-7B", "lora", seq_len=8192)).notes)
 
 
 # ---------------------------------------------------------------- monotonicity
@@ -175,19 +176,19 @@ def _never_less(figures):
 
 @pytest.mark.parametrize("model,method,extra", CASES)
 def test_longer_sequences_never_need_less(model, method, extra):
-    _never_less([_figures(estimate_memory(model, method, seq_len=s, **extra))
+    _never_less([_figures(estimate_memory(TrainingSetup.build(model, method, seq_len=s, **extra)))
                  for s in (128, 512, 1024, 2048, 4096, 8192, 32768)])
 
 
 @pytest.mark.parametrize("model,method,extra", CASES)
 def test_larger_batches_never_need_less(model, method, extra):
-    _never_less([_figures(estimate_memory(model, method, seq_len=1024, micro_batch=b, **extra))
+    _never_less([_figures(estimate_memory(TrainingSetup.build(model, method, seq_len=1024, micro_batch=b, **extra)))
                  for b in (1, 2, 3, 4, 8, 16, 64)])
 
 
 @pytest.mark.parametrize("model,method,extra", [c for c in CASES if c[1] != "full"])
 def test_higher_rank_never_needs_less(model, method, extra):
-    _never_less([_figures(estimate_memory(model, method, seq_len=1024, lora_rank=r, **extra))
+    _never_less([_figures(estimate_memory(TrainingSetup.build(model, method, seq_len=1024, lora_rank=r, **extra)))
                  for r in (1, 4, 8, 16, 64, 256)])
 
 
@@ -195,8 +196,8 @@ def test_rank_and_targets_barely_move_the_peak():
     """torchtune measured a Llama-2-7B LoRA (bf16 adapters) at 15.57 GB with r8 on q,v and 17.04 GB with r64 on
     all layers and the output projection: +9.4%."""
     def peak(rank, targets):
-        return estimate_memory("Llama-2-7B", "lora", seq_len=512, micro_batch=2, lora_rank=rank, lora_targets=targets,
-                               framework="torchtune").peak_allocated
+        return estimate_memory(TrainingSetup.build("Llama-2-7B", "lora", seq_len=512, micro_batch=2, lora_rank=rank, lora_targets=targets,
+                               framework="torchtune")).peak_allocated
     assert 1.05 < peak(64, "all-linear,lm_head") / peak(8, "q,v") < 1.15
 
 
@@ -263,7 +264,7 @@ def test_top_layer_backward_at_small_hidden_size_matches_the_trace():
     extras overestimated it by 9.7%."""
     grid, rows = _grid_rows()
     row = next(r for r in rows if r["model"] == "Qwen2.5-0.5B" and r["seq_len"] == 16384)
-    e = estimate_memory(grid._spec(row["model"]), **grid._settings(row))
+    e = estimate_memory(TrainingSetup.build(grid._spec(row["model"]), **grid._settings(row)))
     assert e.peak_phase == row["trace"]["peak_phase"].split(" layer")[0] + " top layer"
     assert abs(e.peak_allocated / row["trace"]["peak_allocated_bytes"] - 1) < 0.01
 
@@ -272,6 +273,6 @@ def test_analytical_model_within_5_percent_of_every_traced_point():
     grid, rows = _grid_rows()
     assert len(rows) >= 67
     for row in rows:
-        e = estimate_memory(grid._spec(row["model"]), **grid._settings(row))
+        e = estimate_memory(TrainingSetup.build(grid._spec(row["model"]), **grid._settings(row)))
         ratio = e.peak_allocated / row["trace"]["peak_allocated_bytes"]
         assert abs(ratio - 1) <= 0.05, (row["model"], row["method"], row["seq_len"], ratio)

@@ -12,6 +12,7 @@ import sys
 import pytest
 
 from pipeline.plan.memory import _nf4_bytes_per_param, estimate_memory, load_constants, resolve_constants
+from pipeline.plan.setup import TrainingSetup
 
 TINY = {"model_type": "llama", "hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2,
         "num_attention_heads": 4, "num_key_value_heads": 2, "vocab_size": 256, "tie_word_embeddings": False,
@@ -137,14 +138,14 @@ def test_analytical_model_against_trace_on_a_small_config():
     r = _trace("lora", seq_len=256, micro_batch=2)
     from pipeline.plan.models import spec_from_config
 
-    e = estimate_memory(spec_from_config(TINY, "tiny"), "lora", seq_len=256, micro_batch=2)
+    e = estimate_memory(TrainingSetup.build(spec_from_config(TINY, "tiny"), "lora", seq_len=256, micro_batch=2))
     ratio = e.peak_allocated / r.peak_allocated
     assert 0.5 < ratio < 2.0, ratio
 
 
 def _cli(*argv, env_block_torch=False):
     pre = "import sys; sys.modules['torch'] = None; " if env_block_torch else "import sys; "
-    code = pre + ("from pipeline.estimate_cli import main; rc = main(sys.argv[1:]); "
+    code = pre + ("from pipeline.cli import main; rc = main(sys.argv[1:]); "
                   "print('TORCH' if 'torch' in sys.modules and sys.modules['torch'] is not None else 'NOTORCH', "
                   "file=sys.stderr); sys.exit(rc)")
     return subprocess.run([sys.executable, "-c", code, "estimate", *argv], capture_output=True, text=True,
@@ -218,7 +219,7 @@ def test_committed_grid_is_whole_and_comparable():
         trace = row["trace"]
         assert sum(trace["at_peak_bytes"].values()) == trace["peak_allocated_bytes"]
         if row["method"] == "lora":
-            e = estimate_memory(grid._spec(row["model"]), **grid._settings(row))
+            e = estimate_memory(TrainingSetup.build(grid._spec(row["model"]), **grid._settings(row)))
             traced = trace["at_peak_bytes"]["parameters"]
             analytic = e.components["weights"] + e.components["lora_adapters"]
             assert abs(traced / analytic - 1) < 0.01, (row["model"], traced, analytic)

@@ -24,6 +24,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from pipeline.plan.memory import GIB, estimate_memory  # noqa: E402
+from pipeline.plan.setup import TrainingSetup
 from pipeline.plan.models import load_model_spec, spec_from_config  # noqa: E402
 
 HERE = Path(__file__).parent
@@ -142,7 +143,7 @@ def compare(rows: list[dict]) -> str:
     errors = []
     for row in rows:
         settings = _settings(row)
-        e = estimate_memory(_spec(row["model"]), **settings)
+        e = estimate_memory(TrainingSetup.build(_spec(row["model"]), **settings))
         traced = row["trace"]["peak_allocated_bytes"]
         ratio = e.peak_allocated / traced
         errors.append(ratio - 1)

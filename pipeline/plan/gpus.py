@@ -15,6 +15,7 @@ from pathlib import Path
 from pipeline.markdown import table
 from pipeline.plan.measured import load_points, measured_slowdown
 from pipeline.plan.memory import GIB, MemoryEstimate, estimate_memory
+from pipeline.plan.setup import TrainingSetup
 from pipeline.plan.models import ModelSpec, load_model_spec, param_breakdown
 
 CATALOG_FILE = Path(__file__).parents[1] / "data" / "gpus.json"
@@ -109,7 +110,7 @@ def largest_micro_batch(spec, method: str, seq_len: int, gpu: GPU, *, margin: fl
     """(largest micro-batch that fits, its estimate); (0, estimate at micro-batch 1) when even 1 does not fit.
     Memory grows monotonically with the micro-batch, so doubling then bisecting finds it in a few estimates."""
     def estimate(mb: int) -> MemoryEstimate:
-        return estimate_memory(spec, method, seq_len=seq_len, micro_batch=mb, **memory_options)
+        return estimate_memory(TrainingSetup.build(spec, method, seq_len=seq_len, micro_batch=mb, **memory_options))
 
     first = estimate(1)
     if not fits(first, gpu, margin):
@@ -313,16 +314,16 @@ def plan_training(model: str, method: str, *, seq_len: int, tokens_per_epoch: in
     card that fits (recommendation), the fastest, cheaper-path hints and checkpoint sizes. JSON-serializable.
 
     tokens_per_epoch: token positions processed per epoch (padding included, after packing);
-    sequences_per_epoch: packed sequences per epoch; memory_options: estimate_memory() keywords
+    sequences_per_epoch: packed sequences per epoch; memory_options: TrainingSetup.build() keywords
     (grad_ckpt, attn, optimizer, lora_rank, lora_targets, micro_batch for the headline figure, ...)."""
     if tokens_per_epoch < 0 or sequences_per_epoch < 0 or epochs <= 0:
         raise ValueError("tokens_per_epoch and sequences_per_epoch must be >= 0 and epochs > 0")
     spec = load_model_spec(model)
     catalog = load_catalog(catalog_path)
     options = {k: v for k, v in memory_options.items() if k not in ("micro_batch", "gpus", "sharding")}
-    headline = estimate_memory(spec, method, seq_len=seq_len, micro_batch=memory_options.get("micro_batch", 1),
-                               gpus=memory_options.get("gpus", 1), sharding=memory_options.get("sharding"),
-                               **options)
+    headline = estimate_memory(TrainingSetup.build(
+        spec, method, seq_len=seq_len, micro_batch=memory_options.get("micro_batch", 1),
+        gpus=memory_options.get("gpus", 1), sharding=memory_options.get("sharding"), **options))
     total_tokens = tokens_per_epoch * epochs
     total_sequences = sequences_per_epoch * epochs
     candidates = _candidates(spec, method, seq_len, catalog, total_tokens, total_sequences, safety_margin,

@@ -154,17 +154,13 @@ def _nf4_bytes_per_param(c: dict, double_quant: bool) -> float:
     return (c["nf4_bits"] + absmax_bits) / 8
 
 
-def estimate_memory(setup, method: str | None = None, *, constants: dict | None = None,
-                    constants_path: str | Path | None = None, **settings) -> MemoryEstimate:
-    """Per-GPU memory of one training step (forward, backward, optimizer step) for one TrainingSetup.
-
-    `setup` is a TrainingSetup; a model (name, config path or ModelSpec) with `method` and TrainingSetup.build's
-    keywords is turned into one first. `constants` overrides the fitted allocator/context constants (the
-    calibration fit)."""
+def estimate_memory(setup: TrainingSetup, *, constants: dict | None = None,
+                    constants_path: str | Path | None = None) -> MemoryEstimate:
+    """Per-GPU memory of one training step (forward, backward, optimizer step) of one validated TrainingSetup
+    (TrainingSetup.build: the model spec and every setting resolved): the sum of named terms per phase, see
+    _estimate. `constants` overrides the fitted allocator/context constants (the calibration fit)."""
     if not isinstance(setup, TrainingSetup):
-        setup = TrainingSetup.build(setup, method or "lora", **settings)
-    elif method is not None or settings:
-        raise ValueError("pass either a TrainingSetup or a model with its settings, not both")
+        raise TypeError("estimate_memory takes a TrainingSetup: build one with TrainingSetup.build(model, method, ...)")
     c = resolve_constants(load_constants(constants_path), setup.framework, constants)
     return _estimate(setup, c)
 
@@ -356,44 +352,65 @@ def _logits_terms(s: TrainingSetup, d: _Dtypes, c: dict) -> dict[str, float]:
     return {"forward": hidden + chunk * V * d.norm_out * 2, "saved": T * h * d.norm_out, "backward": T * h * d.norm_out}
 
 
-def _estimate(s: TrainingSetup, c: dict) -> MemoryEstimate:
-    spec = s.spec
-    pb = param_breakdown(spec)
-    h, L, V, S = spec.hidden_size, spec.num_hidden_layers, spec.vocab_size, s.seq_len
-    T = s.tokens
-    full = s.method == "full"
-    mixed = full and s.precision == "mixed"
-    d = _dtypes(s)
-    notes: list[str] = []
-    if S > spec.max_position_embeddings:
-        notes.append(f"seq_len {S} exceeds the model's max_position_embeddings {spec.max_position_embeddings}")
+@dataclass
+class _Params:
+    """The parameters of one step: bytes on this GPU and the counts the gradient and optimizer terms read."""
+    weights: float            # frozen or trained weights on this GPU (FSDP: the shard + the gathered layers)
+    adapters: float           # LoRA adapters on this GPU
+    trainable: float          # trainable parameters (all of them for full fine-tuning, the adapters for LoRA)
+    param_bytes: int          # bytes per trainable parameter, and per gradient element
+    largest: float            # elements of the largest trainable tensor (optimizer in backward keeps one gradient)
+    lora_mods: list           # the targeted linears (lora_modules)
+    lora_layer: float         # adapter parameters of one decoder layer
 
-    # ---- parameters: frozen or trained weights, adapters
-    quant = s.quantization
-    if quant == "nf4":
-        linear_bytes = _nf4_bytes_per_param(c, s.double_quant)
-    elif quant == "int8":
-        linear_bytes = c["int8_bits"] / 8
-    else:
-        linear_bytes = 4 if full and s.precision == "mixed" else 2
-    other = pb["total"] - pb["layer_linear"]
+
+def _shards(s: TrainingSetup) -> tuple[int, int]:
+    """(ways the gradients and optimizer states are split, ways the weights are split) across the GPUs."""
+    state = s.gpus if s.sharding in ("zero2", "zero3", "fsdp") else 1
+    weight = s.gpus if s.sharding in ("zero3", "fsdp") else 1
+    return state, weight
+
+
+def _linear_bytes(s: TrainingSetup, c: dict) -> float:
+    """Bytes per weight of the decoder layers' linears (what quantization applies to)."""
+    if s.quantization == "nf4":
+        return _nf4_bytes_per_param(c, s.double_quant)
+    if s.quantization == "int8":
+        return c["int8_bits"] / 8
+    return 4 if s.method == "full" and s.precision == "mixed" else 2
+
+
+def weights_term(s: TrainingSetup, pb: dict, d: _Dtypes, c: dict) -> float:
+    """The model's weights on this GPU: quantized or 16/32-bit linears, embeddings, lm_head and norms."""
+    spec, L, h = s.spec, s.spec.num_hidden_layers, s.spec.hidden_size
+    linear_bytes = _linear_bytes(s, c)
     embed_head = pb["embedding"] + pb["lm_head"]
-    if full:
+    if s.method == "full":
         weights = pb["total"] * linear_bytes
     else:
+        other = pb["total"] - pb["layer_linear"]
         norm_bytes = 4 if s.kbit_upcast in ("all", "norms") else 2
         # the MoE router stays unquantized (bitsandbytes skips it as transformers' MoE models ask), like the norms
-        router = L * h * spec.num_experts if spec.is_moe and quant else 0
+        router = L * h * spec.num_experts if spec.is_moe and s.quantization else 0
         weights = (pb["layer_linear"] - router) * linear_bytes + embed_head * d.head \
             + (other - embed_head + router) * norm_bytes
-    if quant == "int8":  # one fp32 scale per output row
+    if s.quantization == "int8":  # one fp32 scale per output row
         weights += 4 * L * sum(fo * n for _, _, fo, n in spec.linear_modules())
-    layer_weight_bytes = (pb["layer_linear"] * linear_bytes + pb["layer_other"] * 2) / L
+    _, shard_weight = _shards(s)
+    weights /= shard_weight
+    if shard_weight > 1:  # the layer being computed and the prefetched one are gathered; the root unit too
+        layer_weight_bytes = (pb["layer_linear"] * linear_bytes + pb["layer_other"] * 2) / L
+        weights += c["fsdp_gathered_layers"] * layer_weight_bytes + embed_head * 2 * (1 - 1 / s.gpus)
+    return weights
 
-    if full:
+
+def params_term(s: TrainingSetup, pb: dict, d: _Dtypes, c: dict) -> _Params:
+    """Weights and adapters on this GPU, and what is trained."""
+    spec, h, V, L = s.spec, s.spec.hidden_size, s.spec.vocab_size, s.spec.num_hidden_layers
+    if s.method == "full":
         lora, lora_mods = 0, []
         trainable = pb["total"]
-        param_bytes = linear_bytes
+        param_bytes = _linear_bytes(s, c)
         largest = max(V * h, max(fi * fo for _, fi, fo, _ in spec.linear_modules()))
     else:
         lora_mods = lora_modules(spec, list(s.lora_targets))
@@ -401,58 +418,84 @@ def _estimate(s: TrainingSetup, c: dict) -> MemoryEstimate:
         trainable = lora
         param_bytes = 4 if s.adapter_dtype == "fp32" else 2
         largest = max(s.lora_rank * max(fi, fo) for _, fi, fo, _ in lora_mods)
-    grad_bytes = param_bytes
-    adapters = lora * param_bytes
-    lora_layer = (lora - (s.lora_rank * (h + V) if "lm_head" in s.lora_targets else 0)) / L
+    _, shard_weight = _shards(s)
+    return _Params(weights=weights_term(s, pb, d, c), adapters=lora * param_bytes / shard_weight,
+                   trainable=trainable, param_bytes=param_bytes, largest=largest, lora_mods=lora_mods,
+                   lora_layer=(lora - (s.lora_rank * (h + V) if "lm_head" in s.lora_targets else 0)) / L)
 
-    # ---- optimizer state (in the parameter dtype: fp32 for mixed precision, whose weights are the fp32 master)
-    table = load_constants()
-    opt = table["optimizers"][s.optimizer]
+
+def gradients_term(s: TrainingSetup, p: _Params, c: dict) -> float:
+    """Gradients of the trained parameters on this GPU, once the backward pass has made them all."""
+    shard_state, _ = _shards(s)
+    if s.optimizer_in_backward:  # each parameter is stepped and its gradient freed as soon as it is ready
+        return p.largest * p.param_bytes
+    grads = p.trainable * p.param_bytes / shard_state
+    if shard_state > 1:
+        grads += c["fsdp_gathered_layers"] * (p.trainable / s.spec.num_hidden_layers) * p.param_bytes
+    if s.sharding == "ddp":  # DDP's reduction buckets hold a second copy of the gradients
+        grads += p.trainable * p.param_bytes
+    return grads
+
+
+def optimizer_terms(s: TrainingSetup, pb: dict, p: _Params) -> tuple[float, float, bool]:
+    """(optimizer state on this GPU, its temporaries in step(), whether the state is paged out of torch's
+    counters). The state is in the parameter dtype: fp32 for mixed precision, whose weights are the master."""
+    spec, L, h, V = s.spec, s.spec.num_hidden_layers, s.spec.hidden_size, s.spec.vocab_size
+    opt = load_constants()["optimizers"][s.optimizer]
     if opt.get("factored"):  # Adafactor: a row and a column second-moment vector per matrix, no first moment
-        if full:
+        if s.method == "full":
             vectors = L * sum((fi + fo) * n for _, fi, fo, n in spec.linear_modules()) + (V + h) * (
                 1 if spec.tie_word_embeddings else 2) + pb["layer_other"]
         else:
-            vectors = sum((fi + 2 * s.lora_rank + fo) * (n * L or 1) for _, fi, fo, n in lora_mods)
+            vectors = sum((fi + 2 * s.lora_rank + fo) * (n * L or 1) for _, fi, fo, n in p.lora_mods)
         states = 4 * vectors
     elif "bytes_per_param" in opt:
-        states = opt["bytes_per_param"] * trainable
+        states = opt["bytes_per_param"] * p.trainable
     else:
-        states = opt["states"] * param_bytes * trainable
+        states = opt["states"] * p.param_bytes * p.trainable
     # foreach AdamW (torch's default implementation) allocates one state-sized temporary in step(); fused does not
-    step_temp = 0.0 if s.fused_optimizer else opt.get("step_workspace", 0) * param_bytes * trainable
-    paged = bool(opt.get("paged"))
-
-    # ---- data-parallel sharding (per-GPU figures)
-    g = s.gpus
-    shard_state = g if s.sharding in ("zero2", "zero3", "fsdp") else 1
-    shard_weight = g if s.sharding in ("zero3", "fsdp") else 1
-    weights_gpu = weights / shard_weight
-    if shard_weight > 1:  # the layer being computed and the prefetched one are gathered; the root unit too
-        weights_gpu += c["fsdp_gathered_layers"] * layer_weight_bytes + embed_head * 2 * (1 - 1 / g)
-    adapters_gpu = adapters / shard_weight
-    grads = trainable * grad_bytes / shard_state
-    if shard_state > 1:
-        grads += c["fsdp_gathered_layers"] * (trainable / L) * grad_bytes
-    if s.sharding == "ddp":  # DDP's reduction buckets hold a second copy of the gradients
-        grads += trainable * grad_bytes
-    states_gpu = states / shard_state
+    step_temp = 0.0 if s.fused_optimizer else opt.get("step_workspace", 0) * p.param_bytes * p.trainable
+    shard_state, _ = _shards(s)
     step_temp /= shard_state
-    if s.sharding in ("zero2", "zero3"):
+    if s.sharding in ("zero2", "zero3") or s.optimizer_in_backward:
         step_temp = 0.0
-    if s.optimizer_in_backward:  # each parameter is stepped and its gradient freed as soon as it is ready
-        grads = largest * grad_bytes
-        step_temp = 0.0
+    return states / shard_state, step_temp, bool(opt.get("paged"))
 
-    # ---- activations
+
+@dataclass
+class _Activations:
+    """Activation bytes of one step, by what keeps them (see layer_saved_bytes for one layer's content)."""
+    one_layer: float          # what one layer keeps for backward (its recompute under checkpointing)
+    saved_layers: float       # all layers' saved tensors, or only their checkpointed inputs
+    recompute: float          # the layer recomputed in backward (checkpointing), else 0
+    rope: float               # rotary cos/sin
+    final_norm: float
+    head_in: float            # lm_head's bf16 input copy when the head is trained under autocast
+    head_cast: float          # bf16 copy of an fp32 lm_head made per use
+    cache_all: float          # autocast's bf16 copies of all fp32 trained weights (the forward)
+    layer_bwd: float          # gradients of one layer's intermediates while its backward runs
+    dequant: float            # one dequantized weight (QLoRA / int8)
+    head_grad: float          # full fine-tuning: lm_head's gradient
+    emb_bwd: float            # full fine-tuning of a tied embedding: its gradient and the sum
+
+    @property
+    def forward(self) -> float:
+        return self.saved_layers + self.rope + self.final_norm
+
+
+def activations_term(s: TrainingSetup, pb: dict, d: _Dtypes, p: _Params, c: dict) -> _Activations:
+    spec, h, L, V, S, T = (s.spec, s.spec.hidden_size, s.spec.num_hidden_layers, s.spec.vocab_size, s.seq_len,
+                           s.tokens)
+    full = s.method == "full"
+    shard_state, shard_weight = _shards(s)
     per_tok, per_layer_abs = layer_saved_bytes(spec, s, d)
-    cache_all, cache_layer = _weight_cast_cache(s, pb, lora_layer)
+    cache_all, cache_layer = _weight_cast_cache(s, pb, p.lora_layer)
     if shard_weight > 1 and full:  # FSDP / ZeRO-3 cast the gathered layer themselves (param_dtype bf16)
         cache_all, cache_layer = 0.0, 0.0
-    layer_abs = per_layer_abs + cache_layer
     scores = 0.0
     if s.attn == "eager":  # fp32 softmax output and its bf16 copy per score
         scores = s.micro_batch * spec.num_attention_heads * S * S * c["eager_bytes_per_score"]
+    layer_abs = per_layer_abs + cache_layer
     one_layer = T * per_tok + layer_abs + scores
     rope = (2 if spec.model_type in ("gemma3", "gemma3_text") else 1) * 2 * S * spec.head_size * d.stream + 8 * S
     final_norm = T * (4 * h + 4 + (d.norm_out * h if full else 0))
@@ -464,89 +507,136 @@ def _estimate(s: TrainingSetup, c: dict) -> MemoryEstimate:
         head_cast = 2 * V * h if d.head != d.norm_out else 0.0
     if s.grad_ckpt:
         kept = 2 if s.activation_offload else L
-        saved_layers = kept * T * h * d.stream
-        recompute = one_layer
+        saved_layers, recompute = kept * T * h * d.stream, one_layer
     else:
-        saved_layers = L * one_layer
-        recompute = 0.0
-    lg = _logits_terms(s, d, c)
+        saved_layers, recompute = L * one_layer, 0.0
     width = spec.expert_intermediate * (max(spec.num_experts_per_tok, 1) if spec.is_moe else 1)
     # gradients of one layer's intermediates and of the residual stream while its backward runs
     layer_bwd = T * (2 * (3 * width + 2 * h) + 2 * h * d.stream)
     if spec.is_moe and any(n in ("gate_proj", "up_proj") for n in s.lora_targets):
         layer_bwd += 2 * spec.num_experts * 2 * spec.expert_intermediate * h  # gradient of the gate/up delta
-    dequant = 2 * max(fi * fo for _, fi, fo, _ in spec.linear_modules()) if quant else 0.0
-    head_grad = V * h * grad_bytes / shard_state if full else 0.0
-    emb_bwd = 2 * V * h * grad_bytes if full and spec.tie_word_embeddings else 0.0
+    dequant = 2 * max(fi * fo for _, fi, fo, _ in spec.linear_modules()) if s.quantization else 0.0
+    return _Activations(one_layer=one_layer, saved_layers=saved_layers, recompute=recompute, rope=rope,
+                        final_norm=final_norm, head_in=head_in, head_cast=head_cast, cache_all=cache_all,
+                        layer_bwd=layer_bwd, dequant=dequant,
+                        head_grad=V * h * p.param_bytes / shard_state if full else 0.0,
+                        emb_bwd=2 * V * h * p.param_bytes if full and spec.tie_word_embeddings else 0.0)
 
-    static = weights_gpu + adapters_gpu + (0.0 if paged else states_gpu)
-    activations_fwd = saved_layers + rope + final_norm
-    terms = {
-        "parameters": weights_gpu + adapters_gpu,
-        "gradients": grads,
-        "optimizer_state": states_gpu,
-        "checkpointed_layers" if s.grad_ckpt else "saved_layers": saved_layers,
-        "recompute_layer": recompute,
-        "rope_and_final_norm": rope + final_norm,
-        "logits_loss": lg["backward"],
-        "autocast_weight_cache": cache_all,
-        "layer_backward_temporaries": layer_bwd + dequant,
-        "optimizer_step_temporaries": step_temp,
-    }
+
+def overhead_terms(c: dict, peak_allocated: float) -> tuple[float, float, float]:
+    """(peak reserved: the caching allocator's pool, the framework overhead inside it, the CUDA context): the
+    fitted constants (bench/calibrate_memory.py)."""
+    overhead = c["framework_overhead_gib"] * GIB
+    reserved = peak_allocated * (1 + c["reserved_fraction"]) + c["reserved_slack_gib"] * GIB
+    return reserved + overhead, overhead, c["cuda_context_gib"] * GIB
+
+
+def _phases(s: TrainingSetup, d: _Dtypes, static: float, grads: float, step_temp: float, a: _Activations,
+            lg: dict, grad_bytes: float) -> dict[str, float]:
+    """Live bytes at each moment of the step that can hold the peak: each a sum of the terms above."""
+    spec, T = s.spec, s.tokens
+    h, V = spec.hidden_size, spec.vocab_size
+    full = s.method == "full"
+    fwd = a.forward
+    cache_bwd = a.cache_all if full else 0.0  # adapters' cast copies are dropped with the autocast region
     phases = {
-        "loss (lm_head + cross-entropy)": static + activations_fwd + cache_all + head_in + head_cast + lg["forward"]
+        "loss (lm_head + cross-entropy)": static + fwd + a.cache_all + a.head_in + a.head_cast + lg["forward"]
         + T * h * d.norm_out,
-        "backward, loss": static + activations_fwd + head_in + head_cast
-        + (cache_all if full else 0.0) + lg["backward"],
-        "backward, top layer": static + activations_fwd - final_norm + recompute + layer_bwd + dequant + head_grad
-        + (cache_all if full else 0.0),
+        "backward, loss": static + fwd + a.head_in + a.head_cast + cache_bwd + lg["backward"],
+        "backward, top layer": static + fwd - a.final_norm + a.recompute + a.layer_bwd + a.dequant + a.head_grad
+        + cache_bwd,
     }
     if s.grad_ckpt and not full:
-        phases.update(_top_layer_phases(s, d, static + activations_fwd - final_norm + recompute + head_grad, dequant))
+        phases.update(_top_layer_phases(s, d, static + fwd - a.final_norm + a.recompute + a.head_grad, a.dequant))
     phases |= {
-        "backward, bottom layer": static + grads + one_layer + T * h * d.stream + rope + layer_bwd + dequant
-        + (emb_bwd if not s.grad_ckpt else 0.0),
-        "backward, embedding": static + grads + emb_bwd,
+        "backward, bottom layer": static + grads + a.one_layer + T * h * d.stream + a.rope + a.layer_bwd + a.dequant
+        + (a.emb_bwd if not s.grad_ckpt else 0.0),
+        "backward, embedding": static + grads + a.emb_bwd,
         "optimizer step": static + grads + step_temp,
     }
     if full:
-        phases["backward, lm_head"] = static + activations_fwd + cache_all + head_in + 2 * T * V \
+        phases["backward, lm_head"] = static + fwd + a.cache_all + a.head_in + 2 * T * V \
             + V * h * (2 + grad_bytes)
+    return phases
+
+
+def _estimate(s: TrainingSetup, c: dict) -> MemoryEstimate:
+    """The named terms (weights, adapters, gradients, optimizer, activations, logits, overhead), then the phases
+    that are sums of them; the peak is the largest phase."""
+    spec = s.spec
+    pb = param_breakdown(spec)
+    full = s.method == "full"
+    mixed = full and s.precision == "mixed"
+    shard_state, shard_weight = _shards(s)
+    d = _dtypes(s)
+
+    p = params_term(s, pb, d, c)
+    grads = gradients_term(s, p, c)
+    states, step_temp, paged = optimizer_terms(s, pb, p)
+    a = activations_term(s, pb, d, p, c)
+    lg = _logits_terms(s, d, c)
+    static = p.weights + p.adapters + (0.0 if paged else states)
+    phases = _phases(s, d, static, grads, step_temp, a, lg, p.param_bytes)
     peak_phase = max(phases, key=phases.get)
     peak_allocated = phases[peak_phase]
-    peak_reserved = peak_allocated * (1 + c["reserved_fraction"]) + c["reserved_slack_gib"] * GIB
-    context = c["cuda_context_gib"] * GIB
-    overhead = c["framework_overhead_gib"] * GIB
-    peak_reserved += overhead
-    terms["allocator_overhead"] = peak_reserved - peak_allocated
-    terms["cuda_context"] = context
-
+    peak_reserved, overhead, context = overhead_terms(c, peak_allocated)
+    terms = {
+        "parameters": p.weights + p.adapters,
+        "gradients": grads,
+        "optimizer_state": states,
+        "checkpointed_layers" if s.grad_ckpt else "saved_layers": a.saved_layers,
+        "recompute_layer": a.recompute,
+        "rope_and_final_norm": a.rope + a.final_norm,
+        "logits_loss": lg["backward"],
+        "autocast_weight_cache": a.cache_all,
+        "layer_backward_temporaries": a.layer_bwd + a.dequant,
+        "optimizer_step_temporaries": step_temp,
+        "allocator_overhead": peak_reserved - peak_allocated,
+        "cuda_context": context,
+    }
     # the JSON contract's components (sizes of each part, not additive) are kept alongside the named terms
     components = {
         # mixed precision trains fp32 weights (the master copy); their bf16 copies live in autocast's cache
-        "weights": (weights_gpu / 2 if mixed else weights_gpu), "lora_adapters": adapters_gpu,
-        "gradients": grads, "optimizer_states": states_gpu, "master_weights": pb["total"] * 4 / shard_state if mixed else 0.0,
-        "activations": activations_fwd + recompute + layer_bwd + dequant,
+        "weights": (p.weights / 2 if mixed else p.weights), "lora_adapters": p.adapters,
+        "gradients": grads, "optimizer_states": states,
+        "master_weights": pb["total"] * 4 / shard_state if mixed else 0.0,
+        "activations": a.forward + a.recompute + a.layer_bwd + a.dequant,
         "logits_cross_entropy": lg["backward"], "optimizer_step_workspace": step_temp,
         "framework_overhead": overhead, "allocator_overhead": terms["allocator_overhead"], "cuda_context": context,
     }
+    lora = 0 if full else lora_param_count(spec, s.lora_rank, list(s.lora_targets))
+    params = {"total": pb["total"], "trainable": int(p.trainable), "lora": int(lora),
+              "frozen": int(pb["total"] if not full else 0), "active": pb["active"],
+              "matmul_active": pb["matmul_active"]}
+    return MemoryEstimate(model=spec.name, method=s.method, settings=_settings_dict(s), components=components,
+                          params=params, peak_allocated=peak_allocated, peak_reserved=peak_reserved,
+                          nvidia_smi=peak_reserved + context, peak_phase=peak_phase, phases=phases,
+                          notes=_notes(s, peak_phase, paged), terms=terms)
+
+
+def _notes(s: TrainingSetup, peak_phase: str, paged: bool) -> list[str]:
+    spec, notes = s.spec, []
+    if s.seq_len > spec.max_position_embeddings:
+        notes.append(f"seq_len {s.seq_len} exceeds the model's max_position_embeddings "
+                     f"{spec.max_position_embeddings}")
     notes.append(f"peak at {peak_phase}; components are sizes, not additive (gradients replace freed activations)")
     if paged:
         notes.append("paged 8-bit optimizer states live in CUDA managed memory: not in torch's counters and "
                      "evicted to CPU under pressure, so they are left out of the peaks")
     if spec.final_logit_softcapping and s.attn == "sdpa":
         notes.append(f"{spec.name} uses logit soft-capping; Hugging Face recommends eager attention for training it")
-    if s.sharding in ("zero2", "ddp") and not full and g > 1:
+    if s.sharding in ("zero2", "ddp") and s.method != "full" and s.gpus > 1:
         notes.append(f"{s.sharding} replicates the frozen base weights on every GPU; zero3/fsdp shards them")
-    if spec.is_moe and quant == "nf4":
+    if spec.is_moe and s.quantization == "nf4":
         notes.append("QLoRA on MoE: expert and attention linears NF4 (one expert's weights dequantized at a "
                      "time), the router and norms unquantized")
+    return notes
 
-    params = {"total": pb["total"], "trainable": int(trainable), "lora": int(lora),
-              "frozen": int(pb["total"] if not full else 0), "active": pb["active"],
-              "matmul_active": pb["matmul_active"]}
-    settings = {"seq_len": S, "micro_batch": s.micro_batch, "tokens_per_micro_batch": T,
-                "grad_ckpt": s.grad_ckpt, "attn": s.attn, "optimizer": s.optimizer, "gpus": g,
+
+def _settings_dict(s: TrainingSetup) -> dict:
+    full, quant = s.method == "full", s.quantization
+    settings = {"seq_len": s.seq_len, "micro_batch": s.micro_batch, "tokens_per_micro_batch": s.tokens,
+                "grad_ckpt": s.grad_ckpt, "attn": s.attn, "optimizer": s.optimizer, "gpus": s.gpus,
                 "sharding": s.sharding, "quantization": quant, "double_quant": s.double_quant if quant == "nf4"
                 else None, "precision": s.precision if full else None, "cross_entropy": s.cross_entropy,
                 "framework": s.framework, "compile": s.compile, "optimizer_in_backward": s.optimizer_in_backward,
@@ -557,10 +647,7 @@ def _estimate(s: TrainingSetup, c: dict) -> MemoryEstimate:
     if not full:
         settings.update(lora_rank=s.lora_rank, lora_targets=list(s.lora_targets), adapter_dtype=s.adapter_dtype,
                         lora_dropout=s.lora_dropout)
-    return MemoryEstimate(model=spec.name, method=s.method, settings=settings, components=components, params=params,
-                          peak_allocated=peak_allocated, peak_reserved=peak_reserved,
-                          nvidia_smi=peak_reserved + context, peak_phase=peak_phase, phases=phases, notes=notes,
-                          terms=terms)
+    return settings
 
 
 # ---------------------------------------------------------------- calibration against published measurements
@@ -582,7 +669,7 @@ def predict_calibration_point(point: dict, constants: dict | None = None) -> flo
     cfg = dict(point["config"])
     if "seq_len" not in cfg:
         return None
-    estimate = estimate_memory(cfg.pop("model"), constants=constants, **cfg)
+    estimate = estimate_memory(TrainingSetup.build(cfg.pop("model"), **cfg), constants=constants)
     if point["metric"] == "unknown":
         return (estimate.peak_allocated + estimate.peak_reserved) / 2
     return getattr(estimate, METRIC_FIGURE[point["metric"]])
