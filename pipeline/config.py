@@ -118,6 +118,28 @@ class LengthsConfig(Section):
     batch_size: int = Field(8, ge=1, description="Micro-batch size for steps-per-epoch figures.")
 
 
+class FiltersConfig(Section):
+    """Language filters (pipeline/lang.py). Every record gets meta.lang whatever these say."""
+    languages: list[str] | None = Field(
+        None, description="Keep only records in these languages (ISO 639-1 codes, e.g. [tr, ru, en]); "
+                          "others are dropped as `language`. Records without letters are kept.")
+    lang_mismatch: Literal["count", "drop"] = Field(
+        "count", description="A chat record whose answer is in another language than its prompt: count it, "
+                             "or drop it as `lang_mismatch`.")
+    lang_min_letters: int = Field(20, ge=1, description="Letters each side (prompt, answer) needs before "
+                                                        "their languages are compared.")
+    lang_min_confidence: float = Field(0.5, ge=0, le=1, description="Model probability each side needs before "
+                                                                   "a differing language counts as a mismatch.")
+
+    @field_validator("languages")
+    @classmethod
+    def _codes(cls, value):
+        bad = [c for c in value or () if not (2 <= len(c) <= 3 and c.isascii() and c.isalpha() and c.islower())]
+        if bad:
+            raise ValueError(f"not a language code (ISO 639-1, lower case, e.g. tr): {bad[0]!r}")
+        return value
+
+
 class SplitConfig(Section):
     validation_fraction: float = Field(0.05, ge=0, lt=1)
     seed: int = 0
@@ -173,6 +195,7 @@ class PrepareConfig(Section):
     dedup: DedupConfig = Field(default_factory=DedupConfig)
     pii: PiiConfig = Field(default_factory=PiiConfig)
     lengths: LengthsConfig = Field(default_factory=LengthsConfig)
+    filters: FiltersConfig = Field(default_factory=FiltersConfig)
     split: SplitConfig = Field(default_factory=SplitConfig)
     write: WriteConfig = Field(default_factory=WriteConfig)
     estimate: EstimateConfig = Field(default_factory=EstimateConfig)

@@ -45,6 +45,8 @@ DROP: dict[str, str] = {
     "validation_leak": "a train record that duplicates a validation record",
     "pii_drop": "personal data of an entity whose pii operator is drop",
     "too_long": "more tokens than the max sequence length under lengths.overflow drop, or that no policy can fit",
+    "language": "a record whose detected language (meta.lang) is not in filters.languages",
+    "lang_mismatch": "a chat record whose answer is in another language than its prompt (filters.lang_mismatch: drop)",
 }
 
 

