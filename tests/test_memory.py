@@ -208,10 +208,41 @@ def test_calibration_errors_within_goal():
     print("\n" + format_calibration_table(rows))  # pytest -s shows the per-point table
     summary = calibration_summary(rows)
     assert summary["points"] >= 25, "most published points must stay in the fit"
-    assert summary["median_abs_error"] <= 0.10
-    # torchtune's compiled "all optimizations" LoRA/QLoRA ablation points stay far off (compile and activation
-    # offload are not modelled): the bound is what the fit reaches, not the 25% goal
-    assert summary["max_abs_error"] <= 1.0
+    # reached: median 6.3%, max 22.4% over 29 points (a small margin above); the compiled torchtune LoRA/QLoRA
+    # points are marked outside_model in the data file and are not in these figures
+    assert summary["median_abs_error"] <= 0.07
+    assert summary["max_abs_error"] <= 0.25
+
+
+def _calibrate_bench():
+    path = Path(__file__).resolve().parents[1] / "bench" / "calibrate_memory.py"
+    spec = importlib.util.spec_from_file_location("calibrate_memory", path)
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    return bench
+
+
+def test_leave_one_source_out_within_goal():
+    """The honest figure: each source scored with constants fitted on the other sources only. Reached: median
+    8.0%, max 22.4%, all 29 points within 25%."""
+    bench = _calibrate_bench()
+    points = [p for p in load_calibration_points() if p["use"]]
+    table = load_constants()
+    errors = sorted(abs(r["error"]) for r in bench.leave_one_source_out(points, table["fitted"], table["fit_bounds"]))
+    assert len(errors) == len(points) >= 25
+    assert errors[len(errors) // 2] <= 0.085
+    assert errors[-1] <= 0.25
+
+
+def test_points_outside_the_model_are_shown_not_fitted():
+    """Marked points stay on record with their estimate and error, out of the fit, with the reason."""
+    marked = [p for p in load_calibration_points() if p.get("outside_model")]
+    assert len(marked) == 4
+    rows = {r["id"]: r for r in calibration_table()}
+    for p in marked:
+        assert not p["use"] and p["reason"].startswith("outside the model")
+        assert rows[p["id"]]["error"] is not None
+    assert "outside the model" in format_calibration_table(list(rows.values()))
 
 
 def test_stored_fit_result_matches_the_constants():
