@@ -22,6 +22,7 @@ from importlib.resources import files
 
 from .config import FiltersConfig
 from .stats import StageStats
+from .step import Step
 
 MAX_CHARS = 1000   # fastText's cost grows with the text; the first 1000 characters decide as well as all
 _SPACE = re.compile(r"\s+")
@@ -143,7 +144,7 @@ def pii_language(rec: dict, allowed: tuple[str, ...]) -> str | None:
     return near if near in allowed else None
 
 
-class LanguageStep:
+class LanguageStep(Step):
     name = "language"
     config_sections = ("filters",)
 

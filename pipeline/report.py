@@ -12,7 +12,7 @@ from .markdown import table, text
 from .shards import atomic_write_text
 from .stats import StageStats, merge_all
 
-STAGE_ORDER = ("read", "normalize", "clean", "dedup", "pii", "lengths", "split", "write")
+STAGE_ORDER = ("read", "normalize", "clean", "dedup", "language", "pii", "lengths", "split", "write")
 
 
 def _accounting(stages: dict[str, StageStats | dict]) -> dict:
@@ -99,6 +99,12 @@ def render_markdown(report: dict) -> str:
     out += ["## Stages", "", table(
         ["stage", "seconds", "in", "out"],
         [[n, f"{s['seconds']:.2f}", s["records_in"], s["records_out"]] for n, s in report["stages"].items()]), ""]
+    lang = (report["stages"].get("language") or {}).get("counters") or {}
+    if lang.get("by_source"):  # the language step's mix per source file (pipeline/lang.py)
+        codes = sorted(lang.get("langs") or {}, key=lambda k: -lang["langs"][k])
+        out += ["## Languages", "", table(["file", *codes], [[name, *(mix.get(k, 0) for k in codes)]
+                                                           for name, mix in lang["by_source"].items()]),
+                "", f"Answer in another language than the prompt: {lang.get('lang_mismatch', 0)} records.", ""]
     if "dedup" in report:
         d = report["dedup"]
         out += ["## Duplicates", "", "```json", json.dumps(d.get("counts", d), indent=1)[:2000], "```", ""]

@@ -427,13 +427,23 @@ def _stages(report: dict) -> str:
 
 
 def _languages(report: dict) -> str:
-    by_lang = ((report.get("stages") or {}).get("pii", {}).get("counters") or {}).get("records_by_language") \
+    detected = ((report.get("stages") or {}).get("language") or {}).get("counters") or {}
+    by_lang = detected.get("langs") or \
+        ((report.get("stages") or {}).get("pii", {}).get("counters") or {}).get("records_by_language") \
         or (report.get("pii") or {}).get("records_by_language") or {}
     body = ""
     if by_lang:
         body += svg_hbars([(k, v, f"c{i % 11}") for i, (k, v) in enumerate(sorted(by_lang.items(), key=lambda kv: -kv[1]))],
                           "chart-languages", " records")
-        body += _p("Language per record as the personal-data step routed it.", "note")
+        body += _p("Language per record (meta.lang, fastText lid.176)." if detected.get("langs") else
+                   "Language per record as the personal-data step routed it.", "note")
+    if detected.get("by_source"):
+        codes = sorted(by_lang, key=lambda k: -by_lang[k])
+        body += _table(["file", *codes], [[name, *(mix.get(k, 0) for k in codes)]
+                                          for name, mix in detected["by_source"].items()],
+                       numeric=tuple(range(1, len(codes) + 1)))
+        body += _p(f"Answer in another language than the prompt: {detected.get('lang_mismatch', 0)} records.",
+                   "note")
     groups = (report.get("lengths") or {}).get("groups") or {}
     lang_groups = {k: g for k, g in groups.items() if k.startswith("lang:")}
     if lang_groups:
