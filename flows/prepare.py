@@ -71,10 +71,10 @@ def prepare(params: PrepareConfig = DEMO_DEFAULTS) -> dict:
 def failure_message(exc: BaseException) -> str:
     """The one line `prepare run` prints for this error (no traceback; a bug shows only its type: its text may
     quote the data)."""
-    from pipeline.cli import _describe
+    from pipeline.cli.errors import describe_error, internal_error
 
-    message, _ = _describe(exc)
-    return message or f"internal error ({type(exc).__name__}); rerun with PREPARE_DEBUG=1 for the traceback"
+    message, _ = describe_error(exc)
+    return message or internal_error(exc)
 
 
 def log_failure(logger, exc: BaseException) -> None:

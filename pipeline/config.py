@@ -329,15 +329,16 @@ def _fields_at(loc: tuple) -> list[str]:
     return list(model.model_fields)
 
 
-def load_config(path: str | Path | None = None, **overrides) -> PrepareConfig:
-    """Read a JSON (or YAML, if PyYAML is installed) config file and apply the non-None overrides (a mapping
-    for a section updates only the keys it names). ConfigError, one line, for any mistake."""
+def load_config(path: str | Path | None = None, overrides: dict | None = None) -> PrepareConfig:
+    """Read a JSON (or YAML, if PyYAML is installed) config file and merge the nested `overrides` over it (the
+    command line's flags: a None is a flag not given; a mapping for a section updates only the keys it names),
+    then validate the result as one config. ConfigError, one line naming the key, for any mistake."""
     data = read_config_file(path) if path else {}
     try:
         PrepareConfig.model_validate(data)
     except ValidationError as exc:  # blame the file for what is wrong in it, before flags change anything
         raise ConfigError(f"config {path}: " + describe_errors(exc)) from None
-    return validate_config(_merge(data, overrides))
+    return validate_config(_merge(data, overrides or {}))
 
 
 def config_json_schema() -> dict:

@@ -90,8 +90,30 @@ def test_a_folder_as_config_is_one_line(tmp_path, data):
     assert_one_line(cli("run", str(data), "--out", "run", "--config", "conf", *FAST, cwd=tmp_path), "conf", "folder")
 
 
-def test_precheck_flag_out_of_range_is_one_line(tmp_path, data):
-    assert_one_line(cli("precheck", str(data), "--coverage", "1.5", cwd=tmp_path), "lengths.coverage", "1.5")
+FLAG_CASES = {
+    # flags are overrides of the config, validated with it: each used to be copied onto a validated config
+    "precheck --coverage 1.5": (["precheck", "--coverage", "1.5"], ["lengths.coverage", "1.5"]),
+    "precheck --coverage 5": (["precheck", "--coverage", "5"], ["lengths.coverage", "5.0"]),
+    "precheck --epochs 0": (["precheck", "--epochs", "0"], ["estimate.epochs", "got 0"]),
+    "precheck --micro-batch 0": (["precheck", "--micro-batch", "0"], ["estimate.micro_batch", "got 0"]),
+    "run --lora-rank 0": (["run", "--lora-rank", "0", "--out", "run", *FAST], ["estimate.lora_rank", "got 0"]),
+}
+
+
+@pytest.mark.parametrize("case", FLAG_CASES, ids=list(FLAG_CASES))
+def test_a_flag_out_of_range_is_one_line_naming_the_key(tmp_path, data, case):
+    (command, *flags), words = FLAG_CASES[case]
+    assert_one_line(cli(command, str(data), *flags, cwd=tmp_path), *words)
+    assert not (tmp_path / "run").exists()
+
+
+def test_every_command_fails_in_the_same_one_line(tmp_path):
+    """estimate, gpus, calibrate and checkpoints had error helpers of their own; one prefix, exit 2, everywhere."""
+    assert_one_line(cli("gpus", "--catalog", "missing.json", cwd=tmp_path), "missing.json")
+    assert_one_line(cli("estimate", "--model", "llama-3.1-8b", "--method", "lora", "--seq-len", "0",
+                        cwd=tmp_path), "seq")
+    assert_one_line(cli("calibrate", "no-such-trial", cwd=tmp_path), "no-such-trial")
+    assert_one_line(cli("precheck", "no-such-data.jsonl", cwd=tmp_path), "no-such-data.jsonl")
 
 
 def test_yaml_aliases_are_refused(tmp_path, data):
@@ -110,7 +132,7 @@ def test_a_plain_yaml_config_still_loads(tmp_path):
     from pipeline.config import ConfigError, load_config
 
     (tmp_path / "c.yaml").write_text("workers: 3\ndedup:\n  near: false\n")
-    cfg = load_config(tmp_path / "c.yaml", dedup={"exact": False})
+    cfg = load_config(tmp_path / "c.yaml", {"dedup": {"exact": False}})
     assert (cfg.workers, cfg.dedup.near, cfg.dedup.exact) == (3, False, False)
     (tmp_path / "m.yaml").write_text("base: &b {near: false}\ndedup: *b\n")
     with pytest.raises(ConfigError):
@@ -226,7 +248,9 @@ def test_full_disk_is_one_line_naming_the_folder(tmp_path):
 def test_ctrl_c_is_one_line_and_no_worker_traceback(tmp_path):
     for i in range(4):
         write_alpaca(tmp_path / "in" / f"f{i}.jsonl", n=5, seed=i)
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "PREPARE_SLOW_SHARDS": "120"}
+    from slowshards import slow_shards
+
+    env = {**os.environ, **slow_shards(120)}
     out = tmp_path / "run"
     proc = subprocess.Popen([sys.executable, "-m", "pipeline.cli", "run", "in", "--out", str(out), "--workers", "2",
                              *FAST], cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,

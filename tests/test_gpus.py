@@ -1,5 +1,4 @@
 """GPU catalog, fit checks, time and cost, the plan, its rendering, and the estimate/gpus commands."""
-import argparse
 import json
 import subprocess
 import sys
@@ -176,11 +175,8 @@ def test_renderings():
 # ---------------------------------------------------------------- commands
 
 def _run(argv):
-    from pipeline.estimate_cli import register
-    parser = argparse.ArgumentParser(prog="prepare")
-    register(parser.add_subparsers(dest="command", required=True))
-    args = parser.parse_args(argv)
-    return args.func(args)
+    from pipeline.cli import main
+    return main(argv)
 
 
 def test_estimate_json(capsys):
@@ -217,7 +213,7 @@ def test_gpus_command(capsys, tmp_path):
 
 
 def test_errors_are_one_line_exit_2_no_traceback():
-    code = ("import sys; from pipeline.estimate_cli import main; "
+    code = ("import sys; from pipeline.cli import main; "
             "sys.exit(main(['estimate', '--model', 'no-such-model', '--method', 'lora', '--seq-len', '512']))")
     result = subprocess.run([PYTHON, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert result.returncode == 2
@@ -227,7 +223,7 @@ def test_errors_are_one_line_exit_2_no_traceback():
 
 
 def test_json_output_is_only_json_and_torch_free():
-    code = ("import sys; from pipeline.estimate_cli import main; rc = main(['estimate', '--model', 'Mixtral-8x7B', "
+    code = ("import sys; from pipeline.cli import main; rc = main(['estimate', '--model', 'Mixtral-8x7B', "
             "'--method', 'qlora', '--seq-len', '4096', '--json']); "
             "assert 'torch' not in sys.modules and 'transformers' not in sys.modules; sys.exit(rc)")
     result = subprocess.run([PYTHON, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60)

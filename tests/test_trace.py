@@ -163,13 +163,13 @@ def test_estimate_trace_without_the_extra_is_one_line():
     proc = _cli("--model", "Llama-3.1-8B", "--method", "lora", "--seq-len", "512", "--trace", env_block_torch=True)
     assert proc.returncode == 2
     lines = proc.stderr.strip().splitlines()
-    assert lines[0] == "prepare estimate: error: the tracer needs the 'trace' extra: pip install -e '.[trace]' " \
+    assert lines[0] == "prepare: error: the tracer needs the 'trace' extra: pip install -e '.[trace]' " \
                        "(torch, peft)"
     assert "Traceback" not in proc.stderr
 
 
 def _main(capsys, *argv):
-    from pipeline.estimate_cli import main
+    from pipeline.cli import main
 
     rc = main(["estimate", *argv])
     out = capsys.readouterr()

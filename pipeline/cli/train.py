@@ -1,8 +1,12 @@
-"""`prepare checkpoints sync|pull` and `prepare calibrate`."""
+"""`prepare checkpoints sync|pull` (trainer checkpoints to S3 and back) and `prepare calibrate` (a trial run's
+measured speed corrects the plan)."""
 from __future__ import annotations
 
 import json
 import sys
+
+from .args import add_json_argument
+from .errors import UserError
 
 
 def register(sub) -> None:
@@ -31,7 +35,7 @@ def register(sub) -> None:
     c.add_argument("--plan", metavar="FILE", help="prepare-plan.json written by `precheck --emit` "
                                                   "(default: in TRIAL_DIR or above it)")
     c.add_argument("--no-store", action="store_true", help="do not record the measured point")
-    c.add_argument("--json", action="store_true", help="print JSON on stdout")
+    add_json_argument(c, "print JSON on stdout")
     c.set_defaults(func=cmd_calibrate)
 
 
@@ -43,20 +47,19 @@ def _check(uri: str) -> None:
 
 
 def cmd_sync(args) -> int:
-    from .checkpoints import sync
+    from ..train.checkpoints import sync
 
     _check(args.uri)
     try:
         sync(args.dir, args.uri, keep=args.keep, keep_final=args.keep_final, once=args.once,
              poll_seconds=args.poll, stable_seconds=args.stable, log=lambda m: print(m, file=sys.stderr))
     except FileNotFoundError as exc:
-        print(f"prepare: error: {exc}", file=sys.stderr)
-        return 2
+        raise UserError(str(exc)) from None
     return 0
 
 
 def cmd_pull(args) -> int:
-    from .checkpoints import pull
+    from ..train.checkpoints import pull
 
     _check(args.uri)
     print(pull(args.uri, args.dir, args.name))
@@ -64,13 +67,11 @@ def cmd_pull(args) -> int:
 
 
 def cmd_calibrate(args) -> int:
-    from .calibrate import CalibrateError, calibrate, render
+    from ..train.calibrate import CalibrateError, calibrate, render
 
     try:
         result = calibrate(args.trial, args.plan, record=not args.no_store)
     except (CalibrateError, KeyError, ValueError) as exc:
-        what = f"missing key {exc}" if isinstance(exc, KeyError) else str(exc)
-        print(f"prepare: error: {what}", file=sys.stderr)
-        return 2
+        raise UserError(f"missing key {exc}" if isinstance(exc, KeyError) else str(exc)) from None
     print(json.dumps(result) if args.json else render(result))
     return 0

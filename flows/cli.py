@@ -1,0 +1,29 @@
+"""`prepare serve`: the Prefect deployment prepare/dataset as a subcommand of `prepare`. Registered through the
+entry point group prepare.commands (pyproject.toml), so the library's CLI finds it without importing flows/;
+loading this module imports neither Prefect nor the flow until the command runs."""
+from __future__ import annotations
+
+
+def register(sub) -> None:
+    p = sub.add_parser("serve", help="serve the Prefect deployment prepare/dataset (needs PREFECT_API_URL)")
+    p.add_argument("--limit", type=int, default=2, help="concurrent flow runs")
+    p.add_argument("--config", metavar="FILE", help="default parameters of the deployment (JSON or YAML config)")
+    p.add_argument("--s3", metavar="URI", help="default S3 destination of the deployment")
+    p.set_defaults(func=cmd_serve)
+
+
+def cmd_serve(args) -> int:
+    from pipeline.config import load_config
+
+    from .prepare import DEMO_DEFAULTS, serve  # the Prefect front end
+
+    defaults = DEMO_DEFAULTS
+    if args.config or args.s3:
+        defaults = load_config(args.config, {"s3": args.s3})
+        defaults.inputs = defaults.inputs or DEMO_DEFAULTS.inputs
+    if defaults.s3:
+        from pipeline.s3 import check_destination_uri
+
+        check_destination_uri(defaults.s3)
+    serve(limit=args.limit, defaults=defaults)
+    return 0

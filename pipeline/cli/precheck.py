@@ -1,0 +1,111 @@
+"""`prepare precheck`: on a CPU, without torch, in seconds: token lengths, max length, VRAM, the recommended GPU
+with time and cost (pipeline.plan.precheck does the work)."""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from .args import add_config_argument, add_json_argument, add_method_argument, add_plan_arguments, plan_flags
+from .errors import UserError
+
+
+def register(sub) -> None:
+    p = sub.add_parser("precheck", help="CPU-only: token lengths, max length, VRAM, recommended GPU, time, cost")
+    p.add_argument("inputs", nargs="+", metavar="DATA", help="files, folders, globs or s3:// URIs")
+    p.add_argument("--model", default="llama-3.1-8b", help="built-in name, config.json file or folder")
+    add_method_argument(p, default="qlora",
+                        help="fine-tuning method: full, lora (16-bit base) or qlora (4-bit NF4 base; default)")
+    p.add_argument("--epochs", type=float, default=3.0, help="passes over the data, for time and cost (default 3)")
+    p.add_argument("--tokenizer",
+                   help="tokenizer path or hub id (default: next to the model config, else offline Mistral 32k)")
+    p.add_argument("--coverage", type=float, default=0.99, help="share of records the max length covers")
+    p.add_argument("--sample", type=int, default=200_000, help="records measured at most (uniform sample)")
+    add_config_argument(p, "JSON or YAML config (formats, lengths); flags override it")
+    add_json_argument(p)
+    p.add_argument("--html", metavar="FILE", help="also write the findings as one self-contained HTML page")
+    p.add_argument("--trace", action="store_true",
+                   help="also trace the real training step at the chosen length (needs the 'trace' extra)")
+    add_plan_arguments(p)
+    from ..train.emit import add_emit_arguments  # --emit: the trainer config of this plan
+
+    add_emit_arguments(p)
+    p.set_defaults(func=cmd_precheck)
+
+
+def cmd_precheck(args: argparse.Namespace) -> int:
+    from ..config import load_config
+    from ..plan.precheck import run_precheck
+    from ..preflight import check_model
+
+    if args.sample < 1:
+        raise UserError(f"--sample must be at least 1 (got {args.sample})")
+    if args.emit:  # the trainer's preset is estimated: what is run is what was estimated
+        from ..train.emit import framework_for
+
+        args.framework = framework_for(args.emit, args.framework)
+    # flags merged before validation: a bad value (--coverage 1.5) is one line naming it, not a later traceback
+    cfg = load_config(args.config, {
+        "inputs": args.inputs,
+        "estimate": {"model": args.model, "method": args.method, "epochs": args.epochs, **plan_flags(args)},
+        "lengths": {"coverage": args.coverage, "tokenizer": args.tokenizer}})
+    check_model(cfg.estimate.model)  # a typo is one line with close matches, before the data is read
+    traced = None
+    try:
+        if args.trace:
+            from ..plan.trace import INSTALL_HINT, trace_available
+
+            if not trace_available():  # before reading the data
+                raise ValueError(INSTALL_HINT)
+        result = run_precheck(cfg, args.sample, progress=True)
+        if args.emit:
+            from ..train.emit import emit_from_precheck
+
+            for path in emit_from_precheck(args, cfg, result):
+                print(f"wrote {path}", file=sys.stderr)
+        if args.trace:
+            traced = _trace_plan(cfg, result)
+        if args.html:
+            from ..report_html import precheck_report, write_html
+
+            write_html(args.html, precheck_report(result), title="Prepare precheck report")
+    except (ValueError, FileNotFoundError, RuntimeError) as exc:
+        raise UserError(str(exc)) from None
+    if args.json:
+        out = {k: v for k, v in result.items() if k != "plan"}
+        if traced is not None:
+            out["trace"] = traced.to_dict()
+        print(json.dumps(out, ensure_ascii=False, default=float))
+        return 0
+    from ..lengths.draw import render_lengths_text
+    from ..plan.gpus import render_plan_text
+
+    measured = "all measured" if result["exact"] else f"{result['sampled']} sampled"
+    counts = result["counts"]
+    print(f"records: {result['records']} after {', '.join(counts['steps'])} ({measured}; "
+          f"{counts['exact_duplicates']} exact duplicates not counted; `prepare run` also removes near "
+          f"duplicates and may measure fewer); tokenizer: {result['tokenizer']}")
+    print(render_lengths_text(result["tokens"]))
+    print(render_plan_text(result["plan"]))
+    if traced is not None:
+        from .estimate import render_trace_text
+
+        print(render_trace_text(traced), end="")
+        print(f"analytical peak allocated {result['memory']['peak_allocated_gib']:.2f} GiB for the same step")
+    return 0
+
+
+def _trace_plan(cfg, result: dict):
+    """The traced step of the plan's headline estimate: its length, micro-batch and estimator settings, with the
+    framework preset and loss the plan estimated; one GPU only (the tracer runs no collective)."""
+    from ..plan.trace import trace_step
+
+    s = result["memory"]["settings"]
+    if s.get("gpus", 1) > 1:
+        raise ValueError("--trace traces one GPU, and this plan needs several; drop --trace for it")
+    return trace_step(cfg.estimate.model, cfg.estimate.method, seq_len=result["max_seq_len"],
+                      micro_batch=s["micro_batch"], grad_ckpt=s["grad_ckpt"], attn=s["attn"], optimizer=s["optimizer"],
+                      lora_rank=s.get("lora_rank") or 16, lora_targets=s.get("lora_targets") or "all-linear",
+                      double_quant=s.get("double_quant") if s.get("double_quant") is not None else True,
+                      precision=s.get("precision"), framework=s.get("framework", "hf"),
+                      cross_entropy=s.get("cross_entropy"))
