@@ -217,5 +217,5 @@ def record_special(detector: SpecialDetector, texts, lang: str, stats) -> Counte
 def strict_message(found: Counter, records: int) -> str:
     """The one-line strict-mode error: counts per category, never text."""
     kinds = ", ".join(f"{k}: {v}" for k, v in sorted(found.items()))
-    return (f"{sum(found.values())} KVKK special-category mention(s) would remain in the output of {records} "
+    return (f"kvkk strict: {sum(found.values())} KVKK special-category mention(s) would remain in the output of {records} "
             f"record(s) ({kinds}); set pii.special to drop or quarantine, or remove them from the input")
