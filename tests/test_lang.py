@@ -129,3 +129,17 @@ def test_pii_routing_uses_the_language_step_result():
         judged = dict(rec, meta=json.dumps({"lang": lang}))
         assert pii._collect(judged, StageStats("pii"))[1] == routed
     assert pii_language(dict(rec, _lang="kk"), ("tr", "en")) is None  # no near language configured
+
+
+def test_the_reports_show_the_language_mix_per_source():
+    from pipeline.report_html import _languages
+
+    st = StageStats("language")
+    st.records_in = 3
+    out = LanguageStep(FiltersConfig()).process(
+        [chat(*SENTENCES["tr"], file="tr.json"), chat(*SENTENCES["kk"], file="kk.jsonl"),
+         chat(*SENTENCES["kk"], file="kk.jsonl")], st)
+    st.records_out = len(out)
+    html = _languages({"stages": {"language": st.to_dict()}})
+    assert 'id="languages"' in html and "chart-languages" in html
+    assert "kk.jsonl" in html and "meta.lang" in html
