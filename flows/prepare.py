@@ -51,7 +51,7 @@ class PrefectExecutor:
 def prepare(params: PrepareConfig = DEMO_DEFAULTS) -> dict:
     logger = get_run_logger()
     try:
-        params = with_deployment_defaults(params)
+        params = with_real_names(with_deployment_defaults(params))
         preflight(params, log=logger.warning)  # model, tokenizer, S3 destination: before a record is read
         # each stage's count and rate go to the flow run's log (pipeline.progress), every
         # PREPARE_PROGRESS_INTERVAL seconds and at the end of the stage
@@ -131,6 +131,32 @@ def with_deployment_defaults(params: PrepareConfig) -> PrepareConfig:
     return merge_config(served, explicit_fields(params))
 
 
+def labelled_parameters(cfg: PrepareConfig) -> dict:
+    """The parameters as Prefect stores them: every input whose name holds personal data is its label (the PII
+    engine's verdict, as for the run's outputs). The server keeps a deployment's and a flow run's parameters as
+    given; the map from labels back to names stays in the local file beside the run directory (names_file)."""
+    from pipeline.readers import NameMap, redact_items
+
+    params = cfg.model_dump(mode="json")
+    if not cfg.pii.enabled:
+        return params
+    redact_items([*cfg.inputs, *cfg.validation_inputs], cfg)
+    names = NameMap.of(cfg.out)
+    names.save()  # before the server holds a label: a flow run maps it back from this file
+    for key in ("inputs", "validation_inputs"):
+        params[key] = [names.shown(item) for item in params[key]]
+    return params
+
+
+def with_real_names(params: PrepareConfig) -> PrepareConfig:
+    """The labels in a run's inputs mapped back to the names they stand for (the local map of params.out)."""
+    from pipeline.readers import NameMap
+
+    names = NameMap.of(params.out).names
+    real = {key: [names.get(item, item) for item in getattr(params, key)] for key in ("inputs", "validation_inputs")}
+    return params.model_copy(update=real) if real != {k: getattr(params, k) for k in real} else params
+
+
 def publish(result: RunResult) -> None:
     """Artifacts for the Prefect UI: the whole report, the accounting table, the KVKK summary, lengths and the
     GPU plan."""
@@ -158,7 +184,7 @@ def publish(result: RunResult) -> None:
         create_markdown_artifact(key="prepare-kvkk", markdown=render_kvkk_markdown(report["pii"]),
                                  description="personal data found, what was done with it, residual risk")
     if "lengths" in report:
-        from pipeline.lengths.histogram import render_lengths_markdown
+        from pipeline.lengths.draw import render_lengths_markdown
 
         create_markdown_artifact(key="prepare-token-lengths", markdown=render_lengths_markdown(report["lengths"]))
     if "plan" in report:
@@ -189,7 +215,7 @@ def serve(limit: int = 2, defaults: PrepareConfig | None = None) -> None:
     """Serve the deployment `prepare/dataset`; `prefect deployment run prepare/dataset` starts a run."""
     if not os.environ.get("PREFECT_API_URL"):
         raise SystemExit("prepare: error: PREFECT_API_URL is not set (start a server: prefect server start)")
-    params = (defaults or DEMO_DEFAULTS).model_dump(mode="json")
+    params = labelled_parameters(defaults or DEMO_DEFAULTS)
     prepare.serve(name="dataset", parameters={"params": params}, limit=limit,
                   description="Prepare a fine-tuning dataset. One parameter, `params` (a PrepareConfig); a run's "
                               "`params` override the served ones field by field, e.g. --param "

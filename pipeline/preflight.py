@@ -32,7 +32,7 @@ def preflight(cfg: PrepareConfig, log: Callable[[str], None] | None = None) -> N
     if cfg.estimate.enabled or cfg.lengths.enabled:
         check_model(cfg.estimate.model)
     if cfg.lengths.enabled:
-        check_tokenizer(cfg)
+        check_tokenizer(cfg, log)
     check_s3(cfg)
     if log is not None:
         skipped = unsupported_files([*cfg.inputs, *cfg.validation_inputs], cfg)
@@ -66,7 +66,7 @@ def _model_names() -> list[str]:
     return list(dict.fromkeys(names))
 
 
-def check_tokenizer(cfg: PrepareConfig) -> None:
+def check_tokenizer(cfg: PrepareConfig, log=None) -> None:
     """The tokenizer resolves and, unless it is the built-in default, loads (a hub id, a folder, a chat template
     override): a failure here would otherwise fail every shard of the lengths step."""
     from pipeline.lengths.step import LengthStep
@@ -79,6 +79,12 @@ def check_tokenizer(cfg: PrepareConfig) -> None:
         what = cfg.lengths.tokenizer or f"of the model {cfg.estimate.model}"
         text = " ".join(str(exc).split())[:300]
         raise PreflightError(f"tokenizer {what}: cannot load ({type(exc).__name__}: {text})") from None
+    if log is not None and cfg.lengths.enabled:
+        from pipeline.lengths.tokenizer import fallback_warning
+
+        warning = fallback_warning(step.spec.summary())
+        if warning:  # before a record is read, so the user can stop and fetch the model's tokenizer
+            log(f"prepare: warning: {warning}")
 
 
 def check_s3(cfg: PrepareConfig) -> None:

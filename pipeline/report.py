@@ -67,11 +67,23 @@ def build_report(cfg: PrepareConfig, shard_results: list[dict], stages: dict[str
         from .pii import kvkk_summary
 
         report["pii"] = kvkk_summary(stages["pii"].counters, cfg.pii)
+    tokenizer = None
     if lengths is not None:
-        report["lengths"] = lengths
+        from pipeline.lengths.tokenizer import resolve_tokenizer
+
+        # the counts' tokenizer as a record: whether it is the model's own (exact) and, if not, why
+        tokenizer = resolve_tokenizer(cfg.lengths.tokenizer, cfg.estimate.model).summary()
+        report["lengths"] = {**lengths, "tokenizer": tokenizer} if lengths.get("tokenizer") else lengths
     if plan is not None:
-        report["plan"] = plan
+        report["plan"] = mark_approximate(plan, tokenizer)
     return report
+
+
+def mark_approximate(plan: dict, tokenizer: dict | None) -> dict:
+    """The plan, with `approximate` (the reason) when its token counts come from a fallback tokenizer."""
+    if tokenizer and not tokenizer.get("exact", True):
+        return {**plan, "approximate": tokenizer.get("fallback_reason") or "fallback tokenizer"}
+    return plan
 
 
 def check_accounting(counts: dict) -> None:
@@ -86,6 +98,11 @@ def render_markdown(report: dict) -> str:
            f"**{c['input']}** input records: **{c['kept']}** kept ({c['rows']} rows: "
            f"{c['splits']['train']} train, {c['splits']['validation']} validation), "
            f"**{c['quarantined']}** quarantined, **{sum(c['dropped'].values())}** dropped.", ""]
+    from pipeline.lengths.tokenizer import fallback_warning
+
+    warning = fallback_warning((report.get("lengths") or {}).get("tokenizer"))
+    if warning:
+        out += [f"> **{warning}**", ""]
     reasons = [[f"dropped: {k}", v] for k, v in c["dropped"].items()]
     reasons += [[f"quarantined: {k}", v] for k, v in c["quarantined_by_reason"].items()]
     if reasons:
@@ -113,7 +130,7 @@ def render_markdown(report: dict) -> str:
 
         out += ["## Personal data (KVKK)", "", render_kvkk_markdown(report["pii"]), ""]
     if "lengths" in report:
-        from pipeline.lengths.histogram import render_lengths_markdown
+        from pipeline.lengths.draw import render_lengths_markdown
 
         out += ["## Token lengths", "", render_lengths_markdown(report["lengths"]), ""]
     if "plan" in report:

@@ -25,6 +25,10 @@ def pytest_collection_modifyitems(session, config, items):
 @pytest.fixture(autouse=True, scope="session")
 def _isolated_cache(tmp_path_factory):
     os.environ["PREPARE_CACHE"] = str(tmp_path_factory.mktemp("prepare-cache"))
+    # a developer's Hugging Face cache (or the network) would change which tokenizer counts: tests see an empty
+    # cache and no Hub unless they build a cache themselves (hf_cache_with_llama)
+    os.environ["HF_HUB_CACHE"] = str(tmp_path_factory.mktemp("hf-hub-cache"))
+    os.environ["HF_HUB_OFFLINE"] = "1"
     # a developer's own trial store would change the planned hours the tests assert on
     os.environ["PREPARE_CALIBRATION"] = str(tmp_path_factory.mktemp("calibration") / "calibration.json")
 
@@ -106,3 +110,42 @@ def worked_example_tokens() -> int:
     token_flops = flops_per_token(spec, "qlora", 2048, True, lora_param_count(spec, 16, "all-linear"))
     tokens_per_second = a40.bf16_tflops * 1e12 * a40.utilisation / (token_flops * catalog.qlora_dequant_factor)
     return round(tokens_per_second * 20 * 3600 / 3)
+
+
+LLAMA_31_REPO = "meta-llama/Llama-3.1-8B-Instruct"
+
+
+def write_hf_cache(cache: Path, repo: str = LLAMA_31_REPO, revision: str = "0e9e39f249a16976918f6564b8830bc894c89659"
+                   ) -> Path:
+    """A Hugging Face hub cache holding the tokenizer files of `repo` in huggingface_hub's layout
+    (models--org--name/refs/main and snapshots/<sha>/; plain files where the hub client links to blobs/): a
+    small byte-level BPE trained here with
+    Llama 3.1's chat template (tests/fixtures/templates), so the model's own tokenizer resolves offline."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from transformers import PreTrainedTokenizerFast
+
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    corpus = ["merhaba dünya bugün hava çok güzel", "привет мир как дела сегодня", "the quick brown fox jumps"] * 50
+    tok.train_from_iterator(corpus, trainers.BpeTrainer(
+        vocab_size=400, special_tokens=["<|begin_of_text|>", "<|start_header_id|>", "<|end_header_id|>",
+                                        "<|eot_id|>", "<|end_of_text|>"],
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet()))
+    fast = PreTrainedTokenizerFast(tokenizer_object=tok, bos_token="<|begin_of_text|>", eos_token="<|eot_id|>")
+    fast.chat_template = (Path(__file__).parent / "fixtures" / "templates" / "llama-3.1-instruct.jinja").read_text()
+    repo_dir = cache / ("models--" + repo.replace("/", "--"))
+    snapshot = repo_dir / "snapshots" / revision
+    fast.save_pretrained(snapshot)
+    (repo_dir / "refs").mkdir(parents=True, exist_ok=True)
+    (repo_dir / "refs" / "main").write_text(revision)
+    return snapshot
+
+
+@pytest.fixture
+def hf_cache_with_llama(tmp_path, monkeypatch):
+    """HF_HUB_CACHE pointing at a cache made here that holds Llama-3.1-8B-Instruct's (stand-in) tokenizer."""
+    cache = tmp_path / "hf-hub"
+    snapshot = write_hf_cache(cache)
+    monkeypatch.setenv("HF_HUB_CACHE", str(cache))
+    return snapshot

@@ -6,11 +6,11 @@ import numpy as np
 import pytest
 
 from pipeline.config import LengthsConfig
-from pipeline.lengths.histogram import (
-    PCT_KEYS, choose_max_seq_len, coverage_at, dynamic_padding_waste, log_bin_edges, log_histogram, pack_bfd,
-    packing_summary, percentile_uncertainty, percentiles, plot_lengths_png, render_lengths_markdown,
-    render_lengths_text, summarize_lengths,
-)
+from pipeline.lengths.choose import choose_max_seq_len, coverage_at
+from pipeline.lengths.draw import plot_lengths_png, render_lengths_markdown, render_lengths_text
+from pipeline.lengths.histogram import PCT_KEYS, log_bin_edges, log_histogram, percentile_uncertainty, percentiles
+from pipeline.lengths.packing import dynamic_padding_waste, pack_bfd, packing_summary
+from pipeline.lengths.summary import summarize_lengths
 
 
 def _lengths(n=5000, seed=0):
@@ -200,7 +200,7 @@ def test_png(tmp_path):
 
 
 def test_png_legend_beside_the_bars_and_title_whole():
-    from pipeline.lengths.histogram import draw_lengths
+    from pipeline.lengths.draw import draw_lengths
 
     s = summarize_lengths(_groups(), LengthsConfig())
     s["tokenizer"] = "mistral-32k (tokenizer.model.v1 from mistral-common, 32000 tokens) [offline default: " \

@@ -319,3 +319,50 @@ def test_a_run_counts_exactly_what_the_trainer_renders_from_its_shards(tmp_path)
     direct = sum(len(tok.apply_chat_template(row["messages"], tools=row["tools"], chat_template=template,
                                              tokenize=True, return_dict=True)["input_ids"]) for row in rows)
     assert counters["tokens"] == direct
+
+
+# --------------------------------------------------------------------- the model's own tokenizer, or flagged
+
+def _cli_run(tmp_path, *args, env=None):
+    import os
+    import subprocess
+    import sys
+
+    from conftest import ROOT, SAMPLE_DATA
+
+    env = {**os.environ, "PYTHONPATH": str(ROOT), **(env or {})}
+    return subprocess.run([sys.executable, "-m", "pipeline.cli", "run", str(SAMPLE_DATA / "support_en_openai.jsonl"),
+                           "--out", str(tmp_path / "run"), "--workers", "1", "--no-pii", "--no-dedup", *args],
+                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+
+
+def test_a_run_without_the_models_tokenizer_says_so_everywhere(tmp_path):
+    """llama-3.1-8b with an empty Hugging Face cache and no Hub: the counts come from mistral-32k, and the
+    terminal, report.json (lengths.tokenizer.exact, plan.approximate), report.md and report.html say so."""
+    proc = _cli_run(tmp_path, "--model", "llama-3.1-8b")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    run = tmp_path / "run"
+    report = json.loads((run / "report.json").read_text())
+    tok = report["lengths"]["tokenizer"]
+    assert tok["exact"] is False and tok["kind"] == "mistral-32k"
+    assert "meta-llama/Llama-3.1-8B" in tok["fallback_reason"]
+    assert report["plan"]["approximate"] == tok["fallback_reason"]
+    assert "APPROXIMATE" in proc.stderr  # preflight, before a record is read
+    assert proc.stdout.count("APPROXIMATE") == 2  # the lengths and the plan in the summary
+    assert (run / "report.md").read_text().count("APPROXIMATE") == 2 and "Approximate:" in (run / "report.md").read_text()
+    assert 'id="tokenizer-warning"' in (run / "report.html").read_text()
+
+
+def test_a_run_with_the_models_tokenizer_in_the_cache_is_exact(tmp_path):
+    from conftest import write_hf_cache
+
+    snapshot = write_hf_cache(tmp_path / "hf")
+    proc = _cli_run(tmp_path, "--model", "llama-3.1-8b", env={"HF_HUB_CACHE": str(tmp_path / "hf")})
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    report = json.loads((tmp_path / "run" / "report.json").read_text())
+    tok = report["lengths"]["tokenizer"]
+    assert (tok["exact"], tok["fallback_reason"], tok["kind"]) == (True, None, "hf")
+    assert "meta-llama/Llama-3.1-8B-Instruct" in tok["name"] and "approximate" not in report["plan"]
+    assert "APPROXIMATE" not in proc.stdout + proc.stderr
+    assert 'id="tokenizer-warning"' not in (tmp_path / "run" / "report.html").read_text()
+    assert snapshot.is_dir()

@@ -70,7 +70,12 @@ def test_resolution_rules(tmp_path):
     (bare / "any-name.json").write_text(json.dumps({"max_position_embeddings": 4096}))
     spec = resolve_tokenizer(None, str(bare / "any-name.json"))
     assert spec.kind == "mistral-32k" and "no tokenizer files next to" in spec.source
-    assert resolve_tokenizer(None, "llama-3.1-8b").kind == "mistral-32k"
+    assert spec.exact is False and "no tokenizer files next to" in spec.fallback_reason
+    llama = resolve_tokenizer(None, "llama-3.1-8b")  # not in the (empty) cache, no Hub: flagged as a fallback
+    assert llama.kind == "mistral-32k" and llama.exact is False
+    assert "meta-llama/Llama-3.1-8B" in llama.fallback_reason and "HF_HUB_OFFLINE" in llama.fallback_reason
+    mistral = resolve_tokenizer(None, "mistral-7b")  # the offline default is this model's own tokenizer
+    assert mistral.kind == "mistral-32k" and mistral.exact and mistral.fallback_reason is None
     # tokenizer files next to the model config are used, for a config path or the folder
     model = tmp_path / "model"
     model.mkdir()
@@ -89,6 +94,56 @@ def test_resolution_rules(tmp_path):
         resolve_tokenizer(str(tmp_path / "missing"), None)
     with pytest.raises(FileNotFoundError):
         resolve_tokenizer(str(bare), None)
+
+
+@pytest.mark.parametrize("model", ["llama-3.1-8b", "Llama-3.1-8B", "meta-llama/Llama-3.1-8B-Instruct"])
+def test_the_models_own_tokenizer_comes_from_the_local_hugging_face_cache(hf_cache_with_llama, tmp_path, model):
+    """A built-in name maps to its hub ids; the cached snapshot's tokenizer files (not mistral-32k) count."""
+    from transformers import AutoTokenizer
+
+    spec = resolve_tokenizer(None, model)
+    assert (spec.kind, spec.location, spec.exact, spec.fallback_reason) == \
+        ("hf", str(hf_cache_with_llama), True, None)
+    assert "meta-llama/Llama-3.1-8B-Instruct" in spec.name and "local Hugging Face cache" in spec.source
+    assert spec_fingerprint(spec) is not None  # fingerprinted from the files: the length cache works offline
+    h = HFHandle(spec, tmp_path)
+    assert h.template_source == "tokenizer" and "<|start_header_id|>" in h.template
+    direct = AutoTokenizer.from_pretrained(hf_cache_with_llama)
+    for rec, (n, t) in zip(SAMPLES, h.measure(SAMPLES)):
+        if is_chat(rec):
+            msgs, tools = template_inputs(rec)
+            ids = direct.apply_chat_template(msgs, tools=tools, tokenize=True, return_dict=True)["input_ids"]
+            assert n == len(ids) and 0 < t <= n
+    assert 0 < h.measure(SAMPLES[:1])[0][1] < h.measure(SAMPLES[:1])[0][0]
+
+
+def test_a_partial_cache_entry_is_not_used(hf_cache_with_llama):
+    (hf_cache_with_llama / "tokenizer.json").unlink()  # tokenizer_config.json alone cannot be loaded
+    spec = resolve_tokenizer(None, "llama-3.1-8b")
+    assert spec.kind == "mistral-32k" and not spec.exact
+
+
+def test_an_unreachable_hub_falls_back_fast_and_says_why(monkeypatch):
+    """Online mode against a Hub that refuses connections (a closed local port): one failed attempt, the
+    offline default flagged with the reason; the failure is remembered for the process."""
+    import socket
+
+    from pipeline.lengths import tokenizer as tk
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    import huggingface_hub.constants
+
+    monkeypatch.delenv("HF_HUB_OFFLINE")
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", False)  # read at import
+    monkeypatch.setenv("HF_ENDPOINT", f"http://127.0.0.1:{port}")
+    monkeypatch.setattr(tk, "_HUB_FAILED", {})
+    spec = resolve_tokenizer(None, "llama-3.1-8b")
+    assert spec.kind == "mistral-32k" and spec.exact is False
+    assert "was not fetched from the Hub" in spec.fallback_reason and "Connect" in spec.fallback_reason
+    assert list(tk._HUB_FAILED) == ["meta-llama/Llama-3.1-8B"]  # no network: the other repos are not tried
+    assert "\n" not in spec.fallback_reason and len(spec.fallback_reason) < 400
 
 
 def test_offline_default_is_the_real_32k_vocabulary(handle):

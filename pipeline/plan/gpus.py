@@ -409,6 +409,8 @@ def _checkpoint_line(plan: dict) -> str:
 def render_plan_markdown(plan: dict) -> str:
     """Markdown for report.md and the Prefect artifact."""
     lines = [f"### GPU plan: {plan['model']}, {plan['method']}, max length {plan['max_seq_len']}", ""]
+    if plan.get("approximate"):  # the token counts are not the model's own tokenizer's
+        lines += [f"**Approximate: {plan['approximate']}.**", ""]
     lines += [line + "  " for line in _headline_lines(plan)]
     lines += ["", f"**{_choice_line('Recommended (cheapest that fits)', plan['recommendation'])}**  ",
               _choice_line("Fastest", plan["fastest"]), "",
@@ -428,6 +430,8 @@ def render_plan_text(plan: dict) -> str:
     table = ["  ".join(cell.ljust(w) for cell, w in zip(r, widths)).rstrip() for r in rows]
     table.insert(1, "  ".join("-" * w for w in widths))
     lines = [f"GPU plan: {plan['model']}, {plan['method']}, max length {plan['max_seq_len']}"]
+    if plan.get("approximate"):  # the token counts are not the model's own tokenizer's
+        lines.append(f"APPROXIMATE: {plan['approximate']}")
     lines += _headline_lines(plan) + [""] + table + [""]
     lines += [_choice_line("Recommended (cheapest that fits)", plan["recommendation"]),
               _choice_line("Fastest", plan["fastest"])]
