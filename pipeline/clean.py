@@ -1,63 +1,28 @@
-"""Text normalization (used by every converter) and the clean step (length floors)."""
+"""The clean step: records below the configured length floors are dropped and counted."""
 from __future__ import annotations
 
-import re
-import unicodedata
-
-from .config import CleanConfig
-from .records import arguments_text
-from .stats import StageStats
-
-# C0/C1 controls except tab and newline, DEL, lone surrogates, and BOM/zero-width no-break space.
-_CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\ud800-\udfff\ufeff]")
-_SPACES = re.compile("[\u00a0\u1680\u2000-\u200a\u202f\u205f\u3000]")
-# Only from the start of a run of spaces: r"[ \t]+\n" retried at every space of a long run that does not
-# end a line, quadratic: 40,000 spaces took 3 s, a 1 MB run half an hour (fuzzing).
-_TRAILING = re.compile(r"(?<![ \t])[ \t]+\n")
-_BLANK_RUNS = re.compile(r"\n{3,}")
+from .step import Step
+from .textnorm import answer_chars, content_chars
 
 
-def normalize_text(text: str) -> str:
-    """Unicode NFC, control characters stripped, whitespace normalized (line ends, exotic spaces,
-    trailing spaces, runs of blank lines); indentation inside lines is kept (code)."""
-    if not text:
-        return ""
-    text = text.replace("\r\n", "\n").replace("\r", "\n")
-    text = _CONTROL.sub("", text)
-    text = unicodedata.normalize("NFC", text)
-    text = _SPACES.sub(" ", text)
-    text = _TRAILING.sub("\n", text)
-    text = _BLANK_RUNS.sub("\n\n", text)
-    return text.strip()
-
-
-def content_chars(record: dict) -> int:
-    if record.get("messages") is not None:
-        return sum(len(m.get("content") or "") + sum(len(arguments_text(c)) for c in m.get("tool_calls") or ())
-                   for m in record["messages"])
-    return len(record.get("text") or "")
-
-
-def answer_chars(record: dict) -> int:
-    return sum(len(m.get("content") or "") + len(m.get("tool_calls") or ())
-               for m in record.get("messages") or () if m["role"] == "assistant")
-
-
-class CleanStep:
-    """Drops records below the configured length floors (counted as too_short / empty_response)."""
+class CleanStep(Step):
+    """Drops records below the length floors (too_short / empty_response); passes all through when off."""
 
     name = "clean"
+    config_sections = ("clean",)
 
-    def __init__(self, cfg: CleanConfig):
+    def __init__(self, cfg):
         self.cfg = cfg
 
-    def process(self, batch: list[dict], stats: StageStats) -> list[dict]:
+    def process(self, batch: list[dict]) -> list[dict]:
+        if not self.cfg.enabled:
+            return batch
         kept = []
         for rec in batch:
             if content_chars(rec) < self.cfg.min_chars:
-                stats.drop("too_short")
+                self.drop("too_short")
             elif rec["kind"] != "text" and answer_chars(rec) < self.cfg.min_assistant_chars:
-                stats.drop("empty_response")
+                self.drop("empty_response")
             else:
                 kept.append(rec)
         return kept

@@ -12,7 +12,7 @@ import re
 from collections import Counter
 from typing import Callable
 
-from .clean import normalize_text
+from .textnorm import normalize_text
 from .readers import UnreadableInput
 from .records import ROLES, record_id
 

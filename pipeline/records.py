@@ -25,8 +25,33 @@ from __future__ import annotations
 
 import hashlib
 import json
+from typing import Any, Literal, TypedDict
 
 import pyarrow as pa
+
+class Source(TypedDict):
+    file: str
+    line: int
+
+
+class Record(TypedDict, total=False):
+    """The canonical record at the seams between steps (the module docstring has the message form). The
+    internal keys exist only inside a run: _order and _eval from normalize, _split from split, _tokens and
+    _trainable from lengths, _chunk from the overflow policy."""
+
+    id: str
+    kind: Literal["chat", "instruction", "text"]
+    messages: list[dict[str, Any]] | None
+    tools: list[dict[str, Any]] | None
+    text: str | None
+    source: Source
+    meta: str
+    _order: int
+    _eval: bool
+    _split: Literal["train", "validation"]
+    _tokens: int | None
+    _trainable: int | None
+
 
 KINDS = ("chat", "instruction", "text")
 ROLES = ("system", "user", "assistant", "tool")
@@ -110,7 +135,7 @@ def _json_list(values: list) -> pa.Array:
     return pa.array(texts, pa.list_(pa.string())).cast(JSON_LIST_TYPE)
 
 
-def to_table(records: list[dict], extra: dict[str, pa.DataType] | None = None) -> pa.Table:
+def to_table(records: list[Record], extra: dict[str, pa.DataType] | None = None) -> pa.Table:
     """Records (with optional internal columns, e.g. {"_order": pa.int64()}) to an Arrow table."""
     columns = {name: [] for name in COLUMNS}
     for rec in records:
@@ -125,7 +150,7 @@ def to_table(records: list[dict], extra: dict[str, pa.DataType] | None = None) -
     return pa.Table.from_arrays(arrays, schema=schema)
 
 
-def from_table(table: pa.Table) -> list[dict]:
+def from_table(table: pa.Table) -> list[Record]:
     """Arrow table back to record dicts (internal columns kept): JSON values decoded, key order kept."""
     records = table.to_pylist()
     for rec in records:

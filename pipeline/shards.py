@@ -10,7 +10,8 @@ from pathlib import Path
 import pyarrow.parquet as pq
 
 from .config import WriteConfig
-from .records import ARROW_SCHEMA, to_table
+from .records import ARROW_SCHEMA, Record, to_table
+from .step import Step
 
 SCHEMA_VERSION = "1.0"
 
@@ -99,6 +100,40 @@ class ShardWriter:
     def close(self) -> list[dict]:
         self._close_shard()
         return self.shards
+
+
+def kind_of_set(record: Record, kind: str | None) -> bool:
+    """Whether the record belongs to the shard set `kind` (None: the one set of all records)."""
+    return kind is None or (kind == "text") == (record.get("messages") is None)
+
+
+class WriteStep(Step):
+    """The last step: each record to the shard writer of its split (and, with write.split_by_kind, of its
+    kind: chat and plain-text records in separate shard sets, no null messages/text columns), after the
+    overflow policy (`overflow`: records -> records, counting its drops in the write stage). One step
+    writes every shard in input order, so the shards are the same for the same inputs."""
+
+    name = "write"
+    config_sections = ("write",)
+
+    def __init__(self, run_dir: str | Path, cfg: WriteConfig, overflow=None):
+        kinds = ("chat", "text") if cfg.split_by_kind else (None,)
+        self.writers = {(split, kind): ShardWriter(run_dir, split, cfg, kind) for split in ("train", "validation")
+                        for kind in kinds}
+        self.overflow = overflow
+
+    def process(self, batch: list[Record]) -> list[Record]:
+        if self.overflow is not None:
+            batch = self.overflow(batch, self.stats)
+        written = []
+        for (split, kind), writer in self.writers.items():
+            part = [r for r in batch if r["_split"] == split and kind_of_set(r, kind)]
+            writer.write(part)
+            written += part
+        return written
+
+    def close(self) -> list[dict]:
+        return [s for w in self.writers.values() for s in w.close()]
 
 
 def build_manifest(run_id: str, config: dict, counts: dict, shards: list[dict], extra: dict | None = None) -> dict:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 
 from .config import SplitConfig
-from .stats import StageStats
+from .step import Step
 
 
 def split_of(record_id: str, cfg: SplitConfig) -> str:
@@ -13,16 +13,17 @@ def split_of(record_id: str, cfg: SplitConfig) -> str:
     return "validation" if int.from_bytes(digest, "big") / 2**64 < cfg.validation_fraction else "train"
 
 
-class SplitStep:
+class SplitStep(Step):
     """Sets rec["_split"]. Records from user-given validation inputs ("_eval") go to validation whole;
     when such inputs are given, the random validation fraction is not taken from train."""
 
     name = "split"
+    config_sections = ("split",)
 
     def __init__(self, cfg: SplitConfig, has_eval_inputs: bool):
         self.cfg, self.has_eval_inputs = cfg, has_eval_inputs
 
-    def process(self, batch: list[dict], stats: StageStats) -> list[dict]:
+    def process(self, batch: list[dict]) -> list[dict]:
         for rec in batch:
             if rec.get("_eval"):
                 rec["_split"] = "validation"
@@ -30,5 +31,5 @@ class SplitStep:
                 rec["_split"] = "train"
             else:
                 rec["_split"] = split_of(rec["id"], self.cfg)
-            stats.add(f"splits.{rec['_split']}")
+            self.stats.add(f"splits.{rec['_split']}")
         return batch

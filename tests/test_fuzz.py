@@ -25,7 +25,7 @@ import zstandard
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from pipeline.clean import normalize_text
+from pipeline.textnorm import normalize_text
 from pipeline.config import PrepareConfig, ReadConfig
 from pipeline.formats import ROLE_ALIASES, Invalid, to_record
 from pipeline.normalize import Normalizer

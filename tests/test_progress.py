@@ -49,7 +49,10 @@ def test_a_run_not_on_a_terminal_logs_each_stage_with_counts_and_rates(tmp_path,
     from pipeline.runner import run_prepare
 
     monkeypatch.setenv("PREPARE_PROGRESS_INTERVAL", "0")
-    monkeypatch.setenv("PREPARE_SLOW_SHARDS", "1")  # each shard lasts past a few polls of the counts (0.5 s)
+    from slowshards import slow_shards
+
+    for name, value in slow_shards(1).items():  # each shard lasts past a few polls of the counts (0.5 s)
+        monkeypatch.setenv(name, value)
     for i in range(3):
         _docs(tmp_path / "in" / f"f{i}.jsonl", 40)
     cfg = fast_config(tmp_path, [tmp_path / "in"])

@@ -14,6 +14,7 @@ import time
 import pyarrow.parquet as pq
 import pytest
 
+from slowshards import slow_shards
 from pipeline.runner import code_version, run_prepare
 
 from conftest import ROOT, fast_config
@@ -41,7 +42,7 @@ def test_killed_run_resumes_to_identical_output(tmp_path):
     inputs = make_inputs(tmp_path / "in")
     reference = run_prepare(fast_config(tmp_path / "ref", [inputs]), progress=False)
     out = tmp_path / "run"
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "PREPARE_SLOW_SHARDS": "0.6"}
+    env = {**os.environ, **slow_shards(0.6)}
     cmd = [sys.executable, "-m", "pipeline.cli", "run", str(inputs), "--out", str(out), "--workers", "1",
            "--no-pii", "--no-lengths", "--no-estimate"]
     code_version.cache_clear()  # hashed now, as the run below does: resume keys hold the code's hash
@@ -93,7 +94,7 @@ def test_workers_die_with_a_killed_parent(tmp_path):
 
     inputs = make_inputs(tmp_path / "in", files=4, rows=50)
     out = tmp_path / "run"
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "PREPARE_SLOW_SHARDS": "60"}
+    env = {**os.environ, **slow_shards(60)}
     cmd = [sys.executable, "-m", "pipeline.cli", "run", str(inputs), "--out", str(out), "--workers", "2",
            "--no-pii", "--no-lengths", "--no-estimate"]
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -180,7 +181,7 @@ def test_a_resumed_run_reuses_pii_work_without_a_salt_set(tmp_path, monkeypatch)
     env = frozen_code(tmp_path)
     cmd = [sys.executable, "-m", "pipeline.cli", "run", str(inputs), "--out", str(out), "--workers", "1",
            "--config", str(tmp_path / "cfg.json"), "--no-lengths", "--no-estimate"]
-    proc = subprocess.Popen(cmd, env={**env, "PREPARE_SLOW_SHARDS": "1"}, stdout=subprocess.DEVNULL,
+    proc = subprocess.Popen(cmd, env={**env, **slow_shards(1, env.get("PYTHONPATH", str(ROOT)))}, stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL)
     results = out / "work" / "results"
     try:

@@ -10,6 +10,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from slowshards import slow_shards
 from pipeline.runner import PrepareError, run_prepare
 from pipeline.rundir import MARKER
 from pipeline.shards import sha256_file
@@ -150,7 +151,7 @@ def test_a_second_run_into_a_busy_run_directory_fails_in_one_line(tmp_path):
     for i in range(4):
         write_docs(src / f"p{i}.jsonl", tag=f"part {i}")
     out = tmp_path / "run"
-    first = cli(str(src), "--out", str(out), "--workers", "1", cwd=tmp_path, env={"PREPARE_SLOW_SHARDS": "2"},
+    first = cli(str(src), "--out", str(out), "--workers", "1", cwd=tmp_path, env=slow_shards(2),
                 wait=False)
     try:
         deadline = time.monotonic() + 120

@@ -23,16 +23,16 @@ Results depend only on record content, ``_order`` and ``_eval``: identical acros
 order in which shards or records are presented. Validation records (``_eval``) are never removed; train
 records in a cluster with one are removed as ``validation_leak``.
 """
-from .clusters import (DedupResult, REMOVED_SCHEMA, apply_removals, find_duplicates, removed_reasons,
+from .clusters import (DedupFilter, DedupResult, REMOVED_SCHEMA, apply_removals, find_duplicates, removed_reasons,
                        signature_array, write_audit)
-from .keys import compute_keys, key_schema, write_keys
+from .keys import KeysStep, compute_keys, key_schema, write_keys
 from .minhash import band_hashes, minhash_permutations, minhash_signatures
 from .params import (MODE_CHAR, MODE_NONE, MODE_WORD, REASONS, candidate_probability, lsh_params, optimal_param,
                      params)
 from .text import char_classes, exact_hashes, exact_text, normalize_exact, shingle_hashes, trainer_text
 
 __all__ = [
-    "DedupResult", "REMOVED_SCHEMA", "REASONS", "apply_removals", "band_hashes", "candidate_probability",
+    "DedupFilter", "DedupResult", "KeysStep", "REMOVED_SCHEMA", "REASONS", "apply_removals", "band_hashes", "candidate_probability",
     "char_classes", "compute_keys", "exact_hashes", "exact_text", "find_duplicates", "key_schema", "lsh_params",
     "minhash_permutations", "minhash_signatures", "normalize_exact", "optimal_param", "params",
     "removed_reasons", "shingle_hashes", "signature_array", "trainer_text", "write_audit", "write_keys",

@@ -41,6 +41,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ..config import DedupConfig
+from ..step import Step
 from .params import KEY_SETTINGS, REASONS, params
 
 BUCKET_ALL_PAIRS = 64  # LSH buckets up to this size propose all pairs
@@ -570,9 +571,24 @@ def _examples(roots, comp, members, keys, is_eval, removed_pos, reason, dup_of, 
 # --- for the runner ------------------------------------------------------------------------------------
 
 
-def removed_reasons(result: DedupResult) -> dict[int, str]:
-    """_order -> reason, for dropping removed records from their shards."""
-    t = result.removed
+def removed_reasons(removed: DedupResult | str | os.PathLike | None, shard: int | None = None) -> dict[int, str]:
+    """_order -> reason of the removed records, from a DedupResult or its audit file (write_audit, Parquet);
+    with `shard`, only those of that input shard (its _order range), read with a filter."""
+    if removed is None or (not isinstance(removed, DedupResult) and not os.path.exists(removed)):
+        return {}
+    filters = None
+    if shard is not None:
+        from ..normalize import ORDER_SHIFT
+
+        filters = [("_order", ">=", shard << ORDER_SHIFT), ("_order", "<", (shard + 1) << ORDER_SHIFT)]
+    if isinstance(removed, DedupResult):
+        t = removed.removed
+        if filters:
+            import pyarrow.compute as pc
+
+            t = t.filter(pc.and_(pc.greater_equal(t["_order"], filters[0][2]), pc.less(t["_order"], filters[1][2])))
+    else:
+        t = pq.read_table(removed, columns=["_order", "reason"], filters=filters)
     return dict(zip(t.column("_order").to_pylist(), t.column("reason").to_pylist()))
 
 
@@ -586,6 +602,20 @@ def apply_removals(records: Iterable[dict], reasons: dict[int, str], stats=None)
         elif stats is not None:
             stats.drop(reason)
     return kept
+
+
+class DedupFilter(Step):
+    """Phase 3's part of the dedup stage: drops the records the global decision removed (`reasons`,
+    removed_reasons of the shard), each counted as dropped(reason)."""
+
+    name = "dedup"
+    config_sections = ("dedup",)
+
+    def __init__(self, reasons: dict[int, str]):
+        self.reasons = reasons
+
+    def process(self, batch: list[dict]) -> list[dict]:
+        return apply_removals(batch, self.reasons, self.stats) if self.reasons else batch
 
 
 def write_audit(result: DedupResult, path: str | os.PathLike) -> str:

@@ -10,6 +10,7 @@ import pyarrow.parquet as pq
 import xxhash
 
 from ..config import DedupConfig
+from ..step import Step
 from .minhash import band_hashes, minhash_signatures
 from .params import KEY_SETTINGS, params
 from .text import encode_texts, exact_hashes, exact_text, near_source_text, shingle_hashes, trainer_text, turns
@@ -98,3 +99,21 @@ def write_keys(table: pa.Table, path: str | os.PathLike) -> str:
     """Write one shard's keys (what the runner does with compute_keys' table)."""
     pq.write_table(table, str(path), compression="zstd", row_group_size=1 << 16)
     return str(path)
+
+
+class KeysStep(Step):
+    """Phase 1's part of the dedup stage: with dedup on, each batch's key table goes to `write` (the shard's
+    key file); the records pass unchanged. Timed into the "dedup" stage; its records are counted where duplicates are
+    dropped (clusters.DedupFilter)."""
+
+    name = "dedup"
+    config_sections = ("dedup",)
+    counts_records = False
+
+    def __init__(self, cfg: DedupConfig, write):
+        self.cfg, self.write = cfg, write
+
+    def process(self, batch: list[dict]) -> list[dict]:
+        if self.cfg.enabled:
+            self.write(compute_keys(batch, self.cfg))
+        return batch

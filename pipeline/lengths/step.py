@@ -27,6 +27,7 @@ import xxhash
 from pipeline.config import LengthsConfig
 from pipeline.records import content_of, record_id
 from pipeline.stats import StageStats
+from pipeline.step import Step
 from pipeline.lengths.tokenizer import TokenizerHandle, TokenizerSpec, is_chat, load_tokenizer, resolve_tokenizer, \
     spec_fingerprint
 
@@ -97,11 +98,12 @@ class LengthCache:
 
 # ---------------------------------------------------------------------------------------------------- step
 
-class LengthStep:
+class LengthStep(Step):
     """Sets rec["_tokens"] (all tokens as the trainer sees them) and rec["_trainable"] (assistant tokens; all of
     them for text). The tokenizer is loaded lazily, once per process; the step pickles without it."""
 
     name = "lengths"
+    config_sections = ("lengths", "estimate")  # estimate.model: the model's tokenizer and template
 
     def __init__(self, cfg: LengthsConfig, cache_dir: str | None, model: str | None = None):
         self.cfg = cfg

@@ -9,9 +9,9 @@ Entry points for the runner:
 Entity types (placeholders are "<TYPE>"): see ENTITY_TYPES. Engine: Presidio AnalyzerEngine with this
 package's recognizers on the no-op NLP engine (no model download); natasha for Russian names.
 """
-import os as _os
+from ..env import set_defaults as _set_defaults
 
-_os.environ.setdefault("TLDEXTRACT_PUBLIC_SUFFIX_LIST_URLS", "")  # before any presidio import: no network
+_set_defaults()  # before any presidio import: no network
 
 from .fields import strip_fields  # noqa: E402
 from .text import ENTITY_TYPES  # noqa: E402

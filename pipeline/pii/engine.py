@@ -21,7 +21,9 @@ import re
 import threading
 from collections import OrderedDict
 
-os.environ.setdefault("TLDEXTRACT_PUBLIC_SUFFIX_LIST_URLS", "")  # before presidio: no network at import
+from ..env import set_defaults
+
+set_defaults()  # before presidio: no network at import
 
 from .names import (LatinNameRecognizer, NatashaPersonRecognizer, RussianNameGazetteer,  # noqa: E402
                     may_hold_lower_case_name)

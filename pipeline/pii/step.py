@@ -11,6 +11,8 @@ import re
 from collections import Counter
 
 from ..readers import too_deep
+from ..rundir import PrepareError
+from ..step import Step
 from . import checks
 from .fields import field_rules, strip_value
 from ..lang import pii_language
@@ -21,7 +23,7 @@ from .operators import Operators
 from .text import ENTITY_TYPES, Hit
 
 
-class PiiPolicyError(Exception):
+class PiiPolicyError(PrepareError):
     """kvkk: strict and detected personal data above strict_score would remain. Counts and types only."""
 
 
@@ -208,7 +210,7 @@ def _marking(setter, doc):
     return mark
 
 
-class PiiStep:
+class PiiStep(Step):
     """Strip, detect and anonymize personal data in a batch of canonical records.
 
     Engines are built lazily, once per process and language set (engine.get_detector). The salt stays in
@@ -216,6 +218,7 @@ class PiiStep:
     """
 
     name = "pii"
+    config_sections = ("pii",)
 
     def __init__(self, cfg, salt: bytes):
         unknown = sorted(set(cfg.operators) - set(ENTITY_TYPES))

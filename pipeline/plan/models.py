@@ -235,7 +235,9 @@ def _spec_from_file(path: Path, name: str) -> ModelSpec:
 
 
 def _spec_from_hub(repo_id: str) -> ModelSpec:
-    os.environ.setdefault("TRANSFORMERS_NO_ADVISORY_WARNINGS", "1")  # no "PyTorch was not found" banner
+    from pipeline.env import set_defaults
+
+    set_defaults()  # no "PyTorch was not found" banner
     try:
         from transformers import AutoConfig  # imported here: slow, and only needed for hub ids
     except ImportError:

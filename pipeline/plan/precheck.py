@@ -18,35 +18,29 @@ def sample_records(cfg: PrepareConfig, sample_size: int, seed: int = 0,
     than `sample_size`. Returns (sample, total records, counts)."""
     from pipeline.progress import Progress
 
+    from pipeline.lengths.step import sample_for_precheck
+
     bar = Progress("precheck: read", "records", enabled=progress)
-    rng = random.Random(seed)
-    reservoir: list[dict] = []
-    seen = 0
     counts = {"input": 0, "records": 0, "quarantined": 0, "dropped": 0, "exact_duplicates": 0}
     exact = cfg.dedup.enabled and cfg.dedup.exact
     hashes: set[int] = set()  # the high 64 bits of the run's 128-bit exact key: 8 bytes of entropy a record
-    for index, f in enumerate(expand_inputs(cfg.inputs, cfg)):  # symlinks, name labels: as `run` expands them
-        normalizer = Normalizer(f, cfg, index)
-        for batch in normalizer.batches():
-            bar.update(len(batch))
-            if exact:
-                batch = _drop_exact_duplicates(batch, cfg, hashes, counts)
-            for rec in batch:
-                seen += 1
-                if len(reservoir) < sample_size:
-                    reservoir.append(rec)
-                else:
-                    j = rng.randrange(seen)
-                    if j < sample_size:
-                        reservoir[j] = rec
-        read, norm, clean = normalizer.stats
-        counts["input"] += read.records_in
-        counts["quarantined"] += sum(read.quarantined.values()) + sum(norm.quarantined.values())
-        counts["dropped"] += sum(read.dropped.values()) + sum(clean.dropped.values())
+
+    def records():
+        for index, f in enumerate(expand_inputs(cfg.inputs, cfg)):  # symlinks, name labels: as `run` expands them
+            normalizer = Normalizer(f, cfg, index)
+            for batch in normalizer.batches():
+                bar.update(len(batch))
+                yield from _drop_exact_duplicates(batch, cfg, hashes, counts) if exact else batch
+            read, norm, clean = normalizer.stats
+            counts["input"] += read.records_in
+            counts["quarantined"] += sum(read.quarantined.values()) + sum(norm.quarantined.values())
+            counts["dropped"] += sum(read.dropped.values()) + sum(clean.dropped.values())
+
+    sample = sample_for_precheck(records(), sample_size, seed)
     bar.close()
-    counts["records"] = seen
+    counts["records"] = sample.total
     counts["steps"] = ["normalize", "clean"] + (["exact dedup"] if exact else [])
-    return reservoir, seen, counts
+    return sample.records, sample.total, counts
 
 
 def _drop_exact_duplicates(batch: list[dict], cfg: PrepareConfig, hashes: set[int], counts: dict) -> list[dict]:
@@ -68,7 +62,6 @@ def _drop_exact_duplicates(batch: list[dict], cfg: PrepareConfig, hashes: set[in
 
 
 def run_precheck(cfg: PrepareConfig, sample_size: int = 200_000, seed: int = 0, progress: bool = False) -> dict:
-    from pipeline.plan.gpus import plan_training
     from pipeline.lengths.histogram import percentile_uncertainty, summarize_lengths
     from pipeline.lengths.step import LengthStep
 
@@ -87,16 +80,12 @@ def run_precheck(cfg: PrepareConfig, sample_size: int = 200_000, seed: int = 0, 
             trainable += [r["_trainable"] for r in batch]
             bar.update(len(batch))
     tokens_arr, trainable_arr = np.array(tokens, dtype=np.int64), np.array(trainable, dtype=np.int64)
-    from pipeline.runner import _max_positions
+    from pipeline.plan.from_lengths import max_positions, plan_for_lengths
 
     # measured on a sample: the summary scales counts to the population and gives percentile intervals
-    summary = summarize_lengths({"all": (tokens_arr, trainable_arr)}, cfg.lengths, _max_positions(cfg),
+    summary = summarize_lengths({"all": (tokens_arr, trainable_arr)}, cfg.lengths, max_positions(cfg),
                                 population={"all": total})
-    packing = summary["packing"]
-    plan = plan_training(cfg.estimate.model, cfg.estimate.method, seq_len=summary["max_seq_len"],
-                         tokens_per_epoch=int(packing["tokens_per_epoch"]),
-                         sequences_per_epoch=int(packing["sequences_per_epoch"]), epochs=cfg.estimate.epochs,
-                         **plan_options(cfg))
+    plan = plan_for_lengths(cfg, summary)
     summary["tokenizer"] = step.tokenizer_name
     summary["uncertainty"] = percentile_uncertainty(tokens_arr, total)
     return {

@@ -1,0 +1,47 @@
+"""Where the phases run: an Executor maps a phase function over shards. `LocalExecutor` is a process pool on
+this machine; the Prefect flow passes one whose map() runs Prefect tasks."""
+from __future__ import annotations
+
+import os
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from typing import Any, Callable, Protocol
+
+from ..rundir import worker_init
+
+
+class Executor(Protocol):
+    def map(self, fn: Callable, items: list, label: str, **kwargs) -> list: ...
+    def call(self, fn: Callable, label: str, **kwargs) -> Any: ...
+
+
+class LocalExecutor:
+    """Worker processes on this machine; inline when there is one worker or one item. The workers die
+    with this process and hold a shared lock on `workers_lock` while alive (rundir.worker_init)."""
+
+    def __init__(self, workers: int, progress: bool = True, workers_lock: str | None = None):
+        self.workers, self.progress, self.workers_lock = workers, progress, workers_lock
+        self._pool: ProcessPoolExecutor | None = None
+
+    def map(self, fn: Callable, items: list, label: str, **kwargs) -> list:
+        # progress is per stage and in records (progress.StageProgress around each phase), not per shard here
+        if self.workers <= 1 or len(items) <= 1:
+            return [fn(item, **kwargs) for item in items]
+        if self._pool is None:
+            import multiprocessing
+
+            self._pool = ProcessPoolExecutor(self.workers, mp_context=multiprocessing.get_context("spawn"),
+                                             initializer=worker_init,
+                                             initargs=(os.getpid(), self.workers_lock))
+        futures = {self._pool.submit(fn, item, **kwargs): i for i, item in enumerate(items)}
+        results: list[Any] = [None] * len(items)
+        for future in as_completed(futures):
+            results[futures[future]] = future.result()
+        return results
+
+    def call(self, fn: Callable, label: str, **kwargs) -> Any:
+        return fn(**kwargs)
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown()
+            self._pool = None

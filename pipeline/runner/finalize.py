@@ -1,0 +1,155 @@
+"""Phase 4, once: from the processed work files to the run directory, in named parts:
+lengths_summary (histogram, max length) -> lengths.png -> overflow policy -> write_shards -> plan ->
+report -> manifest (last, atomic)."""
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+import numpy as np
+import pyarrow.parquet as pq
+
+from .. import report
+from ..config import PrepareConfig
+from ..normalize import ORDER_SHIFT
+from ..progress import ProgressFile
+from ..readers import shown_config
+from ..rundir import RunDir
+from ..shards import WriteStep, build_manifest, write_manifest
+from ..stats import StageStats, merge_all
+from .work import progress_dir, read_work, work_paths
+
+
+def length_groups(processed: list[Path], inputs: dict[int, str]) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """(tokens, trainable) of all records, of each split and of each input file."""
+    columns = {"_tokens": [], "_trainable": [], "_split": [], "_order": []}
+    for path in processed:
+        table = pq.read_table(path, columns=list(columns))
+        for name in columns:
+            columns[name].append(table.column(name).to_numpy(zero_copy_only=False))
+    if not processed:
+        return {}
+    tokens = np.concatenate(columns["_tokens"]).astype(np.int64)
+    trainable = np.concatenate(columns["_trainable"]).astype(np.int64)
+    splits = np.concatenate(columns["_split"])
+    files = np.concatenate(columns["_order"]) >> ORDER_SHIFT
+    groups = {"all": (tokens, trainable)}
+    for split in ("train", "validation"):
+        mask = splits == split
+        if mask.any():
+            groups[f"split:{split}"] = (tokens[mask], trainable[mask])
+    for name in sorted(set(inputs.values())):
+        mask = np.isin(files, [i for i, n in inputs.items() if n == name])
+        if mask.any():
+            groups[f"file:{name}"] = (tokens[mask], trainable[mask])
+    return groups
+
+
+def lengths_summary(cfg: PrepareConfig, work_dir: str, shard_results: list[dict],
+                    tokenizer_name: str | None) -> dict | None:
+    """The token-length summary with the chosen max length; None without the lengths step or records."""
+    if not cfg.lengths.enabled:
+        return None
+    from ..lengths.histogram import summarize_lengths
+    from ..plan.from_lengths import max_positions
+
+    processed = [work_paths(work_dir, r["index"])["processed"] for r in shard_results if r["has_records"]]
+    groups = length_groups(processed, {r["index"]: r["file"] for r in shard_results})
+    if not groups:
+        return None
+    summary = summarize_lengths(groups, cfg.lengths, max_positions(cfg))
+    summary["tokenizer"] = tokenizer_name
+    return summary
+
+
+def draw_lengths_png(summary: dict, run: Path) -> None:
+    from ..lengths.histogram import plot_lengths_png
+
+    plot_lengths_png(summary, run / "lengths.png")
+
+
+def overflow_policy(cfg: PrepareConfig, max_len: int | None, token_cache: str | None):
+    """records, stats -> records: lengths.overflow applied at the chosen max length; None for "keep"."""
+    if not max_len or cfg.lengths.overflow == "keep":
+        return None
+    from ..lengths.step import LengthStep, apply_overflow
+
+    step = LengthStep(cfg.lengths, token_cache, model=cfg.estimate.model)
+    return lambda records, stats: apply_overflow(records, max_len, step, stats)
+
+
+def write_shards(cfg: PrepareConfig, run: Path, work_dir: str, shard_results: list[dict], overflow) -> list[dict]:
+    """Every shard's processed records, in input order, through the write step; each shard result gets its
+    `stages.write`. Returns the shard entries of the manifest."""
+    for split in ("train", "validation"):
+        RunDir(run).remove_shards(split)
+    write = WriteStep(run, cfg.write, overflow)
+    write.progress = ProgressFile(progress_dir(work_dir), "write", 0)
+    for result in shard_results:
+        if result["has_records"]:
+            batches = read_work(work_paths(work_dir, result["index"])["processed"], cfg.read)
+            while True:
+                with write.stats.timer():  # reading the work file back is part of writing
+                    records = next(batches, None)
+                if records is None:
+                    break
+                write(records)
+        result["stages"]["write"] = write.take_stats().to_dict()
+    shards = write.close()
+    write.finish()
+    return shards
+
+
+def stage_totals(shard_results: list[dict], dedup_report: dict | None) -> dict[str, StageStats]:
+    stage_stats = merge_all(
+        [StageStats.from_dict(name, d) for name, d in r["stages"].items()] for r in shard_results
+    )
+    if dedup_report and "dedup" in stage_stats:  # the global clustering step belongs to the dedup stage too
+        stage_stats["dedup"].seconds += dedup_report.get("seconds", {}).get("total", 0.0)
+    return stage_stats
+
+
+def write_report(cfg: PrepareConfig, run: Path, shard_results: list[dict], shards: list[dict],
+                 dedup_report: dict | None, summary: dict | None, plan: dict | None,
+                 unreadable: list[dict]) -> tuple[dict, dict]:
+    """report.json, report.md and report.html; returns the report and report.html's manifest entry."""
+    rep = report.build_report(cfg, shard_results, stage_totals(shard_results, dedup_report), shards, dedup_report,
+                              summary, plan, unreadable)
+    report.write_reports(run, rep)
+    from ..report_html import write_run_html  # report.html beside report.md, listed in the manifest, uploaded
+
+    return rep, write_run_html(run, rep)
+
+
+def write_run_manifest(cfg: PrepareConfig, run: Path, rep: dict, shards: list[dict], max_len: int | None,
+                       tokenizer_name: str | None, html_entry: dict) -> str:
+    """The manifest, last and atomically; returns the run id (config and shard hashes)."""
+    run_id = hashlib.blake2b(
+        json.dumps([cfg.model_dump(mode="json"), [s["sha256"] for s in shards]], sort_keys=True).encode(),
+        digest_size=8).hexdigest()
+    manifest = build_manifest(run_id, shown_config(cfg.model_dump(mode="json"), cfg.out), rep["counts"], shards,
+                              {"max_seq_len": max_len, "tokenizer": tokenizer_name, "reports": [html_entry]})
+    write_manifest(run, manifest)
+    return run_id
+
+
+def finalize(cfg: PrepareConfig, run_dir: str, work_dir: str, shard_results: list[dict],
+             dedup_report: dict | None, tokenizer_name: str | None, token_cache: str | None,
+             unreadable: list[dict]) -> dict:
+    """Choose the max length, apply the overflow policy, write the Parquet shards, the report and,
+    last, the manifest. Returns the report."""
+    run = Path(run_dir)
+    summary = lengths_summary(cfg, work_dir, shard_results, tokenizer_name)
+    max_len = summary.get("max_seq_len") if summary else None
+    if summary:
+        draw_lengths_png(summary, run)
+    shards = write_shards(cfg, run, work_dir, shard_results, overflow_policy(cfg, max_len, token_cache))
+    plan = None
+    if cfg.estimate.enabled and summary and max_len:
+        from ..plan.from_lengths import plan_for_lengths
+
+        plan = plan_for_lengths(cfg, summary)
+    rep, html_entry = write_report(cfg, run, shard_results, shards, dedup_report, summary, plan, unreadable)
+    rep["run_id"] = write_run_manifest(cfg, run, rep, shards, max_len, tokenizer_name, html_entry)
+    return rep

@@ -1,0 +1,134 @@
+"""`run_prepare`: the whole run, in the order it happens. One orchestration serves every front end: it takes
+an Executor (a local process pool by default; the Prefect flow passes one whose map() runs Prefect tasks)."""
+from __future__ import annotations
+
+import functools
+import os
+import shutil
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+from ..config import PrepareConfig
+from ..env import set_defaults
+from ..preflight import refuse_empty_run
+from ..progress import StageProgress
+from ..readers import save_names
+from ..rundir import RunDir, check_out, ensure_salt
+from ..stats import StageStats, merge_all
+from .executor import Executor, LocalExecutor
+from .finalize import finalize
+from .phases import ShardTask, check_readable, normalize_shard, plan_shards, process_shard, run_dedup, upload
+from .work import progress_dir, work_paths
+
+
+@dataclass
+class RunResult:
+    report: dict
+    run_dir: Path
+    manifest_uri: str | None
+    upload: dict | None = None
+    reused_shards: int = 0  # shard results taken from an earlier, interrupted run
+
+
+def _to_stderr(msg: str) -> None:
+    print(msg, file=sys.stderr, flush=True)
+
+
+def run_prepare(cfg: PrepareConfig, executor: Executor | None = None, progress: bool = True,
+                log: Callable[[str], None] = _to_stderr) -> RunResult:
+    """The whole run. `log` takes the one-line messages and, with `progress`, each stage's progress: a live bar
+    when the messages go to stderr and it is a terminal, else a line with count and rate every
+    PREPARE_PROGRESS_INTERVAL seconds (10) and at the end of each stage (a Prefect logger, a log file)."""
+    set_defaults()
+    # A refused --out, a busy run directory or an unreadable input is reported before the run directory
+    # is created or touched.
+    check_out(cfg.out, [*cfg.inputs, *cfg.validation_inputs])
+    tasks, unreadable = plan_shards(cfg)
+    readable = []
+    for task in tasks:
+        problem = check_readable(task, cfg)
+        (unreadable.append(problem) if problem else readable.append(task))
+    with RunDir(cfg.out) as rundir:
+        save_names(cfg.out)  # the map of file-name labels, only with the lock held (readers.NameMap)
+        rundir.wait_for_stale_workers()
+        if cfg.pii.enabled and not os.environ.get(cfg.pii.salt_env):
+            ensure_salt(rundir.work)  # read by the workers from work/; the user's own salt is never written
+        own_executor = executor is None
+        executor = executor or LocalExecutor(cfg.workers, progress, str(rundir.workers_lock()))
+        try:
+            tty = progress and log is _to_stderr and sys.stderr.isatty()
+            return _run(cfg, executor, rundir, readable, unreadable, log,
+                        functools.partial(StageProgress, progress_dir(rundir.work), enabled=progress, tty=tty,
+                                          log=log))
+        finally:
+            if own_executor:
+                executor.close()
+
+
+def _merge_stage_dicts(first: dict, second: dict) -> dict:
+    merged = merge_all([[StageStats.from_dict(n, d) for n, d in part.items()] for part in (first, second)])
+    return {name: st.to_dict() for name, st in merged.items()}
+
+
+def _run(cfg: PrepareConfig, executor: Executor, rundir: RunDir, readable: list[ShardTask],
+         unreadable: list[dict], log: Callable[[str], None], stages: Callable[..., StageProgress]) -> RunResult:
+    run_dir, work_dir = rundir.path, rundir.work
+    # The old manifest goes first: from here until the new one is written, no manifest points at
+    # shards that are being rewritten. Work of a killed run stays in work/ and is reused by key.
+    (run_dir / "manifest.json").unlink(missing_ok=True)
+    rundir.remove_stale_quarantine({f"{t.index:05d}" for t in readable})
+    files = len({t.file.uri for t in readable})  # a large file is read as several byte-range shards
+    log(f"prepare: {files} input file(s)" + (f" in {len(readable)} shards" if len(readable) != files else "")
+        + f" -> {run_dir}")
+
+    # 1. per shard: read -> normalize -> clean -> dedup keys
+    with stages({"read": ("read", "records", None)}):
+        results = executor.map(normalize_shard, readable, "normalize", cfg=cfg, run_dir=str(run_dir),
+                               work_dir=str(work_dir))
+    candidates = sum(r["stages"]["clean"]["records_out"] for r in results)  # records that reach dedup
+
+    # 2. once: exact, near and leakage duplicate decisions from the key files
+    removed_path, dedup_report = None, None
+    if cfg.dedup.enabled:
+        key_paths = [str(work_paths(work_dir, r["index"])["keys"]) for r in results if r["has_keys"]]
+        removed_path = str(run_dir / "dedup_removed.parquet")
+        with stages({"dedup": ("dedup", "records", candidates)}):
+            dedup_report = executor.call(run_dedup, "dedup", key_paths=key_paths, cfg=cfg,
+                                         work_dir=str(work_dir), removed_path=removed_path)
+
+    # 3. per shard: dedup filter -> pii -> lengths -> split
+    has_eval = any(t.eval for t in readable)
+    token_cache = str(Path(os.environ.get("PREPARE_CACHE", ".cache/prepare")) / "tokens")
+    kept = candidates - (dedup_report or {}).get("counts", {}).get("total", 0)
+    steps = {name: (name, "records", kept) for name, on in (("pii", cfg.pii.enabled), ("lengths", cfg.lengths.enabled))
+             if on}
+    with stages(steps):
+        processed = executor.map(process_shard, readable, "process", cfg=cfg, work_dir=str(work_dir),
+                                 removed_path=removed_path, has_eval=has_eval, token_cache=token_cache)
+    shard_results = [{**a, **b, "stages": _merge_stage_dicts(a["stages"], b["stages"])}
+                     for a, b in zip(results, processed)]
+    tokenizer_name = next((r["tokenizer"] for r in processed if r.get("tokenizer")), None)
+
+    # 4. once: lengths summary, shards, plan, report, manifest last
+    to_write = sum(r["stages"]["split"]["records_out"] for r in processed)
+    with stages({"write": ("write", "records", to_write)}):
+        rep = executor.call(finalize, "finalize", cfg=cfg, run_dir=str(run_dir), work_dir=str(work_dir),
+                            shard_results=shard_results, dedup_report=dedup_report,
+                            tokenizer_name=tokenizer_name, token_cache=token_cache, unreadable=unreadable)
+    reused = sum(bool(r.get("reused")) for r in results + processed)
+    if reused:
+        log(f"prepare: reused {reused} shard result(s) finished by an earlier run")
+    refuse_empty_run(cfg, run_dir, rep)  # before the upload: no record kept fails the run unless allow_empty
+
+    # 5. optional: the upload, shards first and the manifest last
+    uploaded = None
+    if cfg.s3:
+        with stages({"upload": ("upload", "files", None)}):
+            uploaded = executor.call(upload, "upload", cfg=cfg, run_dir=str(run_dir), work_dir=str(work_dir))
+    if uploaded:
+        log(f"prepare: uploaded {len(uploaded['uploaded'])} object(s), {len(uploaded['skipped'])} unchanged"
+            + (f", {len(uploaded['removed'])} stale shard(s) of an earlier run removed" if uploaded["removed"] else ""))
+    shutil.rmtree(work_dir, ignore_errors=True)  # with the run's salt in it
+    return RunResult(rep, run_dir, uploaded and uploaded["manifest_uri"], uploaded, reused)

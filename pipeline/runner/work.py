@@ -1,0 +1,80 @@
+"""The work folder of a run (work/): per-shard Parquet files between the phases, and the progress counts."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Iterator
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from ..config import ReadConfig
+from ..readers import parquet_batch_rows
+from ..records import Record, from_table
+
+INTERNAL_COLUMNS = {"_order": pa.int64(), "_eval": pa.bool_()}
+PROCESSED_COLUMNS = {**INTERNAL_COLUMNS, "_split": pa.string(), "_tokens": pa.int32(), "_trainable": pa.int32()}
+
+
+def work_paths(work_dir: str | Path, index: int) -> dict[str, Path]:
+    work = Path(work_dir)
+    return {name: work / name / f"{index:05d}.parquet" for name in ("normalized", "keys", "processed")}
+
+
+def progress_dir(work_dir: str | Path) -> Path:
+    """Where workers leave their running record counts (progress.ProgressFile) for the main process."""
+    return Path(work_dir) / "progress"
+
+
+def open_work(path: Path) -> pq.ParquetFile:
+    """A work file, read back batch by batch. pre_buffer (pyarrow's default) reads all the column chunks of a
+    row group into memory ahead of decoding; a row group of a work file is a whole batch of records, so it
+    held one more batch's worth of compressed data in memory per worker, for no gain on a local disk."""
+    return pq.ParquetFile(path, pre_buffer=False)
+
+
+def read_work(path: Path, cfg: ReadConfig) -> Iterator[list[Record]]:
+    """The records of a work file, a batch at a time."""
+    source = open_work(path)
+    for arrow_batch in source.iter_batches(batch_size=parquet_batch_rows(source, cfg)):
+        yield from_table(pa.Table.from_batches([arrow_batch]))
+
+
+class WorkWriter:
+    """Tables appended to one work file, created on the first append."""
+
+    def __init__(self, path: Path):
+        self.path, self._writer = path, None
+
+    @property
+    def written(self) -> bool:
+        return self._writer is not None
+
+    def append(self, table: pa.Table) -> None:
+        if self._writer is None:
+            self._writer = pq.ParquetWriter(self.path, table.schema, compression="zstd")
+        self._writer.write_table(table)
+
+    def close(self) -> None:
+        if self._writer is not None:
+            self._writer.close()
+
+
+class LazyFile:
+    """A text file created on the first write: no empty quarantine files."""
+
+    def __init__(self, path: Path):
+        self.path, self.lines, self._fh = path, 0, None
+
+    def write(self, text: str) -> None:
+        if self._fh is None:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._fh = open(self.path, "w", encoding="utf-8")
+        self._fh.write(text)
+        self.lines += 1
+
+    def __enter__(self) -> "LazyFile":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self._fh is not None:
+            self._fh.close()
