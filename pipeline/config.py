@@ -75,6 +75,43 @@ class CleanConfig(Section):
     min_assistant_chars: int = Field(1, ge=0, description="Chat/instruction records need this much answer text.")
 
 
+class QualityConfig(Section):
+    """Quality checks for chat and CRM text (pipeline/quality.py), after clean and before dedup. Each check is
+    counted in the report (stages.quality, report.quality) with a few record ids; "drop" removes the record
+    under the check's reason, "strip" removes the quoted thread or signature from the answer."""
+
+    enabled: bool = True
+    mojibake: Literal["fix", "count", "off"] = Field(
+        "fix", description="Text mis-decoded (UTF-8 read as cp1252/cp1251...) is repaired with ftfy's encoding "
+                           "fixes only; ftfy changes nothing that does not look mis-decoded.")
+    repetition: Literal["drop", "count", "off"] = Field(
+        "drop", description="An answer whose word n-grams mostly repeat (a stuck generation, a text pasted "
+                            "twice or more) is dropped as repetitive.")
+    repetition_ngram: int = Field(3, ge=1, le=20, description="Word n-gram size of the repetition ratio.")
+    repetition_threshold: float = Field(
+        0.5, gt=0, le=1, description="Share of an answer's word n-grams that repeat an earlier one, at or above "
+                                     "which it is repetitive (a loop tends to 1, a double paste is about 0.5).")
+    repetition_min_words: int = Field(20, ge=1, description="Shorter answers are not checked for repetition.")
+    threads: Literal["count", "strip", "drop", "off"] = Field(
+        "count", description="Quoted e-mail threads in answers (\"> \" lines, \"On ... wrote:\", \"... yazdı:\", "
+                             "\"... написал(а):\", -----Original Message-----): counted, stripped, or dropped "
+                             "as quoted_thread.")
+    signatures: Literal["count", "strip", "drop", "off"] = Field(
+        "count", description="Signatures ending answers (a \"-- \" line, \"Sent from my iPhone\", \"Saygılarımla\", "
+                             "\"С уважением\", \"Best regards\" with a few lines after): counted, stripped, or "
+                             "dropped as signature.")
+    no_words: Literal["count", "drop", "off"] = Field(
+        "count", description="Records with a user or assistant turn of no letter or digit outside URLs and "
+                             "e-mail addresses (\"👍\", \"???\", a bare link): counted, or dropped as no_words.")
+    canned: Literal["count", "cap", "off"] = Field(
+        "count", description="Canned answers: the same assistant text (case and spaces folded) in at least "
+                             "canned_min_count records; counted, or capped at canned_cap records per answer "
+                             "(the rest dropped as canned_answer, in input order).")
+    canned_min_count: int = Field(20, ge=2, description="Records with the same answer that make it canned.")
+    canned_cap: int = Field(20, ge=1, description="Records kept per canned answer under canned: cap.")
+    canned_top: int = Field(10, ge=0, le=1000, description="Canned answers listed in the report (hash, length, ids).")
+
+
 class DedupConfig(Section):
     enabled: bool = True
     exact: bool = True
@@ -192,6 +229,7 @@ class PrepareConfig(Section):
     read: ReadConfig = Field(default_factory=ReadConfig)
     formats: FormatConfig = Field(default_factory=FormatConfig)
     clean: CleanConfig = Field(default_factory=CleanConfig)
+    quality: QualityConfig = Field(default_factory=QualityConfig)
     dedup: DedupConfig = Field(default_factory=DedupConfig)
     pii: PiiConfig = Field(default_factory=PiiConfig)
     lengths: LengthsConfig = Field(default_factory=LengthsConfig)
