@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-$(shell cksum pyproject.toml | cut -d' ' -f1)
 
-.PHONY: install test demo bench clean schemas
+.PHONY: install test test-fast demo bench clean schemas
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -38,6 +38,10 @@ $(TRAIN_STAMP): $(TRACE_STAMP)
 test: $(TRAIN_STAMP)
 	-@sh tests/install_chromium.sh
 	$(PY) -m pytest -q tests
+
+# the unit tier for the edit-run loop (no servers, no whole runs, no fuzzing; see the markers in pyproject.toml)
+test-fast: $(STAMP)
+	$(PY) -m pytest -q -m "not slow and not integration and not fuzz" tests
 
 demo: $(STAMP)
 	$(PY) -m flows.demo

@@ -9,6 +9,8 @@ import pytest
 
 from conftest import ROOT
 
+pytestmark = pytest.mark.integration
+
 TINY = {"model_type": "llama", "hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2,
         "num_attention_heads": 4, "num_key_value_heads": 2, "vocab_size": 256, "tie_word_embeddings": False,
         "max_position_embeddings": 4096}

@@ -336,6 +336,7 @@ def _cli_run(tmp_path, *args, env=None):
                           cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
 
 
+@pytest.mark.integration  # the CLI in a subprocess
 def test_a_run_without_the_models_tokenizer_says_so_everywhere(tmp_path):
     """llama-3.1-8b with an empty Hugging Face cache and no Hub: the counts come from mistral-32k, and the
     terminal, report.json (lengths.tokenizer.exact, plan.approximate), report.md and report.html say so."""
@@ -353,6 +354,7 @@ def test_a_run_without_the_models_tokenizer_says_so_everywhere(tmp_path):
     assert 'id="tokenizer-warning"' in (run / "report.html").read_text()
 
 
+@pytest.mark.integration  # the CLI in a subprocess
 def test_a_run_with_the_models_tokenizer_in_the_cache_is_exact(tmp_path):
     from conftest import write_hf_cache
 

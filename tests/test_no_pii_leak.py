@@ -6,6 +6,10 @@ import pyarrow.parquet as pq
 
 from pipeline.config import PrepareConfig
 from pipeline.runner import run_prepare
+import pytest
+
+
+pytestmark = pytest.mark.integration
 
 PLANTED = {
     "tckn": "10000000146",

@@ -18,6 +18,8 @@ from pipeline.shards import sha256_file
 from conftest import ROOT, fast_config
 from test_no_pii_leak import PLANTED, write_inputs
 
+pytestmark = pytest.mark.integration
+
 HOSTILE = '<b>x & "q" <img src=y onerror=z>.jsonl'   # a file name holding markup
 
 

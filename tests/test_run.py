@@ -11,6 +11,8 @@ from pipeline.shards import sha256_file
 
 from conftest import SAMPLE_DATA
 
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture(scope="module")
 def full_run(tmp_path_factory, s3_endpoint):

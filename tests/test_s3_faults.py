@@ -12,6 +12,8 @@ from faultproxy import Fault, FaultProxy
 from flows.services import free_port
 from pipeline.s3 import S3Error, upload_run
 
+pytestmark = pytest.mark.integration
+
 KEY_ID = "AKIAFAULTPROXYTEST77"
 SECRET = "fault-proxy-secret/Zq8+never-log-me"
 

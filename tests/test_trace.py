@@ -14,6 +14,8 @@ import pytest
 from pipeline.plan.memory import _nf4_bytes_per_param, estimate_memory, load_constants, resolve_constants
 from pipeline.plan.setup import TrainingSetup
 
+pytestmark = pytest.mark.slow
+
 TINY = {"model_type": "llama", "hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2,
         "num_attention_heads": 4, "num_key_value_heads": 2, "vocab_size": 256, "tie_word_embeddings": False,
         "max_position_embeddings": 4096}

@@ -14,6 +14,8 @@ pytest.importorskip("torch")
 
 from conftest import SAMPLE_DATA  # noqa: E402
 
+pytestmark = pytest.mark.slow
+
 CHATS = [SAMPLE_DATA / "support_en_openai.jsonl", SAMPLE_DATA / "support_ru_sharegpt.jsonl",
          SAMPLE_DATA / "support_tr_alpaca.json"]
 
