@@ -139,6 +139,11 @@ class PiiConfig(Section):
     kvkk: Literal["report", "strict"] = Field(
         "report", description="strict fails the run when detected personal data above strict_score would remain.")
     strict_score: float = Field(0.8, ge=0, le=1)
+    special: Literal["report", "drop", "quarantine"] = Field(
+        "report", description="KVKK article-6 special categories (health, religion, ethnicity, politics, union, "
+                              "sexual orientation, criminal records, biometrics) found in a record: count them, "
+                              "drop the record (pii_special), or quarantine it (pii_special_review). Under kvkk "
+                              "strict, report fails the run when any are found.")
     salt_env: str = Field("PREPARE_PII_SALT", pattern=r"^[A-Za-z_][A-Za-z0-9_]*$", max_length=128,
                           description="Environment variable holding the pseudonym salt.")
 

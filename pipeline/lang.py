@@ -22,7 +22,11 @@ from importlib.resources import files
 
 from .config import FiltersConfig
 from .stats import StageStats
-from .step import Step
+
+try:
+    from .step import Step
+except ImportError:  # pipeline/step.py lands with the runner package; PII imports this module before it does
+    Step = object  # type: ignore[misc,assignment]
 
 MAX_CHARS = 1000   # fastText's cost grows with the text; the first 1000 characters decide as well as all
 _SPACE = re.compile(r"\s+")

@@ -33,6 +33,8 @@ QUARANTINE: dict[str, str] = {
     "multimodal": "a row with images, audio or video: its placeholders would point at nothing",
     "preference_data": "a chosen/rejected or KTO row in an SFT file (formats.preference)",
     "chat_template_error": "a row the chosen chat template refuses to render",
+    "pii_special_review": "a KVKK article-6 special-category mention (health, religion, ethnicity, politics, union, "
+                          "sexual orientation, criminal record, biometrics) under pii.special quarantine; counted, not written",
 }
 
 DROP: dict[str, str] = {
@@ -44,6 +46,7 @@ DROP: dict[str, str] = {
     "near_duplicate": "MinHash-similar to a kept record (dedup.threshold)",
     "validation_leak": "a train record that duplicates a validation record",
     "pii_drop": "personal data of an entity whose pii operator is drop",
+    "pii_special": "a KVKK article-6 special-category mention under pii.special drop",
     "repetitive": "an answer whose word n-grams mostly repeat (quality.repetition_threshold)",
     "quoted_thread": "an answer with a quoted e-mail thread, or only one (quality.threads)",
     "signature": "an answer with an e-mail signature, or only one (quality.signatures)",

@@ -574,6 +574,14 @@ def _pii(report: dict) -> str:
         body.append("<h3>Per type and language</h3>")
         body.append(_table(["type", *by_lang], [[t, *(by_lang[lang].get(t, 0) for lang in by_lang)] for t in types],
                            numeric=tuple(range(1, len(by_lang) + 1)), tid="table-pii"))
+    special = p.get("special_categories") or {}
+    if special.get("total"):
+        s_langs = sorted(special.get("by_language") or {})
+        body.append(f"<h3>KVKK article 6 special categories ({e(str(special.get('policy', '')))})</h3>")
+        body.append(_table(["category", "found", *s_langs],
+                           [[c, n, *(special["by_language"][lang].get(c, 0) for lang in s_langs)]
+                            for c, n in (special.get("by_category") or {}).items()],
+                           numeric=tuple(range(1, len(s_langs) + 2)), tid="table-pii-special"))
     stripped = p.get("fields_stripped") or {}
     if stripped:
         body.append(_p("Fields stripped: " + ", ".join(f"{k} ({v})" for k, v in stripped.items())))

@@ -20,6 +20,7 @@ from .lang import detect_language
 from .names import _sentence_initial
 from .mentions import NameBook, drop_named_things, expand, find_mentions
 from .operators import Operators
+from .special import get_special_detector, record_special, strict_message
 from .text import ENTITY_TYPES, Hit
 
 
@@ -228,6 +229,7 @@ class PiiStep(Step):
         self.ops = Operators(cfg.operator, cfg.operators, salt)
         self.rules = field_rules(tuple(cfg.strip_fields) if cfg.strip_fields is not None else None)
         self.languages = tuple(cfg.languages) or ("tr", "ru", "en")
+        self.special = get_special_detector(self.languages)
 
     def __repr__(self) -> str:
         return f"PiiStep(languages={self.languages}, operator={self.cfg.operator!r})"
@@ -419,10 +421,22 @@ class PiiStep(Step):
         out = []
         violations: Counter = Counter()
         violating_records = 0
+        special_left: Counter = Counter()  # KVKK art. 6 mentions that stay in the output (strict refuses them)
+        special_records = 0
         found_iter = iter(found)
         for new, lang, units, fields, walk in collected:
             stats.add(f"records_by_language.{lang}")
             plans, book = self._plan(units, fields, found_iter, lang)
+            special = record_special(self.special, (u.text for u in units if u.kind == "text"), lang, stats)
+            if special and cfg.special != "report":
+                if cfg.special == "drop":
+                    stats.drop("pii_special")
+                else:
+                    stats.quarantine("pii_special_review")
+                continue
+            if special:
+                special_left.update(special)
+                special_records += 1
             found_types: list[tuple[str, str]] = []
             residuals: list[Hit] = []
             for _, kept, residual in plans:
@@ -459,6 +473,8 @@ class PiiStep(Step):
                 f.setter(self.ops.replacement(f.entity, f.value, lang, canon))
             walk.finish()
             out.append(new)
+        if strict and special_left:
+            raise PiiPolicyError(strict_message(special_left, special_records))
         if violations:
             total = sum(violations.values())
             kinds = ", ".join(f"{k}: {v}" for k, v in sorted(violations.items()))

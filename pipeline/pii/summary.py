@@ -19,9 +19,11 @@ _RESIDUAL_NOTES = {
                 "(see candidates_left_below_threshold)."),
     "quasi": ("medium", "Indirect identifiers (job + employer + city, ages, rare events) are not detected."),
     "special": ("medium", "KVKK art. 6 special categories (health, religion, ethnicity, political views, union "
-                "membership, criminal records, biometrics) in free text are neither detected nor removed; with "
-                "the identifiers gone they remain personal data wherever the rest of a record still points "
-                "to a person."),
+                "membership, sex life, criminal records, biometrics) are found by a tr/ru/en lexicon with "
+                "person-context rules (pipeline/pii/special.py; recall and precision in bench/pii): paraphrases "
+                "and terms outside the lexicon stay, and under pii.special report the found ones stay in the "
+                "text too; with the identifiers gone they remain personal data wherever the rest of a record "
+                "still points to a person."),
     "pseudonym": ("medium", "Pseudonyms stay personal data while the salt exists: keep it off the training side."),
     "mask": ("low", "Masking keeps the length and separators of a value."),
     "disabled": ("high", "PII stripping is off: all personal data in the input is in the output."),
@@ -40,6 +42,7 @@ def kvkk_summary(counters: dict, cfg) -> dict:
     residual = {k: int(v) for k, v in sorted((counters.get("residual") or {}).items())}
     methods = counters.get("methods") or {}
     total = sum(entities.values())
+    special = {k: int(v) for k, v in sorted((counters.get("special") or {}).items())}
     actions = {ent: ("drop record" if cfg.operators.get(ent, cfg.operator) == "drop"
                      else cfg.operators.get(ent, cfg.operator)) for ent in entities}
     risks = []
@@ -56,7 +59,7 @@ def kvkk_summary(counters: dict, cfg) -> dict:
         risks.append(_risk("ADDRESS", found=entities.get("ADDRESS", 0)))
         risks.append(_risk("context", left_below_threshold=sum(residual.values())))
         risks.append(_risk("quasi"))
-        risks.append(_risk("special"))
+        risks.append(_risk("special", found=sum(special.values())))
         used = {cfg.operator, *cfg.operators.values()}
         if "pseudonym" in used:
             risks.append(_risk("pseudonym"))
@@ -78,6 +81,16 @@ def kvkk_summary(counters: dict, cfg) -> dict:
             # how names were found (identifiers are all "pattern"; "field": replaced by their field name)
             "by_method": {ent: {m: int(n) for m, n in sorted(d.items())} for ent, d in sorted(methods.items())
                           if isinstance(d, dict) and set(d) != {"pattern"}},
+        },
+        # KVKK art. 6 mentions (pipeline/pii/special.py): counted per category and record language
+        "special_categories": {
+            "policy": cfg.special,
+            "total": sum(special.values()),
+            "records": int(counters.get("records_with_special", 0)),
+            "by_category": special,
+            "by_language": {lang: {k: int(v) for k, v in sorted(d.items())}
+                            for lang, d in sorted((counters.get("special_languages") or {}).items())
+                            if isinstance(d, dict)},
         },
         "fields_stripped": {k: int(v) for k, v in sorted((counters.get("fields_stripped") or {}).items())},
         "actions": {
@@ -120,6 +133,15 @@ def render_kvkk_markdown(pii: dict) -> str:
                 + [actions["per_type"].get(ent, actions["default_operator"])]
                 for ent, n in found["by_type"].items()]
         lines += [table(["type", "found"] + langs + ["action"], rows, numeric=tuple(range(1, len(langs) + 2))), ""]
+    special = pii.get("special_categories") or {}
+    if special.get("total"):
+        s_langs = sorted(special["by_language"])
+        rows = [[cat, f"{n:,}"] + [f"{special['by_language'][lang].get(cat, 0):,}" for lang in s_langs]
+                for cat, n in special["by_category"].items()]
+        lines += [f"KVKK article 6 special categories: **{special['total']:,}** mentions in "
+                  f"**{special['records']:,}** records, policy **{special['policy']}**.", "",
+                  table(["special category", "found"] + s_langs, rows, numeric=tuple(range(1, len(s_langs) + 2))),
+                  ""]
     methods = {f"{ent} {m}": n for ent, d in found["by_method"].items() for m, n in d.items()}
     extras = [("How names were found", methods),
               ("Fields removed by name", pii["fields_stripped"]),
