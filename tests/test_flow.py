@@ -5,6 +5,10 @@ import re
 
 
 from conftest import FLOW_ARTIFACT_KEYS, SAMPLE_DATA, read_flow_artifacts
+import pytest
+
+
+pytestmark = pytest.mark.integration
 
 
 def test_flow_runs_end_to_end_and_publishes_artifacts(prefect_api, bucket, tmp_path):
@@ -194,3 +198,32 @@ def test_the_readme_examples_are_the_parameter_s_real_shape():
                 assert {k: getattr(got, k) for k in value} == value
             else:
                 assert got == value
+
+
+def test_the_prefect_server_holds_only_labels_for_file_names_with_personal_data(prefect_api, tmp_path):
+    """The server stores a deployment's and a flow run's parameters as given: an input named after a person
+    stayed in its database. The served parameters hold its label; the flow maps it back from the local map."""
+    from prefect.client.orchestration import get_client
+    from prefect.deployments import run_deployment
+    from prefect.flow_engine import run_flow
+
+    from flows.prepare import labelled_parameters, prepare
+    from pipeline.config import PrepareConfig
+
+    raw = "John_Smith_12345678901.jsonl"
+    (tmp_path / "in").mkdir()
+    (tmp_path / "in" / raw).write_text("".join(json.dumps({"instruction": f"Question number {i} about parcels?",
+                                                            "output": f"Answer {i}: it ships on Monday."}) + "\n"
+                                               for i in range(3)))
+    served = PrepareConfig(inputs=[str(tmp_path / "in" / raw)], out=str(tmp_path / "run"), workers=1)
+    served.lengths.enabled = served.estimate.enabled = served.dedup.enabled = False
+    params = labelled_parameters(served)
+    assert raw not in json.dumps(params)
+    deployment_id = prepare.to_deployment(name="labels-test", parameters={"params": params}).apply()
+    flow_run = run_deployment("prepare/labels-test", parameters={"params": {"workers": 1}}, timeout=0)
+    state = run_flow(prepare, flow_run=flow_run, return_type="state")
+    assert state.is_completed(), state
+    assert state.result()["counts"]["input"] == 3  # the label was mapped back to the file
+    with get_client(sync_client=True) as client:
+        stored = [client.read_deployment(deployment_id).parameters, client.read_flow_run(flow_run.id).parameters]
+    assert "John_Smith" not in json.dumps(stored) and "12345678901" not in json.dumps(stored)
