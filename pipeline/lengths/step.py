@@ -125,6 +125,11 @@ class LengthStep(Step):
     def tokenizer_name(self) -> str:
         return f"{self.spec.name} [{self.spec.source}]"
 
+    @property
+    def tokenizer_info(self) -> dict:
+        """report.json `lengths.tokenizer`: the name, and whether it is the model's own (exact) or a fallback."""
+        return self.spec.summary()
+
     def describe(self) -> dict:
         """For the report: which tokenizer and template, and why."""
         out = {"name": self.spec.name, "kind": self.spec.kind, "location": self.spec.location,

@@ -62,7 +62,8 @@ def _drop_exact_duplicates(batch: list[dict], cfg: PrepareConfig, hashes: set[in
 
 
 def run_precheck(cfg: PrepareConfig, sample_size: int = 200_000, seed: int = 0, progress: bool = False) -> dict:
-    from pipeline.lengths.histogram import percentile_uncertainty, summarize_lengths
+    from pipeline.lengths.histogram import percentile_uncertainty
+    from pipeline.lengths.summary import summarize_lengths
     from pipeline.lengths.step import LengthStep
 
     from pipeline.progress import Progress
@@ -86,7 +87,10 @@ def run_precheck(cfg: PrepareConfig, sample_size: int = 200_000, seed: int = 0, 
     summary = summarize_lengths({"all": (tokens_arr, trainable_arr)}, cfg.lengths, max_positions(cfg),
                                 population={"all": total})
     plan = plan_for_lengths(cfg, summary)
-    summary["tokenizer"] = step.tokenizer_name
+    summary["tokenizer"] = step.tokenizer_info  # with `exact` and the fallback reason, as in report.json
+    from pipeline.report import mark_approximate
+
+    plan = mark_approximate(plan, step.tokenizer_info)
     summary["uncertainty"] = percentile_uncertainty(tokens_arr, total)
     return {
         "records": total, "sampled": len(sample), "exact": len(sample) == total, "counts": counts,
