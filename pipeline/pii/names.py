@@ -308,100 +308,123 @@ class LatinNameRecognizer(PersonRecognizer):
         return _LATIN_CAPITAL.search(ctx.text) is not None or not ctx.words.isdisjoint(_LOWER_FIRST)
 
     def find(self, ctx: TextContext) -> list[Hit]:
-        text = ctx.text
+        """Each capitalized token in turn: no name starts there (_starts_no_name), or the name that starts
+        there is skipped as part of a place or proper noun or becomes a hit (_name_from); the scan goes on
+        after what was decided."""
         toks = _tokens(ctx, _LATIN_TOKEN, "latin_tokens")
         out: list[Hit] = []
-        n = len(toks)
-        followed = None  # does the text hold a title after a word (Bey) or a cue (adına) at all?
         surnames = any(tk.key.endswith(_SURNAME_ENDINGS) for tk in toks)  # a word with a surname ending at all?
         i = 0
-        while i < n:
-            t = toks[i]
-            key = t.key
-            if key in STOP or len(key) < 2 or _acronym(t):
+        while i < len(toks):
+            titled = _titled(ctx.text, toks, i)
+            if self._starts_no_name(ctx, toks, i, titled, surnames):
                 i += 1
                 continue
-            is_first = key in LATIN_FIRST
-            if key in self.common_words and i + 2 < n and toks[i + 1].key in LATIN_FIRST \
-                    and toks[i + 1].key not in self.ambiguous and _adjacent(text, toks[i + 1], toks[i + 2]) \
-                    and (toks[i + 2].key in LATIN_FIRST or toks[i + 2].key in LATIN_LAST) \
-                    and _sentence_initial(text, t.start):
-                i += 1  # "Eşim Elif Yıldız ...": a word at the start of the sentence, then a full name
-                continue
-            titled = _titled(text, toks, i)
-            if not is_first and not titled and not (surnames and _surname_shaped_run(text, toks, i)) \
-                    and not _strong_before(ctx, t.start):
-                # words outside the list: a name when a title (Bey, Hanım) or a cue (adına) follows them
-                if followed is None:
-                    followed = any(tk.key in TITLES_AFTER for tk in toks) or _CUES_AFTER.search(ctx.norm) is not None
-                if not followed:
-                    i += 1
-                    continue
-                j = _run_end(text, toks, i)
-                initial = _sentence_initial(text, t.start)
-                if not (_title_after(text, toks, j) and (j > i or not initial)) and not _cue_after(ctx, toks[j]):
-                    i += 1
-                    continue
-                if j - i == 2 and initial:
-                    i += 1  # "Fatura Anar Baharlı adına": a name takes two words before the cue, not the third
-                    continue
-            # a surname that is also a place or company word ("Park", "Day", "Church") after a title or an
-            # introduction: "Dear Patricia Park", "this is Katherine Day"
-            stop_surname = i + 1 < n and toks[i + 1].key in STOP_SURNAMES and _adjacent(text, t, toks[i + 1]) \
-                and (titled or _context_before(ctx, t.start))
-            if i + 1 < n and toks[i + 1].key in STOP and toks[i + 1].key not in TITLES_AFTER \
-                    and toks[i + 1].key not in NEVER and _adjacent(text, t, toks[i + 1]) and not stop_surname:
-                i += 2  # "Ramazan Bayramı", "Deniz Bank": a name word inside another proper noun
-                continue
-            j = i + 1 if stop_surname else _run_end(text, toks, i)
-            if _after_place_word(text, toks, i):
-                i = j + 1
-                continue
-            if not titled and j + 1 < n and toks[j + 1].key in PROPER_NOUN_AFTER and _adjacent(text, toks[j], toks[j + 1]):
-                i = j + 2  # "Vince Lombardi Trophy", "Orlando Magic": named after a person or place
-                continue
-            s = t.start
-            # a word right before the first name that is capitalized mid-sentence: the surname first
-            # ("Öztürk Ahmet") or a first name the list lacks ("Wietske Leon")
-            if is_first and i > 0 and _adjacent(text, toks[i - 1], t) and toks[i - 1].key not in STOP \
-                    and toks[i - 1].key not in OFFICES and not _acronym(toks[i - 1]) \
-                    and (not out or out[-1].end < toks[i - 1].start) \
-                    and (toks[i - 1].key in LATIN_LAST or not _sentence_initial(text, toks[i - 1].start)):
-                s = toks[i - 1].start
-            if (j > i or s < t.start) and not titled and _after_article(text, s):
-                i = j + 1  # "The Selfish Gene", "the Tampa Bay Lightning": a title or an organisation
-                continue
-            e = toks[j].end
-            context = titled or _context_before(ctx, s) or _title_after(text, toks, j) or _cue_after(ctx, toks[j])
-            if j > i or s < t.start:
-                others = [tk.key for tk in toks[i + 1:j + 1]]
-                known = any(k in LATIN_FIRST or k in LATIN_LAST for k in others) or s < t.start
-                if context:
-                    score = 0.9
-                elif is_first and known:
-                    score = 0.85
-                elif is_first and key in self.ambiguous:
-                    score = 0.45
-                elif is_first:
-                    score = 0.75
-                else:
-                    score = 0.7  # unknown words after "my name is", "Hesap sahibi" ...
-            else:
-                if context and is_first:
-                    score = 0.8
-                elif context:
-                    score = 0.6
-                elif key in self.ambiguous:
-                    score = 0.3
-                elif _sentence_initial(text, s):
-                    score = 0.5
-                else:
-                    score = 0.6
-            out.append(Hit(s, e, "PERSON", score, "gazetteer"))
-            i = j + 1
+            i, hit = self._name_from(ctx, toks, i, titled, out)
+            if hit is not None:
+                out.append(hit)
         if not ctx.words.isdisjoint(_LOWER_FIRST):
             out += _lower_case_names(ctx)
         return out
+
+    def _starts_no_name(self, ctx: TextContext, toks: list, i: int, titled: bool, surnames: bool) -> bool:
+        """toks[i] is a stop word, an acronym, a word before a full name, or a word outside the list with no
+        title, introduction, surname shape or cue after it that makes it a name."""
+        text = ctx.text
+        t = toks[i]
+        key = t.key
+        if key in STOP or len(key) < 2 or _acronym(t):
+            return True
+        n = len(toks)
+        if key in self.common_words and i + 2 < n and toks[i + 1].key in LATIN_FIRST \
+                and toks[i + 1].key not in self.ambiguous and _adjacent(text, toks[i + 1], toks[i + 2]) \
+                and (toks[i + 2].key in LATIN_FIRST or toks[i + 2].key in LATIN_LAST) \
+                and _sentence_initial(text, t.start):
+            return True  # "Eşim Elif Yıldız ...": a word at the start of the sentence, then a full name
+        if key in LATIN_FIRST or titled or (surnames and _surname_shaped_run(text, toks, i)) \
+                or _strong_before(ctx, t.start):
+            return False
+        return not _unlisted_name_cued(ctx, toks, i)
+
+    def _name_from(self, ctx: TextContext, toks: list, i: int, titled: bool, out: list) -> tuple[int, Hit | None]:
+        """The token to go on from, and the name starting at (or one word before) toks[i], unless its words
+        are part of another proper noun: "Deniz Bank", "San Francisco", "Vince Lombardi Trophy", "The Selfish
+        Gene"."""
+        text = ctx.text
+        t = toks[i]
+        n = len(toks)
+        # a surname that is also a place or company word ("Park", "Day", "Church") after a title or an
+        # introduction: "Dear Patricia Park", "this is Katherine Day"
+        stop_surname = i + 1 < n and toks[i + 1].key in STOP_SURNAMES and _adjacent(text, t, toks[i + 1]) \
+            and (titled or _context_before(ctx, t.start))
+        if i + 1 < n and toks[i + 1].key in STOP and toks[i + 1].key not in TITLES_AFTER \
+                and toks[i + 1].key not in NEVER and _adjacent(text, t, toks[i + 1]) and not stop_surname:
+            return i + 2, None  # "Ramazan Bayramı", "Deniz Bank": a name word inside another proper noun
+        j = i + 1 if stop_surname else _run_end(text, toks, i)
+        if _after_place_word(text, toks, i):
+            return j + 1, None
+        if not titled and j + 1 < n and toks[j + 1].key in PROPER_NOUN_AFTER and _adjacent(text, toks[j], toks[j + 1]):
+            return j + 2, None  # "Vince Lombardi Trophy", "Orlando Magic": named after a person or place
+        s = _name_start(text, toks, i, out)
+        if (j > i or s < t.start) and not titled and _after_article(text, s):
+            return j + 1, None  # "The Selfish Gene", "the Tampa Bay Lightning": a title or an organisation
+        return j + 1, Hit(s, toks[j].end, "PERSON", self._score(ctx, toks, i, j, s, titled), "gazetteer")
+
+    def _score(self, ctx: TextContext, toks: list, i: int, j: int, s: int, titled: bool) -> float:
+        """A name of toks[i..j] (from s): surer with context around it, with more words, with a listed first
+        name; a lone ambiguous word ("Rose") or a capital at a sentence start says little."""
+        text = ctx.text
+        key = toks[i].key
+        is_first = key in LATIN_FIRST
+        context = titled or _context_before(ctx, s) or _title_after(text, toks, j) or _cue_after(ctx, toks[j])
+        if j > i or s < toks[i].start:
+            known = any(tk.key in LATIN_FIRST or tk.key in LATIN_LAST for tk in toks[i + 1:j + 1]) or s < toks[i].start
+            if context:
+                return 0.9
+            if is_first and known:
+                return 0.85
+            if is_first and key in self.ambiguous:
+                return 0.45
+            if is_first:
+                return 0.75
+            return 0.7  # unknown words after "my name is", "Hesap sahibi" ...
+        if context and is_first:
+            return 0.8
+        if context:
+            return 0.6
+        if key in self.ambiguous:
+            return 0.3
+        if _sentence_initial(text, s):
+            return 0.5
+        return 0.6
+
+
+def _unlisted_name_cued(ctx: TextContext, toks: list, i: int) -> bool:
+    """Words outside the list from toks[i] on are a name when a title (Bey, Hanım) or a cue (adına) follows
+    them; two words before the cue at a sentence start are the name, not three ("Fatura Anar Baharlı adına")."""
+    text = ctx.text
+    # does the text hold a title after a word (Bey) or a cue (adına) at all? (once per text)
+    if not ctx.memo("latin_followed", lambda: any(tk.key in TITLES_AFTER for tk in toks)
+                    or _CUES_AFTER.search(ctx.norm) is not None):
+        return False
+    j = _run_end(text, toks, i)
+    initial = _sentence_initial(text, toks[i].start)
+    if not (_title_after(text, toks, j) and (j > i or not initial)) and not _cue_after(ctx, toks[j]):
+        return False
+    return not (j - i == 2 and initial)
+
+
+def _name_start(text: str, toks: list, i: int, out: list) -> int:
+    """Where the name of toks[i] starts: a word right before a first name that is capitalized mid-sentence
+    (or a listed surname) belongs to it, the surname first ("Öztürk Ahmet") or a first name the list lacks
+    ("Wietske Leon"), unless a hit already holds it."""
+    t = toks[i]
+    if t.key in LATIN_FIRST and i > 0 and _adjacent(text, toks[i - 1], t) and toks[i - 1].key not in STOP \
+            and toks[i - 1].key not in OFFICES and not _acronym(toks[i - 1]) \
+            and (not out or out[-1].end < toks[i - 1].start) \
+            and (toks[i - 1].key in LATIN_LAST or not _sentence_initial(text, toks[i - 1].start)):
+        return toks[i - 1].start
+    return t.start
 
 
 # first names as people type them in lower case ("merhaba ben murat", "my name is james"); not the ones that
