@@ -245,7 +245,7 @@ def test_deployment_rejects_bad_parameters_through_the_server(prefect_api):
 
 
 def test_a_failing_shard_names_the_file_and_phase_but_no_content(tmp_path, monkeypatch):
-    from pipeline import dedup
+    from pipeline.dedup import keys as dedup  # where the dedup keys step calls it
     from pipeline.runner import PrepareError
 
     inputs = make_inputs(tmp_path / "in", files=2, rows=20)
