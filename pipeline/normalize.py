@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Iterator
 
 from .clean import CleanStep
+from .quality import QualityStep
 from .config import PrepareConfig
 from .formats import Dropped, Invalid, check_file, detect_format, to_record
 from .readers import FileReader, InputFile
@@ -100,12 +101,13 @@ class Normalizer:
         self.read_step = ReadStep(file, cfg)
         self.normalize_step = NormalizeStep(file, cfg, index, is_eval)
         self.clean_step = CleanStep(cfg.clean)
+        self.quality_step = QualityStep(cfg.quality, cfg.clean.min_assistant_chars)
         for step in self.steps:
             step.quarantine_sink = reject
 
     @property
     def steps(self) -> list[Step]:
-        return [self.read_step, self.normalize_step, self.clean_step]
+        return [self.read_step, self.normalize_step, self.clean_step, self.quality_step]
 
     @property
     def reader(self) -> FileReader:
@@ -135,5 +137,6 @@ class Normalizer:
         for rows in self.read_step.batches():
             records = self.normalize_step(rows)
             records = self.clean_step(records)
+            records = self.quality_step(records) if records else records
             if records:
                 yield records

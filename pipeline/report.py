@@ -12,7 +12,7 @@ from .markdown import table, text
 from .shards import atomic_write_text
 from .stats import StageStats, merge_all
 
-STAGE_ORDER = ("read", "normalize", "clean", "dedup", "language", "pii", "lengths", "split", "write")
+STAGE_ORDER = ("read", "normalize", "clean", "quality", "dedup", "language", "pii", "lengths", "split", "write")
 
 
 def _accounting(stages: dict[str, StageStats | dict]) -> dict:
@@ -63,6 +63,10 @@ def build_report(cfg: PrepareConfig, shard_results: list[dict], stages: dict[str
     }
     if dedup_report is not None:
         report["dedup"] = dedup_report
+    if "quality" in stages:
+        from .quality import quality_summary
+
+        report["quality"] = quality_summary(stages["quality"].counters, None, cfg.quality)
     if "pii" in stages:
         from .pii import kvkk_summary
 
@@ -122,6 +126,10 @@ def render_markdown(report: dict) -> str:
         out += ["## Languages", "", table(["file", *codes], [[name, *(mix.get(k, 0) for k in codes)]
                                                            for name, mix in lang["by_source"].items()]),
                 "", f"Answer in another language than the prompt: {lang.get('lang_mismatch', 0)} records.", ""]
+    if "quality" in report:
+        from .quality import render_quality_markdown
+
+        out += ["## Quality checks", "", render_quality_markdown(report["quality"]), ""]
     if "dedup" in report:
         d = report["dedup"]
         out += ["## Duplicates", "", "```json", json.dumps(d.get("counts", d), indent=1)[:2000], "```", ""]

@@ -21,13 +21,13 @@ from .shards import atomic_write_text
 
 REPORT_HTML = "report.html"
 
-SECTION_IDS = ("summary", "accounting", "splits", "stages", "languages", "lengths", "packing", "dedup", "pii",
+SECTION_IDS = ("summary", "accounting", "splits", "stages", "languages", "quality", "lengths", "packing", "dedup", "pii",
                "memory", "gpus")
 _TITLES = {"summary": "Summary", "accounting": "Record accounting", "splits": "Splits", "stages": "Stages",
-           "languages": "Languages", "lengths": "Token lengths", "packing": "Packing", "dedup": "Duplicates",
+           "languages": "Languages", "quality": "Quality checks", "lengths": "Token lengths", "packing": "Packing", "dedup": "Duplicates",
            "pii": "Personal data (KVKK)", "memory": "Memory of one training step", "gpus": "GPU choice"}
 # top-level report keys that the sections above render; any other key gets a generic section of its own
-_KNOWN_KEYS = {"counts", "files", "unreadable_inputs", "stages", "shards", "dedup", "pii", "lengths", "plan",
+_KNOWN_KEYS = {"counts", "files", "unreadable_inputs", "stages", "shards", "dedup", "quality", "pii", "lengths", "plan",
                "precheck", "run_id"}
 
 _CSS = """
@@ -521,6 +521,12 @@ def _packing(report: dict) -> str:
     return _section("packing", body)
 
 
+def _quality(report: dict) -> str:
+    from .quality import render_quality_html  # the checks' own view, beside their code
+
+    return render_quality_html(report)
+
+
 def _dedup(report: dict) -> str:
     d = report.get("dedup")
     pre = report.get("precheck")
@@ -673,7 +679,7 @@ def _extra(report: dict) -> str:
 def render_html(report: dict, title: str = "Prepare run report", note: str | None = None) -> str:
     """The page for a report.json (run) or a precheck report (`precheck` key instead of `counts`)."""
     sections = [_summary(report, note), _accounting(report), _splits(report), _stages(report),
-                _languages(report), _lengths(report), _packing(report), _dedup(report), _pii(report),
+                _languages(report), _quality(report), _lengths(report), _packing(report), _dedup(report), _pii(report),
                 _memory(report), _gpus(report), _extra(report)]
     return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
             "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"

@@ -229,3 +229,21 @@ def test_no_record_text_reaches_the_report(tmp_path):
     for word in ("Ayşe", "Kaya", "12345678901", "ayse@", "Sipari", "AyÅ", "wrote", "👍"):
         assert word not in summary
     assert json.loads(summary)[0]["checks"]["mojibake"]["example_ids"] == ["m"]
+
+
+def test_report_html_and_markdown_show_the_quality_section(tmp_path):
+    from pipeline.quality import render_quality_markdown
+    from pipeline.report_html import SECTION_IDS, render_html
+
+    recs = [chat("t", THREADS["gmail"]), chat("loop", "Please restart the router. " * 15)]
+    _out, st = run_step(recs)
+    _recs, p0 = _shard(tmp_path, 0, [CANNED] * 3)
+    q = quality_summary(st.counters, find_canned([p0], QualityConfig(canned_min_count=2), None,
+                                                 str(tmp_path / "d.parquet")), QualityConfig())
+    page = render_html({"quality": q})
+    assert "quality" in SECTION_IDS and '<section id="quality">' in page
+    assert 'id="table-quality"' in page and 'id="table-canned"' in page and "s0-0" in page and "loop" in page
+    md = render_quality_markdown(q)
+    assert "repeated n-grams" in md and q["canned"]["top"][0]["answer_hash"] in md
+    for text in (CANNED[:20], "restart", "Ayşe", "iade"):
+        assert text not in page and text not in md

@@ -131,8 +131,8 @@ def test_an_unchanged_rerun_writes_the_same_page_and_uploads_nothing(html_run):
 
 
 def test_unknown_report_sections_get_a_section_of_their_own_escaped():
-    page = Page(render_html({"quality": {"note": "<script>x</script>"}}))
-    assert "extra-quality" in page.ids and page.tags.get("script", 0) == 0
+    page = Page(render_html({"toxicity": {"note": "<script>x</script>"}}))
+    assert "extra-toxicity" in page.ids and page.tags.get("script", 0) == 0
     assert set(SECTION_IDS) <= page.ids   # a report without the usual sections still has their ids
 
 

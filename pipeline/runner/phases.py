@@ -110,7 +110,9 @@ def _normalize_key(task: ShardTask, cfg: PrepareConfig) -> str:
     from ..clean import CleanStep
     from ..normalize import NormalizeStep, ReadStep
 
-    steps = [ReadStep, NormalizeStep, CleanStep, dedup.KeysStep]
+    from ..quality import QualityStep
+
+    steps = [ReadStep, NormalizeStep, CleanStep, QualityStep, dedup.KeysStep]
     return resume.key(resume.code_version(), resume.input_fingerprint(task.file), task.index, task.eval,
                       config_key(cfg, steps))
 

@@ -87,7 +87,7 @@ def _run(cfg: PrepareConfig, executor: Executor, rundir: RunDir, readable: list[
     with stages({"read": ("read", "records", None)}):
         results = executor.map(normalize_shard, readable, "normalize", cfg=cfg, run_dir=str(run_dir),
                                work_dir=str(work_dir))
-    candidates = sum(r["stages"]["clean"]["records_out"] for r in results)  # records that reach dedup
+    candidates = sum(r["stages"]["quality"]["records_out"] for r in results)  # records that reach dedup
 
     # 2. once: exact, near and leakage duplicate decisions from the key files
     removed_path, dedup_report = None, None
