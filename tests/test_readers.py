@@ -533,7 +533,9 @@ def test_the_map_of_names_is_written_only_with_the_run_directory_locked(tmp_path
 
     NameMap._open.clear()  # a fresh process's view: nothing remembered from the refused run
     # the other run took the lock between this run's check of --out and its own lock
-    monkeypatch.setattr(runner, "check_out", lambda out, inputs: None)
+    import importlib
+
+    monkeypatch.setattr(importlib.import_module("pipeline.runner.run"), "check_out", lambda out, inputs: None)
     with RunDir(cfg.out), pytest.raises(PrepareError, match="another prepare run"):
         runner.run_prepare(cfg, progress=False, log=lambda m: None)
     assert not names_file(cfg.out).exists()
