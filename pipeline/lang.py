@@ -22,11 +22,7 @@ from importlib.resources import files
 
 from .config import FiltersConfig
 from .stats import StageStats
-
-try:
-    from .step import Step
-except ImportError:  # pipeline/step.py lands with the runner package; PII imports this module before it does
-    Step = object  # type: ignore[misc,assignment]
+from .step import Step
 
 MAX_CHARS = 1000   # fastText's cost grows with the text; the first 1000 characters decide as well as all
 _SPACE = re.compile(r"\s+")

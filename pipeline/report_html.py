@@ -329,11 +329,13 @@ def _summary(report: dict, title_note: str | None) -> str:
     lengths = report.get("lengths") or {}
     tok = lengths.get("tokenizer")
     if tok:
-        parts.append(f"<p>Tokenizer: <code>{e(tok)}</code></p>")
-        if "offline default" in str(tok) or lengths.get("approximate"):
-            parts.append('<p class="warn" id="tokenizer-warning">' + e(
-                "Token counts come from a fallback tokenizer, not the model's own: the lengths, the max length and "
-                "the plan below are approximate.") + "</p>")
+        from pipeline.lengths.draw import tokenizer_label
+        from pipeline.lengths.tokenizer import fallback_warning
+
+        parts.append(f"<p>Tokenizer: <code>{e(tokenizer_label(tok))}</code></p>")
+        warning = fallback_warning(tok)
+        if warning:  # lengths.tokenizer.exact is false: not the model's own tokenizer
+            parts.append('<p class="warn" id="tokenizer-warning">' + e(warning) + "</p>")
     if lengths.get("max_seq_len"):
         parts.append(_p(f"max_seq_len {lengths['max_seq_len']:,}"
                         + (f": {lengths['max_seq_len_choice']['reason']}" if lengths.get("max_seq_len_choice") else "")))

@@ -51,7 +51,7 @@ def lengths_summary(cfg: PrepareConfig, work_dir: str, shard_results: list[dict]
     """The token-length summary with the chosen max length; None without the lengths step or records."""
     if not cfg.lengths.enabled:
         return None
-    from ..lengths.histogram import summarize_lengths
+    from ..lengths.summary import summarize_lengths
     from ..plan.from_lengths import max_positions
 
     processed = [work_paths(work_dir, r["index"])["processed"] for r in shard_results if r["has_records"]]
@@ -64,7 +64,7 @@ def lengths_summary(cfg: PrepareConfig, work_dir: str, shard_results: list[dict]
 
 
 def draw_lengths_png(summary: dict, run: Path) -> None:
-    from ..lengths.histogram import plot_lengths_png
+    from ..lengths.draw import plot_lengths_png
 
     plot_lengths_png(summary, run / "lengths.png")
 
