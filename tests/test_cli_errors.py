@@ -15,6 +15,8 @@ import pytest
 
 from conftest import ROOT
 
+pytestmark = pytest.mark.integration
+
 FAST = ("--no-pii", "--no-lengths", "--no-estimate")
 
 

@@ -36,6 +36,8 @@ from pipeline.schemas import validate
 
 from conftest import ROOT, fast_config
 
+pytestmark = pytest.mark.fuzz
+
 FUZZ = settings(deadline=None, derandomize=True, database=None, print_blob=False,
                 suppress_health_check=list(HealthCheck))
 MIB = 1 << 20
@@ -60,10 +62,10 @@ def normalize_file(path: Path, cfg: PrepareConfig) -> tuple[int, Normalizer]:
 def assert_accounted(yielded: int, normalizer: Normalizer) -> None:
     """read.records_in == yielded + everything quarantined + everything dropped, and each stage hands on
     exactly what it did not remove."""
-    read, norm, clean = normalizer.stats
+    read, norm, clean, quality = normalizer.stats
     removed = sum(sum(s.quarantined.values()) + sum(s.dropped.values()) for s in normalizer.stats)
     assert read.records_in == yielded + removed, stage_counts(normalizer.stats)
-    for before, stage in ((None, read), (read, norm), (norm, clean)):
+    for before, stage in ((None, read), (read, norm), (norm, clean), (clean, quality)):
         if before is not None:
             assert stage.records_in == before.records_out
         assert stage.records_in == stage.records_out + sum(stage.quarantined.values()) + sum(stage.dropped.values())

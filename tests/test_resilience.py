@@ -19,6 +19,8 @@ from pipeline.runner import code_version, run_prepare
 
 from conftest import ROOT, fast_config
 
+pytestmark = pytest.mark.integration
+
 
 def make_inputs(d, files=6, rows=300, seed=3):
     rng = random.Random(seed)
