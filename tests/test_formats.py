@@ -185,7 +185,7 @@ def test_peer_format_files_convert_completely(name, fmt, expected):
     normalizer = Normalizer(describe(str(PEER_FORMATS / name)), cfg)
     records = [r for batch in normalizer.batches() for r in batch]
     assert normalizer.format == fmt
-    read, norm, clean = normalizer.stats
+    read, norm, clean, _quality = normalizer.stats
     assert read.records_in == expected
     assert len(records) + sum(norm.quarantined.values()) + sum(clean.dropped.values()) == expected
     assert len(records) >= expected * 0.98, (norm.quarantined, clean.dropped)

@@ -31,15 +31,16 @@ def sample_records(cfg: PrepareConfig, sample_size: int, seed: int = 0,
             for batch in normalizer.batches():
                 bar.update(len(batch))
                 yield from _drop_exact_duplicates(batch, cfg, hashes, counts) if exact else batch
-            read, norm, clean = normalizer.stats
-            counts["input"] += read.records_in
-            counts["quarantined"] += sum(read.quarantined.values()) + sum(norm.quarantined.values())
-            counts["dropped"] += sum(read.dropped.values()) + sum(clean.dropped.values())
+            stages = normalizer.stats  # read, normalize, clean, quality: what `run` removes before dedup
+            counts["input"] += stages[0].records_in
+            counts["quarantined"] += sum(sum(s.quarantined.values()) for s in stages)
+            counts["dropped"] += sum(sum(s.dropped.values()) for s in stages)
 
     sample = sample_for_precheck(records(), sample_size, seed)
     bar.close()
     counts["records"] = sample.total
-    counts["steps"] = ["normalize", "clean"] + (["exact dedup"] if exact else [])
+    counts["steps"] = (["normalize", "clean"] + (["quality"] if cfg.quality.enabled else [])
+                       + (["exact dedup"] if exact else []))
     return sample.records, sample.total, counts
 
 
