@@ -272,11 +272,17 @@ def convert_alpaca(row: dict, mapping: dict) -> tuple:
     return "instruction", messages, None, {"instruction", "input", "output", "system", "history"}
 
 
-def convert_sharegpt(row: dict, mapping: dict) -> tuple:
-    key = "conversations" if "conversations" in row else "messages"
+def _turn_list(row: dict, first: str, second: str) -> tuple[str, list]:
+    """The column holding the turns (`first` where present, else `second`) and the turns, which must be a list."""
+    key = first if first in row else second
     turns = row.get(key)
     if not isinstance(turns, list):
         raise Invalid("missing_fields")
+    return key, turns
+
+
+def convert_sharegpt(row: dict, mapping: dict) -> tuple:
+    key, turns = _turn_list(row, "conversations", "messages")
     messages = []
     if row.get("system"):
         messages.append(_message("system", _string(row["system"])))
@@ -321,10 +327,7 @@ def _openai_content(content) -> tuple[str, list[dict]]:
 
 
 def convert_openai(row: dict, mapping: dict) -> tuple:
-    key = "messages" if "messages" in row else "conversations"
-    turns = row.get(key)
-    if not isinstance(turns, list):
-        raise Invalid("missing_fields")
+    key, turns = _turn_list(row, "messages", "conversations")
     messages = []
     for turn in turns:
         if not isinstance(turn, dict):
