@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
 
 from pipeline.plan.setup import CrossEntropy, FrameworkName  # the estimator's stack presets name these
 
@@ -161,7 +161,12 @@ class LengthsConfig(Section):
 
 
 class FiltersConfig(Section):
-    """Language filters (pipeline/lang.py). Every record gets meta.lang whatever these say."""
+    """Language filters (pipeline/lang.py). With detect_language on, every record gets meta.lang whatever the
+    other fields say."""
+    detect_language: bool = Field(
+        True, description="Identify each record's language (meta.lang, the report's language mix, PII routing). "
+                          "Off: no meta.lang, PII routes by a stop-word guess, and languages/lang_mismatch "
+                          "cannot be used.")
     languages: list[str] | None = Field(
         None, description="Keep only records in these languages (ISO 639-1 codes, e.g. [tr, ru, en]); "
                           "others are dropped as `language`. Records without letters are kept.")
@@ -180,6 +185,12 @@ class FiltersConfig(Section):
         if bad:
             raise ValueError(f"not a language code (ISO 639-1, lower case, e.g. tr): {bad[0]!r}")
         return value
+
+    @model_validator(mode="after")
+    def _needs_detection(self):
+        if not self.detect_language and (self.languages or self.lang_mismatch == "drop"):
+            raise ValueError("filters.languages and lang_mismatch: drop need filters.detect_language: true")
+        return self
 
 
 class SplitConfig(Section):

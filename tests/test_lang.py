@@ -143,3 +143,18 @@ def test_the_reports_show_the_language_mix_per_source():
     html = _languages({"stages": {"language": st.to_dict()}})
     assert 'id="languages"' in html and "chart-languages" in html
     assert "kk.jsonl" in html and "meta.lang" in html
+
+
+def test_detection_can_be_turned_off_and_the_filters_that_need_it_are_refused():
+    from pydantic import ValidationError
+
+    from pipeline.runner.phases import process_steps
+
+    def names(cfg: PrepareConfig) -> list[str]:
+        return [s.name for s in process_steps(cfg, {}, False, b"s" * 16, None)]
+
+    assert "language" in names(PrepareConfig())
+    assert "language" not in names(PrepareConfig(filters={"detect_language": False}))
+    for refused in ({"languages": ["tr"]}, {"lang_mismatch": "drop"}):
+        with pytest.raises(ValidationError, match="detect_language"):
+            FiltersConfig(detect_language=False, **refused)

@@ -178,7 +178,8 @@ def process_steps(cfg: PrepareConfig, removed: dict[int, str], has_eval: bool, s
     steps: list[Step] = [dedup.DedupFilter(removed)]
     from ..lang import LanguageStep  # before PII: PII routes each record by its meta.lang
 
-    steps.append(LanguageStep(cfg.filters))
+    if cfg.filters.detect_language:
+        steps.append(LanguageStep(cfg.filters))
     if cfg.pii.enabled:
         from ..pii import PiiStep
 
