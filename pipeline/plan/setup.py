@@ -37,78 +37,65 @@ class FrameworkPreset:
         return asdict(self)
 
 
-_PRESETS = {
-    # Trainer + PEFT + TRL SFTTrainer.
-    "hf": FrameworkPreset(
-        name="hf", description="Hugging Face Trainer / TRL SFTTrainer with PEFT",
-        # ForCausalLMLoss: `logits = logits.float()` before cross_entropy
-        cross_entropy="standard",
-        # PEFT get_peft_model(autocast_adapter_dtype=True) keeps bf16-model adapters in fp32
-        adapter_dtype="fp32",
-        full_precision="mixed",
-        # TrainingArguments.optim defaults to adamw_torch_fused on torch >= 2.8
-        optimizer="adamw", fused_optimizer=True,
-        # PreTrainedModel.gradient_checkpointing_enable: {"use_reentrant": False} unless given
-        ckpt_mode="non_reentrant",
-        # peft.prepare_model_for_kbit_training casts every non-quantized parameter (embeddings, norms, lm_head)
-        # to fp32, so the residual stream and the logits become fp32
-        kbit_upcast="all",
-        autocast=True, lora_dropout=0.05,
-        sources=("https://github.com/huggingface/transformers/blob/v5.0.0/src/transformers/loss/loss_utils.py",
-                 "https://github.com/huggingface/transformers/blob/v5.0.0/src/transformers/training_args.py",
-                 "https://github.com/huggingface/peft/blob/v0.17.0/src/peft/utils/other.py",
-                 "https://github.com/huggingface/trl/blob/v0.24.0/trl/trainer/sft_trainer.py")),
+# The preset fields between description and sources, in the column order of _PRESET_TABLE's rows.
+_PRESET_COLUMNS = ("cross_entropy", "adapter_dtype", "full_precision", "optimizer", "fused_optimizer", "ckpt_mode",
+                   "kbit_upcast", "autocast", "lora_dropout")
+
+# name: (description, (loss, adapter, full FT, optimizer, fused, checkpointing, kbit upcast, autocast, dropout),
+#        the code each value is read from)
+_PRESET_TABLE = {
+    # Trainer + PEFT + TRL SFTTrainer. ForCausalLMLoss does `logits = logits.float()` before cross_entropy;
+    # PEFT get_peft_model(autocast_adapter_dtype=True) keeps bf16-model adapters in fp32; TrainingArguments.optim
+    # defaults to adamw_torch_fused on torch >= 2.8; PreTrainedModel.gradient_checkpointing_enable uses
+    # {"use_reentrant": False} unless given; peft.prepare_model_for_kbit_training casts every non-quantized
+    # parameter (embeddings, norms, lm_head) to fp32, so the residual stream and the logits become fp32.
+    "hf": ("Hugging Face Trainer / TRL SFTTrainer with PEFT",
+           ("standard", "fp32", "mixed", "adamw", True, "non_reentrant", "all", True, 0.05),
+           ("https://github.com/huggingface/transformers/blob/v5.0.0/src/transformers/loss/loss_utils.py",
+            "https://github.com/huggingface/transformers/blob/v5.0.0/src/transformers/training_args.py",
+            "https://github.com/huggingface/peft/blob/v0.17.0/src/peft/utils/other.py",
+            "https://github.com/huggingface/trl/blob/v0.24.0/trl/trainer/sft_trainer.py")),
     # axolotl: an HF Trainer subclass; its LoRA/QLoRA loader keeps the PEFT defaults and, for QLoRA with
-    # flash/sdpa attention, casts norms to fp32 and embed_tokens/lm_head back to bf16.
-    "axolotl": FrameworkPreset(
-        name="axolotl", description="axolotl (HF Trainer subclass, PEFT adapters)",
-        cross_entropy="standard",  # plugins (liger, cut_cross_entropy) switch to fused
-        adapter_dtype="fp32", full_precision="mixed",
-        optimizer="adamw", fused_optimizer=True,
-        ckpt_mode="non_reentrant", kbit_upcast="norms", autocast=True, lora_dropout=0.05,
-        sources=("https://github.com/axolotl-ai-cloud/axolotl/blob/main/src/axolotl/loaders/model.py",
+    # flash/sdpa attention, casts norms to fp32 and embed_tokens/lm_head back to bf16. Its plugins (liger,
+    # cut_cross_entropy) switch the loss to fused.
+    "axolotl": ("axolotl (HF Trainer subclass, PEFT adapters)",
+                ("standard", "fp32", "mixed", "adamw", True, "non_reentrant", "norms", True, 0.05),
+                ("https://github.com/axolotl-ai-cloud/axolotl/blob/main/src/axolotl/loaders/model.py",
                  "https://github.com/axolotl-ai-cloud/axolotl/blob/main/src/axolotl/core/builders/causal.py")),
     # LLaMA-Factory: CustomSeq2SeqTrainer (HF Trainer); init_adapter casts trainable params to fp32; its own
     # prepare_model_for_training (no peft kbit upcast; upcast_layernorm off by default); reentrant checkpointing.
-    "llamafactory": FrameworkPreset(
-        name="llamafactory", description="LLaMA-Factory (HF Trainer subclass, PEFT adapters)",
-        cross_entropy="standard",  # enable_liger_kernel switches to fused
-        adapter_dtype="fp32", full_precision="mixed",
-        optimizer="adamw", fused_optimizer=True,
-        ckpt_mode="reentrant", kbit_upcast="none", autocast=True, lora_dropout=0.0,
-        sources=("https://github.com/hiyouga/LLaMA-Factory/blob/main/src/llamafactory/model/adapter.py",
-                 "https://github.com/hiyouga/LLaMA-Factory/blob/main/src/llamafactory/model/model_utils/checkpointing.py",
-                 "https://github.com/hiyouga/LLaMA-Factory/blob/main/src/llamafactory/hparams/finetuning_args.py")),
+    # enable_liger_kernel switches the loss to fused.
+    "llamafactory": ("LLaMA-Factory (HF Trainer subclass, PEFT adapters)",
+                     ("standard", "fp32", "mixed", "adamw", True, "reentrant", "none", True, 0.0),
+                     ("https://github.com/hiyouga/LLaMA-Factory/blob/main/src/llamafactory/model/adapter.py",
+                      "https://github.com/hiyouga/LLaMA-Factory/blob/main/src/llamafactory/model/model_utils/"
+                      "checkpointing.py",
+                      "https://github.com/hiyouga/LLaMA-Factory/blob/main/src/llamafactory/hparams/"
+                      "finetuning_args.py")),
     # Unsloth: fused cross-entropy kernel, adapters in the model dtype, "unsloth" gradient checkpointing offloads
     # the layer inputs to CPU, 8-bit AdamW in its notebooks, no fp32 upcast of the 4-bit model's other weights.
-    "unsloth": FrameworkPreset(
-        name="unsloth", description="Unsloth (patched HF model, TRL trainer)",
-        cross_entropy="fused", adapter_dtype="bf16", full_precision="bf16",
-        optimizer="adamw8bit", fused_optimizer=True,
-        ckpt_mode="offload", kbit_upcast="none", autocast=True, lora_dropout=0.0,
-        sources=("https://github.com/unslothai/unsloth/blob/main/unsloth/models/llama.py",
+    "unsloth": ("Unsloth (patched HF model, TRL trainer)",
+                ("fused", "bf16", "bf16", "adamw8bit", True, "offload", "none", True, 0.0),
+                ("https://github.com/unslothai/unsloth/blob/main/unsloth/models/llama.py",
                  "https://github.com/unslothai/unsloth-zoo/blob/main/unsloth_zoo/gradient_checkpointing.py",
                  "https://github.com/unslothai/unsloth/blob/main/unsloth/kernels/cross_entropy_loss.py")),
     # torchtune recipes: bf16 everywhere (dtype: bf16), CEWithChunkedOutputLoss (8 chunks), AdamW(fused=True),
     # per-layer activation checkpointing, NF4 via torchao without fp32 casts.
-    "torchtune": FrameworkPreset(
-        name="torchtune", description="torchtune recipes (own training loop)",
-        cross_entropy="chunked", adapter_dtype="bf16", full_precision="bf16",
-        optimizer="adamw", fused_optimizer=True,
-        ckpt_mode="non_reentrant", kbit_upcast="none", autocast=False, lora_dropout=0.0,
-        sources=("https://github.com/pytorch/torchtune/blob/main/torchtune/modules/loss/ce_chunked_output_loss.py",
-                 "https://github.com/pytorch/torchtune/blob/main/recipes/configs/llama3_1/8B_lora_single_device.yaml",
-                 "https://github.com/pytorch/torchtune/blob/main/recipes/lora_finetune_single_device.py")),
+    "torchtune": ("torchtune recipes (own training loop)",
+                  ("chunked", "bf16", "bf16", "adamw", True, "non_reentrant", "none", False, 0.0),
+                  ("https://github.com/pytorch/torchtune/blob/main/torchtune/modules/loss/ce_chunked_output_loss.py",
+                   "https://github.com/pytorch/torchtune/blob/main/recipes/configs/llama3_1/8B_lora_single_device.yaml",
+                   "https://github.com/pytorch/torchtune/blob/main/recipes/lora_finetune_single_device.py")),
     # A hand-written loop: bf16 model, F.cross_entropy on the bf16 logits, torch.optim.AdamW's default (foreach)
     # implementation, which allocates state-sized temporaries in step().
-    "plain": FrameworkPreset(
-        name="plain", description="plain PyTorch loop (bf16 model, F.cross_entropy, torch.optim.AdamW)",
-        cross_entropy="bf16", adapter_dtype="bf16", full_precision="bf16",
-        optimizer="adamw", fused_optimizer=False,
-        ckpt_mode="non_reentrant", kbit_upcast="none", autocast=False, lora_dropout=0.0,
-        sources=("https://github.com/pytorch/pytorch/blob/v2.9.0/torch/optim/adamw.py",
-                 "https://github.com/pytorch/pytorch/blob/v2.9.0/torch/nn/functional.py")),
+    "plain": ("plain PyTorch loop (bf16 model, F.cross_entropy, torch.optim.AdamW)",
+              ("bf16", "bf16", "bf16", "adamw", False, "non_reentrant", "none", False, 0.0),
+              ("https://github.com/pytorch/pytorch/blob/v2.9.0/torch/optim/adamw.py",
+               "https://github.com/pytorch/pytorch/blob/v2.9.0/torch/nn/functional.py")),
 }
+_PRESETS = {name: FrameworkPreset(name=name, description=description, sources=sources,
+                                  **dict(zip(_PRESET_COLUMNS, values, strict=True)))
+            for name, (description, values, sources) in _PRESET_TABLE.items()}
 assert tuple(_PRESETS) == FRAMEWORKS
 
 
