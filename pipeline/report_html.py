@@ -11,6 +11,7 @@ Sections carry stable element ids (SECTION_IDS) that tests and links use:
 """
 from __future__ import annotations
 
+import functools
 import html
 import json
 import math
@@ -89,6 +90,31 @@ def _table(header: list[str], rows: list[list], numeric: tuple[int, ...] = (), c
 
 def _section(sid: str, body: str, title: str | None = None) -> str:
     return f'<section id="{sid}"><h2>{e(title or _TITLES.get(sid, sid))}</h2>{body}</section>'
+
+
+def _note_section(sid: str, text: str) -> str:
+    """A section that holds only a note: the report has no figures for it."""
+    return _section(sid, _p(text, "note"))
+
+
+def _needs(key: str, note: str):
+    """Section guard: the decorated renderer gets report[key] when the report holds it; otherwise the section is
+    only `note`, saying why it has no figures. The section id is the renderer's name without the underscore."""
+    def wrap(render):
+        sid = render.__name__.lstrip("_")
+
+        @functools.wraps(render)
+        def guarded(report: dict) -> str:
+            value = report.get(key)
+            return render(report, value) if value else _note_section(sid, note)
+        return guarded
+    return wrap
+
+
+def _titled_table(title_html: str, header: list[str], rows: list[list], **table_args) -> str:
+    """An <h3> (already escaped by the caller) and the table under it; nothing when there are no rows, since a
+    heading over an empty table says nothing."""
+    return f"<h3>{title_html}</h3>" + _table(header, rows, **table_args) if rows else ""
 
 
 def _p(text: str, cls: str | None = None) -> str:
@@ -361,7 +387,7 @@ def _accounting(report: dict) -> str:
         pre = report.get("precheck") or {}
         pc = pre.get("counts") or {}
         if not pc:
-            return _section("accounting", _p("No accounting in this report.", "note"))
+            return _note_section("accounting", "No accounting in this report.")
         rows = [["input rows", pc.get("input", 0)], ["records measured from", pre.get("records", 0)],
                 ["quarantined", pc.get("quarantined", 0)], ["dropped", pc.get("dropped", 0)],
                 ["exact duplicates (not counted)", pc.get("exact_duplicates", 0)]]
@@ -394,17 +420,13 @@ def _accounting(report: dict) -> str:
                          sum(f["dropped"].values()), why, "; ".join(f.get("warnings") or [])])
         body.append(_table(["file", "format", "encoding", "input", "kept", "quarantined", "dropped", "reasons",
                             "warnings"], rows, numeric=(3, 4, 5, 6), tid="table-files"))
-    unreadable = report.get("unreadable_inputs") or []
-    if unreadable:
-        body.append("<h3>Unreadable inputs (skipped)</h3>")
-        body.append(_table(["file", "reason"], [[u["file"], u["reason"]] for u in unreadable]))
+    body.append(_titled_table("Unreadable inputs (skipped)", ["file", "reason"],
+                              [[u["file"], u["reason"]] for u in report.get("unreadable_inputs") or []]))
     return _section("accounting", "".join(body))
 
 
-def _splits(report: dict) -> str:
-    c = report.get("counts")
-    if not c:
-        return _section("splits", _p("A precheck makes no splits.", "note"))
+@_needs("counts", "A precheck makes no splits.")
+def _splits(report: dict, c: dict) -> str:
     s = c["splits"]
     body = svg_hbars([("train", s["train"], "c0"), ("validation", s["validation"], "c1")], "chart-splits", " rows")
     shards = report.get("shards") or {}
@@ -415,10 +437,8 @@ def _splits(report: dict) -> str:
     return _section("splits", body)
 
 
-def _stages(report: dict) -> str:
-    stages = report.get("stages") or {}
-    if not stages:
-        return _section("stages", _p("No stage figures in this report.", "note"))
+@_needs("stages", "No stage figures in this report.")
+def _stages(report: dict, stages: dict) -> str:
     rows = []
     for name, s in stages.items():
         why = ", ".join(f"{k} {v}" for k, v in {**s.get("dropped", {}), **s.get("quarantined", {})}.items())
@@ -460,10 +480,8 @@ def _languages(report: dict) -> str:
 _PCT_KEYS = ("p50", "p90", "p95", "p99")
 
 
-def _lengths(report: dict) -> str:
-    s = report.get("lengths")
-    if not s:
-        return _section("lengths", _p("The lengths step was off.", "note"))
+@_needs("lengths", "The lengths step was off.")
+def _lengths(report: dict, s: dict) -> str:
     body = []
     basis = s.get("basis")
     groups = s.get("groups") or {}
@@ -510,7 +528,7 @@ def _lengths(report: dict) -> str:
 def _packing(report: dict) -> str:
     p = (report.get("lengths") or {}).get("packing") or {}
     if not p:
-        return _section("packing", _p("No packing figures (the lengths step was off).", "note"))
+        return _note_section("packing", "No packing figures (the lengths step was off).")
     rows = [["records", p["records"]], ["packed sequences", p["packed_sequences"]],
             ["packing efficiency", _pct(p["packing_efficiency"])], ["padding", _pct(p["padding_ratio"])],
             ["tokens per step", p["tokens_per_step"]], ["real tokens per step", p["real_tokens_per_step"]],
@@ -533,11 +551,11 @@ def _dedup(report: dict) -> str:
     d = report.get("dedup")
     pre = report.get("precheck")
     if not d and pre:
-        return _section("dedup", _p(f"{_n(pre['counts'].get('exact_duplicates', 0))} exact duplicates not counted; "
-                                    "a precheck finds exact duplicates only (`prepare run` also removes near "
-                                    "duplicates and validation leaks).", "note"))
+        return _note_section("dedup", f"{_n(pre['counts'].get('exact_duplicates', 0))} exact duplicates not "
+                             "counted; a precheck finds exact duplicates only (`prepare run` also removes near "
+                             "duplicates and validation leaks).")
     if not d:
-        return _section("dedup", _p("Duplicate removal was off.", "note"))
+        return _note_section("dedup", "Duplicate removal was off.")
     counts = d.get("counts") or {}
     body = [svg_hbars([(k.replace("_", " "), v, "dropped") for k, v in counts.items() if k != "total"],
                       "chart-dedup", " records")]
@@ -567,8 +585,8 @@ def _dedup(report: dict) -> str:
 def _pii(report: dict) -> str:
     p = report.get("pii")
     if not p:
-        return _section("pii", _p("A precheck does not look for personal data; `prepare run` does." if
-                                  report.get("precheck") else "The personal-data step was off.", "note"))
+        return _note_section("pii", "A precheck does not look for personal data; `prepare run` does." if
+                             report.get("precheck") else "The personal-data step was off.")
     found = p.get("personal_data_found") or {}
     body = [_p(f"{_n(found.get('total', 0))} personal data items found in {_n(found.get('records_with_personal_data', 0))} "
                f"records; policy {p.get('policy')}; default action {(p.get('actions') or {}).get('default_operator')}.",
@@ -579,33 +597,30 @@ def _pii(report: dict) -> str:
     by_lang = found.get("by_language") or {}
     if by_lang:
         types = sorted({t for d in by_lang.values() for t in d})
-        body.append("<h3>Per type and language</h3>")
-        body.append(_table(["type", *by_lang], [[t, *(by_lang[lang].get(t, 0) for lang in by_lang)] for t in types],
-                           numeric=tuple(range(1, len(by_lang) + 1)), tid="table-pii"))
+        body.append(_titled_table("Per type and language", ["type", *by_lang],
+                                  [[t, *(by_lang[lang].get(t, 0) for lang in by_lang)] for t in types],
+                                  numeric=tuple(range(1, len(by_lang) + 1)), tid="table-pii"))
     special = p.get("special_categories") or {}
     if special.get("total"):
         s_langs = sorted(special.get("by_language") or {})
-        body.append(f"<h3>KVKK article 6 special categories ({e(str(special.get('policy', '')))})</h3>")
-        body.append(_table(["category", "found", *s_langs],
-                           [[c, n, *(special["by_language"][lang].get(c, 0) for lang in s_langs)]
-                            for c, n in (special.get("by_category") or {}).items()],
-                           numeric=tuple(range(1, len(s_langs) + 2)), tid="table-pii-special"))
+        body.append(_titled_table(f"KVKK article 6 special categories ({e(str(special.get('policy', '')))})",
+                                  ["category", "found", *s_langs],
+                                  [[c, n, *(special["by_language"][lang].get(c, 0) for lang in s_langs)]
+                                   for c, n in (special.get("by_category") or {}).items()],
+                                  numeric=tuple(range(1, len(s_langs) + 2)), tid="table-pii-special"))
     stripped = p.get("fields_stripped") or {}
     if stripped:
         body.append(_p("Fields stripped: " + ", ".join(f"{k} ({v})" for k, v in stripped.items())))
     risk = p.get("residual_risk") or {}
     if risk:
-        body.append(f"<h3>Residual risk: {e(risk.get('overall', ''))}</h3>")
-        body.append(_table(["topic", "level", "what stays"],
-                           [[i.get("topic", ""), i.get("level", ""), i.get("what", "")] for i in risk.get("items", [])],
-                           tid="table-kvkk"))
+        body.append(_titled_table(f"Residual risk: {e(risk.get('overall', ''))}", ["topic", "level", "what stays"],
+                                  [[i.get("topic", ""), i.get("level", ""), i.get("what", "")]
+                                   for i in risk.get("items", [])], tid="table-kvkk"))
     return _section("pii", "".join(body))
 
 
-def _memory(report: dict) -> str:
-    plan = report.get("plan")
-    if not plan:
-        return _section("memory", _p("No GPU plan in this report (estimate off, or no lengths).", "note"))
+@_needs("plan", "No GPU plan in this report (estimate off, or no lengths).")
+def _memory(report: dict, plan: dict) -> str:
     m = plan["memory"]
     rec = plan.get("recommendation")
     gpus = [(f"{c['gpu']}" + (f" x{c['count']}" if c["count"] > 1 else ""), c["usable_gib"])
@@ -626,10 +641,8 @@ def _memory(report: dict) -> str:
     return _section("memory", "".join(body))
 
 
-def _gpus(report: dict) -> str:
-    plan = report.get("plan")
-    if not plan:
-        return _section("gpus", _p("No GPU plan in this report.", "note"))
+@_needs("plan", "No GPU plan in this report.")
+def _gpus(report: dict, plan: dict) -> str:
     rec, fastest = plan.get("recommendation"), plan.get("fastest")
 
     def same(a, b):
