@@ -45,6 +45,7 @@ _CALL_KEYS = frozenset(("type", "id", "function", "name", "arguments"))
 # the value's type is what it is
 _EMAIL_VALUE = re.compile(r"[^@\s<>]+@[^@\s<>]+\.[^\W\d_]{2,}")
 _PHONE_VALUE = re.compile(r"\+?[\d ()\-.]{10,20}")
+_GUESS_CHARS = 3000  # of a record's content the language guess is given (it reads the first 600)
 
 
 class _Unit:
@@ -259,12 +260,11 @@ class PiiStep(Step):
         ("messages", i, "content") or ("text",)), the spans process() would replace and the residual
         candidates. Same code path as process(), nothing is changed or counted."""
         collected = [self._collect(rec, _NullStats()) for rec in records]
-        items = [(u.text, lang) for _, lang, units, _, _ in collected for u in units]
-        found = iter(self.detector.detect(items))
+        found = iter(self.detector.detect(_items(collected)))
         out = []
-        for _, lang, units, fields, _ in collected:
-            plans, _ = self._plan(units, fields, found, lang)
-            out.append((lang, [(u.loc, kept, residual) for u, kept, residual in plans if u.loc]))
+        for c in collected:
+            plans, _ = self._plan(c.units, c.fields, found, c.lang)
+            out.append((c.lang, [(u.loc, kept, residual) for u, kept, residual in plans if u.loc]))
         return out
 
     def _plan(self, units: list, fields: list, found, lang: str):
@@ -311,16 +311,21 @@ class PiiStep(Step):
         return plans, book
 
     # ------------------------------------------------------------------------------------------------
-    def _collect(self, rec: dict, stats):
+    def _collect(self, rec: dict, stats) -> "_Collected":
         """A copy of the record with meta stripped, its language, its units and field values, and the walk that
-        writes the replacements back. Every column that is written is walked except id (a hash), kind (an enum)
-        and source (a file reference, redacted where file names are handled); "_" columns are never written."""
+        writes the replacements back."""
         new = dict(rec)
         from .engine import may_hold_pii
 
         walk = _Walk(self.rules, may_hold_pii)
-        units = walk.units
-        sample = []
+        sample = self._walk_columns(rec, new, walk, stats)
+        return _Collected(new, self._language(rec, sample), walk)
+
+    def _walk_columns(self, rec: dict, new: dict, walk: "_Walk", stats) -> list[str]:
+        """Every column that is written is walked except id (a hash), kind (an enum) and source (a file
+        reference, redacted where file names are handled); "_" columns are never written. Returns the
+        content strings, in order, that the language guess reads."""
+        sample: list[str] = []
         for col, value in rec.items():
             if col in _NOT_SCANNED or col.startswith("_") or value is None:
                 continue
@@ -329,16 +334,20 @@ class PiiStep(Step):
             elif col == "text" and isinstance(value, str):
                 if value:
                     sample.append(value)
-                    units.append(_Unit(value, _slot(new, "text"), loc=("text",)))
+                    walk.units.append(_Unit(value, _slot(new, "text"), loc=("text",)))
             elif col == "messages" and isinstance(value, list):
                 new["messages"] = [self._message(i, m, walk, sample) if isinstance(m, dict)
                                    else walk.value(m, None, None, None) for i, m in enumerate(value)]
             else:  # tools, and any column added later
                 new[col] = walk.value(value, None, None, _slot(new, col))
-        # the language step's result when it ran (pipeline/lang.py), else a stop-word guess
-        lang = pii_language(rec, self.languages) or detect_language(" ".join(sample)[:3000] if sample else "",
-                                                                    self.languages)
-        return new, lang, units, walk.fields, walk
+        return sample
+
+    def _language(self, rec: dict, sample: list[str]) -> str:
+        """The language step's result when it ran (pipeline/lang.py), else a stop-word guess on the content."""
+        lang = pii_language(rec, self.languages)
+        if lang:
+            return lang
+        return detect_language(_head(sample, _GUESS_CHARS), self.languages)
 
     def _message(self, i: int, m: dict, walk: "_Walk", sample: list) -> dict:
         out = dict(m)
@@ -404,85 +413,160 @@ class PiiStep(Step):
             walk.units.append(_Unit(meta, _slot(new, "meta"), "number"))
 
     def _process(self, batch: list[dict], stats) -> list[dict]:
-        cfg = self.cfg
-        threshold = cfg.score_threshold
-        strict = cfg.kvkk == "strict"
+        """Collect every record's strings, detect in one batch, then per record: the special-category policy,
+        the counts, the drop operator, the strict residuals and the write-back; the strict policy last."""
         collected = [self._collect(rec, stats) for rec in batch]
-        items = []
-        for _, lang, units, _, _ in collected:
-            items.extend((u.text, lang) for u in units)
+        found = iter(self._detect(collected, stats))
+        tally = _Tally()
+        out = []
+        for c in collected:
+            new = self._record(c, found, stats, tally)
+            if new is not None:
+                out.append(new)
+        self._enforce(tally)
+        return out
+
+    def _detect(self, collected: list["_Collected"], stats) -> list[list[Hit]]:
+        """The raw hits of every unit of the batch, in order; counts the texts scanned, skipped and cached."""
+        items = _items(collected)
         detector = self.detector
         skipped_before, cached_before = detector.texts_skipped, detector.texts_cached
         found = detector.detect(items)
         stats.add("texts_scanned", len(items))
         stats.add("texts_skipped", detector.texts_skipped - skipped_before)
         stats.add("texts_cached", detector.texts_cached - cached_before)
+        return found
 
-        out = []
-        violations: Counter = Counter()
-        violating_records = 0
-        special_left: Counter = Counter()  # KVKK art. 6 mentions that stay in the output (strict refuses them)
-        special_records = 0
-        found_iter = iter(found)
-        for new, lang, units, fields, walk in collected:
-            stats.add(f"records_by_language.{lang}")
-            plans, book = self._plan(units, fields, found_iter, lang)
-            special = record_special(self.special, (u.text for u in units if u.kind == "text"), lang, stats)
-            if special and cfg.special != "report":
-                if cfg.special == "drop":
-                    stats.drop("pii_special")
-                else:
-                    stats.quarantine("pii_special_review")
-                continue
-            if special:
-                special_left.update(special)
-                special_records += 1
-            found_types: list[tuple[str, str]] = []
-            residuals: list[Hit] = []
-            for _, kept, residual in plans:
-                found_types.extend((h.entity, h.method) for h in kept)
-                residuals.extend(residual)
-            found_types.extend((f.entity, "field") for f in fields)
-            for ent, method in found_types:
-                stats.add(f"entities.{ent}")
-                stats.add(f"languages.{lang}.{ent}")
-                stats.add(f"methods.{ent}.{method}")
-            if found_types:
-                stats.add("records_with_pii")
-            drop = any(self.ops.op_for(ent) == "drop" for ent, _ in found_types)
-            if drop:
-                stats.drop("pii_drop")
-                stats.add("dropped_records")
-                stats.add("actions.drop", len(found_types))
-                continue
-            rec_violations = 0
-            for h in residuals:
+    def _record(self, c: "_Collected", found, stats, tally: "_Tally") -> dict | None:
+        """One record's anonymized copy, or None when the special-category policy or a drop operator removes it."""
+        stats.add(f"records_by_language.{c.lang}")
+        plans, book = self._plan(c.units, c.fields, found, c.lang)
+        if self._special_removes(c, stats, tally):
+            return None
+        found_types = self._count_found(plans, c.fields, c.lang, stats)
+        if any(self.ops.op_for(ent) == "drop" for ent, _ in found_types):
+            stats.drop("pii_drop")
+            stats.add("dropped_records")
+            stats.add("actions.drop", len(found_types))
+            return None
+        self._check_residuals(plans, stats, tally)
+        for ent, _ in found_types:
+            stats.add(f"actions.{self.ops.op_for(ent)}")
+        self._write_back(c, plans, book)
+        return c.new
+
+    def _special_removes(self, c: "_Collected", stats, tally: "_Tally") -> bool:
+        """Counts the record's KVKK art. 6 mentions; True when pii.special drops or quarantines it. Mentions
+        that stay in the output are tallied for the strict policy."""
+        special = record_special(self.special, (u.text for u in c.units if u.kind == "text"), c.lang, stats)
+        if not special:
+            return False
+        if self.cfg.special != "report":
+            if self.cfg.special == "drop":
+                stats.drop("pii_special")
+            else:
+                stats.quarantine("pii_special_review")
+            return True
+        tally.special_left.update(special)
+        tally.special_records += 1
+        return False
+
+    @staticmethod
+    def _count_found(plans, fields, lang: str, stats) -> list[tuple[str, str]]:
+        """(entity, method) of every span and field value to replace, counted by type, language and method."""
+        found_types: list[tuple[str, str]] = []
+        for _, kept, _ in plans:
+            found_types.extend((h.entity, h.method) for h in kept)
+        found_types.extend((f.entity, "field") for f in fields)
+        for ent, method in found_types:
+            stats.add(f"entities.{ent}")
+            stats.add(f"languages.{lang}.{ent}")
+            stats.add(f"methods.{ent}.{method}")
+        if found_types:
+            stats.add("records_with_pii")
+        return found_types
+
+    def _check_residuals(self, plans, stats, tally: "_Tally") -> None:
+        """Counts the candidates left in the text; under kvkk: strict those scored >= strict_score are
+        violations."""
+        strict = self.cfg.kvkk == "strict"
+        rec_violations = 0
+        for _, _, residual in plans:
+            for h in residual:
                 stats.add(f"residual.{h.entity}")
-                if strict and h.score >= cfg.strict_score:
-                    violations[h.entity] += 1
+                if strict and h.score >= self.cfg.strict_score:
+                    tally.violations[h.entity] += 1
                     rec_violations += 1
-            if rec_violations:
-                violating_records += 1
-            for ent, _ in found_types:
-                stats.add(f"actions.{self.ops.op_for(ent)}")
-            canon = book.canonical if book else None
-            for u, kept, _ in plans:
-                if kept:
-                    u.setter(self.ops.splice(u.text, kept, lang, canon))
-            for f in fields:
-                f.setter(self.ops.replacement(f.entity, f.value, lang, canon))
-            walk.finish()
-            out.append(new)
-        if strict and special_left:
-            raise PiiPolicyError(strict_message(special_left, special_records))
-        if violations:
-            total = sum(violations.values())
-            kinds = ", ".join(f"{k}: {v}" for k, v in sorted(violations.items()))
+        if rec_violations:
+            tally.violating_records += 1
+
+    def _write_back(self, c: "_Collected", plans, book) -> None:
+        """The operators' replacements into the record's copy: spans into their units, whole field values,
+        then the renamed keys and the changed JSON documents."""
+        canon = book.canonical if book else None
+        for u, kept, _ in plans:
+            if kept:
+                u.setter(self.ops.splice(u.text, kept, c.lang, canon))
+        for f in c.fields:
+            f.setter(self.ops.replacement(f.entity, f.value, c.lang, canon))
+        c.walk.finish()
+
+    def _enforce(self, tally: "_Tally") -> None:
+        """kvkk: strict refuses a batch whose output would keep special-category mentions or residuals
+        scored >= strict_score."""
+        cfg = self.cfg
+        if cfg.kvkk == "strict" and tally.special_left:
+            raise PiiPolicyError(strict_message(tally.special_left, tally.special_records))
+        if tally.violations:
+            total = sum(tally.violations.values())
+            kinds = ", ".join(f"{k}: {v}" for k, v in sorted(tally.violations.items()))
             raise PiiPolicyError(
                 f"kvkk strict: {total} detected personal data item(s) scored >= {cfg.strict_score} would remain "
-                f"in the output of {violating_records} record(s) ({kinds}); they scored below "
-                f"pii.score_threshold={threshold}. Lower the threshold to {cfg.strict_score} or below.")
-        return out
+                f"in the output of {tally.violating_records} record(s) ({kinds}); they scored below "
+                f"pii.score_threshold={cfg.score_threshold}. Lower the threshold to {cfg.strict_score} or below.")
+
+
+class _Collected:
+    """One record ready for detection: its copy to write into, its language, and the walk over its strings."""
+
+    __slots__ = ("new", "lang", "walk")
+
+    def __init__(self, new: dict, lang: str, walk: _Walk):
+        self.new, self.lang, self.walk = new, lang, walk
+
+    @property
+    def units(self) -> list[_Unit]:
+        return self.walk.units
+
+    @property
+    def fields(self) -> list[_FieldValue]:
+        return self.walk.fields
+
+
+class _Tally:
+    """What the strict policy judges over a batch: residual violations and special-category mentions kept."""
+
+    __slots__ = ("violations", "violating_records", "special_left", "special_records")
+
+    def __init__(self):
+        self.violations: Counter = Counter()
+        self.violating_records = 0
+        self.special_left: Counter = Counter()  # KVKK art. 6 mentions that stay in the output
+        self.special_records = 0
+
+
+def _items(collected: list[_Collected]) -> list[tuple[str, str]]:
+    """(text, language) of every unit of the batch, in order: what the detector scans."""
+    return [(u.text, c.lang) for c in collected for u in c.units]
+
+
+def _head(parts: list[str], n: int) -> str:
+    """" ".join(parts)[:n], joining only the parts that reach into the first n characters."""
+    size, k = 0, 0
+    while k < len(parts) and size < n:
+        size += len(parts[k]) + 1
+        k += 1
+    return " ".join(parts[:k])[:n]
 
 
 class _NullStats:
