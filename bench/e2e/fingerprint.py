@@ -7,6 +7,9 @@ report.json with its timing fields removed. `--save FILE` keeps the fingerprint,
 
     python bench/e2e/fingerprint.py --save /tmp/before.json      # on the old code
     python bench/e2e/fingerprint.py --compare /tmp/before.json   # on the new code
+    python bench/e2e/fingerprint.py --set quality.enabled=false ...   # a config override (repeatable)
+
+The run folders are kept (their paths are printed) so that report.json can be compared key by key.
 """
 from __future__ import annotations
 
@@ -23,8 +26,9 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from corpus import write_corpus  # noqa: E402
+from overrides import parse_sets  # noqa: E402
 
-from pipeline.config import PrepareConfig  # noqa: E402
+from pipeline.config import PrepareConfig, merge_config  # noqa: E402
 from pipeline.runner import run_prepare  # noqa: E402
 
 # Fields that measure the machine, not the data.
@@ -63,7 +67,10 @@ def main() -> None:
     parser.add_argument("--size", type=int, default=100_000)
     parser.add_argument("--save")
     parser.add_argument("--compare")
+    parser.add_argument("--set", action="append", metavar="SECTION.KEY=VALUE",
+                        help="config override, repeatable (e.g. quality.enabled=false)")
     args = parser.parse_args()
+    overrides = parse_sets(args.set)
     os.environ["PREPARE_PII_SALT"] = "fingerprint-salt"
     root = Path(tempfile.mkdtemp(prefix="fingerprint-"))
     runs = {"sample_data": [str(ROOT / "sample_data")]}
@@ -73,9 +80,10 @@ def main() -> None:
     result = {}
     for name, inputs in runs.items():
         out = root / f"run-{name}"
-        run_prepare(PrepareConfig(inputs=inputs, out=str(out), workers=2), progress=False, log=lambda _: None)
+        cfg = merge_config(PrepareConfig(inputs=inputs, out=str(out), workers=2), overrides)
+        run_prepare(cfg, progress=False, log=lambda _: None)
         result[name] = fingerprint(out)
-        print(f"{name}: {len(result[name])} files fingerprinted")
+        print(f"{name}: {len(result[name])} files fingerprinted ({out})")
     if args.save:
         Path(args.save).write_text(json.dumps(result, indent=1, sort_keys=True) + "\n")
     if args.compare:

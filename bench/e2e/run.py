@@ -5,6 +5,7 @@ and how time grows from the smaller to the larger size (1.0 = linear).
 
     python bench/e2e/run.py                 # 100k and 1M (about 1 GB; long)
     python bench/e2e/run.py --sizes 20000   # quick
+    python bench/e2e/run.py --sizes 100000 --set quality.enabled=false --set filters.detect_language=false
 """
 from __future__ import annotations
 
@@ -19,9 +20,16 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from corpus import write_corpus  # noqa: E402
+from overrides import parse_sets  # noqa: E402
 
-from pipeline.config import PrepareConfig  # noqa: E402
+from pipeline.config import PrepareConfig, merge_config  # noqa: E402
 from pipeline.runner import run_prepare  # noqa: E402
+
+
+def cpu_seconds() -> float:
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
 
 
 def peak_rss_mib() -> tuple[float, float]:
@@ -30,20 +38,23 @@ def peak_rss_mib() -> tuple[float, float]:
     return own, children
 
 
-def bench(size: int, root: Path, workers: int) -> dict:
+def bench(size: int, root: Path, workers: int, overrides: dict) -> dict:
     data = root / f"data-{size}"
     t0 = time.perf_counter()
     paths = write_corpus(data, size)
     gen = time.perf_counter() - t0
     mb = sum(p.stat().st_size for p in paths) / 1e6
-    cfg = PrepareConfig(inputs=[str(data)], out=str(root / f"run-{size}"), workers=workers)
+    cfg = merge_config(PrepareConfig(inputs=[str(data)], out=str(root / f"run-{size}"), workers=workers), overrides)
+    cpu0 = cpu_seconds()
     t0 = time.perf_counter()
     result = run_prepare(cfg, progress=False)
     wall = time.perf_counter() - t0
+    cpu = cpu_seconds() - cpu0
     c = result.report["counts"]
     print(f"\n== {size:,} records, {mb:,.0f} MB of input (generated in {gen:.0f} s), {workers} workers")
     print(f"whole run: {wall:,.1f} s wall, {c['input'] / wall:,.0f} records/s; kept {c['kept']:,}, "
           f"quarantined {c['quarantined']:,}, dropped {sum(c['dropped'].values()):,} {c['dropped']}")
+    print(f"CPU time: {cpu:,.1f} s (this process and the finished workers, user + system)")
     print(f"{'stage':<10} {'cpu-s':>9} {'records in':>12} {'records/s (per worker)':>24}")
     for name, st in result.report["stages"].items():
         rate = st["records_in"] / st["seconds"] if st["seconds"] else float("inf")
@@ -58,9 +69,12 @@ def main() -> None:
     parser.add_argument("--sizes", type=int, nargs="+", default=[100_000, 1_000_000])
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--dir", help="work folder (default: a temporary one)")
+    parser.add_argument("--set", action="append", metavar="SECTION.KEY=VALUE",
+                        help="config override, repeatable (e.g. quality.enabled=false)")
     args = parser.parse_args()
+    overrides = parse_sets(args.set)
     root = Path(args.dir) if args.dir else Path(tempfile.mkdtemp(prefix="bench-e2e-"))
-    runs = [bench(size, root, args.workers) for size in args.sizes]
+    runs = [bench(size, root, args.workers, overrides) for size in args.sizes]
     if len(runs) > 1:
         a, b = runs[0], runs[-1]
         growth = (b["wall"] / a["wall"]) / (b["size"] / a["size"])
