@@ -54,6 +54,7 @@ _ARTICLES = frozenset(("the", "a", "an"))
 
 
 _GAP = " \t\u00a0:,-—–"
+_SPACES = " \t\u00a0"
 
 
 def _norm_phrase(w: str) -> str:
@@ -104,18 +105,17 @@ def _phrase_before(ctx: TextContext, start: int, phrases: frozenset) -> bool:
     spaces, ':', ',' or a dash; a '.' only after an abbreviated title ("Mr. Smith", not "Thanks. Ends").
     Whatever `phrases` are: a header ("From:") that is all of the line before `start`, or, at the start of a
     line, a closing formula that is all of the line above ("Best regards,")."""
-    norm = ctx.norm
     if start < 2:
         return False
-    if norm[start - 1] == "\n":
-        return _signoff_above(norm, start)
-    if norm[start - 1] not in " \t\u00a0":
-        return False
-    if ":" in norm[max(0, start - 16):start]:
+    norm = ctx.norm
+    c = norm[start - 1]
+    if c not in _SPACES:
+        return c == "\n" and _signoff_above(norm, start)
+    if norm.find(":", start - 16 if start > 16 else 0, start) >= 0:
         line = norm.rfind("\n", 0, start) + 1
         if start - line <= 16 and _HEADER.fullmatch(norm, line, start):
             return True
-    p = norm[max(0, start - 40):start].rstrip(_GAP)
+    p = norm[start - 40 if start > 40 else 0:start].rstrip(_GAP)
     # quick test: the word before must end some phrase
     k = max(p.rfind(" "), p.rfind("\t"), p.rfind("\u00a0"), p.rfind("\n"))
     if p[k + 1:].strip(",:;.\"'«»()") not in _LAST_WORDS:
@@ -154,9 +154,14 @@ def _signoff_above(norm: str, start: int) -> bool:
 def _role_before(ctx: TextContext, start: int) -> bool:
     """A job word (courier, temsilcimiz) right before `start`, only spaces between, in lower case or at the
     start of a sentence: not a speaker label ("Agent: Thank you") or a title ("Driver > Driver Details")."""
-    if ctx.words.isdisjoint(_ROLE_WORDS):  # most texts hold no job word at all
-        return False
     text = ctx.text
+    if text[start - 1] != " ":
+        return False
+    roles = ctx.extra.get("role_words")
+    if roles is None:  # most texts hold no job word at all
+        roles = ctx.extra["role_words"] = not ctx.words.isdisjoint(_ROLE_WORDS)
+    if not roles:
+        return False
     k = start
     while k > 0 and text[k - 1] == " ":
         k -= 1
@@ -190,10 +195,22 @@ class _Tok(NamedTuple):
     key: str          # folded lower case
 
 
+_new_tok = tuple.__new__  # a _Tok without NamedTuple's Python-level __new__ (tens of thousands per batch)
+
+
 def _tokens(ctx: TextContext, regex, cache_key: str) -> list[_Tok]:
-    return ctx.memo(cache_key, lambda: [
-        _Tok(m.start(), m.end(1), m.end(), w, fold(w) if ("I" in w or "İ" in w or "ı" in w) else w.lower())
-        for m in regex.finditer(ctx.text) for w in (m.group(1),)])
+    """The tokens of `regex` in the text, computed once per text. A token's key is its slice of the folded
+    text: fold keeps the length and maps each letter on its own, so the slice is fold(word)."""
+    try:
+        return ctx.extra[cache_key]
+    except KeyError:
+        pass
+    text, norm = ctx.text, ctx.norm
+    toks = ctx.extra[cache_key] = []
+    for m in regex.finditer(text):
+        s, e = m.span(1)
+        toks.append(_new_tok(_Tok, (s, e, m.end(), text[s:e], norm[s:e])))
+    return toks
 
 
 def _adjacent(text: str, a: _Tok, b: _Tok) -> bool:
@@ -342,8 +359,8 @@ class LatinNameRecognizer(PersonRecognizer):
                 and _sentence_initial(text, t.start):
             return True  # "Eşim Elif Yıldız ...": a word at the start of the sentence, then a full name
         if key in LATIN_FIRST or titled or (surnames and _surname_shaped_run(text, toks, i)) \
-                or _strong_before(ctx, t.start):
-            return False
+                or _phrase_before(ctx, t.start, _PHRASES_STRONG) or _role_before(ctx, t.start):
+            return False  # (_strong_before, inlined: once per capitalized word)
         return not _unlisted_name_cued(ctx, toks, i)
 
     def _name_from(self, ctx: TextContext, toks: list, i: int, titled: bool, out: list) -> tuple[int, Hit | None]:
@@ -404,8 +421,11 @@ def _unlisted_name_cued(ctx: TextContext, toks: list, i: int) -> bool:
     them; two words before the cue at a sentence start are the name, not three ("Fatura Anar Baharlı adına")."""
     text = ctx.text
     # does the text hold a title after a word (Bey) or a cue (adına) at all? (once per text)
-    if not ctx.memo("latin_followed", lambda: any(tk.key in TITLES_AFTER for tk in toks)
-                    or _CUES_AFTER.search(ctx.norm) is not None):
+    followed = ctx.extra.get("latin_followed")
+    if followed is None:
+        followed = ctx.extra["latin_followed"] = any(tk.key in TITLES_AFTER for tk in toks) \
+            or _CUES_AFTER.search(ctx.norm) is not None
+    if not followed:
         return False
     j = _run_end(text, toks, i)
     initial = _sentence_initial(text, toks[i].start)
