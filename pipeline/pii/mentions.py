@@ -173,12 +173,13 @@ def name_words(value: str) -> tuple[str, ...]:
 class NameBook:
     """The persons detected in one record and where each mention's pseudonym comes from."""
 
-    __slots__ = ("persons", "surfaces", "order")
+    __slots__ = ("persons", "surfaces", "order", "_searchable")
 
     def __init__(self):
         self.persons: list[frozenset] = []  # per person, its words folded (ı/İ/I -> i, lower case)
         self.order: dict[frozenset, str] = {}  # the person's words in the order first written
         self.surfaces: dict[str, set] = {}  # a folded word -> the forms it was written in
+        self._searchable: tuple[str, ...] | None = None  # searchable(), until the next add()
 
     def add(self, value: str, after: str = "", initial: bool = False) -> None:
         """`after`: the text right after the span, when it was found in a text; `initial`: the span starts a
@@ -203,17 +204,21 @@ class NameBook:
             self.order[words] = " ".join(dict.fromkeys(fold(w) for w in written))
         for w in written:
             self.surfaces.setdefault(fold(w), set()).add(w[:1] + w[1:].lower() if w.isupper() else w)
+        self._searchable = None
 
     def __bool__(self) -> bool:
         return bool(self.persons)
 
     def searchable(self) -> tuple[str, ...]:
-        """The written forms of the words worth finding alone in the rest of the record."""
-        out = set()
-        for key, forms in self.surfaces.items():
-            if len(key) >= 3 and key not in _NOT_ALONE:
-                out.update(forms)
-        return tuple(sorted(out))
+        """The written forms of the words worth finding alone in the rest of the record (asked once per unit of
+        the record: computed once per book state)."""
+        if self._searchable is None:
+            out = set()
+            for key, forms in self.surfaces.items():
+                if len(key) >= 3 and key not in _NOT_ALONE:
+                    out.update(forms)
+            self._searchable = tuple(sorted(out))
+        return self._searchable
 
     def canonical(self, value: str) -> str:
         """The value a mention is pseudonymized as: the fullest name of the one person whose words hold all of
