@@ -12,7 +12,8 @@ from .markdown import table, text
 from .shards import atomic_write_text
 from .stats import StageStats, merge_all
 
-STAGE_ORDER = ("read", "normalize", "clean", "quality", "dedup", "language", "pii", "lengths", "split", "write")
+STAGE_ORDER = ("read", "normalize", "clean", "quality", "language", "dedup", "canned", "pii", "lengths", "split",
+               "write")
 
 
 def _accounting(stages: dict[str, StageStats | dict]) -> dict:
@@ -35,7 +36,7 @@ def _accounting(stages: dict[str, StageStats | dict]) -> dict:
 
 def build_report(cfg: PrepareConfig, shard_results: list[dict], stages: dict[str, StageStats],
                  shards: list[dict], dedup_report: dict | None, lengths: dict | None, plan: dict | None,
-                 unreadable: list[dict]) -> dict:
+                 unreadable: list[dict], canned: dict | None = None, split: dict | None = None) -> dict:
     by_file: dict[str, list[dict]] = {}
     for r in shard_results:  # a large file may have been read as several shards
         by_file.setdefault(r["file"], []).append(r)
@@ -54,19 +55,23 @@ def build_report(cfg: PrepareConfig, shard_results: list[dict], stages: dict[str
     for s in shards:
         splits[s["split"]] += s["rows"]
     counts["splits"] = {"train": splits["train"], "validation": splits["validation"]}
+    if split is None:  # how the validation share was chosen (split.py)
+        has_eval = any(r["eval"] for r in shard_results)
+        split = {"method": "validation_inputs" if has_eval else "hash"}
     report = {
         "counts": counts,
         "files": files,
         "unreadable_inputs": unreadable,
         "stages": {name: stages[name].to_dict() for name in STAGE_ORDER if name in stages},
         "shards": {"count": len(shards), "bytes": sum(s["bytes"] for s in shards)},
+        "split": split,
     }
     if dedup_report is not None:
         report["dedup"] = dedup_report
     if "quality" in stages:
         from .quality import quality_summary
 
-        report["quality"] = quality_summary(stages["quality"].counters, None, cfg.quality)
+        report["quality"] = quality_summary(stages["quality"].counters, canned, cfg.quality)
     if "pii" in stages:
         from .pii import kvkk_summary
 
@@ -120,6 +125,12 @@ def render_markdown(report: dict) -> str:
     out += ["## Stages", "", table(
         ["stage", "seconds", "in", "out"],
         [[n, f"{s['seconds']:.2f}", s["records_in"], s["records_out"]] for n, s in report["stages"].items()]), ""]
+    split = report.get("split") or {}
+    if split.get("languages"):
+        out += ["## Validation split", "", "Stratified by language: each language's validation_fraction share of the "
+                "records left after dedup and the canned-answer cap.", "",
+                table(["language", "records", "validation"],
+                      [[lang, v["records"], v["validation"]] for lang, v in split["languages"].items()]), ""]
     lang = (report["stages"].get("language") or {}).get("counters") or {}
     if lang.get("by_source"):  # the language step's mix per source file (pipeline/lang.py)
         codes = sorted(lang.get("langs") or {}, key=lambda k: -lang["langs"][k])
@@ -141,6 +152,12 @@ def render_markdown(report: dict) -> str:
         from pipeline.lengths.draw import render_lengths_markdown
 
         out += ["## Token lengths", "", render_lengths_markdown(report["lengths"]), ""]
+        untrained = report["lengths"].get("untrained")
+        if untrained is not None:
+            out += [f"Chat/instruction records with no trainable token after truncation at max_seq_len "
+                    f"{untrained['max_seq_len']}: {untrained['records']}"
+                    + (f" (e.g. ids {', '.join(untrained['example_ids'])}; written under lengths.allow_untrained)"
+                       if untrained["records"] else "") + ".", ""]
     if "plan" in report:
         from pipeline.plan.gpus import render_plan_markdown
 

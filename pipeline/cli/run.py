@@ -43,6 +43,9 @@ def add_run_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--follow-symlinks", action="store_true", help="read symlinks that point outside the input folder")
     p.add_argument("--allow-empty", action="store_true",
                    help="succeed (and upload) even when no record is kept; by default such a run fails")
+    p.add_argument("--allow-untrained", action="store_true",
+                   help="write records with no trainable token after truncation at the max length (labels all "
+                        "-100); by default any fails the run")
     p.add_argument("--no-s3-check", action="store_true",
                    help="skip the S3 check before the run (HeadBucket: endpoint, credentials, bucket)")
     for stage in STAGES:
@@ -62,7 +65,7 @@ def config_from_args(args: argparse.Namespace) -> PrepareConfig:
         "read": {"skip_unreadable": True if args.skip_unreadable else None,
                  "follow_symlinks": True if args.follow_symlinks else None},
         "estimate": {"model": args.model, "method": args.method, **plan_flags(args)},
-        "lengths": {"tokenizer": args.tokenizer},
+        "lengths": {"tokenizer": args.tokenizer, "allow_untrained": True if args.allow_untrained else None},
         "allow_empty": True if args.allow_empty else None,
         "s3_check": False if args.no_s3_check else None,
     }

@@ -1,10 +1,12 @@
 """The whole prepare path, in phases that map over input shards:
 
-    1. normalize_shard  (per input shard, parallel): read -> normalize -> clean -> dedup keys
-    2. run_dedup        (global, from the small key files): exact + near + leakage decisions
-    3. process_shard    (per input shard, parallel): dedup filter -> pii -> lengths -> split
-    4. finalize         (global): lengths summary, max length, overflow policy, Parquet shards (write step),
-                        GPU plan, report, manifest (last, atomic)
+    1. normalize_shard  (per input shard, parallel): read -> normalize -> clean -> quality -> language ->
+                        dedup keys, canned-answer keys, (id, language)
+    2. run_dedup, run_canned, run_split  (global, from the small key files): exact + near + leakage duplicates,
+                        canned answers past the cap, the validation ids stratified by language
+    3. process_shard    (per input shard, parallel): dedup filter -> canned cap -> pii -> lengths -> split
+    4. finalize         (global): lengths summary, max length, zero-trainable check, overflow policy, Parquet
+                        shards (write step), GPU plan, report, manifest (last, atomic)
     5. upload           (optional): shards, then the manifest
 
 Modules: run (run_prepare, the outline in run order), phases (the phase functions and each phase's list of
@@ -14,12 +16,12 @@ its keys), work (the work folder's files). Steps themselves are pipeline.step.St
 from ..rundir import PrepareError
 from .executor import Executor, LocalExecutor
 from .finalize import finalize
-from .phases import (ShardTask, check_readable, normalize_shard, plan_shards, process_shard, run_dedup,
-                     upload)
+from .phases import (ShardTask, check_readable, normalize_shard, plan_shards, process_shard, run_canned, run_dedup,
+                     run_split, upload)
 from .resume import code_version
 from .run import RunResult, run_prepare
 from .work import INTERNAL_COLUMNS, PROCESSED_COLUMNS, progress_dir, work_paths
 
 __all__ = ["Executor", "INTERNAL_COLUMNS", "LocalExecutor", "PROCESSED_COLUMNS", "PrepareError", "RunResult",
            "ShardTask", "check_readable", "code_version", "finalize", "normalize_shard", "plan_shards",
-           "process_shard", "progress_dir", "run_dedup", "run_prepare", "upload", "work_paths"]
+           "process_shard", "progress_dir", "run_canned", "run_dedup", "run_prepare", "run_split", "upload", "work_paths"]

@@ -1,6 +1,6 @@
 """Phase 4, once: from the processed work files to the run directory, in named parts:
-lengths_summary (histogram, max length) -> lengths.png -> overflow policy -> write_shards -> plan ->
-report -> manifest (last, atomic)."""
+lengths_summary (histogram, max length) -> lengths.png -> the zero-trainable check -> overflow policy ->
+write_shards -> plan -> report -> manifest (last, atomic)."""
 from __future__ import annotations
 
 import hashlib
@@ -112,10 +112,10 @@ def stage_totals(shard_results: list[dict], dedup_report: dict | None) -> dict[s
 
 def write_report(cfg: PrepareConfig, run: Path, shard_results: list[dict], shards: list[dict],
                  dedup_report: dict | None, summary: dict | None, plan: dict | None,
-                 unreadable: list[dict]) -> tuple[dict, dict]:
+                 unreadable: list[dict], canned: dict | None = None, split: dict | None = None) -> tuple[dict, dict]:
     """report.json, report.md and report.html; returns the report and report.html's manifest entry."""
     rep = report.build_report(cfg, shard_results, stage_totals(shard_results, dedup_report), shards, dedup_report,
-                              summary, plan, unreadable)
+                              summary, plan, unreadable, canned, split)
     report.write_reports(run, rep)
     from ..report_html import write_run_html  # report.html beside report.md, listed in the manifest, uploaded
 
@@ -134,22 +134,40 @@ def write_run_manifest(cfg: PrepareConfig, run: Path, rep: dict, shards: list[di
     return run_id
 
 
+def check_untrained(cfg: PrepareConfig, work_dir: str, shard_results: list[dict], summary: dict,
+                    token_cache: str | None) -> None:
+    """Count the chat and instruction records that will train on nothing at the chosen max length (into
+    summary["untrained"]); fail the run, before a shard is written, when there are any and
+    lengths.allow_untrained is off."""
+    from ..lengths.untrained import count_untrained, untrained_message
+
+    processed = [work_paths(work_dir, r["index"])["processed"] for r in shard_results if r["has_records"]]
+    found = count_untrained(processed, cfg, summary.get("max_seq_len"), token_cache)
+    summary["untrained"] = found
+    if found["records"] and not cfg.lengths.allow_untrained:
+        from ..rundir import PrepareError
+
+        raise PrepareError(untrained_message(found, summary.get("max_seq_len")))
+
+
 def finalize(cfg: PrepareConfig, run_dir: str, work_dir: str, shard_results: list[dict],
              dedup_report: dict | None, tokenizer_name: str | None, token_cache: str | None,
-             unreadable: list[dict]) -> dict:
-    """Choose the max length, apply the overflow policy, write the Parquet shards, the report and,
-    last, the manifest. Returns the report."""
+             unreadable: list[dict], canned: dict | None = None, split: dict | None = None) -> dict:
+    """Choose the max length, check that every chat record trains on something, apply the overflow policy,
+    write the Parquet shards, the report and, last, the manifest. Returns the report."""
     run = Path(run_dir)
     summary = lengths_summary(cfg, work_dir, shard_results, tokenizer_name)
     max_len = summary.get("max_seq_len") if summary else None
     if summary:
         draw_lengths_png(summary, run)
+        check_untrained(cfg, work_dir, shard_results, summary, token_cache)
     shards = write_shards(cfg, run, work_dir, shard_results, overflow_policy(cfg, max_len, token_cache))
     plan = None
     if cfg.estimate.enabled and summary and max_len:
         from ..plan.from_lengths import plan_for_lengths
 
         plan = plan_for_lengths(cfg, summary)
-    rep, html_entry = write_report(cfg, run, shard_results, shards, dedup_report, summary, plan, unreadable)
+    rep, html_entry = write_report(cfg, run, shard_results, shards, dedup_report, summary, plan, unreadable,
+                                   canned, split)
     rep["run_id"] = write_run_manifest(cfg, run, rep, shards, max_len, tokenizer_name, html_entry)
     return rep

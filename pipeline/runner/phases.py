@@ -12,14 +12,14 @@ from pathlib import Path
 
 from .. import dedup
 from ..config import PrepareConfig
-from ..normalize import Normalizer
+from ..normalize import ORDER_SHIFT, Normalizer
 from ..preflight import disk_full, unsupported_files
 from ..progress import ProgressFile
 from ..readers import FileReader, InputFile, UnreadableInput, expand_inputs, split_ranges
 from ..records import to_table
 from ..rundir import PrepareError, is_inside, read_salt
 from ..shards import sha256_file
-from ..split import SplitStep
+from ..split import SplitStep, lang_ids, read_validation_ids
 from ..step import Step, config_key, run_steps
 from . import resume
 from .work import INTERNAL_COLUMNS, PROCESSED_COLUMNS, LazyFile, WorkWriter, progress_dir, read_work, work_paths
@@ -100,10 +100,24 @@ def check_readable(task: ShardTask, cfg: PrepareConfig) -> dict | None:
     return None
 
 
-# --- phase 1, per shard: read -> normalize -> clean -> dedup keys --------------------------------------
+# --- phase 1, per shard: read -> normalize -> clean -> quality -> language -> dedup keys --------------------
+
+def canned_on(cfg: PrepareConfig) -> bool:
+    return cfg.quality.enabled and cfg.quality.canned != "off"
+
+
+def language_steps(cfg: PrepareConfig) -> list[Step]:
+    """Phase 1's steps after the normalizer's (read, normalize, clean, quality): the language step, so that a
+    record dropped for its language is no dedup candidate and the split can be stratified by language once
+    the duplicates are known."""
+    from ..lang import LanguageStep
+
+    return [LanguageStep(cfg.filters)] if cfg.filters.detect_language else []
+
 
 def normalize_steps(normalizer: Normalizer, cfg: PrepareConfig, keys: WorkWriter) -> list[Step]:
-    return [*normalizer.steps, dedup.KeysStep(cfg.dedup, keys.append)]
+    """Every step of phase 1: the last one (dedup keys) only reads the records the others leave."""
+    return [*normalizer.steps, *language_steps(cfg), dedup.KeysStep(cfg.dedup, keys.append)]
 
 
 def _normalize_key(task: ShardTask, cfg: PrepareConfig) -> str:
@@ -112,16 +126,19 @@ def _normalize_key(task: ShardTask, cfg: PrepareConfig) -> str:
 
     from ..quality import QualityStep
 
-    steps = [ReadStep, NormalizeStep, CleanStep, QualityStep, dedup.KeysStep]
+    steps = [ReadStep, NormalizeStep, CleanStep, QualityStep, *map(type, language_steps(cfg)), dedup.KeysStep]
     return resume.key(resume.code_version(), resume.input_fingerprint(task.file), task.index, task.eval,
                       config_key(cfg, steps))
 
 
 @shard_errors("normalize")
 def normalize_shard(task: ShardTask, cfg: PrepareConfig, run_dir: str, work_dir: str) -> dict:
-    """Read one input, convert every row to a canonical record or a counted quarantine/drop reason,
-    write the records and their dedup keys to the work folder. Quarantine files hold references
-    (file, line, reason), never content. A shard finished by an earlier (killed) run is reused."""
+    """Read one input, convert every row to a canonical record or a counted quarantine/drop reason, judge its
+    language, write the records, their dedup keys, canned-answer keys and (id, language) to the work folder.
+    Quarantine files hold references (file, line, reason), never content. A shard finished by an earlier
+    (killed) run is reused."""
+    from ..quality import canned_keys
+
     key = _normalize_key(task, cfg)
     quarantine_path = Path(run_dir) / "quarantine" / f"{task.index:05d}.jsonl"
     cached = resume.cached(work_dir, f"normalize-{task.index:05d}", key)
@@ -134,34 +151,45 @@ def normalize_shard(task: ShardTask, cfg: PrepareConfig, run_dir: str, work_dir:
         p.parent.mkdir(parents=True, exist_ok=True)
     quarantine_path.parent.mkdir(parents=True, exist_ok=True)  # the folder is always there, maybe empty
     quarantine_path.unlink(missing_ok=True)  # an earlier run's; a shard without rejected rows writes none
-    records_out, keys_out = WorkWriter(paths["normalized"]), WorkWriter(paths["keys"])
+    writers = {name: WorkWriter(paths[name]) for name in ("normalized", "keys", "canned", "langs")}
+    written = 0
     with LazyFile(quarantine_path) as quarantine:
         def reject(line: int, reason: str) -> None:
             quarantine.write(json.dumps({"file": task.file.name, "line": line, "reason": reason}) + "\n")
 
         normalizer = Normalizer(task.file, cfg, task.index, task.eval, reject)
         normalizer.read_step.progress = counter
-        steps = normalize_steps(normalizer, cfg, keys_out)
+        steps = normalize_steps(normalizer, cfg, writers["keys"])
+        shaping, keys_step = steps[len(normalizer.steps):-1], steps[-1]
         for records in normalizer.batches():
-            records_out.append(to_table(records, INTERNAL_COLUMNS))
-            for step in steps[len(normalizer.steps):]:
-                step(records)
+            for step in shaping:
+                records = step(records)
+            if not records:
+                continue
+            written += len(records)
+            writers["normalized"].append(to_table(records, INTERNAL_COLUMNS))
+            keys_step(records)
+            if canned_on(cfg):
+                writers["canned"].append(canned_keys(records))
+            if shaping:  # the language step ran: the split is stratified by it
+                writers["langs"].append(lang_ids(records))
     normalizer.read_step.finish()
-    for w in (records_out, keys_out):
+    for w in writers.values():
         w.close()
-    for w in (records_out, keys_out):  # outputs of an earlier run that this one did not produce
-        if not w.written:
+        if not w.written:  # outputs of an earlier run that this one did not produce
             w.path.unlink(missing_ok=True)
     reader = normalizer.reader
     return resume.save(work_dir, f"normalize-{task.index:05d}", key, {
         "index": task.index, "file": task.file.name, "eval": task.eval, "format": normalizer.format,
         "encoding": reader.encoding, "warnings": reader.warnings, "unread": reader.unread,
         "truncated": reader.truncated, "stages": {s.name: s.stats.to_dict() for s in steps},
-        "has_records": records_out.written, "has_keys": keys_out.written, "quarantined_rows": quarantine.lines,
+        "records": written, "has_records": writers["normalized"].written, "has_keys": writers["keys"].written,
+        "has_canned": writers["canned"].written, "has_langs": writers["langs"].written,
+        "quarantined_rows": quarantine.lines,
     })
 
 
-# --- phase 2, once: the global duplicate decisions -------------------------------------------------------
+# --- phase 2, once: the global duplicate, canned-answer and validation decisions --------------------------
 
 def run_dedup(key_paths: list[str], cfg: PrepareConfig, work_dir: str, removed_path: str) -> dict:
     """Global duplicate decisions from the per-shard key files; the audit file lists every removal."""
@@ -171,16 +199,32 @@ def run_dedup(key_paths: list[str], cfg: PrepareConfig, work_dir: str, removed_p
     return result.report
 
 
-# --- phase 3, per shard: dedup filter -> pii -> lengths -> split -------------------------------------------
+def run_canned(key_paths: list[str], cfg: PrepareConfig, removed_path: str | None, drop_path: str) -> dict:
+    """The canned answers of the whole run, from the shards' canned key files (what dedup removed is not
+    counted); drop_path lists the records past the cap for phase 3's CannedStep. Returns report.quality.canned."""
+    from ..quality import find_canned
+
+    return find_canned(key_paths, cfg.quality, removed_path, drop_path)
+
+
+def run_split(lang_paths: list[str], cfg: PrepareConfig, removed_paths: list[str], ids_path: str) -> dict:
+    """The stratified validation ids of the whole run (split.choose_validation); returns report.split."""
+    from ..split import choose_validation
+
+    return choose_validation(lang_paths, removed_paths, cfg.split, ids_path, ORDER_SHIFT)
+
+
+# --- phase 3, per shard: dedup filter -> canned -> pii -> lengths -> split ---------------------------------
 
 def process_steps(cfg: PrepareConfig, removed: dict[int, str], has_eval: bool, salt: bytes | None,
-                  token_cache: str | None) -> list[Step]:
+                  token_cache: str | None, shard_index: int = 0, canned_drop: str | None = None,
+                  validation_ids: set[str] | None = None) -> list[Step]:
     steps: list[Step] = [dedup.DedupFilter(removed)]
-    from ..lang import LanguageStep  # before PII: PII routes each record by its meta.lang
+    if canned_on(cfg):
+        from ..quality import CannedStep
 
-    if cfg.filters.detect_language:
-        steps.append(LanguageStep(cfg.filters))
-    if cfg.pii.enabled:
+        steps.append(CannedStep(canned_drop, shard_index, ORDER_SHIFT))
+    if cfg.pii.enabled:  # PII routes each record by its meta.lang (phase 1's language step)
         from ..pii import PiiStep
 
         steps.append(PiiStep(cfg.pii, salt=salt))
@@ -188,7 +232,7 @@ def process_steps(cfg: PrepareConfig, removed: dict[int, str], has_eval: bool, s
         from ..lengths.step import LengthStep
 
         steps.append(LengthStep(cfg.lengths, token_cache, model=cfg.estimate.model))
-    steps.append(SplitStep(cfg.split, has_eval))
+    steps.append(SplitStep(cfg.split, has_eval, validation_ids))
     return steps
 
 
@@ -209,13 +253,20 @@ PROGRESS_STAGES = ("pii", "lengths")  # phase 3's stages with a progress line of
 
 @shard_errors("process")
 def process_shard(task: ShardTask, cfg: PrepareConfig, work_dir: str, removed_path: str | None,
-                  has_eval: bool, token_cache: str | None) -> dict:
-    """Drop the records the global dedup removed, strip personal data, count tokens, assign the split."""
-    removed_hash = sha256_file(removed_path) if removed_path and os.path.exists(removed_path) else None
+                  has_eval: bool, token_cache: str | None, canned_drop: str | None = None,
+                  validation_path: str | None = None) -> dict:
+    """Drop the records the global dedup and the canned-answer cap removed, strip personal data, count tokens,
+    assign the split (from the stratified validation ids when validation_path is given)."""
+    def file_hash(path: str | None) -> str | None:  # a global decision's file: part of the resume key
+        return sha256_file(path) if path and os.path.exists(path) else None
+
     salt = run_salt(cfg, work_dir) if cfg.pii.enabled else None
     salt_digest = hashlib.blake2b(salt, key=b"cache-key", digest_size=8).hexdigest() if salt else None
-    steps = process_steps(cfg, dedup.removed_reasons(removed_path, task.index), has_eval, salt, token_cache)
-    key = resume.key(_normalize_key(task, cfg), config_key(cfg, steps), has_eval, removed_hash, salt_digest)
+    validation_ids = read_validation_ids(validation_path) if validation_path else None
+    steps = process_steps(cfg, dedup.removed_reasons(removed_path, task.index), has_eval, salt, token_cache,
+                          task.index, canned_drop, validation_ids)
+    key = resume.key(_normalize_key(task, cfg), config_key(cfg, steps), has_eval, file_hash(removed_path),
+                     salt_digest, file_hash(canned_drop), file_hash(validation_path))
     cached = resume.cached(work_dir, f"process-{task.index:05d}", key)
     counters = {name: ProgressFile(progress_dir(work_dir), name, task.index) for name in PROGRESS_STAGES}
     if cached is not None:

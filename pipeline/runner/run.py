@@ -19,7 +19,8 @@ from ..rundir import RunDir, check_out, ensure_salt
 from ..stats import StageStats, merge_all
 from .executor import Executor, LocalExecutor
 from .finalize import finalize
-from .phases import ShardTask, check_readable, normalize_shard, plan_shards, process_shard, run_dedup, upload
+from .phases import (ShardTask, canned_on, check_readable, normalize_shard, plan_shards, process_shard, run_canned,
+                     run_dedup, run_split, upload)
 from .work import progress_dir, work_paths
 
 
@@ -83,13 +84,13 @@ def _run(cfg: PrepareConfig, executor: Executor, rundir: RunDir, readable: list[
     log(f"prepare: {files} input file(s)" + (f" in {len(readable)} shards" if len(readable) != files else "")
         + f" -> {run_dir}")
 
-    # 1. per shard: read -> normalize -> clean -> dedup keys
+    # 1. per shard: read -> normalize -> clean -> quality -> language -> dedup, canned and language keys
     with stages({"read": ("read", "records", None)}):
         results = executor.map(normalize_shard, readable, "normalize", cfg=cfg, run_dir=str(run_dir),
                                work_dir=str(work_dir))
-    candidates = sum(r["stages"]["quality"]["records_out"] for r in results)  # records that reach dedup
+    candidates = sum(r["records"] for r in results)  # records that reach dedup
 
-    # 2. once: exact, near and leakage duplicate decisions from the key files
+    # 2. once: exact, near and leakage duplicates, canned answers, the stratified validation ids
     removed_path, dedup_report = None, None
     if cfg.dedup.enabled:
         key_paths = [str(work_paths(work_dir, r["index"])["keys"]) for r in results if r["has_keys"]]
@@ -97,26 +98,40 @@ def _run(cfg: PrepareConfig, executor: Executor, rundir: RunDir, readable: list[
         with stages({"dedup": ("dedup", "records", candidates)}):
             dedup_report = executor.call(run_dedup, "dedup", key_paths=key_paths, cfg=cfg,
                                          work_dir=str(work_dir), removed_path=removed_path)
-
-    # 3. per shard: dedup filter -> pii -> lengths -> split
+    canned_drop, canned_report = None, None
+    if canned_on(cfg):
+        canned_drop = str(work_dir / "canned_drop.parquet")
+        canned_report = executor.call(
+            run_canned, "canned", cfg=cfg, removed_path=removed_path, drop_path=canned_drop,
+            key_paths=[str(work_paths(work_dir, r["index"])["canned"]) for r in results if r["has_canned"]])
     has_eval = any(t.eval for t in readable)
+    validation_path, split_report = None, None
+    if cfg.filters.detect_language and not has_eval:  # validation inputs: no random share is taken
+        validation_path = str(work_dir / "validation_ids.parquet")
+        split_report = executor.call(
+            run_split, "split", cfg=cfg, removed_paths=[removed_path, canned_drop], ids_path=validation_path,
+            lang_paths=[str(work_paths(work_dir, r["index"])["langs"]) for r in results if r["has_langs"]])
+
+    # 3. per shard: dedup filter -> canned cap -> pii -> lengths -> split
     token_cache = str(Path(os.environ.get("PREPARE_CACHE", ".cache/prepare")) / "tokens")
-    kept = candidates - (dedup_report or {}).get("counts", {}).get("total", 0)
+    kept = candidates - (dedup_report or {}).get("counts", {}).get("total", 0) - (canned_report or {}).get("capped", 0)
     steps = {name: (name, "records", kept) for name, on in (("pii", cfg.pii.enabled), ("lengths", cfg.lengths.enabled))
              if on}
     with stages(steps):
         processed = executor.map(process_shard, readable, "process", cfg=cfg, work_dir=str(work_dir),
-                                 removed_path=removed_path, has_eval=has_eval, token_cache=token_cache)
+                                 removed_path=removed_path, has_eval=has_eval, token_cache=token_cache,
+                                 canned_drop=canned_drop, validation_path=validation_path)
     shard_results = [{**a, **b, "stages": _merge_stage_dicts(a["stages"], b["stages"])}
                      for a, b in zip(results, processed)]
     tokenizer_name = next((r["tokenizer"] for r in processed if r.get("tokenizer")), None)
 
-    # 4. once: lengths summary, shards, plan, report, manifest last
+    # 4. once: lengths summary, the zero-trainable check, shards, plan, report, manifest last
     to_write = sum(r["stages"]["split"]["records_out"] for r in processed)
     with stages({"write": ("write", "records", to_write)}):
         rep = executor.call(finalize, "finalize", cfg=cfg, run_dir=str(run_dir), work_dir=str(work_dir),
                             shard_results=shard_results, dedup_report=dedup_report,
-                            tokenizer_name=tokenizer_name, token_cache=token_cache, unreadable=unreadable)
+                            tokenizer_name=tokenizer_name, token_cache=token_cache, unreadable=unreadable,
+                            canned=canned_report, split=split_report)
     reused = sum(bool(r.get("reused")) for r in results + processed)
     if reused:
         log(f"prepare: reused {reused} shard result(s) finished by an earlier run")
