@@ -2,10 +2,11 @@
 its wheel (lid.176.ftz, 0.9 MB, 176 languages): loaded from the installed package, never downloaded (the
 bench/langid figures for the choice are in the README).
 
-    meta.lang         ISO 639-1 code of the record's text (user and assistant turns together; the text of a
-                      text record); "und" when there are no letters to judge
-    meta.lang_turns   {"prompt": xx, "answer": yy}, only on chat records whose prompt (user turns) and answer
-                      (assistant turns) are confidently in different languages
+    meta.lang         ISO 639-1 code of the record's text: of a chat record whose prompt (user turns) and answer
+                      (assistant turns) are each judged, their language when they agree; otherwise of the user and
+                      assistant turns together (the text of a text record); "und" when there are no letters
+    meta.lang_turns   {"prompt": xx, "answer": yy}, only on chat records whose prompt and answer are confidently
+                      in different languages
     rec["_lang"]      the same code, in memory, for the steps after this one (PII routing, the split)
 
 Stats (`stages.language.counters`): `langs.<code>` (records kept), `by_source` {file: {code: n}} (the report's
@@ -18,6 +19,7 @@ from __future__ import annotations
 import json
 import re
 from importlib.resources import files
+from itertools import islice
 
 from .config import FiltersConfig
 from .stats import StageStats
@@ -26,7 +28,9 @@ from .step import Step
 MAX_CHARS = 1000   # fastText's cost grows with the text; the first 1000 characters decide as well as all
 SIDE_CHARS = 300   # prompt and answer apart only need a confident language each: 300 characters give it (73 us
                    # per side against 201 us at 1000, bench/e2e text)
-_SPACE = re.compile(r"\s+")
+# fastText splits words on space, tab, \v, \f, \r and \0 itself and ends its line at a newline: the newline and
+# the other characters Python counts as whitespace become spaces, so fastText sees the same words as split()
+_NOT_FASTTEXT_SPACE = re.compile("[\n\x1c-\x1f\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]")
 
 
 class FastTextLid:
@@ -52,22 +56,17 @@ class FastTextLid:
         """(code, probability) per text, judged on its first `max_chars` (MAX_CHARS); ("und", 0.0) for text
         without letters."""
         limit = max_chars or MAX_CHARS
-        out: list[tuple[str, float] | None] = [None] * len(texts)
-        todo, idx = [], []
-        for i, t in enumerate(texts):
-            t = _SPACE.sub(" ", t[:limit]).strip()  # fastText reads one line: no newlines
-            if not any(ch.isalpha() for ch in t):
-                out[i] = ("und", 0.0)
-            else:
-                todo.append(t)
-                idx.append(i)
-        if todo:
-            # one call per text: fasttext-predict's list form returns labels without probabilities
-            predict = self.model.f.predict
-            for i, t in zip(idx, todo):
-                found = predict(t + "\n", 1, 0.0, "replace")
-                out[i] = (found[0][1].removeprefix("__label__"), float(found[0][0])) if found else ("und", 0.0)
-        return out  # type: ignore[return-value]
+        # one call per text: fasttext-predict's list form returns labels without probabilities
+        predict = self.model.f.predict
+        out = []
+        for t in texts:
+            t = t[:limit]
+            if not any(ch.isalpha() for ch in t):  # stops at the first letter
+                out.append(("und", 0.0))
+                continue
+            found = predict(_NOT_FASTTEXT_SPACE.sub(" ", t) + "\n", 1, 0.0, "replace")
+            out.append((found[0][1].removeprefix("__label__"), float(found[0][0])) if found else ("und", 0.0))
+        return out
 
     def predict(self, text: str) -> tuple[str, float]:
         return self.predict_many([text])[0]
@@ -97,8 +96,9 @@ def _sides(rec: dict) -> tuple[str, str]:
     return "\n".join(prompt), "\n".join(answer)
 
 
-def _letters(text: str) -> int:
-    return sum(ch.isalpha() for ch in text[:MAX_CHARS])
+def _has_letters(text: str, n: int) -> bool:
+    """Whether the first MAX_CHARS characters hold at least n (>= 1) letters; stops at the n-th."""
+    return next(islice(filter(str.isalpha, text[:MAX_CHARS]), n - 1, None), None) is not None
 
 
 def set_meta(rec: dict, **items) -> None:
@@ -156,22 +156,34 @@ class LanguageStep(Step):
         self.keep = set(cfg.languages) if cfg.languages else None
         self.lid = _LID
 
-    def process(self, batch: list[dict], stats: StageStats) -> list[dict]:
+    def judge(self, sides: list[tuple[str, str]]) -> tuple[list[str], dict[int, tuple[str, str]]]:
+        """The language of each (prompt, answer), and {index: (prompt language, answer language)} for those
+        whose sides are confidently in different languages."""
         cfg = self.cfg
-        sides = [_sides(r) for r in batch]
-        whole = self.lid.predict_many([(p + "\n" + a).strip() for p, a in sides])
+        langs: list[str | None] = [None] * len(sides)
         # the two sides are judged apart only where each has enough letters for the model to be sure
-        pairs = [i for i, (p, a) in enumerate(sides) if a and _letters(p) >= cfg.lang_min_letters
-                 and _letters(a) >= cfg.lang_min_letters]
+        pairs = [i for i, (p, a) in enumerate(sides) if a and _has_letters(p, cfg.lang_min_letters)
+                 and _has_letters(a, cfg.lang_min_letters)]
         judged = self.lid.predict_many([sides[i][0] for i in pairs] + [sides[i][1] for i in pairs], SIDE_CHARS)
         mismatch: dict[int, tuple[str, str]] = {}
         for n, i in enumerate(pairs):
             (pl, pp), (al, ap) = judged[n], judged[n + len(pairs)]
-            if pl != al and min(pp, ap) >= cfg.lang_min_confidence:
+            if pl == al and pl != "und":
+                langs[i] = pl  # both sides say it: the whole text would too (bench/langid/step_speed.py)
+            elif pl != al and min(pp, ap) >= cfg.lang_min_confidence:
                 mismatch[i] = (pl, al)
+        rest = [i for i, lang in enumerate(langs) if lang is None]
+        whole = self.lid.predict_many([(sides[i][0] + "\n" + sides[i][1]).strip() for i in rest])
+        for i, (lang, _p) in zip(rest, whole):
+            langs[i] = lang
+        return langs, mismatch  # type: ignore[return-value]
+
+    def process(self, batch: list[dict], stats: StageStats) -> list[dict]:
+        cfg = self.cfg
+        langs, mismatch = self.judge([_sides(r) for r in batch])
         by_source = stats.counters.setdefault("by_source", {})
         out = []
-        for i, (rec, (lang, _p)) in enumerate(zip(batch, whole)):
+        for i, (rec, lang) in enumerate(zip(batch, langs)):
             if self.keep is not None and lang != "und" and lang not in self.keep:
                 stats.drop("language")
                 continue

