@@ -86,16 +86,16 @@ class OldLanguageStep(LanguageStep):
 # ------------------------------------------------------------------------------------------------ inputs
 
 def e2e_records(n: int) -> list[dict]:
-    folder = Path(tempfile.mkdtemp(prefix="langspeed-"))
     recs = []
-    for path in write_corpus(folder, n):
-        fmt = "text" if path.suffix == ".txt" else path.stem
-        for line_no, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-            try:
-                row = line if fmt == "text" else json.loads(line)
-                recs.append(to_record(row, fmt, {}, {"file": path.name, "line": line_no}))
-            except (Invalid, ValueError):
-                pass  # the corpus's broken lines
+    with tempfile.TemporaryDirectory(prefix="langspeed-") as folder:
+        for path in write_corpus(Path(folder), n):
+            fmt = "text" if path.suffix == ".txt" else path.stem
+            for line_no, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+                try:
+                    row = line if fmt == "text" else json.loads(line)
+                    recs.append(to_record(row, fmt, {}, {"file": path.name, "line": line_no}))
+                except (Invalid, ValueError):
+                    pass  # the corpus's broken lines
     return recs
 
 
