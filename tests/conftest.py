@@ -12,6 +12,7 @@ ROOT = Path(__file__).resolve().parent.parent
 SHARED = ROOT.parent / "shared"
 PEER_FORMATS = SHARED / "peer_formats"
 SAMPLE_DATA = ROOT / "sample_data"
+SERVER_FIXTURES = {"s3_endpoint", "bucket", "prefect_api"}  # moto S3 and Prefect servers (below)
 
 
 def pytest_collection_modifyitems(session, config, items):
@@ -20,6 +21,10 @@ def pytest_collection_modifyitems(session, config, items):
     background threads: later, that shows as a HypothesisDeprecationWarning, which a future Hypothesis may
     turn into an error."""
     items.sort(key=lambda item: 0 if item.path.name == "test_fuzz.py" else 1)  # stable: the rest keep their order
+    # A test that asks for a server fixture starts that server: it is in the integration tier wherever it is.
+    for item in items:
+        if SERVER_FIXTURES.intersection(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.integration)
 
 
 @pytest.fixture(autouse=True, scope="session")

@@ -79,6 +79,7 @@ def cli(*args, cwd):
                           text=True, timeout=300)
 
 
+@pytest.mark.integration  # the CLI in a subprocess
 def test_unreadable_input_stops_before_output_with_one_line(tmp_path):
     good = tmp_path / "good.jsonl"
     good.write_text(json.dumps({"text": "a perfectly fine document"}) + "\n")

@@ -294,6 +294,7 @@ def test_tools_are_counted_and_keep_their_own_cache_entries(tmp_path):
     assert stats.counters["cache"] == {"hits": 3, "misses": 0}
 
 
+@pytest.mark.slow  # a whole run, then datasets and the template
 def test_a_run_counts_exactly_what_the_trainer_renders_from_its_shards(tmp_path):
     """Whole path: glaive tool calls through `run_prepare` with Llama 3.1's template; the report's token total
     equals the sum over the written shards, loaded with datasets and rendered by apply_chat_template with

@@ -148,6 +148,7 @@ def test_summary_and_markdown_hold_counts_not_text():
     assert "| health | 3 |" in md and "şeker" not in md and "судим" not in md
 
 
+@pytest.mark.integration  # the CLI in a subprocess
 def test_strict_run_exits_with_the_policy_code(tmp_path):
     src = tmp_path / "in"
     src.mkdir()

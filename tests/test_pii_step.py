@@ -183,6 +183,7 @@ def _pseudonym_in_child(salt: bytes) -> str:
     return Operators("pseudonym", {}, salt).pseudonym("PHONE", "0532 123 45 67", "tr")
 
 
+@pytest.mark.integration  # a spawned worker process
 def test_pseudonyms_agree_across_worker_processes():
     from pipeline.pii.operators import Operators
 

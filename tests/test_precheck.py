@@ -4,6 +4,8 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 from conftest import ROOT, SAMPLE_DATA
 
 
@@ -26,6 +28,7 @@ def run_cli(*args):
                           timeout=300)
 
 
+@pytest.mark.integration  # the CLI in a subprocess
 def test_precheck_json_on_sample_data():
     proc = run_cli("precheck", str(SAMPLE_DATA), "--model", "llama-3.1-8b", "--method", "qlora", "--json")
     assert proc.returncode == 0, proc.stderr
@@ -39,6 +42,7 @@ def test_precheck_json_on_sample_data():
     assert out["candidates"]
 
 
+@pytest.mark.integration  # the CLI in a subprocess
 def test_precheck_on_a_sample_reports_uncertainty_and_scales_counts():
     proc = run_cli("precheck", str(SAMPLE_DATA), "--sample", "100", "--json")
     assert proc.returncode == 0, proc.stderr
@@ -49,6 +53,7 @@ def test_precheck_on_a_sample_reports_uncertainty_and_scales_counts():
     assert p50["low"] <= p50["value"] <= p50["high"]
 
 
+@pytest.mark.integration  # the CLI in a subprocess
 def test_precheck_text_output_names_the_tokenizer_and_the_gpu():
     proc = run_cli("precheck", str(SAMPLE_DATA), "--model", "mistral-7b", "--method", "lora")
     assert proc.returncode == 0, proc.stderr
@@ -80,6 +85,7 @@ def test_precheck_measures_what_run_keeps_after_exact_dedup(tmp_path):
     assert out["records"] == result.report["counts"]["kept"] == 40
 
 
+@pytest.mark.integration  # the CLI in a subprocess
 def test_precheck_plans_with_the_estimator_settings_given():
     proc = run_cli("precheck", str(SAMPLE_DATA), "--cross-entropy", "fused", "--lora-rank", "64",
                    "--micro-batch", "4", "--framework", "torchtune", "--json")
@@ -90,6 +96,7 @@ def test_precheck_plans_with_the_estimator_settings_given():
     assert all(c["micro_batch"] <= 4 for c in out["candidates"]) and out["recommendation"]["micro_batch"] <= 4
 
 
+@pytest.mark.integration  # the CLI in a subprocess
 def test_a_bad_estimator_setting_is_one_line():
     proc = run_cli("precheck", str(SAMPLE_DATA), "--lora-rank", "0")
     assert proc.returncode != 0 and "Traceback" not in proc.stderr

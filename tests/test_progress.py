@@ -1,6 +1,8 @@
 """Long work is never silent: a live bar on a terminal, periodic lines elsewhere, counts and rates only."""
 import io
 
+import pytest
+
 from pipeline.progress import Progress
 
 
@@ -40,6 +42,7 @@ def _docs(path, n):
     return path
 
 
+@pytest.mark.integration  # a whole run in worker processes
 def test_a_run_not_on_a_terminal_logs_each_stage_with_counts_and_rates(tmp_path, monkeypatch):
     """`prepare run` showed a per-shard bar only, and nothing when stderr was not a terminal. Each stage now
     logs its count and rate: periodically (PREPARE_PROGRESS_INTERVAL) and when it ends."""
@@ -72,6 +75,7 @@ def test_a_run_not_on_a_terminal_logs_each_stage_with_counts_and_rates(tmp_path,
     print("\n".join(seen))
 
 
+@pytest.mark.integration  # the CLI in a subprocess
 def test_the_cli_prints_stage_progress_to_a_pipe(tmp_path):
     import os
     import subprocess

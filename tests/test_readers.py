@@ -274,11 +274,8 @@ def test_unlistable_sub_folder_is_reported(tmp_path_factory):
         shutil.rmtree(d)
 
 
-def test_truncated_gzip_and_zstd_count_what_was_read_and_say_so(tmp_path, monkeypatch):
-    """A cut .zst was taken as complete (123,618 of 300,000 records, nothing said); a cut .gz over 1 MB
-    failed the run (EOFError) and ignored skip_unreadable. Both: the rows before the cut are counted,
-    the file is reported truncated."""
-    monkeypatch.chdir(tmp_path)
+def _cut_archives(tmp_path) -> tuple:
+    """in/: a .gz over 1 MB and a .zst, each cut in half, and the whole .zst (40,000 records)."""
     lines = b"".join(json.dumps({"text": f"record {i} " + os.urandom(24).hex()}).encode() + b"\n"
                      for i in range(40_000))
     d = tmp_path / "in"
@@ -288,6 +285,14 @@ def test_truncated_gzip_and_zstd_count_what_was_read_and_say_so(tmp_path, monkey
     (d / "cut.jsonl.gz").write_bytes(gz[: len(gz) // 2])
     (d / "cut.jsonl.zst").write_bytes(zst[: len(zst) // 2])
     (d / "whole.jsonl.zst").write_bytes(zst)
+    return d, lines
+
+
+def test_truncated_gzip_and_zstd_count_what_was_read_and_say_so(tmp_path):
+    """A cut .zst was taken as complete (123,618 of 300,000 records, nothing said); a cut .gz over 1 MB
+    failed the run (EOFError) and ignored skip_unreadable. Both: the rows before the cut are counted,
+    the file is reported truncated."""
+    d, lines = _cut_archives(tmp_path)
     for name in ("cut.jsonl.gz", "cut.jsonl.zst"):
         out, reader = rows(d / name)
         assert reader.truncated and reader.warnings
@@ -301,7 +306,12 @@ def test_truncated_gzip_and_zstd_count_what_was_read_and_say_so(tmp_path, monkey
     assert rows(d / "frames.jsonl.zst")[1].truncated
     (d / "frames.jsonl.zst").write_bytes(two + two)
     assert not rows(d / "frames.jsonl.zst")[1].truncated
-    (d / "frames.jsonl.zst").unlink()
+
+
+@pytest.mark.slow  # a whole run over 80,000 records
+def test_a_run_reports_the_cut_archives_truncated_and_counts_what_was_read(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    d, _ = _cut_archives(tmp_path)
     from pipeline.runner import run_prepare
     from pipeline.schemas import validate
 
@@ -478,6 +488,7 @@ PII_FILE = "John_Smith_12345678901.jsonl"
 PII_PIECES = ("John", "Smith", "12345678901", "Ahmet", "27384619550")
 
 
+@pytest.mark.integration  # the CLI in a subprocess
 def test_a_file_named_on_the_command_line_is_a_label_in_every_output(tmp_path):
     """`prepare run path/John_Smith_12345678901.jsonl`: config.inputs (in manifest.json, uploaded) held the
     path as typed; an unsupported file's name in a folder reached stderr and report.json. Every output, the

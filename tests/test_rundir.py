@@ -146,6 +146,7 @@ def test_a_glob_over_the_input_folder_never_takes_in_the_run_directory(tmp_path)
     assert set(second["files"]) == {"a.jsonl", "b.parquet"}
 
 
+@pytest.mark.integration  # two CLI runs in subprocesses
 def test_a_second_run_into_a_busy_run_directory_fails_in_one_line(tmp_path):
     src = tmp_path / "in"
     for i in range(4):

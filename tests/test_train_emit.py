@@ -48,6 +48,7 @@ def external(script: str, *args) -> dict:
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
+@pytest.mark.slow  # run_dir is a whole `prepare run`
 def test_trl_config_parses_with_trl_and_carries_the_estimate(tmp_path, run_dir, capsys):
     from trl.scripts.sft import make_parser
 
@@ -85,6 +86,7 @@ def _cuda() -> bool:
     return torch.cuda.is_available()
 
 
+@pytest.mark.slow  # run_dir is a whole `prepare run`
 def test_axolotl_config_passes_axolotls_schema(tmp_path, run_dir, bucket, capsys):
     from pipeline.s3 import upload_run
 
@@ -104,6 +106,7 @@ def test_axolotl_config_passes_axolotls_schema(tmp_path, run_dir, bucket, capsys
     assert result["micro_batch_size"] == plan["micro_batch"]
 
 
+@pytest.mark.slow  # run_dir is a whole `prepare run`
 def test_llamafactory_config_passes_its_argument_parser(tmp_path, run_dir, capsys):
     code, out = emit(tmp_path, run_dir, "llamafactory")
     assert code == 0, capsys.readouterr().err
@@ -120,6 +123,7 @@ def test_llamafactory_config_passes_its_argument_parser(tmp_path, run_dir, capsy
     assert result["per_device_train_batch_size"] == plan["micro_batch"]
 
 
+@pytest.mark.slow  # run_dir is a whole `prepare run`
 def test_a_trainer_contradicting_framework_is_one_line(tmp_path, run_dir, capsys):
     code, _ = emit(tmp_path, run_dir, "axolotl", "--framework", "hf")
     assert code == 2
@@ -128,6 +132,7 @@ def test_a_trainer_contradicting_framework_is_one_line(tmp_path, run_dir, capsys
                    "drop --framework (the trainer sets it)"]
 
 
+@pytest.mark.slow  # run_dir is a whole `prepare run`
 def test_emit_without_shards_is_one_line(tmp_path, run_dir, capsys):
     from pipeline.cli import main
 
