@@ -233,3 +233,23 @@ def test_mention_scan_matches_the_alternation_regex():
         for _ in range(400):
             text = "".join(rng.choice(pieces) + rng.choice(["", " ", " ", ", "]) for _ in range(rng.randint(1, 12)))
             assert _mention_spans(text, words) == [m.span() for m in rx.finditer(text)], (words, text)
+
+
+def test_natasha_cache_file_is_mapped_read_only_and_a_cut_file_is_rebuilt(tmp_path, monkeypatch):
+    """natasha's forward-pass state is mapped from its cache file (arrays read-only views of the file, the
+    same tags as a freshly built one); a file cut short (a crash while another process copied it) is not
+    trusted but rebuilt."""
+    from pipeline.pii import ner
+
+    monkeypatch.setenv("PREPARE_CACHE", str(tmp_path))
+    built = ner._cached_forward()
+    path = ner._forward_cache_file()
+    loaded = ner._cached_forward()
+    assert not loaded.words.words.flags.writeable  # a view of the mapped file, not a copy
+    windows = ["Курьер Юстим Кибкало приедет завтра.", "Меня зовут Иванов Пётр Сергеевич"]
+    spans = built.spans(windows)
+    assert loaded.spans(windows) == spans and any(t == "PER" for per in spans for _, _, t in per)
+    size = path.stat().st_size
+    path.write_bytes(path.read_bytes()[:size // 2])
+    rebuilt = ner._cached_forward()
+    assert rebuilt.spans(windows) == spans and path.stat().st_size == size
