@@ -668,3 +668,57 @@ def test_an_email_spelled_out_in_words(found, text, lang, value):
 ])
 def test_prose_with_at_and_dot_is_no_email(found, text):
     assert only(found(text, "en"), "EMAIL") == []
+
+
+# ------------------------------------------------------------------------------------------ digit-free texts
+
+_DIGIT_FREE_TEXTS = [
+    # every context word a digit recognizer reads, and shapes near its candidates, with no digit at all
+    "Passport: AB, pasaport numarası yok, паспорт серия АВ, born on March the first, doğum tarihi Mart, "
+    "дата рождения марта. TC kimlik no: yok. ИНН не помню, СНИЛС тоже. IBAN: TR, iban tr. Card ending in XX. "
+    "Plaka: ABC, plakam ab. SSN: none. Call me at +, telefon: yok, тел. нет. ОГРН, ОГРНИП не знаю.",
+    "Kimlik numaram TCKN olarak kayıtlı değil; vergi no VKN ve kart numarası sonra gelecek, plaka aşağıda.",
+    "Мой паспорт и СНИЛС у юриста; номер карты и телефон пришлю письмом, день рождения в марте.",
+]
+
+
+def test_recognizers_flagged_as_needing_a_digit_find_nothing_without_one():
+    """The fast path skips a NEEDS_A_DIGIT recognizer on a text without a digit: each of them finds nothing in
+    such texts (with their context words in), and the unflagged ones that can (IPv6 in hex letters, a
+    Turkish street without a number, an e-mail, a secret) are not flagged."""
+    from pipeline.pii.recognizers import IDENTIFIER_RECOGNIZERS
+    from pipeline.pii.text import TextContext
+
+    flagged = [cls for cls in IDENTIFIER_RECOGNIZERS if cls.NEEDS_A_DIGIT]
+    assert len(flagged) == 12
+    for cls in flagged:
+        for lang in ("tr", "ru", "en"):
+            rec = cls(lang)
+            for text in _DIGIT_FREE_TEXTS:
+                assert rec.find(TextContext(text, lang)) == [], (cls.__name__, lang)
+    digit_free_hits = {
+        "IpAddressRecognizer": "the router is at fe80::abcd:ef",
+        "AddressRecognizer": "Adres: Çiçek Mahallesi Lale Sokak, Kadıköy",
+        "EmailAddressRecognizer": "write to ayse.kaya@example.com",
+        "SecretRecognizer": "password: Xq!vRtz_Kp",
+    }
+    for cls in IDENTIFIER_RECOGNIZERS:
+        if cls.__name__ in digit_free_hits:
+            assert not cls.NEEDS_A_DIGIT
+            assert cls("tr").find(TextContext(digit_free_hits[cls.__name__], "tr")), cls.__name__
+
+
+def test_the_digit_free_shortcut_gives_the_hits_of_every_recognizer(detector):
+    """Detector.detect asks only the unflagged recognizers about a text without a digit: the hits are those
+    that asking all of them gives."""
+    from pipeline.pii.text import TextContext
+
+    texts = _DIGIT_FREE_TEXTS + ["Ayşe Yılmaz wrote from ayse@example.org; the server fe80::1ff:fe23 answered",
+                                 "Müşteri: Mehmet Demir, Atatürk Caddesi Gül Sokak, Ankara. Şifre: Kx!Qw_rtzP"]
+    for text in texts:
+        for lang in ("tr", "ru", "en"):
+            ctx = TextContext(text, lang)
+            every = [h for rec in detector.fast[lang] if rec.triggered(ctx) for h in rec.find(ctx)]
+            detector.clear_cache()
+            got = [h for h in detector.detect([(text, lang)])[0] if h.method != "natasha"]  # windows, not recognizers
+            assert sorted(got) == sorted(every), (text[:30], lang)

@@ -38,6 +38,7 @@ _PRIORITY = {"SECRET": 3, "IBAN": 2, "CREDIT_CARD": 2, "TCKN": 1, "INN": 1, "SNI
 # no candidate of the pattern recognizers
 # (every capital a Latin name token may start with: "Əylisli geri aranacak" alone in a tool argument)
 _QUICK = re.compile(r"[\d@A-ZА-ЯЁÇĞİÖŞÜÂÊÎÔÛÉÈÁÍÓÚÑƏÄËÏÀÌÒÙÃÕÅØÆŒ:=\[({<]")
+_ANY_DIGIT = re.compile(r"\d")  # the digit every candidate of a NEEDS_A_DIGIT recognizer holds
 # an e-mail address spelled out in lower case ("name at example dot org"): the words of its dot
 _SPELLED_DOTS = (" dot ", " nokta ", " точка ")
 
@@ -132,6 +133,7 @@ class Detector:
         self.languages = tuple(languages)
         self.analyzer = build_analyzer(self.languages)
         self.fast: dict[str, list] = {}
+        self.digit_free: dict[str, list] = {}  # the fast recognizers to ask about a text without a digit
         self.natasha: dict[str, NatashaPersonRecognizer] = {}
         self.ru_gazetteer: dict[str, RussianNameGazetteer] = {}
         for lang in self.languages:
@@ -144,6 +146,7 @@ class Detector:
                     self.fast[lang].append(rec)
                     if isinstance(rec, RussianNameGazetteer):
                         self.ru_gazetteer[lang] = rec
+            self.digit_free[lang] = [r for r in self.fast[lang] if not getattr(r, "NEEDS_A_DIGIT", False)]
         self.texts_skipped = 0
         self.texts_cached = 0
         self._cache: OrderedDict[tuple[str, str], tuple[Hit, ...]] = OrderedDict()
@@ -181,7 +184,7 @@ class Detector:
                 first[key] = idx
             ctx = TextContext(text, lang)
             hits: list[Hit] = []
-            for rec in self.fast[lang]:
+            for rec in (self.fast if _ANY_DIGIT.search(text) else self.digit_free)[lang]:
                 if rec.triggered(ctx):
                     hits.extend(rec.find(ctx))
             if lang in self.natasha:

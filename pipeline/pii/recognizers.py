@@ -64,6 +64,9 @@ class PiiRecognizer(LocalRecognizer):
 
     ENTITY = ""
     NEEDS = "any"  # prefilter class: "digits" (a run of >= MIN_DIGITS digits), "any" (always run)
+    # every candidate holds a digit (\d): the fast path does not ask this recognizer about a text without one
+    # (tests/test_pii_recognizers.py checks the flag against find() on digit-free texts)
+    NEEDS_A_DIGIT = False
     MIN_DIGITS = 0
     AFTER = 0  # characters after a candidate searched for context words too ("34 ABC 123 plakalı")
 
@@ -175,6 +178,7 @@ class DigitChecksumRecognizer(PiiRecognizer):
     checksums (one check digit: 1 in 10 random numbers pass) get a low base and need context."""
 
     NEEDS = "digits"
+    NEEDS_A_DIGIT = True
     FORMS: tuple[tuple[int, float], ...] = ()  # (digits, base score), in the order they are tried
     BONUS = 0.6
     valid = staticmethod(lambda digits: False)
@@ -237,6 +241,7 @@ class SnilsRecognizer(PiiRecognizer):
     """SNILS: NNN-NNN-NNN NN (distinctive) or 11 digits in a row (context or Russian text)."""
 
     ENTITY = "SNILS"
+    NEEDS_A_DIGIT = True
     NEEDS, MIN_DIGITS = "digits", 11
     _FORMATTED = re.compile(r"(?<![\d-])\d{3}-\d{3}-\d{3}[ \u00a0-]\d{2}(?![\d-])")
 
@@ -258,6 +263,7 @@ class OgrnRecognizer(PiiRecognizer):
     """OGRN (13 digits) and OGRNIP (15 digits, first digit 3) with their own mod 11 / mod 13 checks."""
 
     ENTITY = "OGRN"
+    NEEDS_A_DIGIT = True
     NEEDS, MIN_DIGITS = "digits", 13
     _IP = positive("OGRNIP")
 
@@ -285,6 +291,7 @@ class PaymentCardRecognizer(PiiRecognizer):
     or in a row; issuer prefix and Luhn."""
 
     ENTITY = "CREDIT_CARD"
+    NEEDS_A_DIGIT = True
     NEEDS, MIN_DIGITS = "digits", 13
     # groups with wider separators than a digit run allows (two or more spaces, a tab, a spaced dash)
     _WIDE = re.compile(r"(?<!\d)\d{3,6}(?:(?:\t|[ \u00a0\t]{2,4}|[ \u00a0\t]*-[ \u00a0\t]*)\d{3,6}){1,5}(?!\d)")
@@ -369,6 +376,7 @@ class PhoneNumberRecognizer(PiiRecognizer):
     RU (8 9xx ..., 8 4xx ...), US/GB. Unformatted 10-11 digit numbers score lower."""
 
     ENTITY = "PHONE"
+    NEEDS_A_DIGIT = True
     NEEDS, MIN_DIGITS = "digits", 10
 
     def find(self, ctx):
@@ -431,6 +439,7 @@ class IbanMod97Recognizer(PiiRecognizer):
     """IBAN, spaced or not, mod 97 and country length (python-stdnum); trailing words are trimmed off."""
 
     ENTITY = "IBAN"
+    NEEDS_A_DIGIT = True
     # typed in lower or mixed case ("iban tr33 0006 ..."): text.py's iban_like takes capitals only, since its
     # spans also keep digits from being read as phones or cards
     _LOWER = re.compile(r"(?<![A-Za-z0-9])(?:[a-z][A-Za-z]|[A-Z][a-z])\d{2}(?:[ \u00a0-]?[A-Za-z0-9]){10,32}")
@@ -571,6 +580,7 @@ class PassportRecognizer(PiiRecognizer):
     so a context word (passport, паспорт, pasaport, серия) is required to pass the default threshold."""
 
     ENTITY = "PASSPORT"
+    NEEDS_A_DIGIT = True
     _RU = re.compile(r"(?<![\d\w])(?:\d{2}[ \u00a0]?\d{2}"
                      r"(?:[ \u00a0№#]{1,3}|[ \u00a0]+(?i:номер|ном\.|no\.?)[ \u00a0]*)\d{6}"
                      r"|\d{2}[ \u00a0]\d{7}|\d{10}|\d{9})(?![\d\w])")
@@ -601,6 +611,7 @@ class SsnRecognizer(PiiRecognizer):
     digits are also phone parts, order numbers, RU passports) it needs a context word (SSN, social security)."""
 
     ENTITY = "SSN"
+    NEEDS_A_DIGIT = True
     # starts with a digit (the regex engine skips to digits), the word-start look-behind right after it
     _RE = re.compile(r"(\d(?<![\w-]\d)\d{2})([- \u00a0]?)(\d{2})\2(\d{4})(?![\w-])")
     _BASE = {"-": 0.5, "": 0.1}
@@ -624,6 +635,7 @@ class LicensePlateRecognizer(PiiRecognizer):
     digits, or 3 letters + 2-3 digits ('06 A 12345', '34 AB 1234', '35 ABC 12'); Ç Ğ İ Ö Ş Ü Q W X unused."""
 
     ENTITY = "LICENSE_PLATE"
+    NEEDS_A_DIGIT = True
     AFTER = 16
     _RE = re.compile(r"(?<![\w])(0[1-9]|[1-7]\d|8[01])([ \u00a0-]?)([A-PR-VYZ]{1,3})([ \u00a0-]?)(\d{2,5})(?![\w])")
     _UNITS = {"TL", "KG", "GB", "MB", "KB", "TB", "KM", "CM", "MM", "ML", "GR", "HZ", "KW", "MW", "USD", "EUR",
@@ -682,6 +694,7 @@ class DateOfBirthRecognizer(PiiRecognizer):
     """Dates (numeric, ISO, or with the month written in tr/ru/en) that a birth word stands next to."""
 
     ENTITY = "DATE_OF_BIRTH"
+    NEEDS_A_DIGIT = True
     _RE = re.compile(
         r"(?<![\w.])(?:"
         r"(?:0?[1-9]|[12]\d|3[01])[./-](?:0?[1-9]|1[0-2])[./-]" + _YEAR +
