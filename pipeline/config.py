@@ -198,8 +198,13 @@ class FiltersConfig(Section):
 
 
 class SplitConfig(Section):
-    validation_fraction: float = Field(0.05, ge=0, lt=1)
-    seed: int = 0
+    """The validation split (pipeline/split.py): stratified by language when filters.detect_language is on."""
+    validation_fraction: float = Field(
+        0.05, ge=0, lt=1, description="Share of each language's records (those left after dedup and the canned-"
+                                      "answer cap, rounded half up) held out as validation; with "
+                                      "filters.detect_language off, each record by its id's hash. Not taken "
+                                      "when validation_inputs are given.")
+    seed: int = Field(0, description="Seed of the blake2b(seed:id) hash that orders records for the split.")
 
 
 class WriteConfig(Section):

@@ -90,6 +90,10 @@ def summary_text(report: dict, manifest_uri: str | None, run_dir: str) -> str:
         from ..lengths.draw import render_lengths_text
 
         lines.append(render_lengths_text(lengths))
+        untrained = lengths.get("untrained") or {}
+        if untrained.get("records"):  # written only under --allow-untrained
+            lines.append(f"untrained: {untrained['records']} chat/instruction records have no trainable token at "
+                         f"max_seq_len {untrained['max_seq_len']} (allowed; ids in report.json lengths.untrained)")
     plan = report.get("plan")
     if plan:
         from ..plan.gpus import render_plan_text
