@@ -395,14 +395,15 @@ class CannedStep(Step):
 
 
 def quality_summary(counters: dict | None, canned: dict | None, cfg: QualityConfig) -> dict:
-    """report["quality"]: per check its setting, the records it found and a few example ids."""
+    """report["quality"]: per check its setting ("off" for all under quality.enabled: false), the records it
+    found and a few example ids."""
     counters = counters or {}
     checks = {}
     for check, setting in (("mojibake", cfg.mojibake), ("repetitive", cfg.repetition),
                            ("quoted_thread", cfg.threads), ("signature", cfg.signatures),
                            ("no_words", cfg.no_words)):
         found = counters.get(check, {})
-        checks[check] = {"setting": setting, "records": found.get("records", 0),
+        checks[check] = {"setting": setting if cfg.enabled else "off", "records": found.get("records", 0),
                          "example_ids": found.get("example_ids", [])[:10]}
     out = {"checks": checks, "stripped": counters.get("stripped", 0)}
     if canned is not None:

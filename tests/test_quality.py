@@ -171,6 +171,9 @@ def test_off_turns_the_step_into_a_pass_through():
     recs = [chat("loop", "ok ok ok ok " * 10), chat("e", "👍")]
     out, st = run_step(recs, enabled=False, no_words="drop")
     assert len(out) == 2 and not st.dropped and not st.counters
+    # the report does not show the settings of checks that did not run
+    summary = quality_summary(st.counters, None, QualityConfig(enabled=False, no_words="drop"))
+    assert {c["setting"] for c in summary["checks"].values()} == {"off"}
 
 # ------------------------------------------------------------------------------------- canned answers
 
