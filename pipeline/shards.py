@@ -7,10 +7,12 @@ import os
 import tempfile
 from pathlib import Path
 
+import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from .config import WriteConfig
-from .records import ARROW_SCHEMA, Record, to_table
+from .records import ARROW_SCHEMA, COLUMNS, Record, to_table
 from .step import Step
 
 SCHEMA_VERSION = "1.0"
@@ -67,9 +69,12 @@ class ShardWriter:
         return self.folder / f"part-{index:05d}.parquet"
 
     def write(self, records: list[dict]) -> None:
-        if not records:
-            return
-        table = to_table(records)
+        if records:
+            self.write_table(to_table(records))
+
+    def write_table(self, table: pa.Table) -> None:
+        """Rows in the record layout of to_table (a work file's rows; its internal columns are left out)."""
+        table = table.select(COLUMNS)
         start = 0
         while start < table.num_rows:
             if self._writer is None:
@@ -122,7 +127,13 @@ class WriteStep(Step):
                         for kind in kinds}
         self.overflow = overflow
 
-    def process(self, batch: list[Record]) -> list[Record]:
+    def process(self, batch: list[Record] | pa.Table) -> list[Record] | pa.Table:
+        """Record dicts, or, when there is no overflow policy to apply, the Arrow rows of a processed work file
+        as they are: its canonical columns are already what to_table makes of the records."""
+        if isinstance(batch, pa.Table):
+            if self.overflow is not None:
+                raise ValueError("the overflow policy works on record dicts: pass records, not a table")
+            return self._write_table(batch)
         if self.overflow is not None:
             batch = self.overflow(batch, self.stats)
         written = []
@@ -131,6 +142,19 @@ class WriteStep(Step):
             writer.write(part)
             written += part
         return written
+
+    def _write_table(self, table: pa.Table) -> pa.Table:
+        parts = []
+        for (split, kind), writer in self.writers.items():
+            mask = pc.equal(table.column("_split"), split)
+            if kind is not None:
+                mask = pc.and_(mask, pc.is_null(table.column("messages")) if kind == "text"
+                               else pc.is_valid(table.column("messages")))
+            part = table.filter(mask)
+            if part.num_rows:
+                writer.write_table(part)
+                parts.append(part)
+        return pa.concat_tables(parts) if parts else table.slice(0, 0)
 
     def close(self) -> list[dict]:
         return [s for w in self.writers.values() for s in w.close()]

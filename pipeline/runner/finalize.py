@@ -18,7 +18,7 @@ from ..readers import shown_config
 from ..rundir import RunDir
 from ..shards import WriteStep, build_manifest, write_manifest
 from ..stats import StageStats, merge_all
-from .work import progress_dir, read_work, work_paths
+from .work import progress_dir, read_work, read_work_tables, work_paths
 
 
 def length_groups(processed: list[Path], inputs: dict[int, str]) -> dict[str, tuple[np.ndarray, np.ndarray]]:
@@ -88,7 +88,9 @@ def write_shards(cfg: PrepareConfig, run: Path, work_dir: str, shard_results: li
     write.progress = ProgressFile(progress_dir(work_dir), "write", 0)
     for result in shard_results:
         if result["has_records"]:
-            batches = read_work(work_paths(work_dir, result["index"])["processed"], cfg.read)
+            # without an overflow policy the processed rows go to the shards as Arrow, never as dicts
+            read = read_work if overflow is not None else read_work_tables
+            batches = read(work_paths(work_dir, result["index"])["processed"], cfg.read)
             while True:
                 with write.stats.timer():  # reading the work file back is part of writing
                     records = next(batches, None)

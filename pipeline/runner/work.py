@@ -33,11 +33,17 @@ def open_work(path: Path) -> pq.ParquetFile:
     return pq.ParquetFile(path, pre_buffer=False)
 
 
-def read_work(path: Path, cfg: ReadConfig) -> Iterator[list[Record]]:
-    """The records of a work file, a batch at a time."""
+def read_work_tables(path: Path, cfg: ReadConfig) -> Iterator[pa.Table]:
+    """The rows of a work file as Arrow tables, a batch at a time, for steps that need no record dicts."""
     source = open_work(path)
     for arrow_batch in source.iter_batches(batch_size=parquet_batch_rows(source, cfg)):
-        yield from_table(pa.Table.from_batches([arrow_batch]))
+        yield pa.Table.from_batches([arrow_batch])
+
+
+def read_work(path: Path, cfg: ReadConfig) -> Iterator[list[Record]]:
+    """The records of a work file, a batch at a time (the batches of read_work_tables)."""
+    for table in read_work_tables(path, cfg):
+        yield from_table(table)
 
 
 class WorkWriter:
