@@ -311,7 +311,9 @@ def test_a_run_counts_exactly_what_the_trainer_renders_from_its_shards(tmp_path)
     cfg = fast_config(tmp_path, [PEER_FORMATS / "glaive_toolcall_en_demo.json"])
     cfg.lengths.enabled = True
     cfg.lengths.chat_template = template
+    cfg.lengths.allow_untrained = True  # one glaive record's answer lies past the chosen max length
     result = run_prepare(cfg, progress=False)
+    assert result.report["lengths"]["untrained"]["records"] == 1
     counters = result.report["stages"]["lengths"]["counters"]
     tok = load_tokenizer(None).tokenizer
     shards = datasets.load_dataset("parquet", data_dir=str(result.run_dir))
