@@ -255,6 +255,10 @@ def layer_saved_bytes(spec: ModelSpec, s: TrainingSetup, d: _Dtypes) -> tuple[fl
             fi = module_in[name] * per_route
             if s.adapter_dtype == "fp32" and s.autocast:
                 per_tok += 2 * fi + (fi if s.lora_dropout else 0)
+            elif s.adapter_dtype == "fp32" and input_bytes.get(name, 2) < 4:
+                # fp32 adapters without autocast: PEFT casts each module's input to fp32, its own copy, which
+                # lora_A keeps (the frozen base linear keeps nothing); dropout keeps its fp32 output too
+                per_tok += 4 * fi * (2 if s.lora_dropout else 1)
             elif s.lora_dropout:
                 per_tok += 3 * fi
             else:
@@ -282,6 +286,8 @@ def _down_input_saved(spec, s, d) -> float:
         return 0.0
     if s.adapter_dtype == "fp32" and s.autocast:
         kept = 2 * width + (width if s.lora_dropout else 0)
+    elif s.adapter_dtype == "fp32" and d.linear_out < 4:
+        kept = 4 * width * (2 if s.lora_dropout else 1)
     elif s.lora_dropout:
         kept = 3 * width
     else:
@@ -291,8 +297,9 @@ def _down_input_saved(spec, s, d) -> float:
 
 def _adapter_cast_transient(spec, s) -> float:
     """Bytes per token live only inside down_proj's LoRA forward: PEFT casts the input to the fp32 adapter dtype
-    (a copy) and dropout writes an fp32 output; lora_A keeps neither (autocast saves its own bf16 copy)."""
-    if s.method == "full" or "down_proj" not in s.lora_targets or s.adapter_dtype != "fp32":
+    (a copy) and dropout writes an fp32 output; under autocast lora_A keeps neither (it saves its own bf16 copy);
+    without autocast lora_A keeps them, and layer_saved_bytes counts them."""
+    if s.method == "full" or "down_proj" not in s.lora_targets or s.adapter_dtype != "fp32" or not s.autocast:
         return 0.0
     width = spec.expert_intermediate * (max(spec.num_experts_per_tok, 1) if spec.is_moe else 1)
     return 4 * width * (2 if s.lora_dropout else 1)
