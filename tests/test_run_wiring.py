@@ -246,3 +246,20 @@ def test_a_run_whose_answers_lie_past_the_max_length_fails_unless_allowed(tmp_pa
                      str(tmp_path / "short"), "--json", cwd=tmp_path)
     assert ok.returncode == 0, ok.stderr
     assert json.loads(ok.stdout)["lengths"]["untrained"]["records"] == 0
+
+
+def test_token_lengths_are_reported_per_language(tmp_path):
+    from pipeline.report_html import _languages
+
+    data = mixed_corpus(tmp_path / "mixed.jsonl")
+    cfg = split_config(tmp_path, data)
+    cfg.lengths.enabled = True
+    rep = run_prepare(cfg, progress=False).report
+    groups = rep["lengths"]["groups"]
+    per_lang = {k[5:]: g["records"] for k, g in groups.items() if k.startswith("lang:")}
+    total = Counter(json.loads(r["meta"])["lang"] for r in rows_of(tmp_path / "run"))
+    assert per_lang == dict(total) and len(per_lang) >= 6
+    assert sum(g["tokens"]["total"] for k, g in groups.items() if k.startswith("lang:")) == \
+        groups["all"]["tokens"]["total"]
+    html = _languages(rep)
+    assert "tokens p50" in html and all(f"<td>{lang}</td>" in html for lang in per_lang)

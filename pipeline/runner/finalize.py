@@ -22,8 +22,8 @@ from .work import progress_dir, read_work, read_work_tables, work_paths
 
 
 def length_groups(processed: list[Path], inputs: dict[int, str]) -> dict[str, tuple[np.ndarray, np.ndarray]]:
-    """(tokens, trainable) of all records, of each split and of each input file."""
-    columns = {"_tokens": [], "_trainable": [], "_split": [], "_order": []}
+    """(tokens, trainable) of all records, of each split, of each language (meta.lang) and of each input file."""
+    columns = {"_tokens": [], "_trainable": [], "_split": [], "_order": [], "_lang": []}
     for path in processed:
         table = pq.read_table(path, columns=list(columns))
         for name in columns:
@@ -39,6 +39,10 @@ def length_groups(processed: list[Path], inputs: dict[int, str]) -> dict[str, tu
         mask = splits == split
         if mask.any():
             groups[f"split:{split}"] = (tokens[mask], trainable[mask])
+    langs = np.concatenate(columns["_lang"])
+    for lang in sorted({x for x in langs if x is not None}):
+        mask = langs == lang
+        groups[f"lang:{lang}"] = (tokens[mask], trainable[mask])
     for name in sorted(set(inputs.values())):
         mask = np.isin(files, [i for i, n in inputs.items() if n == name])
         if mask.any():

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from .. import dedup
 from ..config import PrepareConfig
+from ..lang import record_lang
 from ..normalize import ORDER_SHIFT, Normalizer
 from ..preflight import disk_full, unsupported_files
 from ..progress import ProgressFile
@@ -283,6 +284,7 @@ def process_shard(task: ShardTask, cfg: PrepareConfig, work_dir: str, removed_pa
             for rec in records:
                 rec.setdefault("_tokens", None)
                 rec.setdefault("_trainable", None)
+                rec["_lang"] = record_lang(rec)
             out.append(to_table(records, PROCESSED_COLUMNS))
     out.close()
     for name, counter in counters.items():

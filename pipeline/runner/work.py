@@ -12,7 +12,9 @@ from ..readers import parquet_batch_rows
 from ..records import Record, from_table
 
 INTERNAL_COLUMNS = {"_order": pa.int64(), "_eval": pa.bool_()}
-PROCESSED_COLUMNS = {**INTERNAL_COLUMNS, "_split": pa.string(), "_tokens": pa.int32(), "_trainable": pa.int32()}
+# _lang: the language step's code (None when it is off), for the token-length groups per language
+PROCESSED_COLUMNS = {**INTERNAL_COLUMNS, "_split": pa.string(), "_tokens": pa.int32(), "_trainable": pa.int32(),
+                     "_lang": pa.string()}
 
 
 def work_paths(work_dir: str | Path, index: int) -> dict[str, Path]:
