@@ -26,8 +26,12 @@ def main() -> None:
     ap.add_argument("--root", default=str(HERE.parents[1]), help="checkout whose pipeline package runs")
     ap.add_argument("--out", required=True)
     args = ap.parse_args()
-    sys.path.insert(0, str(HERE))
     sys.path.insert(0, args.root)
+    # imported before generate.py, which puts its own checkout first on sys.path and imports pipeline
+    import pipeline
+    if not Path(pipeline.__file__).resolve().is_relative_to(Path(args.root).resolve()):
+        raise SystemExit(f"pipeline imported from {pipeline.__file__}, not from {args.root}")
+    sys.path.insert(0, str(HERE))
     from generate import generate, generate_names
 
     from pipeline.config import PiiConfig
