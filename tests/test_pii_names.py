@@ -253,3 +253,34 @@ def test_natasha_cache_file_is_mapped_read_only_and_a_cut_file_is_rebuilt(tmp_pa
     path.write_bytes(path.read_bytes()[:size // 2])
     rebuilt = ner._cached_forward()
     assert rebuilt.spans(windows) == spans and path.stat().st_size == size
+
+
+def _natasha_window_texts(text: str) -> list[str]:
+    from pipeline.pii.names import RussianNameGazetteer
+    from pipeline.pii.text import TextContext
+
+    gaz = RussianNameGazetteer("ru")
+    ctx = TextContext(text, "ru")
+    return [text[s:e] for s, e in gaz.natasha_windows(ctx, gaz.find(ctx))]
+
+
+@pytest.mark.parametrize("text", [
+    "Заказ пришёл. Почта России потеряла посылку.",      # a stop word in the run
+    "ИНН 7707083893 Хочу узнать статус заказа.",          # one unknown word, no cue
+    "Пункт выдачи Ozon. Оплатил через Тинькофф, спасибо.",  # after a place preposition
+])
+def test_natasha_sees_no_window_without_a_name_cue(text):
+    """The cheap pass in front of natasha: a capitalized word the gazetteer does not know, alone and with no
+    cue near it, is no work for the model."""
+    assert _natasha_window_texts(text) == []
+
+
+@pytest.mark.parametrize("text, name", [
+    ("Доставка задержалась. Ответственный: Азар Журба", "Журба"),  # a cue word before the run
+    ("Коробка пришла. Курьер Василь Оберемко приедет завтра.", "Оберемко"),  # the cue inside the run
+    ("Заказ оформлен на Кирило Мамчур.", "Мамчур"),  # two capitalized words: the shape of a name
+    ("Заказ оформлен на Вʼячеслав Балабан.", "Балабан"),  # the neighbour _CYR_TOKEN does not take
+    ("Договор подписал Смик.", "Смик"),  # one word after a cue word
+])
+def test_natasha_sees_unknown_words_where_a_name_may_be(text, name):
+    assert any(name in w for w in _natasha_window_texts(text))

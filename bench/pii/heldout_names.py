@@ -13,7 +13,8 @@ last lines give the recall without them too.
     .venv/bin/python bench/pii/heldout_names.py --natasha-compare   # -> natasha_last_run.txt
 
 natasha sees only windows of Russian text that the cheap pass picks (RussianNameGazetteer.natasha_windows:
-capitalized Cyrillic words the gazetteer did not explain). `--natasha whole` hands it every Russian text
+capitalized Cyrillic words the gazetteer did not explain; one it does not know only next to a gazetteer word
+or a name cue, or in a run of two or three capitalized words). `--natasha whole` hands it every Russian text
 whole instead; `--natasha-compare` measures both ways, each in a fresh process: the recall here, PERSON ru
 recall and precision on run.py's generated set, and the time of the PII stage and of natasha's share of it.
 """

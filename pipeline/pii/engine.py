@@ -8,8 +8,9 @@ the fast way:
   * per text, a TextContext shared by all recognizers (the digit runs and folded text are computed once),
   * a prefilter: each recognizer first asks a cheap question (a run of >= N digits? an '@'? a street word?
     a context word?) and is skipped when the text cannot hold its entity,
-  * natasha sees only windows around capitalized Cyrillic words the gazetteer did not explain, batched
-    across all texts of a batch.
+  * natasha sees only windows around capitalized Cyrillic words the gazetteer did not explain (a word it
+    does not know only where a name may be: a gazetteer word or a name cue next to it, or two or three
+    capitalized words), batched across all texts of a batch.
 `resolve()` turns raw hits into the spans to anonymize (overlaps merged) and the residual candidates
 (scored below the threshold, left in the text).
 """

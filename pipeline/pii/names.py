@@ -644,8 +644,10 @@ class RussianNameGazetteer(PersonRecognizer):
         """Windows of `words` words on each side around the capitalized Cyrillic words worth showing to
         natasha: not explained by a gazetteer chain, not a plain sentence-initial word, not an unknown word
         after a place preposition ("в Москве", "на Ленинском", "через Тинькофф"), not an unknown
-        abbreviation ("МФЦ"). natasha's CNN looks three tokens each way; two words each side found the
-        same names as three on the benchmark set, for a third less work."""
+        abbreviation ("МФЦ"), and a word the gazetteer does not know only where a cue says a name may be
+        (_cued_unknown: "Яндекс Маркет", "Почта России" are no work for the model). natasha's CNN looks
+        three tokens each way; two words each side found the same names as three on the benchmark set, for a
+        third less work."""
         text = ctx.text
         toks = _tokens(ctx, _CYR_TOKEN, "cyr_tokens")
         kinds = ctx.extra.setdefault("cyr_kinds", {})
@@ -670,6 +672,8 @@ class RussianNameGazetteer(PersonRecognizer):
                     nxt = toks[idx + 1] if idx + 1 < len(toks) else None
                     if not (nxt is not None and _adjacent(text, t, nxt)):
                         continue
+                if not _cued_unknown(ctx, toks, idx, kinds):
+                    continue
             s = _word_bound_left(text, t.start, words)
             e = _word_bound_right(text, t.end, words)
             if windows and s <= windows[-1][1]:
@@ -680,6 +684,65 @@ class RussianNameGazetteer(PersonRecognizer):
 
 
 _PLACE_PREPOSITIONS = frozenset("в во на из через по под над за при до".split())
+
+
+def _cued_unknown(ctx: TextContext, toks: list[_Tok], idx: int, kinds: dict) -> bool:
+    """The cheap pass in front of natasha for a capitalized Cyrillic word the gazetteer does not know: a name
+    may be there only when the run of adjacent capitalized words around it (up to two more each side) holds
+    a gazetteer word, follows a name cue (a _RU_NAME_CONTEXT word within 32 characters before the run or in
+    it, or an introduction, title, job word, header line or closing formula right before one of its words up
+    to this one), or is two or three capitalized words without a stop word or abbreviation: the shape of a
+    name. A word alone after nothing of that ("Оплатил через Тинькофф", "Хочу узнать") is left to the
+    gazetteer. `kinds` is natasha_windows' cache of ru_name_kind per token start ("" for no kind)."""
+    text = ctx.text
+    first, last = idx, idx
+    while first > 0 and idx - first < 2 and _adjacent(text, toks[first - 1], toks[first]):
+        first -= 1
+    while last + 1 < len(toks) and last - idx < 2 and _adjacent(text, toks[last], toks[last + 1]):
+        last += 1
+    for k in range(first, last + 1):
+        kind = kinds.get(toks[k].start)
+        if kind is None:
+            kind = kinds[toks[k].start] = ru_name_kind(toks[k].word) or ""
+        if kind:
+            return True
+    s = toks[first].start
+    # the cue may be a capitalized word of the run itself ("Курьер Василь Оберемко", "Клиент Демʼян ...")
+    if _RU_NAME_CONTEXT.near(ctx.norm, toks[idx].start, toks[idx].end, toks[idx].start - s + 32) \
+            or any(_context_before(ctx, toks[k].start) for k in range(first, idx + 1)):
+        return True
+    if last > first and not any(toks[k].key in _RU_STOP or toks[k].word.isupper() for k in range(first, last + 1)):
+        return True
+    return first == last and _capitalized_neighbour(text, toks[idx])
+
+
+def _capitalized_neighbour(text: str, tok: _Tok) -> bool:
+    """A capitalized word that _CYR_TOKEN does not take ("Вʼячеслав": an apostrophe after the first letter)
+    right before or after `tok`, one space between: the pair is a run all the same."""
+    before = _word_before(text, tok.start - 1) if text[tok.start - 1:tok.start] == " " else ""
+    after = _word_after(text, tok.end + 1) if tok.full_end == tok.end and text[tok.end:tok.end + 1] == " " else ""
+    return _capitalized(before) or _capitalized(after.rstrip(".,;:!?)»\""))
+
+
+_LONGEST_WORD = 40  # a neighbour is read this far at most (a long text without spaces stays linear)
+
+
+def _word_before(text: str, pos: int) -> str:
+    """The word that ends at `pos` (whitespace-delimited), or "" when it is longer than _LONGEST_WORD."""
+    parts = text[max(0, pos - _LONGEST_WORD):pos].rsplit(None, 1)
+    return parts[-1] if parts and (len(parts) == 2 or pos <= _LONGEST_WORD) else ""
+
+
+def _word_after(text: str, pos: int) -> str:
+    """The word that starts at `pos`, or "" when none starts there or it is longer than _LONGEST_WORD."""
+    chunk = text[pos:pos + _LONGEST_WORD]
+    parts = chunk.split(None, 1)
+    ok = parts and not chunk[0].isspace() and (len(parts) == 2 or pos + _LONGEST_WORD >= len(text))
+    return parts[0] if ok else ""
+
+
+def _capitalized(word: str) -> bool:
+    return word[:1].isupper() and word[-1:].isalpha() and not word.isupper() and word.lower() not in _RU_STOP
 
 
 def _word_bound_left(text: str, pos: int, words: int) -> int:
