@@ -22,7 +22,6 @@ from importlib.resources import files
 from itertools import islice
 
 from .config import FiltersConfig
-from .stats import StageStats
 from .step import Step
 
 MAX_CHARS = 1000   # fastText's cost grows with the text; the first 1000 characters decide as well as all
@@ -178,8 +177,8 @@ class LanguageStep(Step):
             langs[i] = lang
         return langs, mismatch  # type: ignore[return-value]
 
-    def process(self, batch: list[dict], stats: StageStats) -> list[dict]:
-        cfg = self.cfg
+    def process(self, batch: list[dict]) -> list[dict]:
+        cfg, stats = self.cfg, self.stats
         langs, mismatch = self.judge([_sides(r) for r in batch])
         by_source = stats.counters.setdefault("by_source", {})
         out = []

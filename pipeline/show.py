@@ -295,7 +295,7 @@ def run_show(target: Target, n: int = 5, ids: list[str] | None = None, color: bo
     check = Check()
     for batch in target.records():
         copies = [{k: v for k, v in r.items() if k not in ("_tokens", "_trainable")} for r in batch]
-        step.process(copies, StageStats("lengths"))   # sets the counts (cached) on each record it can render
+        step.annotate(copies, StageStats("lengths"))   # sets the counts (cached) on each record it can render
         by_pos = [c if c.get("_tokens") is not None else None for c in copies]
         for rec, m in zip(batch, by_pos):
             check.records += 1

@@ -15,12 +15,12 @@ call and adds records in and out to `self.stats` (a StageStats; the report is th
 so `records_in == records_out + dropped + quarantined` holds by construction), and sets the step's progress
 counter (`self.progress`, a progress.ProgressFile, when the phase attached one).
 
-Steps that predate `process(batch)` take `process(batch, stats)`; the base passes them `self.stats`. A new
-step is one class here or in its package, and one line in the list of its phase (runner/phases.py).
+A step that is also used outside a run to annotate records counted elsewhere (LengthStep.annotate) offers
+that as a method of its own; process(batch) is the one contract. A new step is one class here or in its
+package, and one line in the list of its phase (runner/phases.py).
 """
 from __future__ import annotations
 
-import inspect
 from typing import Any, Callable, ClassVar, Iterable, Iterator
 
 from .stats import StageStats
@@ -34,11 +34,6 @@ class Step:
     # False for a step whose records are counted by another step of the same stage name (the dedup keys of
     # phase 1 are timed into "dedup"; its records are counted where duplicates are dropped, in phase 3)
     counts_records: ClassVar[bool] = True
-    _takes_stats: ClassVar[bool] = False
-
-    def __init_subclass__(cls, **kwargs):
-        super().__init_subclass__(**kwargs)
-        cls._takes_stats = len(inspect.signature(cls.process).parameters) >= 3
 
     # Subclasses need not call a base __init__: the accounting state is made on first use.
     @property
@@ -87,7 +82,7 @@ class Step:
             if self.counts_records:
                 st.records_in += len(batch)
             if batch:
-                batch = self.process(batch, st) if self._takes_stats else self.process(batch)
+                batch = self.process(batch)
             if self.counts_records:
                 st.records_out += len(batch)
         if self.progress is not None:

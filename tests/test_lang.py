@@ -27,11 +27,9 @@ def chat(user: str, answer: str, file: str = "a.jsonl", rid: str = "r") -> dict:
 
 
 def run(step: LanguageStep, recs: list[dict]) -> tuple[list[dict], dict]:
-    st = StageStats(step.name)
-    st.records_in = len(recs)
-    out = step.process(recs, st)
-    st.records_out = len(out)
-    return out, st.to_dict()
+    step.stats = StageStats(step.name)
+    out = step(recs)
+    return out, step.stats.to_dict()
 
 
 def meta(rec: dict) -> dict:
@@ -149,12 +147,10 @@ def test_pii_routing_uses_the_language_step_result():
 def test_the_reports_show_the_language_mix_per_source():
     from pipeline.report_html import _languages
 
-    st = StageStats("language")
-    st.records_in = 3
-    out = LanguageStep(FiltersConfig()).process(
-        [chat(*SENTENCES["tr"], file="tr.json"), chat(*SENTENCES["kk"], file="kk.jsonl"),
-         chat(*SENTENCES["kk"], file="kk.jsonl")], st)
-    st.records_out = len(out)
+    step = LanguageStep(FiltersConfig())
+    step([chat(*SENTENCES["tr"], file="tr.json"), chat(*SENTENCES["kk"], file="kk.jsonl"),
+            chat(*SENTENCES["kk"], file="kk.jsonl")])
+    st = step.stats
     html = _languages({"stages": {"language": st.to_dict()}})
     assert 'id="languages"' in html and "chart-languages" in html
     assert "kk.jsonl" in html and "meta.lang" in html

@@ -58,7 +58,7 @@ def _direct(step, rec):
 
 def test_process_sets_counts_equal_to_direct_calls(step):
     stats = StageStats("lengths")
-    out = step.process([dict(r) for r in _records()], stats)
+    out = step.annotate([dict(r) for r in _records()], stats)
     assert len(out) == 5
     for rec in out:
         assert (rec["_tokens"], rec["_trainable"]) == _direct(step, rec)
@@ -72,11 +72,11 @@ def test_cache_hit_on_rerun_without_loading_the_tokenizer(tmp_path):
     cfg = LengthsConfig()
     first = LengthStep(cfg, str(tmp_path))
     s1 = StageStats("lengths")
-    a = first.process([dict(r) for r in _records()], s1)
+    a = first.annotate([dict(r) for r in _records()], s1)
     assert s1.counters["cache"] == {"hits": 0, "misses": 5}
     again = pickle.loads(pickle.dumps(LengthStep(cfg, str(tmp_path))))  # as a worker process gets it
     s2 = StageStats("lengths")
-    b = again.process([dict(r) for r in _records()], s2)
+    b = again.annotate([dict(r) for r in _records()], s2)
     assert s2.counters["cache"] == {"hits": 5, "misses": 0}
     assert again._handle is None  # counts came from the cache: nothing was tokenized, nothing loaded
     assert [(r["_tokens"], r["_trainable"]) for r in a] == [(r["_tokens"], r["_trainable"]) for r in b]
@@ -84,12 +84,12 @@ def test_cache_hit_on_rerun_without_loading_the_tokenizer(tmp_path):
     changed = [dict(r) for r in _records()]
     changed[2]["text"] += " more"
     s3 = StageStats("lengths")
-    again.process(changed, s3)
+    again.annotate(changed, s3)
     assert s3.counters["cache"] == {"hits": 4, "misses": 1}
     other = LengthStep(LengthsConfig(chat_template="{{ bos_token }}{% for m in messages %}{{ m['content'] }}"
                                                    "{% endfor %}"), str(tmp_path))
     s4 = StageStats("lengths")
-    other.process([dict(r) for r in _records()], s4)
+    other.annotate([dict(r) for r in _records()], s4)
     assert s4.counters["cache"] == {"hits": 0, "misses": 5}
 
 
@@ -122,7 +122,7 @@ def test_template_errors_are_quarantined(tmp_path):
                                       "{% endfor %}")
     step = LengthStep(cfg, None)
     stats = StageStats("lengths")
-    out = step.process([dict(r) for r in _records()], stats)
+    out = step.annotate([dict(r) for r in _records()], stats)
     assert len(out) == 4 and stats.quarantined["chat_template_error"] == 1
     assert "no system" in stats.counters["chat_template_errors"][0]["error"]
 
@@ -136,7 +136,7 @@ def test_bare_model_config_gives_the_named_offline_default(tmp_path):
 # ------------------------------------------------------------------------------------------------- overflow
 
 def _measured(step, recs):
-    return step.process([dict(r) for r in recs], StageStats("lengths"))
+    return step.annotate([dict(r) for r in recs], StageStats("lengths"))
 
 
 def test_keep_counts_what_the_trainer_will_cut(step):
@@ -285,12 +285,12 @@ def test_tools_are_counted_and_keep_their_own_cache_entries(tmp_path):
         {"role": "tool", "content": "21", "tool_call_id": "call00001", "name": "weather"}]
     records = [dict(base, tools=None), dict(base, tools=[weather]), dict(base, tools=[weather, clock])]
     step = LengthStep(LengthsConfig(), str(tmp_path))
-    first = [(r["_tokens"], r["_trainable"]) for r in step.process([dict(r) for r in records], StageStats("l"))]
+    first = [(r["_tokens"], r["_trainable"]) for r in step.annotate([dict(r) for r in records], StageStats("l"))]
     assert first == [_direct(step, r) for r in records]
     assert first[0][0] < first[1][0] < first[2][0] and first[0][1] == first[1][1] == first[2][1]
     again = LengthStep(LengthsConfig(), str(tmp_path))
     stats = StageStats("l")
-    assert [(r["_tokens"], r["_trainable"]) for r in again.process([dict(r) for r in records], stats)] == first
+    assert [(r["_tokens"], r["_trainable"]) for r in again.annotate([dict(r) for r in records], stats)] == first
     assert stats.counters["cache"] == {"hits": 3, "misses": 0}
 
 

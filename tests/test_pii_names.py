@@ -9,7 +9,6 @@ import pytest
 
 from pipeline.config import PiiConfig
 from pipeline.pii import PiiStep
-from pipeline.stats import StageStats
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -23,8 +22,8 @@ def chat(*contents, **extra):
 
 
 def run(records, **cfg):
-    stats = StageStats("pii")
-    return PiiStep(PiiConfig(**cfg), salt=SALT).process(records, stats), stats
+    step = PiiStep(PiiConfig(**cfg), salt=SALT)
+    return step(records), step.stats
 
 
 def dump(obj) -> str:

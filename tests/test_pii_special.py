@@ -11,7 +11,6 @@ from conftest import ROOT
 from pipeline.config import PiiConfig
 from pipeline.pii import PiiPolicyError, PiiStep, kvkk_summary, render_kvkk_markdown
 from pipeline.pii.special import CATEGORIES, get_special_detector
-from pipeline.stats import StageStats
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -90,9 +89,8 @@ BATCH = [record("Müşteri şeker hastası, insülin kullanıyor.", "a"), record
 
 
 def run(batch, **cfg):
-    stats = StageStats("pii")
-    out = PiiStep(PiiConfig(**cfg), salt=b"s").process(batch, stats)
-    return out, stats
+    step = PiiStep(PiiConfig(**cfg), salt=b"s")
+    return step(batch), step.stats
 
 
 def test_report_policy_counts_and_keeps_records():

@@ -58,9 +58,8 @@ def planted_batch():
 
 
 def run(batch, **cfg):
-    stats = StageStats("pii")
-    out = PiiStep(PiiConfig(**cfg), salt=SALT).process(batch, stats)
-    return out, stats
+    step = PiiStep(PiiConfig(**cfg), salt=SALT)
+    return step(batch), step.stats
 
 
 def dump(obj) -> str:
@@ -157,10 +156,9 @@ def test_drop_operator_drops_the_record():
 
 def test_pseudonyms_are_consistent_within_a_run():
     step = PiiStep(PiiConfig(operator="pseudonym"), salt=SALT)
-    stats = StageStats("pii")
-    first = step.process([text_record("Telefon: +90 532 123 45 67, Ayşe Yılmaz aradı."),
-                          text_record("Numara 0532 123 45 67 (Ayşe Yılmaz)")], stats)
-    second = step.process([text_record("Tekrar: +905321234567. Ahmet Kaya aradı.")], stats)
+    first = step([text_record("Telefon: +90 532 123 45 67, Ayşe Yılmaz aradı."),
+                  text_record("Numara 0532 123 45 67 (Ayşe Yılmaz)")])
+    second = step([text_record("Tekrar: +905321234567. Ahmet Kaya aradı.")])
     token = first[0]["text"].split()[1].rstrip(",")
     assert token.startswith("<PHONE_") and len(token) == len("<PHONE_>") + 10
     # the same number written three ways -> one token, in every batch
@@ -169,11 +167,9 @@ def test_pseudonyms_are_consistent_within_a_run():
     assert name_token.startswith("<PERSON_") and name_token in first[1]["text"]
     assert name_token not in second[0]["text"]  # another person, another token
     # another step with the same salt (another batch, another worker) gives the same tokens
-    again = PiiStep(PiiConfig(operator="pseudonym"), salt=SALT).process(
-        [text_record("Telefon: +90 532 123 45 67")], StageStats("pii"))
+    again = PiiStep(PiiConfig(operator="pseudonym"), salt=SALT)([text_record("Telefon: +90 532 123 45 67")])
     assert token in again[0]["text"]
-    other = PiiStep(PiiConfig(operator="pseudonym"), salt=b"another-salt").process(
-        [text_record("Telefon: +90 532 123 45 67")], StageStats("pii"))
+    other = PiiStep(PiiConfig(operator="pseudonym"), salt=b"another-salt")([text_record("Telefon: +90 532 123 45 67")])
     assert token not in other[0]["text"]
 
 
@@ -265,11 +261,10 @@ def test_internal_errors_name_no_content(monkeypatch):
 # ------------------------------------------------------------------------------------------ summary
 
 def test_kvkk_summary_from_summed_shard_counters():
-    a = StageStats("pii")
-    PiiStep(PiiConfig(), salt=SALT).process(planted_batch()[:2], a)
-    b = StageStats("pii")
-    PiiStep(PiiConfig(), salt=SALT).process(planted_batch()[2:], b)
-    total = StageStats("pii").merge(a).merge(b)
+    first, second = PiiStep(PiiConfig(), salt=SALT), PiiStep(PiiConfig(), salt=SALT)
+    first(planted_batch()[:2])
+    second(planted_batch()[2:])
+    total = StageStats("pii").merge(first.stats).merge(second.stats)
     cfg = PiiConfig(operators={"PERSON": "pseudonym"})
     s = kvkk_summary(total.counters, cfg)
     found = s["personal_data_found"]

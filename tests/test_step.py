@@ -1,4 +1,4 @@
-"""The Step base: accounting, the two process() shapes, and resume keys from declared config sections."""
+"""The Step base: accounting, one process(batch) contract, and resume keys from declared config sections."""
 from pipeline.config import PrepareConfig
 from pipeline.split import SplitStep
 from pipeline.step import Step, config_key, run_steps
@@ -14,16 +14,16 @@ class DropOdd(Step):
         return kept
 
 
-class OldShape(Step):  # a step written as process(batch, stats)
-    name = "old"
+class Seen(Step):  # counts through self.stats, as every step does
+    name = "seen"
 
-    def process(self, batch, stats):
-        stats.add("seen", len(batch))
+    def process(self, batch):
+        self.stats.add("seen", len(batch))
         return batch
 
 
 def test_the_base_counts_records_and_reasons_and_skips_empty_batches():
-    odd, old = DropOdd(), OldShape()
+    odd, old = DropOdd(), Seen()
     out = [r for b in run_steps([odd, old], [[{"n": i} for i in range(5)], [{"n": 1}]]) for r in b]
     assert [r["n"] for r in out] == [0, 2, 4]
     assert (odd.stats.records_in, odd.stats.records_out, dict(odd.stats.dropped)) == (6, 3, {"too_short": 3})

@@ -459,7 +459,7 @@ def test_real_templates_render_tool_shards_and_counts_are_that_rendering(tool_sh
     records, rows = records[:120], rows[:120]  # glaive: 92 tool calls among them (all 300 load in the test above)
     assert sum(len(_calls(r)) for r in rows) >= 6
     stats = StageStats("lengths")
-    kept = step.process([dict(r) for r in records], stats)
+    kept = step.annotate([dict(r) for r in records], stats)
     measured = {r["id"]: r for r in kept}  # (the demo file has exact duplicates: same id, same counts)
     if template_name == "mistral-v3" and shape == "reasoning":
         # Mistral v3 refuses an assistant turn with both content and tool calls (the reasoning before a call):
@@ -517,5 +517,5 @@ def test_llama_refuses_parallel_calls_and_the_step_quarantines_them():
     assert [m.get("tool_call_id") for m in rec["messages"][2:4]] == ["call00001", "call00002"]
     step = LengthStep(LengthsConfig(chat_template=(TEMPLATES / "llama-3.1-instruct.jinja").read_text()), None)
     stats = StageStats("lengths")
-    assert step.process([rec], stats) == [] and stats.quarantined["chat_template_error"] == 1
+    assert step.annotate([rec], stats) == [] and stats.quarantined["chat_template_error"] == 1
     assert "single tool-calls" in stats.counters["chat_template_errors"][0]["error"]

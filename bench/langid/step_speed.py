@@ -118,10 +118,10 @@ def decided_by_sides(recs: list[dict]) -> list[bool]:
 
 def run_step(step: LanguageStep, recs: list[dict]) -> tuple[list[dict], dict, float]:
     batch = [dict(r) for r in recs]  # set_meta replaces meta: a shallow copy keeps the inputs as they were
-    st = StageStats(step.name)
+    step.stats = StageStats(step.name)
     t0 = time.perf_counter()
-    out = step.process(batch, st)
-    return out, st.to_dict(), time.perf_counter() - t0
+    out = step.process(batch)
+    return out, step.stats.to_dict(), time.perf_counter() - t0
 
 
 # ------------------------------------------------------------------------------------------------- parts
@@ -141,8 +141,9 @@ def speed(recs: list[dict], rounds: int, lines: list[str], chunk: int = 500) -> 
                 order = (("old", old), ("new", new)) if (r + k // chunk) % 2 == 0 else (("new", new), ("old", old))
                 for name, step in order:
                     batch = [dict(x) for x in part]
+                    step.stats = StageStats(step.name)
                     t0 = time.process_time()
-                    step.process(batch, StageStats(step.name))
+                    step.process(batch)
                     took[name] = time.process_time() - t0
                     cpu[name, kind] += took[name]
                 ratios.append(took["old"] / max(took["new"], 1e-9))

@@ -31,7 +31,6 @@ def record_calls(records: list[dict]) -> tuple[list, dict]:
     from pipeline.config import PiiConfig
     from pipeline.pii import PiiStep
     from pipeline.pii import text as text_module
-    from pipeline.stats import StageStats
 
     calls: list = []
     lists: dict = {}
@@ -45,7 +44,7 @@ def record_calls(records: list[dict]) -> tuple[list, dict]:
     try:
         step = PiiStep(PiiConfig(), salt=b"bench-salt-not-secret")
         for i in range(0, len(records), 500):
-            step.process(records[i:i + 500], StageStats("pii"))
+            step(records[i:i + 500])
     finally:
         for name, fn in originals.items():
             setattr(text_module.ContextWords, name, fn)

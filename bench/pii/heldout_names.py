@@ -98,7 +98,6 @@ def stage_side(whole: bool, records: int, name_records: int, seed: int) -> dict:
     from pipeline.config import PiiConfig
     from pipeline.pii import PiiStep
     from pipeline.pii.names import NatashaPersonRecognizer
-    from pipeline.stats import StageStats
 
     if whole:
         natasha_everywhere()
@@ -118,11 +117,10 @@ def stage_side(whole: bool, records: int, name_records: int, seed: int) -> dict:
 
     NatashaPersonRecognizer.find_many = timed
     records_in = [r["record"] for r in rows]
-    stats = StageStats("pii")
     t, c = time.perf_counter(), time.process_time()
     step = PiiStep(PiiConfig(), salt=SALT)
     for i in range(0, len(records_in), 500):
-        step.process(records_in[i:i + 500], stats)
+        step(records_in[i:i + 500])
     wall, cpu = time.perf_counter() - t, time.process_time() - c
     natasha = dict(spent)
     NatashaPersonRecognizer.find_many = tag

@@ -36,17 +36,15 @@ def main() -> None:
 
     from pipeline.config import PiiConfig
     from pipeline.pii import PiiStep
-    from pipeline.stats import StageStats
 
     rows = generate(args.records, args.seed) + generate_names(args.name_records, args.seed)
     records = [r["record"] for r in rows]
     step = PiiStep(PiiConfig(), salt=b"snapshot-salt")
-    stats = StageStats("pii")
     outputs = []
     for i in range(0, len(records), args.batch_size):
-        outputs += step.process(records[i:i + args.batch_size], stats)
+        outputs += step(records[i:i + args.batch_size])
     findings = step.findings(records)
-    counters = {k: v for k, v in stats.to_dict().items() if k != "seconds"}
+    counters = {k: v for k, v in step.stats.to_dict().items() if k != "seconds"}
     doc = {"findings": [[lang, [[list(loc), [list(h) for h in kept], [list(h) for h in res]]
                                 for loc, kept, res in fields]] for lang, fields in findings],
            "outputs": outputs, "counters": counters}

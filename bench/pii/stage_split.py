@@ -51,7 +51,6 @@ def main() -> None:
     from pipeline.config import PiiConfig
     from pipeline.pii import PiiStep
     from pipeline.pii import step as step_module
-    from pipeline.stats import StageStats
 
     acc: Counter = Counter()
     c0 = time.process_time()
@@ -70,10 +69,9 @@ def main() -> None:
                       ("_plan", "step: span plan, name mentions"),
                       ("_special_removes", "step: special categories"), ("_write_back", "step: operators, write-back")):
         _wrap(step, attr, key, acc)
-    stats = StageStats("pii")
     c1 = time.process_time()
     for i in range(0, len(records), args.batch_size):
-        step.process(records[i:i + args.batch_size], stats)
+        step(records[i:i + args.batch_size])
     total = time.process_time() - c0
     parts = dict(acc)
     ident = sum(v for k, v in parts.items() if k.startswith("identifiers: "))

@@ -85,7 +85,7 @@ def _worker(path: str, tokenizer: str | None, cache: str, batch: int, barrier, q
     start, cpu = time.perf_counter(), time.process_time()
     stats = StageStats("lengths")
     for i in range(0, len(records), batch):
-        step.process(records[i:i + batch], stats)
+        step.annotate(records[i:i + batch], stats)
     queue.put({"records": len(records), "tokens": sum(r["_tokens"] for r in records),
                "seconds": time.perf_counter() - start, "cpu_seconds": time.process_time() - cpu})
 
@@ -129,7 +129,7 @@ from pipeline.stats import StageStats
 step = LengthStep(LengthsConfig(tokenizer={tokenizer!r}), {cache!r})
 stats = StageStats("lengths")
 for i in range(0, len(records), {batch}):
-    step.process(records[i:i + {batch}], stats)
+    step.annotate(records[i:i + {batch}], stats)
 t2 = time.perf_counter()
 print(json.dumps({{"seconds": t2 - t1, "cpu_seconds": time.process_time() - c1,
                   "hits": stats.counters["cache"]["hits"], "misses": stats.counters["cache"]["misses"],
@@ -189,7 +189,7 @@ def main() -> int:
     t = time.perf_counter()
     cpu = time.process_time()
     for i in range(0, len(work), args.batch):
-        step.process(work[i:i + args.batch], stats)
+        step.annotate(work[i:i + args.batch], stats)
     stage_s = time.perf_counter() - t
     stage_cpu = time.process_time() - cpu
     stage_tokens = sum(r["_tokens"] for r in work)

@@ -1,7 +1,8 @@
 """The token-length step: counts what the trainer will see, caches the counts, and applies the overflow policy.
 
     step = LengthStep(cfg.lengths, cache_dir, model=cfg.estimate.model)
-    records = step.process(records, stats)       # sets rec["_tokens"] and rec["_trainable"]
+    records = step(records)                      # sets rec["_tokens"] and rec["_trainable"], counts in step.stats
+    step.annotate(records, stats)                # the same into another StageStats (a sample, a preview)
     records = apply_overflow(records, max_len, step, stats)
 
 Counting rules are in pipeline/lengths/tokenizer.py. The cache is one SQLite file (WAL mode) in `cache_dir`, keyed by
@@ -168,7 +169,12 @@ class LengthStep(Step):
         """Counts without the cache (used for records the overflow policy changed)."""
         return self.handle.measure(records)
 
-    def process(self, batch: list[dict], stats: StageStats) -> list[dict]:
+    def process(self, batch: list[dict]) -> list[dict]:
+        return self.annotate(batch, self.stats)
+
+    def annotate(self, batch: list[dict], stats: StageStats) -> list[dict]:
+        """Set rec["_tokens"] and rec["_trainable"] (from the cache where it has them), counting into `stats`:
+        the step's own for the run, a separate one for records counted elsewhere (a re-measure, a preview)."""
         if not self.cfg.enabled or not batch:
             return batch
         keys = self.keys(batch)
@@ -238,7 +244,7 @@ def apply_overflow(batch: list[dict], max_len: int, step: LengthStep, stats: Sta
     policy = step.cfg.overflow
     need = [r for r in batch if r.get("_tokens") is None]
     if need:
-        step.process(need, StageStats("lengths"))
+        step.annotate(need, StageStats("lengths"))
     out: list[dict] = []
     for rec in batch:
         tokens = rec.get("_tokens")

@@ -1,7 +1,7 @@
 """Personal-data stripping (KVKK; Turkish, Russian and English identifiers, names and contacts).
 
 Entry points for the runner:
-    PiiStep(cfg: PiiConfig, salt: bytes).process(batch, stats) -> kept, anonymized records
+    PiiStep(cfg: PiiConfig, salt: bytes).process(batch) -> kept, anonymized records (counts in .stats)
     strip_fields(meta_json, fields) -> (meta_json, removed field names)
     kvkk_summary(counters, cfg) -> the report's "pii" section; render_kvkk_markdown(that) -> report.md's
     PiiPolicyError: kvkk="strict" and detected personal data above strict_score would remain

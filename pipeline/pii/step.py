@@ -241,13 +241,13 @@ class PiiStep(Step):
 
         return get_detector(self.languages)
 
-    def process(self, batch: list[dict], stats) -> list[dict]:
+    def process(self, batch: list[dict]) -> list[dict]:
         if not self.cfg.enabled:
             if self.cfg.kvkk == "strict":
                 raise PiiPolicyError("kvkk strict: personal-data stripping (pii.enabled) is off")
             return batch
         try:
-            return self._process(batch, stats)
+            return self._process(batch, self.stats)
         except PiiPolicyError:
             raise
         except Exception as exc:

@@ -77,7 +77,7 @@ def run_precheck(cfg: PrepareConfig, sample_size: int = 200_000, seed: int = 0, 
     tokens, trainable = [], []
     with Progress("precheck: tokens", "records", total=len(sample), enabled=progress) as bar:
         for start in range(0, len(sample), cfg.read.batch_size):
-            batch = step.process(sample[start:start + cfg.read.batch_size], stats)
+            batch = step.annotate(sample[start:start + cfg.read.batch_size], stats)
             tokens += [r["_tokens"] for r in batch]
             trainable += [r["_trainable"] for r in batch]
             bar.update(len(batch))
