@@ -14,7 +14,7 @@ import time
 import pyarrow.parquet as pq
 import pytest
 
-from slowshards import slow_shards
+from slowshards import slow_shards, start_and_kill
 from pipeline.runner import code_version, run_prepare
 
 from conftest import ROOT, fast_config
@@ -183,18 +183,8 @@ def test_a_resumed_run_reuses_pii_work_without_a_salt_set(tmp_path, monkeypatch)
     env = frozen_code(tmp_path)
     cmd = [sys.executable, "-m", "pipeline.cli", "run", str(inputs), "--out", str(out), "--workers", "1",
            "--config", str(tmp_path / "cfg.json"), "--no-lengths", "--no-estimate"]
-    proc = subprocess.Popen(cmd, env={**env, **slow_shards(1, env.get("PYTHONPATH", str(ROOT)))}, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL)
     results = out / "work" / "results"
-    try:
-        deadline = time.monotonic() + 300
-        while len(list(results.glob("process-*.json"))) < 2:
-            assert proc.poll() is None and time.monotonic() < deadline, "the run ended before it could be killed"
-            time.sleep(0.05)
-        os.kill(proc.pid, signal.SIGKILL)
-    finally:
-        proc.kill()
-        proc.wait()
+    start_and_kill(cmd, env, results, seconds=1)
     finished = len(list(results.glob("*.json")))
     assert len(list(results.glob("process-*.json"))) < 4, "the run was not interrupted mid-way"
     salt_file = out / "work" / "pii-salt"

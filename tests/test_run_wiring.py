@@ -4,17 +4,15 @@ run whose answers lie past the max length."""
 import json
 import os
 import random
-import signal
 import subprocess
 import sys
-import time
 from collections import Counter
 
 import pyarrow.parquet as pq
 import pytest
 
 from conftest import ROOT, fast_config
-from slowshards import slow_shards
+from slowshards import start_and_kill
 from test_lang import SENTENCES
 
 from pipeline.runner import run_prepare
@@ -190,18 +188,8 @@ def test_a_killed_run_resumes_to_the_same_stratified_split(tmp_path):
            str(tmp_path / "cfg.json"), "--no-pii", "--no-lengths", "--no-estimate"]
     subprocess.run([*cmd, "--out", str(tmp_path / "ref")], env=env, check=True, capture_output=True)
     out = tmp_path / "run"
-    proc = subprocess.Popen([*cmd, "--out", str(out)], env={**env, **slow_shards(0.5, env["PYTHONPATH"])},
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     results = out / "work" / "results"
-    try:
-        deadline = time.monotonic() + 300
-        while len(list(results.glob("process-*.json"))) < 2:
-            assert proc.poll() is None and time.monotonic() < deadline, "the run ended before it could be killed"
-            time.sleep(0.05)
-        os.kill(proc.pid, signal.SIGKILL)
-    finally:
-        proc.kill()
-        proc.wait()
+    start_and_kill([*cmd, "--out", str(out)], env, results, seconds=0.5)
     finished = len(list(results.glob("process-*.json")))
     shards = len(list(results.glob("normalize-*.json")))
     assert finished < shards, "the run was not interrupted mid-way"
