@@ -457,7 +457,8 @@ def _languages(report: dict) -> str:
     if by_lang:
         body += svg_hbars([(k, v, f"c{i % 11}") for i, (k, v) in enumerate(sorted(by_lang.items(), key=lambda kv: -kv[1]))],
                           "chart-languages", " records")
-        body += _p("Language per record (meta.lang, fastText lid.176)." if detected.get("langs") else
+        body += _p("Language per record (meta.lang, fastText lid.176), of the records the language step judged "
+                   "(before duplicates were removed)." if detected.get("langs") else
                    "Language per record as the personal-data step routed it.", "note")
     if detected.get("by_source"):
         codes = sorted(by_lang, key=lambda k: -by_lang[k])
@@ -469,6 +470,7 @@ def _languages(report: dict) -> str:
     groups = (report.get("lengths") or {}).get("groups") or {}
     lang_groups = {k: g for k, g in groups.items() if k.startswith("lang:")}
     if lang_groups:
+        body += "<h3>Kept records per language: tokens</h3>"
         body += _table(["language", "records", "tokens p50", "tokens p99", "trainable total"],
                        [[k[5:], g["records"], g["tokens"]["p50"], g["tokens"]["p99"], g["trainable"]["total"]]
                         for k, g in lang_groups.items()], numeric=(1, 2, 3, 4))
