@@ -29,7 +29,7 @@ _TITLES = {"summary": "Summary", "accounting": "Record accounting", "splits": "S
            "pii": "Personal data (KVKK)", "memory": "Memory of one training step", "gpus": "GPU choice"}
 # top-level report keys that the sections above render; any other key gets a generic section of its own
 _KNOWN_KEYS = {"counts", "files", "unreadable_inputs", "stages", "shards", "dedup", "quality", "pii", "lengths", "plan",
-               "precheck", "run_id"}
+               "precheck", "run_id", "split"}
 
 _CSS = """
 body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,"Noto Sans",sans-serif;margin:0;color:#1d2733;
@@ -432,6 +432,11 @@ def _splits(report: dict, c: dict) -> str:
     shards = report.get("shards") or {}
     rows = [[name, f["split_source"], f["rows"]] for name, f in (report.get("files") or {}).items()]
     body += _table(["file", "role", "rows kept"], rows, numeric=(2,))
+    split = report.get("split") or {}
+    if split.get("languages"):
+        body += _titled_table("Validation stratified by language", ["language", "records", "validation"],
+                              [[lang, v["records"], v["validation"]] for lang, v in split["languages"].items()],
+                              numeric=(1, 2), tid="table-split-languages")
     if shards:
         body += _p(f"{_n(shards.get('count'))} Parquet shard(s), {_n(shards.get('bytes'))} bytes.", "note")
     return _section("splits", body)

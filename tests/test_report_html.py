@@ -233,3 +233,13 @@ def test_the_flow_links_report_html_from_its_artifacts(prefect_api, tmp_path):
     links = asyncio.run(read("prepare-report-html"))
     assert any(html in str(a.data) for a in links), [a.data for a in links]
     assert any(html in str(a.data) for a in asyncio.run(read("prepare-report")))
+
+
+def test_the_stratified_split_is_a_table_of_the_splits_section(html_run):
+    _, result = html_run
+    report = json.loads((result.run_dir / "report.json").read_text())
+    assert report["split"]["method"] == "stratified_by_language"
+    page = Page((result.run_dir / "report.html").read_text(encoding="utf-8"))
+    assert "table-split-languages" in page.ids and "extra-split" not in page.ids
+    words = " ".join(page.text)
+    assert "Validation stratified by language" in words and "stratified_by_language" not in words
