@@ -235,6 +235,22 @@ _COMPONENT_ORDER = ("weights", "lora_adapters", "gradients", "optimizer_states",
                     "cuda_context")
 
 
+def _label_rows(labels: list[tuple[float, str]], flip_x: float, char_w: float = 6.2) -> list[int]:
+    """A row for each (x, text) label, in x order: the first row where it clears the labels already placed there
+    (text starts 3 px right of x, or ends 3 px left of it past flip_x), so no two labels overlap."""
+    ends: list[float] = []   # per row, the right edge of its last label
+    rows = []
+    for x, text in labels:
+        w = len(text) * char_w + 6
+        left = x - w if x > flip_x else x
+        row = next((r for r, end in enumerate(ends) if left > end), len(ends))
+        if row == len(ends):
+            ends.append(0.0)
+        ends[row] = left + w
+        rows.append(row)
+    return rows
+
+
 def svg_memory(components: dict[str, float], micro_batch: int, gpus: list[tuple[str, float]],
                recommended: tuple[str, int, float] | None, chart_id: str, width: int = 720) -> str:
     """The estimate's components as one stacked bar, the recommended setup's total need as a second bar, and
@@ -258,7 +274,9 @@ def svg_memory(components: dict[str, float], micro_batch: int, gpus: list[tuple[
         merged.setdefault(round(usable, 2), []).append(name)
     levels = sorted(merged.items())
     rows = 2 if recommended else 1
-    label_rows = max(1, min(len(levels), 4))
+    label_row = _label_rows([(label_w + u / scale_max * span, f"{', '.join(n)} {u:.0f}") for u, n in levels],
+                            width - 140)
+    label_rows = max(label_row, default=0) + 1
     height = lines_top + rows * (bar_h + 10) + 30 + (label_rows + 1) * 14
     out = [f'<svg id="{chart_id}" xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {width} {height}" '
            f'width="{width}" role="img">']
@@ -286,7 +304,7 @@ def svg_memory(components: dict[str, float], micro_batch: int, gpus: list[tuple[
     out.append(f'<line class="axis" x1="{label_w}" y1="{axis_y}" x2="{width - right}" y2="{axis_y}"/>')
     for k, (usable, names) in enumerate(levels):
         xu = x_of(usable)
-        ly = axis_y + 14 + (k % label_rows) * 14
+        ly = axis_y + 14 + label_row[k] * 14
         out.append(f'<line class="usable" x1="{xu:.1f}" y1="{lines_top - 4}" x2="{xu:.1f}" y2="{ly - 10}">'
                    f"<title>{e(', '.join(names))}: {usable:.1f} GiB usable</title></line>")
         anchor = "end" if xu > width - 140 else "start"
