@@ -230,7 +230,7 @@ def check_conversation(messages: list[dict]) -> list[dict]:
             prev = messages[i - 1] if i else {}
             if not (prev.get("tool_calls") or prev.get("role") == "tool"):
                 raise Invalid("bad_role_order")
-        else:  # e.g. "function_call" from a mapped file: not a role of the record schema (found by fuzzing)
+        else:  # e.g. "function_call" from a mapped file: not a role of the record schema
             raise Invalid("unknown_role")
     last = messages[-1]
     if last["role"] != "assistant" or last.get("tool_calls") and not last.get("content"):
@@ -262,7 +262,7 @@ def convert_alpaca(row: dict, mapping: dict) -> tuple:
     if row.get("system"):
         messages.append(_message("system", _string(row["system"])))
     history = row.get("history") or []
-    if not isinstance(history, list):  # a number here raised TypeError and crashed the run (fuzzing)
+    if not isinstance(history, list):  # any other JSON value: the row is quarantined, not a TypeError
         raise Invalid("bad_history")
     for pair in history:
         if not (isinstance(pair, (list, tuple)) and len(pair) == 2):
@@ -319,7 +319,7 @@ def _openai_content(content) -> tuple[str, list[dict]]:
             texts.append(f"<think>\n{_string(value)}\n</think>")
         elif kind == "tool_call":
             calls += _tool_calls_from_text(value) if isinstance(value, str) else _openai_tool_calls([value])
-        elif isinstance(kind, str) and kind in MEDIA_PARTS:  # (a list as type: unhashable, found by fuzzing)
+        elif isinstance(kind, str) and kind in MEDIA_PARTS:  # isinstance first: a list as type is unhashable
             raise Invalid("multimodal")  # not text training data; a placeholder would be left dangling
         else:
             raise Invalid("unsupported_content")
@@ -352,7 +352,7 @@ def _prompt_messages(prompt) -> list[dict]:
 
 def convert_prompt_completion(row: dict, mapping: dict) -> tuple:
     response_key = next((k for k in RESPONSE_KEYS if k in row), None)
-    if response_key is None:  # a later row of a prompt/completion file without one: StopIteration crashed the run
+    if response_key is None:  # a later row of a prompt/completion file may lack it: quarantined, not an error
         raise Invalid("missing_fields")
     prompt, response = row.get("prompt"), row.get(response_key)
     messages = _prompt_messages(prompt)

@@ -1,7 +1,7 @@
 """Checks that run before a record is read, and the check that a finished run kept something.
 
 A mistake the user can fix (a model name typo, a tokenizer that does not load, a malformed --s3 URI, a bucket
-that does not exist, an endpoint that is down) used to surface after the whole run, as a traceback, with shards
+that does not exist, an endpoint that is down) must fail before any work, not after the whole run with shards
 written and nothing uploaded. `preflight(cfg)` finds each of them first, in one line; every front end calls it
 before `run_prepare` (the CLI, the Prefect flow).
 """

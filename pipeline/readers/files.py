@@ -71,8 +71,8 @@ def split_ranges(f: InputFile, chunk_bytes: int) -> list[InputFile]:
     with open(f.uri, "rb") as fh:
         while bounds[-1] + chunk_bytes < size:
             fh.seek(bounds[-1] + chunk_bytes)
-            # to the next line end in 1 MB steps: a plain readline() held a whole line in memory, and a
-            # file with no newline at all is one line (fuzzing: 400 MB of NULs took 800 MB)
+            # to the next line end in 1 MB steps: a plain readline() holds a whole line in memory, and a
+            # file with no newline at all is one line
             while (part := fh.readline(1 << 20)) and not part.endswith(b"\n"):
                 pass
             if fh.tell() >= size:
@@ -109,8 +109,8 @@ def describe(uri: str, name: str | None = None) -> InputFile:
 
 def _printable_name(name: str) -> str:
     """A file name that is not UTF-8 (os.fsdecode turns its bytes into lone surrogates) as text that can
-    be written, e.g. "bad\\xff.jsonl": the raw name reached the report, the quarantine file and Parquet
-    and failed the run with UnicodeEncodeError (fuzzing). The uri keeps the real path."""
+    be written, e.g. "bad\\xff.jsonl": the report, the quarantine file and Parquet need encodable text. The
+    uri keeps the real path."""
     try:
         name.encode("utf-8")
         return name

@@ -39,7 +39,7 @@ class FileReader:
             self._parquet = self._open_parquet()
         # A whole-file problem found at the start of a JSON or CSV file (neither an array nor an object,
         # a bad CSV header) is raised here, not once batches() runs: the runner's check_readable only
-        # constructs readers, so skip_unreadable could not skip such a file and the run failed (fuzzing).
+        # constructs readers, and skip_unreadable must be able to skip such a file.
         elif f.file_format == "json":
             self._json_source = self._open_json()
         elif f.file_format in ("csv", "tsv"):
@@ -127,9 +127,9 @@ class FileReader:
                 data = data[3:]
             text = None
             if encoding not in ("utf-8", "utf-8-sig") and _single_byte(encoding):
-                # A line that is valid UTF-8 is UTF-8, even in a file detected as legacy: in a file of
-                # mixed lines (fuzzing: cp1251 and UTF-8) those lines came out as mojibake ("РџСЂРёРІРµС‚").
-                # Legacy text with letters beyond ASCII is practically never valid UTF-8.
+                # A line that is valid UTF-8 is UTF-8, even in a file detected as legacy (a file of mixed
+                # cp1251 and UTF-8 lines): legacy text with letters beyond ASCII is practically never valid
+                # UTF-8, and decoding UTF-8 as cp1251 gives mojibake ("РџСЂРёРІРµС‚").
                 text = _decode(data, "utf-8")
             if text is None:
                 text = _decode(data, encoding)
@@ -169,7 +169,7 @@ class FileReader:
                 if not block:
                     start, size = number, 0
                 block.append(text)
-                size += len(text)  # a running total: sum(map(len, block)) per line was quadratic (fuzzing)
+                size += len(text)  # a running total keeps a block of many lines linear
                 if size > self.cfg.max_record_bytes:
                     yield RawRow(start, None, "too_large")
                     block, oversized = [], True
@@ -186,8 +186,8 @@ class FileReader:
         self._sniff_encoding()
         text = io.TextIOWrapper(self._stream, encoding=self._decode_as, errors="replace", newline="")
         csv.field_size_limit(self.cfg.max_record_bytes)
-        # csv.reader pulls whole physical lines: one with no line end (fuzzing: a gzip of zeros) was held
-        # whole in memory. _BoundedLines skips an over-long line and raises csv.Error for it instead.
+        # csv.reader pulls whole physical lines, and a line with no line end (a gzip of zeros) would be held
+        # whole in memory: _BoundedLines skips an over-long line and raises csv.Error for it instead.
         lines = _BoundedLines(text, self.cfg.max_record_bytes)
         reader = csv.reader(lines, delimiter=delimiter)
         try:
@@ -280,8 +280,8 @@ class FileReader:
             for position, (item, error) in enumerate(items, 1):
                 yield RawRow(position, None, error) if error else _row_from_value(position, item)
         except (ijson.JSONError, ValueError):
-            # ValueError: the C backend raises UnicodeDecodeError for a lone low-surrogate escape ("\\udc00"),
-            # which crashed the run (fuzzing); it cannot go on after it, so it ends the file like bad JSON
+            # ValueError: the C backend raises UnicodeDecodeError for a lone low-surrogate escape ("\\udc00");
+            # it cannot go on after it, so it ends the file like bad JSON
             self.warnings.append("invalid JSON after the last readable record; the rest of the file is unread")
             yield RawRow(position + 1, None, "invalid_json_tail")
 
@@ -348,8 +348,8 @@ def _json_items(source, max_bytes: int, max_depth: int = 1 << 30) -> Iterator[tu
     row, not silently skipped). Records are built from ijson.basic_parse events, so memory holds one
     record at a time, and a record over about max_bytes is dropped while it is built.
 
-    Not ijson.items / ijson.parse: they compute a prefix string per event that grows with depth, so
-    100,000 nested brackets (200 KB of input) took quadratic memory and the process was killed (fuzzing).
+    Not ijson.items / ijson.parse: they compute a prefix string per event that grows with depth, so memory
+    would be quadratic in the nesting (100,000 nested brackets, 200 KB of input, exhaust it).
     A record nested deeper than max_depth is dropped the same way, as too_deep."""
     import ijson
     from ijson.common import ObjectBuilder

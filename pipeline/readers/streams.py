@@ -81,8 +81,8 @@ def _decoder_error(exc: Exception) -> bool:
 class _ZstdFrames(io.RawIOBase):
     """The compressed bytes of a .zst file, passed through while following its frame structure (frame
     headers, block headers, checksums; RFC 8878), so that at the end it knows whether the last frame was
-    complete. zstandard's stream reader returns a cut stream's data and then b"" as if the file had ended
-    (fuzzing: 123,618 of 300,000 records read, nothing reported)."""
+    complete. zstandard's stream reader returns a cut stream's data and then b"" as if the file had ended,
+    so a cut download would otherwise look whole."""
 
     _MAGIC, _SKIP_LOW = 0xFD2FB528, 0x184D2A50
 

@@ -27,8 +27,8 @@ def detect_encoding(sample: bytes) -> str:
     except UnicodeDecodeError as exc:
         if exc.start >= len(sample) - 4:  # a multi-byte character cut by the sample's end
             return "utf-8"
-    # The lines that are not UTF-8 first: in a file of mixed lines the UTF-8 ones made charset-normalizer
-    # guess wrong (fuzzing: cp1251 lines with some UTF-8 lines were decoded as mac_greek, all mojibake).
+    # Only the lines that are not UTF-8 are shown to charset-normalizer: in a file of mixed lines the UTF-8
+    # ones make it guess a wrong legacy code page (cp1251 lines read as mac_greek).
     matches = (list(charset_normalizer.from_bytes(_non_utf8_lines(sample)))
                or list(charset_normalizer.from_bytes(sample)))
     if not matches:
@@ -40,8 +40,8 @@ def detect_encoding(sample: bytes) -> str:
     encoding = next((e for e in COMMON_LEGACY_ENCODINGS if e in close), close[0])
     if encoding in _BOMS and not sample.startswith(_BOMS[encoding]):
         # utf_16/utf_32 take the byte order from a BOM at the start of the stream; without one their
-        # incremental decoders (CSV, JSON) raise UnicodeError, which crashed the run (fuzzing: a BOM after
-        # a CSV header). Little-endian is what decoding without a BOM assumes on this platform too.
+        # incremental decoders (CSV, JSON) raise UnicodeError, so the codec names the order explicitly.
+        # Little-endian is what decoding without a BOM assumes on this platform too.
         encoding += "_le"
     return encoding
 
