@@ -34,7 +34,7 @@ import time
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable
+from typing import Iterable, NamedTuple
 
 import numpy as np
 import pyarrow as pa
@@ -309,19 +309,27 @@ def _empty(report: dict) -> DedupResult:
     return DedupResult(REMOVED_SCHEMA.empty_table(), report)
 
 
+class _Laps:
+    """Seconds and the process's peak RSS after each named phase of find_duplicates."""
+
+    def __init__(self):
+        self.start = self.tick = time.perf_counter()
+        self.seconds: dict[str, float] = {}
+        self.peak_mb: dict[str, float] = {}
+
+    def __call__(self, name: str) -> None:
+        now = time.perf_counter()
+        self.seconds[name] = round(now - self.tick, 3)
+        self.peak_mb[name] = _max_rss_mb()
+        self.tick = now
+
+    def total(self) -> dict[str, float]:
+        return {**self.seconds, "total": round(time.perf_counter() - self.start, 3)}
+
+
 def find_duplicates(key_paths: list[str], cfg: DedupConfig, work_dir: str) -> DedupResult:
     """Exact groups, LSH candidates, verification, clusters and the keep policy over all shards' keys."""
-    t_start = time.perf_counter()
-    seconds: dict[str, float] = {}
-    tick = [t_start]
-    peak_mb: dict[str, float] = {}
-
-    def lap(name: str) -> None:
-        now = time.perf_counter()
-        seconds[name] = round(now - tick[0], 3)
-        peak_mb[name] = _max_rss_mb()
-        tick[0] = now
-
+    lap = _Laps()
     p = params(cfg)
     if not cfg.enabled or not (cfg.exact or cfg.near):
         return _empty({"enabled": False, "parameters": p})
@@ -336,57 +344,19 @@ def find_duplicates(key_paths: list[str], cfg: DedupConfig, work_dir: str) -> De
     pos = np.arange(n, dtype=np.int64)
     lap("read")
 
-    # Exact groups: equal content hash; the representative is the smallest position.
-    order = np.lexsort((pos, lo, hi))
-    new_group = np.ones(n, dtype=bool)
-    new_group[1:] = (hi[order][1:] != hi[order][:-1]) | (lo[order][1:] != lo[order][:-1])
-    group_id = np.cumsum(new_group) - 1
-    exact_rep = np.empty(n, dtype=np.int64)
-    exact_rep[order] = order[new_group][group_id]
-    del order, group_id, new_group
+    exact_rep = _exact_representatives(hi, lo, pos)
     lap("exact")
 
     parent = exact_rep.copy() if cfg.exact else pos.copy()
-    lsh = {"proposed_pairs": 0, "verifications": 0, "verified_pairs": 0, "rejected_pairs": 0,
-           "largest_bucket": 0, "large_buckets": 0, "weak_large_buckets": 0, "verified_in_weak_buckets": 0,
-           "signatures_loaded": 0,
-           "max_verifications_per_record_band": max((BUCKET_ALL_PAIRS - 1) / 2, 1 + LARGE_BUCKET_WINDOW)}
-    eu = ev = np.zeros(0, dtype=np.int64)
-    sig_pos = np.zeros(0, dtype=np.int64)
-    sigs = mode = None
-    if cfg.near:
-        # One record per exact group takes part (its copies follow it through the exact edges).
-        mode = keys.column("near_mode")
-        members = np.flatnonzero((mode > 0) & ((exact_rep == pos) if cfg.exact else True))
-        # Pass 1: the records in a bucket of two or more in some band, the only ones whose signatures count.
-        in_bucket = np.zeros(len(members), dtype=bool)
-        for k in range(p["bands"]):
-            order, start = _runs(keys.column(f"band_{k:03d}")[members])
-            shared = np.bincount(start, minlength=len(order))[start] > 1
-            in_bucket[order[shared]] = True
-        sig_pos = members[in_bucket]
-        del members, in_bucket
-        lap("lsh")
-        sigs = keys.signatures(sig_pos, cfg.num_perm, work_dir)
-        lsh["signatures_loaded"] = int(len(sig_pos))
-        lap("signatures")
-        # Pass 2: band by band, verify and join.
-        near = _NearEdges(n, parent, sig_pos, sigs, cfg, lsh)
-        for k in range(p["bands"]):
-            near.band(keys.column(f"band_{k:03d}")[sig_pos])
-        eu, ev = near.edges()
-        parent = near.root
-        del near
-        lsh["rejected_pairs"] = lsh["verifications"] - lsh["verified_pairs"]
-        lap("verify")
-
-    comp = _components(n, parent, eu, ev)
-    del parent, eu, ev
+    near = _near_duplicates(keys, cfg, p, parent, exact_rep, pos, work_dir, lap) if cfg.near else _Near(parent)
+    comp = _components(n, near.root, near.eu, near.ev)
+    del parent
     lap("components")
 
     removed_pos, dup_of, reason, same_hash, winner_stats = _decide(
         cfg, comp, pos, is_eval, hi, lo, exact_rep, keys)
-    similarity = _similarity(removed_pos, dup_of, same_hash, sig_pos, sigs, mode, keys, cfg, work_dir)
+    similarity = _similarity(removed_pos, dup_of, same_hash, near.sig_pos, near.sigs, near.mode, keys, cfg,
+                             work_dir)
     lap("decide")
 
     size = np.bincount(comp, minlength=n)
@@ -394,41 +364,106 @@ def find_duplicates(key_paths: list[str], cfg: DedupConfig, work_dir: str) -> De
     has_eval[comp[is_eval]] = True
     ex_roots = _example_roots(comp, size, has_eval)
     ex_members = np.flatnonzero(np.isin(comp, ex_roots))
-    ids = keys.lookup(np.union1d(removed_pos, dup_of), ["id", "source_file", "source_line"])
-    removed = pa.table({
-        "_order": pa.array(keys.order[removed_pos], pa.int64()),
-        "id": pa.array([ids[q][0] for q in removed_pos.tolist()], pa.string()),
-        "reason": pa.array(np.array(REASONS, dtype=object)[reason], pa.string()),
-        "duplicate_of": pa.array([ids[q][0] for q in dup_of.tolist()], pa.string()),
-        "duplicate_of_order": pa.array(keys.order[dup_of], pa.int64()),
-        "similarity": pa.array(similarity, pa.float32()),
-        "source_file": pa.array([ids[q][1] for q in removed_pos.tolist()], pa.string()),
-        "source_line": pa.array([ids[q][2] for q in removed_pos.tolist()], pa.int64()),
-        "duplicate_of_file": pa.array([ids[q][1] for q in dup_of.tolist()], pa.string()),
-        "duplicate_of_line": pa.array([ids[q][2] for q in dup_of.tolist()], pa.int64()),
-    }, schema=REMOVED_SCHEMA)
+    removed = _removed_table(keys, removed_pos, dup_of, reason, similarity)
 
     counts = Counter(REASONS[r] for r in reason.tolist())
     report["counts"] = {r: int(counts.get(r, 0)) for r in REASONS} | {"total": int(len(removed_pos))}
     leak = reason == 2
     report["validation_leak"] = {"exact": int((leak & same_hash).sum()), "near": int((leak & ~same_hash).sum())}
+    report["clusters"] = _cluster_counts(size, exact_rep, winner_stats)
+    report["lsh"] = near.lsh or {}
+    report["examples"] = _examples(ex_roots, comp, ex_members, keys, is_eval, removed_pos, reason, dup_of,
+                                   similarity)
+    lap("report")
+    report["seconds"] = lap.total()
+    report["peak_rss_mb"] = lap.peak_mb  # of this process so far, after each phase
+    return DedupResult(removed, report)
+
+
+def _exact_representatives(hi: np.ndarray, lo: np.ndarray, pos: np.ndarray) -> np.ndarray:
+    """Per record, the smallest position with the same content hash (its exact group's representative)."""
+    n = len(pos)
+    order = np.lexsort((pos, lo, hi))
+    new_group = np.ones(n, dtype=bool)
+    new_group[1:] = (hi[order][1:] != hi[order][:-1]) | (lo[order][1:] != lo[order][:-1])
+    group_id = np.cumsum(new_group) - 1
+    exact_rep = np.empty(n, dtype=np.int64)
+    exact_rep[order] = order[new_group][group_id]
+    return exact_rep
+
+
+class _Near(NamedTuple):
+    """What the near-duplicate pass leaves: the union-find roots after it, its verified edges, the positions
+    and signatures it loaded, each record's near_mode, and its LSH counters (all empty when it is off)."""
+    root: np.ndarray
+    eu: np.ndarray = np.zeros(0, dtype=np.int64)
+    ev: np.ndarray = np.zeros(0, dtype=np.int64)
+    sig_pos: np.ndarray = np.zeros(0, dtype=np.int64)
+    sigs: np.ndarray | None = None
+    mode: np.ndarray | None = None
+    lsh: dict | None = None
+
+
+def _near_duplicates(keys: "_Keys", cfg: DedupConfig, p: dict, parent: np.ndarray, exact_rep: np.ndarray,
+                     pos: np.ndarray, work_dir: str, lap: _Laps) -> _Near:
+    """LSH candidates verified by estimated Jaccard, joined into `parent`: one record per exact group takes part
+    (its copies follow it through the exact edges). Pass 1 finds the records in a bucket of two or more in some
+    band, the only ones whose signatures are loaded; pass 2 verifies and joins band by band."""
+    lsh = {"proposed_pairs": 0, "verifications": 0, "verified_pairs": 0, "rejected_pairs": 0,
+           "largest_bucket": 0, "large_buckets": 0, "weak_large_buckets": 0, "verified_in_weak_buckets": 0,
+           "signatures_loaded": 0,
+           "max_verifications_per_record_band": max((BUCKET_ALL_PAIRS - 1) / 2, 1 + LARGE_BUCKET_WINDOW)}
+    mode = keys.column("near_mode")
+    members = np.flatnonzero((mode > 0) & ((exact_rep == pos) if cfg.exact else True))
+    in_bucket = np.zeros(len(members), dtype=bool)
+    for k in range(p["bands"]):
+        order, start = _runs(keys.column(f"band_{k:03d}")[members])
+        shared = np.bincount(start, minlength=len(order))[start] > 1
+        in_bucket[order[shared]] = True
+    sig_pos = members[in_bucket]
+    del members, in_bucket
+    lap("lsh")
+    sigs = keys.signatures(sig_pos, cfg.num_perm, work_dir)
+    lsh["signatures_loaded"] = int(len(sig_pos))
+    lap("signatures")
+    near = _NearEdges(len(pos), parent, sig_pos, sigs, cfg, lsh)
+    for k in range(p["bands"]):
+        near.band(keys.column(f"band_{k:03d}")[sig_pos])
+    eu, ev = near.edges()
+    lsh["rejected_pairs"] = lsh["verifications"] - lsh["verified_pairs"]
+    lap("verify")
+    return _Near(near.root, eu, ev, sig_pos, sigs, mode, lsh)
+
+
+def _removed_table(keys: "_Keys", removed_pos: np.ndarray, dup_of: np.ndarray, reason: np.ndarray,
+                   similarity) -> pa.Table:
+    """dedup_removed.parquet: each removed record and the one it duplicates, by id and source position."""
+    ids = keys.lookup(np.union1d(removed_pos, dup_of), ["id", "source_file", "source_line"])
+    removed, of = removed_pos.tolist(), dup_of.tolist()
+    return pa.table({
+        "_order": pa.array(keys.order[removed_pos], pa.int64()),
+        "id": pa.array([ids[q][0] for q in removed], pa.string()),
+        "reason": pa.array(np.array(REASONS, dtype=object)[reason], pa.string()),
+        "duplicate_of": pa.array([ids[q][0] for q in of], pa.string()),
+        "duplicate_of_order": pa.array(keys.order[dup_of], pa.int64()),
+        "similarity": pa.array(similarity, pa.float32()),
+        "source_file": pa.array([ids[q][1] for q in removed], pa.string()),
+        "source_line": pa.array([ids[q][2] for q in removed], pa.int64()),
+        "duplicate_of_file": pa.array([ids[q][1] for q in of], pa.string()),
+        "duplicate_of_line": pa.array([ids[q][2] for q in of], pa.int64()),
+    }, schema=REMOVED_SCHEMA)
+
+
+def _cluster_counts(size: np.ndarray, exact_rep: np.ndarray, winner_stats: dict) -> dict:
     sizes = size[size > 1]
-    report["clusters"] = {
+    return {
         "count": int(len(sizes)),
         "records_in_clusters": int(sizes.sum()),
-        "exact_groups": int(np.count_nonzero(np.bincount(exact_rep, minlength=n) > 1)),
+        "exact_groups": int(np.count_nonzero(np.bincount(exact_rep, minlength=len(size)) > 1)),
         "largest": int(sizes.max()) if len(sizes) else 0,
         "size_histogram": _histogram(sizes),
         "kept_by_policy": winner_stats,
     }
-    report["lsh"] = lsh if cfg.near else {}
-    report["examples"] = _examples(ex_roots, comp, ex_members, keys, is_eval, removed_pos, reason, dup_of,
-                                   similarity)
-    lap("report")
-    seconds["total"] = round(time.perf_counter() - t_start, 3)
-    report["seconds"] = seconds
-    report["peak_rss_mb"] = peak_mb  # of this process so far, after each phase
-    return DedupResult(removed, report)
 
 
 def _decide(cfg, comp, pos, is_eval, hi, lo, exact_rep, keys):
