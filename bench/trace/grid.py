@@ -71,6 +71,10 @@ def grid() -> list[dict]:
                _p("Mistral-7B", "lora", 2048, grad_ckpt=False), _p("Qwen3-8B", "lora", 8192),
                _p("Llama-3.2-1B", "lora", 16384), _p("Qwen2.5-0.5B", "lora", 1024, 8),
                _p("Gemma-2-9B", "qlora", 2048, cross_entropy="chunked", framework="torchtune")]
+    # a plain loop with PEFT's defaults: fp32 adapters without autocast (the H200 peaks of bench/gpu_peak showed
+    # the fp32 input copy each adapter keeps; its term was written from them)
+    points += [_p(L8, "lora", 2048, grad_ckpt=False, framework="plain", cross_entropy="standard", adapter_dtype="fp32"),
+               _p("Qwen2.5-7B", "lora", 4096, framework="plain", cross_entropy="standard", adapter_dtype="fp32")]
     held_out = [
         _p("Phi-3-mini", "qlora", 4096, 2, framework="torchtune"),
         _p("OLMo-2-1124-7B", "lora", 8192, cross_entropy="fused"),
