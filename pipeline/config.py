@@ -228,6 +228,10 @@ class EstimateConfig(Section):
     framework: FrameworkName = Field(
         "hf", description="Training stack whose defaults apply (pipeline.plan.setup.framework_preset): hf (Trainer/TRL), "
                           "axolotl, llamafactory, unsloth, torchtune, plain (PyTorch loop).")
+    adapter_dtype: Literal["fp32", "bf16"] | None = Field(
+        None, description="LoRA/QLoRA adapter weights: fp32 (PEFT's get_peft_model default on a bf16 model, also in "
+                          "a plain loop) or bf16 (Unsloth, torchtune, a model cast after wrapping); None = the "
+                          "framework preset's.")
     lora_rank: int = Field(16, ge=1, le=4096)
     lora_targets: str = Field("all-linear", description="all-linear or modules such as q_proj,v_proj.")
     grad_ckpt: bool = Field(True, description="Gradient checkpointing.")
@@ -238,8 +242,8 @@ class EstimateConfig(Section):
 
     def memory_options(self) -> dict:
         """The keywords of estimate_memory / plan_training these settings stand for."""
-        return self.model_dump(include={"cross_entropy", "framework", "lora_rank", "lora_targets", "grad_ckpt",
-                                        "attn", "optimizer"})
+        return self.model_dump(include={"cross_entropy", "framework", "adapter_dtype", "lora_rank", "lora_targets",
+                                        "grad_ckpt", "attn", "optimizer"})
 
 
 class PrepareConfig(Section):

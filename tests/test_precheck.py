@@ -88,11 +88,12 @@ def test_precheck_measures_what_run_keeps_after_exact_dedup(tmp_path):
 @pytest.mark.integration  # the CLI in a subprocess
 def test_precheck_plans_with_the_estimator_settings_given():
     proc = run_cli("precheck", str(SAMPLE_DATA), "--cross-entropy", "fused", "--lora-rank", "64",
-                   "--micro-batch", "4", "--framework", "torchtune", "--json")
+                   "--micro-batch", "4", "--framework", "torchtune", "--adapter-dtype", "fp32", "--json")
     assert proc.returncode == 0, proc.stderr
     out = json.loads(proc.stdout)
     settings = out["memory"]["settings"]
     assert settings["cross_entropy"] == "fused" and settings["lora_rank"] == 64
+    assert settings["adapter_dtype"] == "fp32"  # torchtune's preset says bf16: the flag wins
     assert all(c["micro_batch"] <= 4 for c in out["candidates"]) and out["recommendation"]["micro_batch"] <= 4
 
 

@@ -7,7 +7,7 @@ import typing
 from typing import Literal
 
 # the estimator's settings, for `run` and `precheck`: EstimateConfig fields of the same names
-PLAN_FLAGS = ("cross_entropy", "framework", "lora_rank", "lora_targets", "grad_ckpt", "attn", "optimizer",
+PLAN_FLAGS = ("cross_entropy", "framework", "adapter_dtype", "lora_rank", "lora_targets", "grad_ckpt", "attn", "optimizer",
               "micro_batch")
 
 

@@ -9,7 +9,7 @@ import sys
 from ..config import EstimateConfig
 from ..plan.memory import GIB, MemoryEstimate, estimate_memory
 from ..plan.setup import PRECISIONS, SHARDING, TrainingSetup
-from .args import add_json_argument, add_method_argument, literal_choices
+from .args import add_json_argument, add_method_argument, field_help, literal_choices
 from .errors import UserError
 
 DEFAULT_LORA_RANK = 16
@@ -45,6 +45,8 @@ def register(sub) -> None:
                           "(torchtune), or fused (Liger / Cut-CE / Unsloth); default: the framework preset's")
     est.add_argument("--framework", choices=literal_choices(EstimateConfig, "framework"), default="hf",
                      help="training stack whose defaults apply (default hf: Trainer/PEFT/TRL)")
+    est.add_argument("--adapter-dtype", choices=literal_choices(EstimateConfig, "adapter_dtype"), default=None,
+                     help=field_help(EstimateConfig, "adapter_dtype"))
     est.add_argument("--trace", action="store_true",
                      help="also trace the real training step (transformers + PEFT on the meta device, with the "
                           "--framework preset and --cross-entropy loss, one GPU; needs the 'trace' extra; seconds to "
@@ -70,7 +72,7 @@ def cmd_estimate(args: argparse.Namespace) -> int:
             lora_rank=args.lora_rank if args.lora_rank is not None else DEFAULT_LORA_RANK,
             lora_targets=args.lora_targets or DEFAULT_LORA_TARGETS, gpus=args.gpus, sharding=args.sharding,
             double_quant=args.double_quant, precision=args.precision, cross_entropy=args.cross_entropy,
-            framework=args.framework))
+            framework=args.framework, adapter_dtype=args.adapter_dtype))
     except (ValueError, OSError) as exc:
         raise UserError(str(exc)) from None
     traced = None
@@ -104,7 +106,8 @@ def _trace(args: argparse.Namespace):
                       grad_ckpt=args.grad_ckpt, attn=args.attn, optimizer=args.optimizer,
                       lora_rank=args.lora_rank if args.lora_rank is not None else DEFAULT_LORA_RANK,
                       lora_targets=args.lora_targets or DEFAULT_LORA_TARGETS, double_quant=args.double_quant,
-                      precision=args.precision, framework=args.framework, cross_entropy=args.cross_entropy)
+                      precision=args.precision, framework=args.framework, cross_entropy=args.cross_entropy,
+                      adapter_dtype=args.adapter_dtype)
 
 
 def render_trace_text(traced, estimate: MemoryEstimate | None = None) -> str:

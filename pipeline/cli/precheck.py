@@ -108,4 +108,4 @@ def _trace_plan(cfg, result: dict):
                       lora_rank=s.get("lora_rank") or 16, lora_targets=s.get("lora_targets") or "all-linear",
                       double_quant=s.get("double_quant") if s.get("double_quant") is not None else True,
                       precision=s.get("precision"), framework=s.get("framework", "hf"),
-                      cross_entropy=s.get("cross_entropy"))
+                      cross_entropy=s.get("cross_entropy"), adapter_dtype=s.get("adapter_dtype"))
