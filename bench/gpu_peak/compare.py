@@ -85,6 +85,47 @@ def relative_errors(case: dict) -> dict[str, float]:
             "nvidia-smi": est.nvidia_smi / GIB / case["device_used_gib"] - 1}
 
 
+def planned_tokens_per_second(case: dict, gpu_name: str = "H200") -> float:
+    """The planner's compute-bound rate for the case on the catalog's card: dense bf16 peak x the card class's
+    utilisation / training FLOPs per token (pipeline.plan.gpus), QLoRA's dequantization factor included."""
+    from pipeline.plan.gpus import flops_per_token, load_catalog
+    from pipeline.plan.memory import lora_param_count
+
+    catalog = load_catalog()
+    gpu = next(g for g in catalog.gpus if g.name == gpu_name)
+    spec = spec_of(case["model"], case["seq"])
+    targets = "all-linear" if case["targets"] in ("all-linear", "") else case["targets"]
+    lora = 0 if case["method"] == "full" else lora_param_count(spec, max(case["rank"], 1), targets)
+    slowdown = catalog.qlora_dequant_factor if case["method"] == "qlora" else 1.0
+    return gpu.bf16_tflops * 1e12 * gpu.utilisation / (flops_per_token(spec, case["method"], case["seq"], case["gc"],
+                                                                       lora) * slowdown)
+
+
+def throughput_table(cases: list[dict]) -> list[str]:
+    """Measured tokens/s (the last of three steps) against the planner's, by tokens per micro-batch: the time
+    model assumes a step large enough to keep the card busy, which the planner's largest-fitting micro-batch
+    usually gives."""
+    lines = ["", "time model: measured tokens/s (last of 3 steps) vs the planner's rate on the H200",
+             f"{'case':58s} {'measured':>9s} {'planned':>9s} {'planned/measured':>17s}"]
+    by_size: dict[str, list[float]] = {}
+    for case in cases:
+        planned = planned_tokens_per_second(case)
+        ratio = planned / case["tokens_per_s"]
+        lines.append(f"{label(case):58s} {case['tokens_per_s']:9.0f} {planned:9.0f} {ratio:17.2f}")
+        tokens = case["seq"] * case["mbs"]
+        size = ("512 tokens per micro-batch" if tokens <= 512 else "1-4k tokens per micro-batch" if tokens < 8192
+                else ">= 8k tokens per micro-batch")
+        if case["attn"] == "sdpa" and case["method"] != "qlora":
+            by_size.setdefault(size, []).append(ratio)
+    lines.append("")
+    for size in ("512 tokens per micro-batch", "1-4k tokens per micro-batch", ">= 8k tokens per micro-batch"):
+        ratios = by_size.get(size)
+        if ratios:
+            lines.append(f"SDPA, LoRA and full, {size:28s} ({len(ratios):2d} points): planned/measured "
+                         f"{min(ratios):.2f}-{max(ratios):.2f}, median {statistics.median(ratios):.2f}")
+    return lines
+
+
 def label(case: dict) -> str:
     extra = "" if case["targets"] in ("all-linear", "") else f" r{case['rank']} {case['targets']}"
     return (f"{case['model']} {case['method']}{extra} seq {case['seq']} x{case['mbs']} "
@@ -123,6 +164,7 @@ def main() -> None:
         absolute = [abs(e) for e in errs]
         print(f"allocated, {method:5s} ({len(errs):2d} points): median |err| {statistics.median(absolute):6.1%}, "
               f"max |err| {max(absolute):6.1%}")
+    print("\n".join(throughput_table(clean)))
 
 
 if __name__ == "__main__":
