@@ -87,7 +87,9 @@ _PRESET_TABLE = {
                    "https://github.com/pytorch/torchtune/blob/main/recipes/configs/llama3_1/8B_lora_single_device.yaml",
                    "https://github.com/pytorch/torchtune/blob/main/recipes/lora_finetune_single_device.py")),
     # A hand-written loop: bf16 model, F.cross_entropy on the bf16 logits, torch.optim.AdamW's default (foreach)
-    # implementation, which allocates state-sized temporaries in step().
+    # implementation, which allocates state-sized temporaries in step(). Its adapters are bf16 (a model cast after
+    # wrapping, or get_peft_model(..., autocast_adapter_dtype=False)); PEFT's default keeps them fp32, which
+    # --adapter-dtype fp32 says (bench/gpu_peak measured that path).
     "plain": ("plain PyTorch loop (bf16 model, F.cross_entropy, torch.optim.AdamW)",
               ("bf16", "bf16", "bf16", "adamw", False, "non_reentrant", "none", False, 0.0),
               ("https://github.com/pytorch/pytorch/blob/v2.9.0/torch/optim/adamw.py",
