@@ -31,7 +31,8 @@ class StageStats:
     name: str
     records_in: int = 0
     records_out: int = 0
-    seconds: float = 0.0
+    seconds: float = 0.0      # wall clock inside the step
+    cpu_seconds: float = 0.0  # CPU time of the process inside the step: what the stage costs on a loaded machine
     dropped: Counter = field(default_factory=Counter)
     quarantined: Counter = field(default_factory=Counter)
     counters: dict[str, Any] = field(default_factory=dict)
@@ -57,6 +58,7 @@ class StageStats:
         self.records_in += other.records_in
         self.records_out += other.records_out
         self.seconds += other.seconds
+        self.cpu_seconds += other.cpu_seconds
         self.dropped.update(other.dropped)
         self.quarantined.update(other.quarantined)
         merge_counters(self.counters, other.counters)
@@ -65,6 +67,7 @@ class StageStats:
     def to_dict(self) -> dict:
         return {
             "seconds": round(self.seconds, 4),
+            "cpu_seconds": round(self.cpu_seconds, 4),
             "records_in": self.records_in,
             "records_out": self.records_out,
             "dropped": dict(sorted(self.dropped.items())),
@@ -79,6 +82,7 @@ class StageStats:
             records_in=data.get("records_in", 0),
             records_out=data.get("records_out", 0),
             seconds=data.get("seconds", 0.0),
+            cpu_seconds=data.get("cpu_seconds", 0.0),
             dropped=Counter(data.get("dropped", {})),
             quarantined=Counter(data.get("quarantined", {})),
             counters=data.get("counters", {}),
@@ -90,11 +94,12 @@ class _Timer:
         self.stats = stats
 
     def __enter__(self):
-        self.start = time.perf_counter()
+        self.start, self.cpu_start = time.perf_counter(), time.process_time()
         return self
 
     def __exit__(self, *exc):
         self.stats.seconds += time.perf_counter() - self.start
+        self.stats.cpu_seconds += time.process_time() - self.cpu_start
         return False
 
 

@@ -204,7 +204,7 @@ def test_identical_across_runs_shard_counts_and_presentation_order(corpus, tmp_p
         first = results[0]
         for other in results[1:]:
             assert other.removed.equals(first.removed)
-            volatile = {"seconds", "peak_rss_mb"}  # measurements of this run, not results
+            volatile = {"seconds", "cpu_seconds", "peak_rss_mb"}  # measurements of this run, not results
             a = {k: v for k, v in first.report.items() if k not in volatile}
             b = {k: v for k, v in other.report.items() if k not in volatile}
             assert a == b

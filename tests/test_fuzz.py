@@ -50,7 +50,7 @@ def fuzz(max_examples: int):
 # --- helpers ----------------------------------------------------------------------------------------
 
 def stage_counts(stats) -> dict:
-    return {s.name: {k: v for k, v in s.to_dict().items() if k != "seconds"} for s in stats}
+    return {s.name: {k: v for k, v in s.to_dict().items() if k not in ("seconds", "cpu_seconds")} for s in stats}
 
 
 def normalize_file(path: Path, cfg: PrepareConfig) -> tuple[int, Normalizer]:

@@ -32,7 +32,7 @@ from pipeline.config import PrepareConfig, merge_config  # noqa: E402
 from pipeline.runner import run_prepare  # noqa: E402
 
 # Fields that measure the machine, not the data.
-VOLATILE = {"seconds", "wall_seconds", "started", "finished", "created", "elapsed", "records_per_second",
+VOLATILE = {"seconds", "cpu_seconds", "wall_seconds", "started", "finished", "created", "elapsed", "records_per_second",
             "duration_s", "generated_at", "run_id", "peak_rss_mb"}
 
 

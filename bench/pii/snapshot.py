@@ -44,7 +44,7 @@ def main() -> None:
     for i in range(0, len(records), args.batch_size):
         outputs += step(records[i:i + args.batch_size])
     findings = step.findings(records)
-    counters = {k: v for k, v in step.stats.to_dict().items() if k != "seconds"}
+    counters = {k: v for k, v in step.stats.to_dict().items() if k not in ("seconds", "cpu_seconds")}
     doc = {"findings": [[lang, [[list(loc), [list(h) for h in kept], [list(h) for h in res]]
                                 for loc, kept, res in fields]] for lang, fields in findings],
            "outputs": outputs, "counters": counters}

@@ -314,6 +314,7 @@ class _Laps:
 
     def __init__(self):
         self.start = self.tick = time.perf_counter()
+        self.cpu_start = time.process_time()
         self.seconds: dict[str, float] = {}
         self.peak_mb: dict[str, float] = {}
 
@@ -376,6 +377,7 @@ def find_duplicates(key_paths: list[str], cfg: DedupConfig, work_dir: str) -> De
                                    similarity)
     lap("report")
     report["seconds"] = lap.total()
+    report["cpu_seconds"] = round(time.process_time() - lap.cpu_start, 3)
     report["peak_rss_mb"] = lap.peak_mb  # of this process so far, after each phase
     return DedupResult(removed, report)
 

@@ -113,6 +113,7 @@ def stage_totals(shard_results: list[dict], dedup_report: dict | None) -> dict[s
     )
     if dedup_report and "dedup" in stage_stats:  # the global clustering step belongs to the dedup stage too
         stage_stats["dedup"].seconds += dedup_report.get("seconds", {}).get("total", 0.0)
+        stage_stats["dedup"].cpu_seconds += dedup_report.get("cpu_seconds", 0.0)
     return stage_stats
 
 
