@@ -722,3 +722,69 @@ def test_the_digit_free_shortcut_gives_the_hits_of_every_recognizer(detector):
             detector.clear_cache()
             got = [h for h in detector.detect([(text, lang)])[0] if h.method != "natasha"]  # windows, not recognizers
             assert sorted(got) == sorted(every), (text[:30], lang)
+
+
+# The whole-text regexes written to start with a character class (text._NUMSPAN), each beside its plain form
+# (the look-behind first): the same matches, groups included.
+CLASS_FIRST_FORMS = [
+    ("pipeline.pii.text", "_NUMSPAN", r"[+(]?\d[\d \u00a0\-./()]*"),
+    ("pipeline.pii.text", "_SENT_BOUNDARY", r"[!?]\s+|(?<=[a-zçğıöşüа-яё\d)])\.\s+(?=[A-ZÇĞİÖŞÜА-ЯЁ])"
+                                            r"|(?<=[a-zçğıöşüа-яё]{4})\.\s+(?=\d)"),
+    ("pipeline.pii.text", "_IBAN_LIKE", r"(?<![A-Za-z0-9])[A-Z]{2}\d{2}(?:[ \u00a0-]?[A-Z0-9]){10,32}"),
+    ("pipeline.pii.recognizers", "SnilsRecognizer._FORMATTED",
+     r"(?<![\d-])\d{3}-\d{3}-\d{3}[ \u00a0-]\d{2}(?![\d-])"),
+    ("pipeline.pii.recognizers", "IpAddressRecognizer._V4", r"(?<![\w.])(?:\d{1,3}\.){3}\d{1,3}(?![\w]|\.\d)"),
+    ("pipeline.pii.recognizers", "LicensePlateRecognizer._RE",
+     r"(?<![\w])(0[1-9]|[1-7]\d|8[01])([ \u00a0-]?)([A-PR-VYZ]{1,3})([ \u00a0-]?)(\d{2,5})(?![\w])"),
+    ("pipeline.pii.recognizers", "LicensePlateRecognizer._ANY_CASE",
+     r"(?i)(?<![\w])(0[1-9]|[1-7]\d|8[01])([ \u00a0-]?)([A-PR-VYZ]{1,3})([ \u00a0-]?)(\d{2,5})(?![\w])"),
+]
+
+
+def _number_soup(rng) -> str:
+    """Digit groups with separators between them (dotted quads, dashed groups, spaced ones), among letters,
+    brackets and other characters: where the regexes above differ if they differ at all."""
+    pieces = ["1", "0", "8", "12", "34", "81", "90", "123", "255", "4508", "٣", ".", "-", " ", "\u00a0",
+              "(", ")", "+", "/", ":", "_", "\n", "A", "AB", "TR", "ABC", "Z", "a", "ab", "x", "!", "?", "я", "Ü",
+              "etmedi. "]
+    groups = ["1", "12", "123", "255", "01", "4508", "٣"]
+    seps = [".", ".", "-", "-", " ", ""]
+    out = []
+    for _ in range(rng.randint(0, 8)):
+        if rng.random() < 0.5:
+            out.append(rng.choice(pieces))
+        else:
+            out.append("".join(rng.choice(groups) + rng.choice(seps) for _ in range(rng.randint(1, 5))))
+    return "".join(out)
+
+
+@pytest.mark.parametrize("module, name, plain", CLASS_FIRST_FORMS, ids=[n for _, n, _ in CLASS_FIRST_FORMS])
+def test_class_first_regexes_match_their_plain_form(module, name, plain):
+    import importlib
+    import random
+    import re
+
+    obj = importlib.import_module(module)
+    for part in name.split("."):
+        obj = getattr(obj, part)
+    plain = re.compile(plain)
+    rng = random.Random(11)
+    texts = [_number_soup(rng) for _ in range(20000)] + [t for t, _ in EDGE_TEXTS + _bench_texts()]
+    for text in texts:
+        want = [(m.span(), m.groups()) for m in plain.finditer(text)]
+        assert [(m.span(), m.groups()) for m in obj.finditer(text)] == want, text
+
+
+def test_presence_pattern_finds_a_word_where_any_is():
+    import random
+    import re
+
+    from pipeline.pii.text import presence_pattern
+
+    rng = random.Random(3)
+    for _ in range(300):
+        words = {"".join(rng.choice("abc-") for _ in range(rng.randint(1, 4))) for _ in range(rng.randint(1, 6))}
+        rx = re.compile(presence_pattern(words))
+        for _ in range(30):
+            text = "".join(rng.choice("abc- ") for _ in range(rng.randint(0, 12)))
+            assert (rx.search(text) is not None) == any(w in text for w in words), (words, text)

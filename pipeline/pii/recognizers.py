@@ -17,7 +17,8 @@ from typing import Iterable
 from presidio_analyzer import LocalRecognizer
 
 from . import checks
-from .text import ENTITY_TYPES, NON_WORD, ContextWords, Hit, TextContext, fold, load_data, to_results  # noqa: F401
+from .text import (ENTITY_TYPES, NON_WORD, ContextWords, Hit, TextContext, fold, load_data,  # noqa: F401
+                   presence_pattern, to_results)
 
 # The built-in recognizers are replaced, not loaded: on this data they misfire or cannot see tr/ru text.
 # Ours have other class names: Presidio's loader (load_predefined_recognizers) finds a recognizer class by
@@ -153,22 +154,24 @@ def _windows(ctx: TextContext, lo: int, hi: int, seps: str | None = None):
             if sum(b - a for a, b in groups[first:]) < lo:
                 continue
         n = len(groups)
+        digits = "".join(text[a:b] for a, b in groups)
+        offsets = [0]  # where each group's digits start in `digits`
+        for a, b in groups:
+            offsets.append(offsets[-1] + b - a)
         for i in range(first, n):
-            total = 0
             best = []
             for j in range(i, n):
                 if j > i and seps is not None:
                     sep = text[groups[j - 1][1]:groups[j][0]]
                     if len(sep) != 1 or sep not in seps:
                         break
-                total += groups[j][1] - groups[j][0]
+                total = offsets[j + 1] - offsets[i]
                 if total > hi:
                     break
                 if total >= lo:
                     best.append(j)
             for j in reversed(best):
-                s, e = groups[i][0], groups[j][1]
-                yield run, i, j, s, e, "".join(text[a:b] for a, b in groups[i:j + 1])
+                yield run, i, j, groups[i][0], groups[j][1], digits[offsets[i]:offsets[j + 1]]
 
 
 # ---------------------------------------------------------------- identifiers with checksums
@@ -243,7 +246,7 @@ class SnilsRecognizer(PiiRecognizer):
     ENTITY = "SNILS"
     NEEDS_A_DIGIT = True
     NEEDS, MIN_DIGITS = "digits", 11
-    _FORMATTED = re.compile(r"(?<![\d-])\d{3}-\d{3}-\d{3}[ \u00a0-]\d{2}(?![\d-])")
+    _FORMATTED = re.compile(r"\d(?<![\d-]\d)\d{2}-\d{3}-\d{3}[ \u00a0-]\d{2}(?![\d-])")  # first a class: text._NUMSPAN
 
     def find(self, ctx):
         out = []
@@ -521,7 +524,7 @@ class EmailAddressRecognizer(PiiRecognizer):
 
 class IpAddressRecognizer(PiiRecognizer):
     ENTITY = "IP_ADDRESS"
-    _V4 = re.compile(r"(?<![\w.])(?:\d{1,3}\.){3}\d{1,3}(?![\w]|\.\d)")
+    _V4 = re.compile(r"\d(?<![\w.]\d)\d{0,2}\.(?:\d{1,3}\.){2}\d{1,3}(?![\w]|\.\d)")  # first a class: text._NUMSPAN
     _V6 = re.compile(r"(?<![\w:.])(?=[0-9A-Fa-f:.]*::|(?:[0-9A-Fa-f]{1,4}:){3})[0-9A-Fa-f:.]{4,45}(?![\w:])")
     _VERSION = ContextWords(["version", "sürüm", "versiyon", "версия", "ver", "v", "build", "release", "oid"])
 
@@ -637,7 +640,10 @@ class LicensePlateRecognizer(PiiRecognizer):
     ENTITY = "LICENSE_PLATE"
     NEEDS_A_DIGIT = True
     AFTER = 16
-    _RE = re.compile(r"(?<![\w])(0[1-9]|[1-7]\d|8[01])([ \u00a0-]?)([A-PR-VYZ]{1,3})([ \u00a0-]?)(\d{2,5})(?![\w])")
+    # the province 01-81 not after a word character, written to start with a class (text._NUMSPAN): its first
+    # digit, the look-behind, then the second digit that this first one admits
+    _RE = re.compile(r"([0-8](?<!\w[0-8])(?:(?<=0)[1-9]|(?<=[1-7])\d|(?<=8)[01]))"
+                     r"([ \u00a0-]?)([A-PR-VYZ]{1,3})([ \u00a0-]?)(\d{2,5})(?![\w])")
     _UNITS = {"TL", "KG", "GB", "MB", "KB", "TB", "KM", "CM", "MM", "ML", "GR", "HZ", "KW", "MW", "USD", "EUR",
               "TRY", "RUB", "GBP", "AM", "PM", "AH", "MAH", "SOK", "CAD", "NO", "TEL", "KAT", "DK", "SN", "YIL",
               "AY", "GUN", "LT", "MG", "KCAL", "MP", "FPS", "HP", "CC", "GHZ", "MHZ", "DPI", "PPM"}
@@ -837,7 +843,7 @@ class SecretRecognizer(PiiRecognizer):
                             "пароль", "api key", "api_key", "api-key", "apikey", "secret", "token",
                             "aws_secret_access_key", "client_secret", "access_token", "auth_token"])
 
-    _CASED_RX = re.compile("|".join(re.escape(k) for k in _CASED))  # any(k in text for k in _CASED), one scan
+    _CASED_RX = re.compile(presence_pattern(_CASED))  # any(k in text for k in _CASED), one scan
 
     def _keyword_starts(self, norm: str) -> list[int]:
         """Every position where a keyword starts, overlapping ones too ("client_secret_key": at "client" and

@@ -52,6 +52,21 @@ def fold(text: str) -> str:
     return out
 
 
+def presence_pattern(words) -> str:
+    """A regex that finds some one of `words` wherever any of them occurs (for a presence test, not for the
+    matches themselves): a word that holds another is left out, since the shorter one is found there first
+    ("pass" for "password"), and the rest are grouped by their first character, so that the regex engine
+    tries one branch per candidate position instead of every word."""
+    words = set(words)
+    needed = sorted(w for w in words if not any(o != w and o in w for o in words))
+    branches = []
+    for first in dict.fromkeys(w[0] for w in needed):
+        tails = sorted((w[1:] for w in needed if w[0] == first), key=len, reverse=True)
+        branches.append(re.escape(first) + ("(?:" + "|".join(map(re.escape, tails)) + ")" if len(tails) > 1
+                                            else re.escape(tails[0])))
+    return "|".join(branches)
+
+
 class ContextWords:
     """Context words matched at a word start in folded text. Words of up to 3 characters must be whole words
     ('tc', 'ip', 'ref'); longer ones match as a prefix, so a stem covers its inflections ('kimli' -> 'kimliği')."""
@@ -64,7 +79,7 @@ class ContextWords:
             parts.append(esc + r"(?![^\W\d_])" if len(word) <= 3 else esc)
         self.regex = re.compile(r"(?<![^\W\d_])(?:" + "|".join(parts) + ")") if parts else None
         # presence test without the look-behind (which costs a check at every position)
-        self.quick = re.compile("|".join(re.escape(w) for w in self.words)) if self.words else None
+        self.quick = re.compile(presence_pattern(self.words)) if self.words else None
 
     def last_end(self, norm: str, start: int, before: int) -> int:
         """End of the last context word within `before` characters before `start`, or -1."""
@@ -100,7 +115,12 @@ class NumRun(NamedTuple):
 # A run of digits with single separators (space, dash, dot, slash, parentheses) between groups,
 # optionally led by "+" or "(": "+90 (532) 123-45-67", "123-456-789 01", "4508 123456". A cheap
 # character-class scan finds the stretches; _split_runs applies the separator rules in Python.
-_NUMSPAN = re.compile(r"[+(]?\d[\d \u00a0\-./()]*")
+# The regexes that scan whole texts start with one character class: the regex engine then skips to the
+# positions that class admits, where a look-behind or an optional part first is tried at every position
+# (~35 ns a character). A look-behind moves after the first class C as "C(?<!BC)", the same test since C has
+# just matched; here "[+(]?\d" is "[+(\d]", then a digit if that was "+" or "(". tests/test_pii_recognizers.py
+# (CLASS_FIRST_FORMS) holds each such regex beside its plain form and compares their matches.
+_NUMSPAN = re.compile(r"[+(\d](?:(?<=[+(])\d)?(?<=\d)[\d \u00a0\-./()]*")
 _DIGITS = re.compile(r"\d+")
 # ten digits with only run characters between them: a necessary condition for a run of ten or more
 _TEN_DIGITS = re.compile(r"\d(?:[ \u00a0\-./()]*\d){9}")
@@ -151,12 +171,12 @@ def _emit(text: str, groups: list, out: list) -> None:
 
 # a sentence ends at "?" or "!", or at "." after a lower-case letter, digit or ")" when a capital follows,
 # or after a lower-case word of four letters or more when a digit follows ("teslim etmedi. 49 R 96151");
-# "No. 123", "Tel. 0532" and "T.C. Kimlik" do not end one
-_SENT_BOUNDARY = re.compile(r"[!?]\s+|(?<=[a-zçğıöşüа-яё\d)])\.\s+(?=[A-ZÇĞİÖŞÜА-ЯЁ])"
-                            r"|(?<=[a-zçğıöşüа-яё]{4})\.\s+(?=\d)")
+# "No. 123", "Tel. 0532" and "T.C. Kimlik" do not end one (the end mark first: _NUMSPAN)
+_SENT_BOUNDARY = re.compile(r"[!?.](?:(?<=[!?])\s+|(?<=[a-zçğıöşüа-яё\d)]\.)\s+(?=[A-ZÇĞİÖŞÜА-ЯЁ])"
+                            r"|(?<=[a-zçğıöşüа-яё]{4}\.)\s+(?=\d))")
 NON_WORD = re.compile(r"\W+")  # what splits a text into words (TextContext.words)
 _IBAN_HINT = re.compile(r"[A-Z]{2}\d{2}")
-_IBAN_LIKE = re.compile(r"(?<![A-Za-z0-9])[A-Z]{2}\d{2}(?:[ \u00a0-]?[A-Z0-9]){10,32}")
+_IBAN_LIKE = re.compile(r"[A-Z](?<![A-Za-z0-9][A-Z])[A-Z]\d{2}(?:[ \u00a0-]?[A-Z0-9]){10,32}")  # see _NUMSPAN
 
 
 def _nth_alnum_end(text: str, s: int, e: int, n: int | None) -> int | None:
@@ -259,7 +279,8 @@ class TextContext:
         return False
 
     def in_iban_like(self, start: int) -> bool:
-        return any(a <= start < b for a, b in self.iban_like)
+        spans = self.iban_like
+        return bool(spans) and any(a <= start < b for a, b in spans)  # most texts hold none: no generator
 
     @property
     def norm(self) -> str:
