@@ -94,6 +94,8 @@ def resolve(hits: list[Hit], threshold: float, floor: float = RESIDUAL_FLOOR) ->
     """Spans to anonymize (score >= threshold; overlapping ones merged into one span whose type is that of
     a member covering the union, else of the best-scored member) and residual candidates (floor <= score <
     threshold, not overlapping a kept span)."""
+    if len(hits) <= 1:  # most texts: nothing to merge or to weigh (a fast path, same result)
+        return _resolve_single(hits, threshold, floor)
     above = sorted((h for h in hits if h.score >= threshold), key=lambda h: (h.start, -h.end))
     kept: list[Hit] = []
     cluster: list[Hit] = []
@@ -125,6 +127,13 @@ def resolve(hits: list[Hit], threshold: float, floor: float = RESIDUAL_FLOOR) ->
             continue
         residual.append(h)
     return kept, residual
+
+
+def _resolve_single(hits: list[Hit], threshold: float, floor: float) -> tuple[list[Hit], list[Hit]]:
+    """resolve() of none or one hit."""
+    if not hits or hits[0].score < floor:
+        return [], []
+    return ([hits[0]], []) if hits[0].score >= threshold else ([], [hits[0]])
 
 
 class Detector:
