@@ -86,9 +86,10 @@ def relative_errors(case: dict) -> dict[str, float]:
 
 
 def planned_tokens_per_second(case: dict, gpu_name: str = "H200") -> float:
-    """The planner's compute-bound rate for the case on the catalog's card: dense bf16 peak x the card class's
-    utilisation / training FLOPs per token (pipeline.plan.gpus), QLoRA's dequantization factor included."""
-    from pipeline.plan.gpus import flops_per_token, load_catalog
+    """The planner's rate for one micro-step of the case on the catalog's card (pipeline.plan.gpus.training_hours):
+    FLOPs per token at the card class's utilisation of the dense bf16 peak, QLoRA's dequantization factor, and
+    eager attention's passes over the scores at the catalog's share of the bandwidth."""
+    from pipeline.plan.gpus import eager_attention_bytes, flops_per_token, load_catalog, training_hours
     from pipeline.plan.memory import lora_param_count
 
     catalog = load_catalog()
@@ -96,9 +97,13 @@ def planned_tokens_per_second(case: dict, gpu_name: str = "H200") -> float:
     spec = spec_of(case["model"], case["seq"])
     targets = "all-linear" if case["targets"] in ("all-linear", "") else case["targets"]
     lora = 0 if case["method"] == "full" else lora_param_count(spec, max(case["rank"], 1), targets)
-    slowdown = catalog.qlora_dequant_factor if case["method"] == "qlora" else 1.0
-    return gpu.bf16_tflops * 1e12 * gpu.utilisation / (flops_per_token(spec, case["method"], case["seq"], case["gc"],
-                                                                       lora) * slowdown)
+    tokens = case["seq"] * case["mbs"]
+    eager = eager_attention_bytes(spec, case["seq"], case["mbs"], case["gc"]) if case["attn"] == "eager" else 0.0
+    hours = training_hours(tokens, flops_per_token(spec, case["method"], case["seq"], case["gc"], lora), gpu,
+                           slowdown=catalog.qlora_dequant_factor if case["method"] == "qlora" else 1.0,
+                           micro_steps_per_gpu=1, memory_bound_bytes_per_step=eager,
+                           memory_bound_fraction=catalog.eager_bandwidth_fraction)
+    return tokens / (hours * 3600)
 
 
 def throughput_table(cases: list[dict]) -> list[str]:
@@ -115,13 +120,13 @@ def throughput_table(cases: list[dict]) -> list[str]:
         tokens = case["seq"] * case["mbs"]
         size = ("512 tokens per micro-batch" if tokens <= 512 else "1-4k tokens per micro-batch" if tokens < 8192
                 else ">= 8k tokens per micro-batch")
-        if case["attn"] == "sdpa" and case["method"] != "qlora":
+        if case["method"] != "qlora":
             by_size.setdefault(size, []).append(ratio)
     lines.append("")
     for size in ("512 tokens per micro-batch", "1-4k tokens per micro-batch", ">= 8k tokens per micro-batch"):
         ratios = by_size.get(size)
         if ratios:
-            lines.append(f"SDPA, LoRA and full, {size:28s} ({len(ratios):2d} points): planned/measured "
+            lines.append(f"LoRA and full, {size:28s} ({len(ratios):2d} points): planned/measured "
                          f"{min(ratios):.2f}-{max(ratios):.2f}, median {statistics.median(ratios):.2f}")
     return lines
 

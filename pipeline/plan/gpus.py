@@ -45,6 +45,7 @@ class Catalog:
     gpus: list[GPU]
     counts: tuple[int, ...] = (1, 2, 4, 8)
     qlora_dequant_factor: float = 1.25
+    eager_bandwidth_fraction: float = 0.5
     multi_gpu_efficiency: dict = field(default_factory=lambda: {"ddp": 0.95, "zero2": 0.92, "zero3": 0.85,
                                                                  "fsdp": 0.85})
     currency: str = "USD"
@@ -89,6 +90,8 @@ def load_catalog(path: str | Path | None = None) -> Catalog:
     defaults = Catalog(gpus=[])
     return Catalog(gpus=gpus, counts=tuple(data.get("counts", defaults.counts)),
                    qlora_dequant_factor=float(time.get("qlora_dequant_factor", defaults.qlora_dequant_factor)),
+                   eager_bandwidth_fraction=float(time.get("eager_bandwidth_fraction",
+                                                           defaults.eager_bandwidth_fraction)),
                    multi_gpu_efficiency={**defaults.multi_gpu_efficiency, **time.get("multi_gpu_efficiency", {})},
                    currency=data.get("currency", "USD"), price_basis=data.get("price_basis", defaults.price_basis),
                    source=str(path))
@@ -145,14 +148,31 @@ def flops_per_token(spec: ModelSpec, method: str, seq_len: int, grad_ckpt: bool,
     return passes * n + attention_forward * (4 if grad_ckpt else 3) + 6 * lora_params
 
 
+# Bytes eager attention moves per element of one layer's seq x seq scores (bf16, softmax in fp32), as
+# transformers' eager_attention_forward runs it: forward 24 (QK^T written, scaled, masked, softmax read and
+# written in fp32, cast back, read by PV), backward 30 (the gradient through PV, the cast, the softmax and the
+# scaling); checkpointing runs the forward twice. SDPA's fused kernels never write the scores.
+EAGER_BYTES_PER_SCORE = {"forward": 24, "backward": 30}
+
+
+def eager_attention_bytes(spec: ModelSpec, seq_len: int, micro_batch: int, grad_ckpt: bool) -> float:
+    """Memory traffic of eager attention's elementwise passes over the scores in one micro-step."""
+    passes = EAGER_BYTES_PER_SCORE["forward"] * (2 if grad_ckpt else 1) + EAGER_BYTES_PER_SCORE["backward"]
+    return float(spec.num_hidden_layers * spec.num_attention_heads * micro_batch * seq_len ** 2 * passes)
+
+
 def training_hours(total_tokens: float, token_flops: float, gpu: GPU, *, count: int = 1, efficiency: float = 1.0,
                    slowdown: float = 1.0, micro_steps_per_gpu: float = 0.0,
-                   weight_bytes_per_step: float = 0.0) -> float:
+                   weight_bytes_per_step: float = 0.0, memory_bound_bytes_per_step: float = 0.0,
+                   memory_bound_fraction: float = 0.5) -> float:
     """Compute-bound time at the card's utilisation, or the memory-bandwidth floor of streaming the weights
-    every micro-step (matters only for tiny micro-batches), whichever is longer."""
+    every micro-step (matters only for tiny micro-batches), whichever is longer; plus the time of memory-bound
+    passes that run between the matmuls (eager attention's scores) at `memory_bound_fraction` of the bandwidth."""
     compute = total_tokens * token_flops * slowdown / (gpu.bf16_tflops * 1e12 * gpu.utilisation * count * efficiency)
     bandwidth = micro_steps_per_gpu * weight_bytes_per_step / (gpu.bandwidth_gbs * 1e9) if gpu.bandwidth_gbs else 0.0
-    return max(compute, bandwidth) / 3600
+    passes = (micro_steps_per_gpu * memory_bound_bytes_per_step / (gpu.bandwidth_gbs * 1e9 * memory_bound_fraction)
+              if gpu.bandwidth_gbs else 0.0)
+    return (max(compute, bandwidth) + passes) / 3600
 
 
 def cost_usd(hours: float, price_per_hour: float, count: int = 1) -> float:
@@ -210,10 +230,14 @@ def _evaluate_gpu(spec, method, seq_len, gpu: GPU, catalog: Catalog, *, total_to
             efficiency = catalog.multi_gpu_efficiency.get(sharding or "ddp", 0.85) if count > 1 else 1.0
             token_flops = flops_per_token(spec, method, seq_len, grad_ckpt, est.params["lora"])
             weight_passes = 3 if grad_ckpt else 2  # forward, (recompute), backward each read every weight
+            eager = (eager_attention_bytes(spec, seq_len, mb, grad_ckpt) if options.get("attn") == "eager"
+                     else 0.0)
             hours = training_hours(total_tokens, token_flops, gpu, count=count, efficiency=efficiency,
                                    slowdown=catalog.qlora_dequant_factor if method == "qlora" else 1.0,
                                    micro_steps_per_gpu=total_sequences / (mb * count),
-                                   weight_bytes_per_step=weight_passes * est.components["weights"])
+                                   weight_bytes_per_step=weight_passes * est.components["weights"],
+                                   memory_bound_bytes_per_step=eager,
+                                   memory_bound_fraction=catalog.eager_bandwidth_fraction)
             calibrated = measured_slowdown(spec.name, method, gpu.name, trials)
             if calibrated:
                 hours *= calibrated["slowdown"]
