@@ -274,8 +274,9 @@ def svg_memory(components: dict[str, float], micro_batch: int, gpus: list[tuple[
         merged.setdefault(round(usable, 2), []).append(name)
     levels = sorted(merged.items())
     rows = 2 if recommended else 1
-    label_row = _label_rows([(label_w + u / scale_max * span, f"{', '.join(n)} {u:.0f}") for u, n in levels],
-                            width - 140)
+    flip_x = width - 140  # a label right of this ends at its line instead of starting there
+    texts = [f"{', '.join(names)} {usable:.0f}" for usable, names in levels]
+    label_row = _label_rows([(label_w + u / scale_max * span, t) for (u, _), t in zip(levels, texts)], flip_x)
     label_rows = max(label_row, default=0) + 1
     height = lines_top + rows * (bar_h + 10) + 30 + (label_rows + 1) * 14
     out = [f'<svg id="{chart_id}" xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {width} {height}" '
@@ -307,9 +308,9 @@ def svg_memory(components: dict[str, float], micro_batch: int, gpus: list[tuple[
         ly = axis_y + 14 + label_row[k] * 14
         out.append(f'<line class="usable" x1="{xu:.1f}" y1="{lines_top - 4}" x2="{xu:.1f}" y2="{ly - 10}">'
                    f"<title>{e(', '.join(names))}: {usable:.1f} GiB usable</title></line>")
-        anchor = "end" if xu > width - 140 else "start"
+        anchor = "end" if xu > flip_x else "start"
         out.append(f'<text x="{xu + (-3 if anchor == "end" else 3):.1f}" y="{ly}" text-anchor="{anchor}">'
-                   f"{e(', '.join(names))} {usable:.0f}</text>")
+                   f"{e(texts[k])}</text>")
     if beyond:
         out.append(f'<text x="{width - right}" y="{axis_y + 14 + label_rows * 14}" text-anchor="end">beyond the '
                    f"axis: {e(', '.join(f'{name} {u:.0f}' for u, name in beyond))}</text>")

@@ -16,6 +16,7 @@ figures torch and the driver give: max_memory_allocated, max_memory_reserved, an
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import statistics
 import sys
@@ -85,14 +86,21 @@ def relative_errors(case: dict) -> dict[str, float]:
             "nvidia-smi": est.nvidia_smi / GIB / case["device_used_gib"] - 1}
 
 
+@functools.lru_cache(maxsize=1)
+def _catalog():
+    from pipeline.plan.gpus import load_catalog
+
+    return load_catalog()
+
+
 def planned_tokens_per_second(case: dict, gpu_name: str = "H200") -> float:
     """The planner's rate for one micro-step of the case on the catalog's card (pipeline.plan.gpus.training_hours):
     FLOPs per token at the card class's utilisation of the dense bf16 peak, QLoRA's dequantization factor, and
     eager attention's passes over the scores at the catalog's share of the bandwidth."""
-    from pipeline.plan.gpus import eager_attention_bytes, flops_per_token, load_catalog, training_hours
+    from pipeline.plan.gpus import eager_attention_bytes, flops_per_token, training_hours
     from pipeline.plan.memory import lora_param_count
 
-    catalog = load_catalog()
+    catalog = _catalog()
     gpu = next(g for g in catalog.gpus if g.name == gpu_name)
     spec = spec_of(case["model"], case["seq"])
     targets = "all-linear" if case["targets"] in ("all-linear", "") else case["targets"]

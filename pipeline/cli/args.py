@@ -7,8 +7,8 @@ import typing
 from typing import Literal
 
 # the estimator's settings, for `run` and `precheck`: EstimateConfig fields of the same names
-PLAN_FLAGS = ("cross_entropy", "framework", "adapter_dtype", "lora_rank", "lora_targets", "grad_ckpt", "attn", "optimizer",
-              "micro_batch")
+PLAN_FLAGS = ("cross_entropy", "framework", "adapter_dtype", "lora_rank", "lora_targets", "grad_ckpt", "attn",
+              "optimizer", "micro_batch")
 
 
 def literal_choices(model, name: str) -> list | None:

@@ -2,8 +2,9 @@
 
     step = LengthStep(cfg.lengths, cache_dir, model=cfg.estimate.model)
     records = step(records)                      # sets rec["_tokens"] and rec["_trainable"], counts in step.stats
-    step.annotate(records, stats)                # the same into another StageStats (a sample, a preview)
     records = apply_overflow(records, max_len, step, stats)
+
+A preview or a sample counted elsewhere (prepare show, precheck) calls step.annotate(records, its_stats) instead.
 
 Counting rules are in pipeline/lengths/tokenizer.py. The cache is one SQLite file (WAL mode) in `cache_dir`, keyed by
 xxh3-128 of (tokenizer fingerprint, chat template, counting rules, library versions, record kind, record

@@ -164,7 +164,7 @@ def eager_attention_bytes(spec: ModelSpec, seq_len: int, micro_batch: int, grad_
 def training_hours(total_tokens: float, token_flops: float, gpu: GPU, *, count: int = 1, efficiency: float = 1.0,
                    slowdown: float = 1.0, micro_steps_per_gpu: float = 0.0,
                    weight_bytes_per_step: float = 0.0, memory_bound_bytes_per_step: float = 0.0,
-                   memory_bound_fraction: float = 0.5) -> float:
+                   memory_bound_fraction: float = Catalog.eager_bandwidth_fraction) -> float:
     """Compute-bound time at the card's utilisation, or the memory-bandwidth floor of streaming the weights
     every micro-step (matters only for tiny micro-batches), whichever is longer; plus the time of memory-bound
     passes that run between the matmuls (eager attention's scores) at `memory_bound_fraction` of the bandwidth."""
