@@ -2,6 +2,7 @@
 so `input == kept + quarantined + sum(dropped)` is built in rather than recomputed."""
 from __future__ import annotations
 
+import functools
 import time
 from collections import Counter
 from dataclasses import dataclass, field
@@ -22,6 +23,13 @@ def merge_counters(into: dict, other: dict) -> dict:
         else:
             into[key] = value
     return into
+
+
+@functools.lru_cache(maxsize=4096)
+def _key_path(key: str) -> tuple[tuple[str, ...], str]:
+    """A dotted counter key as (parents, leaf), split once: steps count per record and per hit."""
+    *path, leaf = key.split(".")
+    return tuple(path), leaf
 
 
 @dataclass
@@ -46,7 +54,7 @@ class StageStats:
     def add(self, key: str, n: int | float = 1) -> None:
         """Count something stage-specific; dotted keys nest ("entities.PHONE")."""
         node = self.counters
-        *path, leaf = key.split(".")
+        path, leaf = _key_path(key)
         for part in path:
             node = node.setdefault(part, {})
         node[leaf] = node.get(leaf, 0) + n

@@ -415,16 +415,14 @@ class PiiStep(Step):
     def _process(self, batch: list[dict], stats) -> list[dict]:
         """Collect every record's strings, detect in one batch, then per record: the special-category policy,
         the counts, the drop operator, the strict residuals and the write-back; the strict policy last."""
-        counts = _BatchCounts(stats)
-        collected = [self._collect(rec, counts) for rec in batch]
-        found = iter(self._detect(collected, counts))
+        collected = [self._collect(rec, stats) for rec in batch]
+        found = iter(self._detect(collected, stats))
         tally = _Tally()
         out = []
         for c in collected:
-            new = self._record(c, found, counts, tally)
+            new = self._record(c, found, stats, tally)
             if new is not None:
                 out.append(new)
-        counts.flush()
         self._enforce(tally)
         return out
 
@@ -543,32 +541,6 @@ class _Collected:
     @property
     def fields(self) -> list[_FieldValue]:
         return self.walk.fields
-
-
-class _BatchCounts:
-    """The stage's stats as the records of one batch count into them: the counters summed per key and added
-    once per batch (StageStats.add splits and walks a dotted key on every call), in the order first counted,
-    so the nested counters come out as counting one by one makes them; drops and quarantines pass through."""
-
-    __slots__ = ("stats", "counts")
-
-    def __init__(self, stats):
-        self.stats = stats
-        self.counts: Counter = Counter()
-
-    def add(self, key: str, n: int = 1) -> None:
-        self.counts[key] += n
-
-    def drop(self, reason: str, n: int = 1) -> None:
-        self.stats.drop(reason, n)
-
-    def quarantine(self, reason: str, n: int = 1) -> None:
-        self.stats.quarantine(reason, n)
-
-    def flush(self) -> None:
-        for key, n in self.counts.items():
-            self.stats.add(key, n)
-        self.counts.clear()
 
 
 class _Tally:
