@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-$(shell cksum pyproject.toml | cut -d' ' -f1)
 
-.PHONY: install test test-fast demo bench clean schemas
+.PHONY: install test test-fast demo bench-pii clean schemas
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -16,9 +16,10 @@ install: $(STAMP)
 
 # The tests also run the VRAM tracer, so `make test` adds the 'trace' extra (torch + peft: about 4 minutes and
 # ~6 GB on a fresh machine, the PyPI torch wheel brings its CUDA libraries); `make demo` stays without torch.
+# It adds the 'bench' extra too (a 13 MB spaCy model: the PII benchmark's plain-Presidio baseline, tested).
 TRACE_STAMP := $(VENV)/.installed-trace-$(shell cksum pyproject.toml | cut -d' ' -f1)
 $(TRACE_STAMP): $(STAMP)
-	$(PY) -m pip install -q -e '.[test,trace]'
+	$(PY) -m pip install -q -e '.[test,trace,bench]'
 	@touch $(TRACE_STAMP)
 
 # The `train` extra (trl) for the emitted trainer configs and the CPU training test. axolotl and LLaMA-Factory
@@ -27,7 +28,7 @@ $(TRACE_STAMP): $(STAMP)
 TRAIN_PARSERS := axolotl==0.19.0 llamafactory==0.9.5 omegaconf==2.4.0 antlr4-python3-runtime==4.13.2
 TRAIN_STAMP := $(VENV)/.installed-train-$(shell cksum pyproject.toml Makefile | cksum | cut -d' ' -f1)
 $(TRAIN_STAMP): $(TRACE_STAMP)
-	$(PY) -m pip install -q -e '.[test,trace,train]'
+	$(PY) -m pip install -q -e '.[test,trace,train,bench]'
 	rm -rf $(VENV)/train-parsers && mkdir -p $(VENV)/train-parsers/wheels
 	$(PY) -m pip download -q --no-deps -d $(VENV)/train-parsers/wheels $(TRAIN_PARSERS)
 	for w in $(VENV)/train-parsers/wheels/*.whl; do $(PY) -m zipfile -e "$$w" $(VENV)/train-parsers/src; done
@@ -45,6 +46,11 @@ test-fast: $(STAMP)
 
 demo: $(STAMP)
 	$(PY) -m flows.demo
+
+# The PII benchmark with its plain-Presidio baseline (the `bench` extra: a spaCy model), about 4 minutes
+bench-pii: $(STAMP)
+	$(PY) -m pip install -q -e '.[bench]'
+	$(PY) bench/pii/run.py | tee bench/pii/last_run.txt
 
 schemas: $(STAMP)
 	$(PY) -c "import json; from pipeline.config import config_json_schema; open('schemas/config.schema.json','w').write(json.dumps(config_json_schema(), indent=2) + '\n')"

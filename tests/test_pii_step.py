@@ -320,14 +320,26 @@ def test_generated_evaluation_labels_match_their_text():
     from pathlib import Path
 
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench" / "pii"))
-    from generate import field_texts, generate
+    from generate import field_texts, generate, long_chats
 
     rows = generate(30, seed=3)
     assert {r["lang"] for r in rows} == {"tr", "ru", "en"}
-    for row in rows:
+    chats = long_chats(rows, turns=4)  # 10 records a language: two chats each, two records left over
+    assert [len(c["record"]["messages"]) for c in chats] == [4] * 6
+    assert sum(len(c["labels"]) for c in chats) == sum(len(r["labels"]) for r in rows if r in _chatted(rows, 4))
+    for row in rows + chats:
         texts = field_texts(row["record"])
         for lab in row["labels"]:
             assert texts[lab["field"]][lab["start"]:lab["end"]] == lab["value"]
+
+
+def _chatted(rows, turns):
+    """The records long_chats() takes: the first multiple of `turns` of each language."""
+    out = []
+    for lang in ("tr", "ru", "en"):
+        of_lang = [r for r in rows if r["lang"] == lang]
+        out += of_lang[:len(of_lang) // turns * turns]
+    return out
 
 
 # ------------------------------------------------------------------------------------------ issue 20: keys and names

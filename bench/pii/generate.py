@@ -726,6 +726,34 @@ def generate(n: int, seed: int = 7) -> list[dict]:
     return [gen.record(i) for i in range(n)]
 
 
+def long_chats(rows: list[dict], turns: int = 6) -> list[dict]:
+    """The same planted values as long support chats: `turns` records of one language become one chat, each
+    record's content (its fields joined by a blank line, ~700 characters) one turn; labels move with their
+    text. Records with titles or tool values (the name-shape chats) are left out, and so is a remainder of
+    fewer than `turns` records of a language."""
+    by_lang: dict[str, list[dict]] = {}
+    for row in rows:
+        if not row.get("name_set"):
+            by_lang.setdefault(row["lang"], []).append(row)
+    chats = []
+    for lang in LANGS:
+        group = by_lang.get(lang, [])
+        for g in range(0, len(group) - turns + 1, turns):
+            contents, labels = [], []
+            for k, row in enumerate(group[g:g + turns]):
+                fields = field_texts(row["record"])
+                offsets = [sum(len(f) + 2 for f in fields[:i]) for i in range(len(fields))]
+                contents.append("\n\n".join(fields))
+                labels += [{**lab, "field": k, "start": offsets[lab["field"]] + lab["start"],
+                            "end": offsets[lab["field"]] + lab["end"]} for lab in row["labels"]]
+            msgs = [{"role": "user" if k % 2 == 0 else "assistant", "content": c} for k, c in enumerate(contents)]
+            rec = {"kind": "chat", "messages": msgs, "tools": None, "text": None,
+                   "source": {"file": "bench/pii/long_chats.jsonl", "line": len(chats) + 1}, "meta": "{}"}
+            rec["id"] = record_id(rec)
+            chats.append({"lang": lang, "record": rec, "labels": labels})
+    return chats
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--records", type=int, default=2000)
