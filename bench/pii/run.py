@@ -2,7 +2,8 @@
 stage (PiiStep.process, timed as report.json's `stages` times it) next to Presidio running the same
 recognizers (one `analyze` per record: base1 in the record's language, base3 in each language), in one run;
 then issue 18's goal as worded: the same planted values as long chats (~700-character turns), the stage
-against a plain Presidio `analyze` per message (Presidio as shipped, with spaCy's NER: the `bench` extra).
+against a plain Presidio `analyze` per message (Presidio as shipped, with spaCy's NER: the `bench` extra);
+last, special.py's recall and precision of the KVKK special categories.
 
 Each side runs in its own fresh process: engine set-up (registry, natasha and spaCy model loads) is inside
 its timer, module imports are not.
@@ -510,6 +511,10 @@ def main() -> None:
     scores = {"stage": score(rows, fast["kept"]), **{k: score(rows, b["kept"]) for k, b in bases.items()}}
     result = report(rows, fast, bases, scores, len(rows))
     result["long_chats"] = long_chats_report(long_chats(rows, args.turns), args.batch_size)
+    print()
+    import special  # KVKK article-6 categories: their own planted set (also writes special_last_run.txt)
+
+    special.main()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     (out / "result.json").write_text(json.dumps(result, indent=1, ensure_ascii=False), encoding="utf-8")
