@@ -283,3 +283,14 @@ def test_natasha_sees_no_window_without_a_name_cue(text):
 ])
 def test_natasha_sees_unknown_words_where_a_name_may_be(text, name):
     assert any(name in w for w in _natasha_window_texts(text))
+
+
+@pytest.mark.parametrize("sep", ["\n", "\n\n", "\r\n"])
+def test_a_natasha_window_and_its_name_stay_on_their_line(sep):
+    """natasha shown two lines tagged a name across them ("Азар Журба\\nКоробка"), and the record-wide pass
+    then replaced the next line's first word everywhere: its windows end at the line."""
+    text = f"Хочу узнать статус доставки. Ответственный: Азар Журба{sep}Коробка пришла повреждённой, фото приложу."
+    assert all("\n" not in w for w in _natasha_window_texts(text))
+    (out,), _ = run([chat(text, "Коробка уже у нас.")])
+    assert "Журба" not in dump(out) and "Коробка пришла" in out["messages"][0]["content"]
+    assert out["messages"][1]["content"] == "Коробка уже у нас."

@@ -745,21 +745,27 @@ def _capitalized(word: str) -> bool:
     return word[:1].isupper() and word[-1:].isalpha() and not word.isupper() and word.lower() not in _RU_STOP
 
 
+# natasha's windows stay on the line of the word they are for: a name does not run across a line break, and
+# natasha shown two lines tags one across them ("Ответственный: Азар Журба\nКоробка пришла ...").
 def _word_bound_left(text: str, pos: int, words: int) -> int:
+    line = text.rfind("\n", 0, pos) + 1
     k = pos
     for _ in range(words):
-        k = text.rfind(" ", 0, max(0, k - 1))
+        k = text.rfind(" ", line, max(line, k - 1))
         if k < 0:
-            return 0
+            return line
     return k + 1
 
 
 def _word_bound_right(text: str, pos: int, words: int) -> int:
+    line_end = text.find("\n", pos)
+    if line_end < 0:
+        line_end = len(text)
     k = pos
     for _ in range(words):
-        k = text.find(" ", k + 1)
+        k = text.find(" ", k + 1, line_end)
         if k < 0:
-            return len(text)
+            return line_end
     return k
 
 
