@@ -551,7 +551,11 @@ _RU_NAME_CONTEXT = ContextWords(["зовут", "г-н", "г-жа", "господ
 _RU_STOP = frozenset(w.lower() for w in (
     "Трек-номер Номер Заказ Счёт Счет Сумма Артикул Версия Код ИНН КПП ОГРН ОГРНИП СНИЛС Паспорт Адрес Телефон "
     "Тел Почта Курьер Клиент Менеджер Получатель Отправитель Ответственный Договор Доставка Оплата Москва Россия "
-    "Спасибо Здравствуйте Добрый Уважаемый Уважаемая ООО ИП АО ПАО").split())
+    "Спасибо Здравствуйте Добрый Уважаемый Уважаемая ООО ИП АО ПАО "
+    # words that start a sentence and are never a name: natasha runs a name on into them when the sentence
+    # before lacks its full stop ("Ответственный: Богданна Якимчук Мы получили ...")
+    "Мы Вы Он Она Они Мой Моя Мое Мои Наш Наша Ваш Ваша Это Этот Эта Можно Нужно Кажется Пожалуйста Сегодня "
+    "Завтра Вчера Привет Также Уже Когда Где Как Что Почему Если Коробка Посылка Товар Офис").split())
 _VERB_END = re.compile(r"(?:ал|ял|ил|ел|ыл|ла|ли|ло|ть|ет|ит)$")
 
 
@@ -822,6 +826,7 @@ class NatashaPersonRecognizer(PersonRecognizer):
             for start, stop, kind in spans:
                 if kind != "PER":
                     continue
+                start, stop = _without_stop_words(text, start, stop)
                 word = text[start:stop]
                 if not _plausible(word):
                     continue
@@ -839,6 +844,17 @@ class NatashaPersonRecognizer(PersonRecognizer):
 
     def find(self, ctx: TextContext) -> list[Hit]:
         return self.find_many([ctx.text])[0]
+
+
+def _without_stop_words(text: str, start: int, stop: int) -> tuple[int, int]:
+    """A name natasha tagged, less the stop words it ran on into at either end (a sentence without its full
+    stop); a span of stop words alone is left to _plausible."""
+    words = [(start + m.start(), start + m.end()) for m in re.finditer(r"\S+", text[start:stop])]
+    while len(words) > 1 and text[words[-1][0]:words[-1][1]].lower().strip(",.!?") in _RU_STOP:
+        words.pop()
+    while len(words) > 1 and text[words[0][0]:words[0][1]].lower().strip(",.!?") in _RU_STOP:
+        words.pop(0)
+    return words[0][0], words[-1][1]
 
 
 def _plausible(span: str) -> bool:
