@@ -153,8 +153,8 @@ def plain_model_installed() -> bool:
 def build_plain_analyzer():
     """Presidio as a user sets it up: `AnalyzerEngine` with its predefined recognizers and a spaCy NLP engine,
     English, the one language its default configuration has. The default model, en_core_web_lg, is not on
-    PyPI; en_core_web_sm runs the same kind of pipeline (tok2vec, tagger, parser, NER, lemmatizer) and is the
-    cheaper of the two, so the ratio against it is the smaller one."""
+    PyPI; en_core_web_sm runs the same components without static vectors, probably the cheaper of the two (not
+    measured here), so the ratio against it is probably the smaller one."""
     from presidio_analyzer import AnalyzerEngine
     from presidio_analyzer.nlp_engine import NlpEngineProvider
 
