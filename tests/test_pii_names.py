@@ -300,6 +300,7 @@ def test_a_natasha_window_and_its_name_stay_on_their_line(sep):
     ("Account holder: Alison Parker We moved from Austin.", "Alison Parker", "We moved"),
     ("Thanks, Heather Bautista How do I return the blender?", "Heather Bautista", "How do I"),
     ("Contact person: Heather Stanley You can reach me later.", "Heather Stanley", "You can"),
+    ("Yetkili kişi: Qədir Eyvazlı Yarın sabah tekrar arayacağım.", "Qədir Eyvazlı", "Yarın sabah"),
 ])
 def test_a_name_does_not_take_the_pronoun_that_starts_the_next_sentence(text, name, kept):
     """A sentence without its full stop: a pronoun or question word after a name starts the next sentence
