@@ -333,3 +333,12 @@ def test_natasha_s_name_does_not_run_into_the_next_sentence(text, name, kept):
     assert not left_parts(name, dump(out))
     assert kept in out["messages"][0]["content"]
     assert out["messages"][1]["content"] == "Коробка и посылка у нас. Мы рады."
+
+
+@pytest.mark.parametrize("text, name", [
+    ("Our customer Ama Mensah called about the refund.", "Ama Mensah"),  # "ama" is Turkish for "but"
+    ("The invoice was signed by Rohit Sen yesterday.", "Rohit Sen"),  # "sen" is Turkish for "you"
+])
+def test_a_function_word_of_another_language_can_still_be_a_name(text, name):
+    (out,), _ = run([chat(text)])
+    assert not left_parts(name, dump(out))
