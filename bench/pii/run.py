@@ -32,15 +32,11 @@ from pipeline.env import set_defaults  # noqa: E402
 
 set_defaults()  # before Presidio is imported, here and in the spawned children (they import this module)
 
+from generate import field_texts  # noqa: E402  (real_text.py imports it from here)
+
 CHECKSUM_TYPES = ("TCKN", "VKN", "INN", "SNILS", "OGRN", "OGRNIP", "IBAN", "CREDIT_CARD")
 GOAL_099 = CHECKSUM_TYPES + ("EMAIL", "PHONE")
 SALT = b"bench-salt-not-secret"
-
-
-def field_texts(rec: dict) -> list[str]:
-    if rec.get("messages") is not None:
-        return [m["content"] for m in rec["messages"]]
-    return [rec["text"]]
 
 
 def _loc_index(loc: tuple) -> int:
