@@ -339,6 +339,8 @@ def parquet_batch_rows(pf, cfg: ReadConfig) -> int:
 
 _CONTAINER_START = ("start_map", "start_array")
 _CONTAINER_END = ("end_map", "end_array")
+# A top-level object whose first key is one of these, holding a list, is one conversation, not a split
+TURN_KEYS = ("messages", "conversations")
 
 
 def _json_items(source, max_bytes: int, max_depth: int = 1 << 30) -> Iterator[tuple[object, str | None]]:
@@ -350,7 +352,10 @@ def _json_items(source, max_bytes: int, max_depth: int = 1 << 30) -> Iterator[tu
 
     Not ijson.items / ijson.parse: they compute a prefix string per event that grows with depth, so memory
     would be quadratic in the nesting (100,000 nested brackets, 200 KB of input, exhaust it).
-    A record nested deeper than max_depth is dropped the same way, as too_deep."""
+    A record nested deeper than max_depth is dropped the same way, as too_deep.
+
+    A top-level object that is itself a record (a file of one record) is that one record: its first value
+    tells, a scalar or a list of turns (TURN_KEYS), where a split's is a list and a keyed record's an object."""
     import ijson
     from ijson.common import ObjectBuilder
 
@@ -358,7 +363,16 @@ def _json_items(source, max_bytes: int, max_depth: int = 1 << 30) -> Iterator[tu
     depth = size = 0       # inside a record: its nesting depth and its size so far (about its JSON bytes)
     builder: ObjectBuilder | None = None
     reason = None          # why the record being skipped is dropped
+    top_object = False            # a top-level object has started and no key of it was seen yet
+    first_key: str | None = None  # the first key of a top-level object, until its value is seen
     for event, value in ijson.basic_parse(source, use_float=True):
+        if first_key is not None:
+            key, first_key = first_key, None
+            if event not in _CONTAINER_START or event == "start_array" and key in TURN_KEYS:
+                outer.pop()  # the top-level object is the record: build it from its start
+                builder, depth, size = ObjectBuilder(), 1, 2 + _event_bytes("map_key", key)
+                builder.event("start_map", None)
+                builder.event("map_key", key)
         if depth:  # inside a record: build it, or skip the rest of one over a cap
             depth += (event in _CONTAINER_START) - (event in _CONTAINER_END)
             if builder is not None:
@@ -382,6 +396,9 @@ def _json_items(source, max_bytes: int, max_depth: int = 1 << 30) -> Iterator[tu
                 yield (value, None) if _event_bytes(event, value) <= max_bytes else (None, "too_large")
         elif event in _CONTAINER_START:
             outer.append("map" if event == "start_map" else "array")
+            top_object = outer == ["map"]
+        elif event == "map_key" and top_object:
+            first_key, top_object = value, False
 
 
 def _event_bytes(event: str, value) -> int:
