@@ -67,6 +67,13 @@ class FormatConfig(Section):
         "refuse", description="Preference files (DPO chosen/rejected pairs, KTO labels) are not SFT data: "
                               "\"refuse\" stops the run naming the file; \"chosen\" keeps the chosen answer "
                               "of each pair and the desirable KTO answers (undesirable ones are dropped).")
+    # drop by default: a CRM export's chats mostly open with the agent's greeting, which answers nothing;
+    # "reject" lost every such chat, and the dropped turns are counted in the report either way
+    leading_assistant: Literal["drop", "system", "reject"] = Field(
+        "drop", description="Assistant turns before a chat's first user turn (an agent's greeting): \"drop\" "
+                            "removes them, \"system\" moves their text into the system message, \"reject\" "
+                            "quarantines the chat as bad_role_order. Counted in stages.normalize.counters."
+                            "leading_assistant.")
 
 
 class CleanConfig(Section):

@@ -238,6 +238,24 @@ def check_conversation(messages: list[dict]) -> list[dict]:
     return messages
 
 
+def leading_assistant_turns(messages: list[dict], policy: str) -> tuple[list[dict], int]:
+    """The conversation without the assistant turns before its first user turn (an agent's greeting in a
+    CRM export), and how many there were. "drop" removes them, "system" moves their text into the system
+    message (after any it has), "reject" leaves them for check_conversation to refuse (bad_role_order).
+    Only text turns followed by a user turn count: a chat of assistant turns alone stays as it is."""
+    start = 1 if messages and messages[0]["role"] == "system" else 0
+    end = start
+    while end < len(messages) and messages[end]["role"] == "assistant" and not messages[end].get("tool_calls"):
+        end += 1
+    if policy == "reject" or end == start or end == len(messages) or messages[end]["role"] != "user":
+        return messages, 0
+    moved = messages[start:end]
+    if policy == "drop":
+        return messages[:start] + messages[end:], len(moved)
+    texts = [m["content"] for m in messages[:start] + moved if m["content"]]
+    return [_message("system", "\n\n".join(texts))] + messages[end:], len(moved)
+
+
 def _message(role: str, content: str, tool_calls: list[dict] | None = None, name: str | None = None,
              tool_call_id: str | None = None) -> dict:
     msg = {"role": role, "content": content}
@@ -438,6 +456,9 @@ CONVERTERS: dict[str, Callable] = {
 MEDIA_KEYS = ("images", "videos", "audios", "image", "video", "audio")   # LLaMA-Factory's media columns
 MEDIA_PARTS = frozenset(("image", "image_url", "input_image", "video", "video_url", "audio", "input_audio"))
 LABEL_KEYS = ("label", "kto_tag")
+# (chosen, rejected) column pairs: trl's and LLaMA-Factory's (sharegpt, alpaca), and LLaMA-Factory v1's
+# DPOSample, whose sides are whole conversations of v1 messages ({role, content: [{type, value}]})
+PAIR_KEYS = (("chosen", "rejected"), ("chosen_messages", "rejected_messages"))
 _ANSWER_KEYS = ("messages", "conversations", "completion", "response", "output", "answer")
 
 
@@ -446,7 +467,7 @@ def preference_kind(row) -> str | None:
     with a boolean desirability label (KTO), None for anything else."""
     if not isinstance(row, dict):
         return None
-    if "chosen" in row and "rejected" in row:
+    if any(chosen in row and rejected in row for chosen, rejected in PAIR_KEYS):
         return "paired"
     label = next((row[k] for k in LABEL_KEYS if k in row), None)
     if isinstance(label, bool) and any(k in row for k in _ANSWER_KEYS):
@@ -469,6 +490,9 @@ def sft_view(row: dict) -> dict:
         return {k: v for k, v in row.items() if k not in LABEL_KEYS}
     if kind != "paired":
         return row
+    if "chosen_messages" in row and "rejected_messages" in row:  # v1: the chosen side is the conversation
+        rest = {k: v for k, v in row.items() if k not in ("chosen_messages", "rejected_messages")}
+        return {**rest, "messages": row["chosen_messages"]}
     chosen = row["chosen"]
     rest = {k: v for k, v in row.items() if k not in ("chosen", "rejected")}
     for key in ("conversations", "messages"):
@@ -522,30 +546,110 @@ def check_input(file, cfg) -> None:
     check_file([row.value for row in batch if not row.error], file.shown, cfg.formats.preference)
 
 
+def row_format(row, preferred: str | None = None) -> str | None:
+    """The format a row's own keys match: `preferred` where its detector matches, else the first detector
+    in registry order that does; None for none. A preference row is judged as the SFT row it implies."""
+    if isinstance(row, str):
+        return "text"
+    if not isinstance(row, dict):
+        return None
+    try:
+        row = sft_view(row)
+    except Invalid:
+        return None
+    if preferred in DETECTORS and DETECTORS[preferred](row):
+        return preferred
+    return next((name for name, detect in DETECTORS.items() if detect(row)), None)
+
+
 def detect_format(sample: list, configured: str = "auto", mapping: dict | None = None) -> str | None:
     """The format of a file from its first parsed rows: the configured one, the mapping, or the
-    detector that matches most rows (ties broken by registry order). Preference rows vote as the SFT
-    rows they imply (sft_view)."""
+    detector that matches most rows (ties broken by registry order)."""
     if configured != "auto":
         return configured
     if mapping:
         return "mapped"
     if any(isinstance(v, str) for v in sample):
         return "text"
-    votes = Counter()
-    for row in sample:
-        try:
-            row = sft_view(row) if isinstance(row, dict) else row
-        except Invalid:
-            continue
-        for name, detect in DETECTORS.items():
-            if isinstance(row, dict) and detect(row):
-                votes[name] += 1
-                break
+    votes = Counter(fmt for fmt in map(row_format, sample) if fmt)
     if not votes:
         return None
     best = max(votes.values())
     return next(name for name in DETECTORS if votes[name] == best)
+
+
+def format_of_row(row, file_format: str | None, configured: str = "auto", mapping: dict | None = None) -> str | None:
+    """The converter for one row of a file whose format is `file_format`. A configured format or mapping
+    applies to every row. Detected, a file may mix formats (half Alpaca, half ShareGPT rows): a row that
+    does not fit the file's format goes through the converter its own keys match; a row that matches none
+    goes through the file's, which names what is missing (None: no format, the row is unknown_format)."""
+    if configured != "auto" or mapping:
+        return file_format
+    return row_format(row, file_format) or file_format
+
+
+# --- what the report and the terminal say about a file's formats ------------------------------------
+
+COLUMNS_KEPT = 50     # distinct column names counted per shard: a row of a million keys stays small
+COLUMN_CHARS = 64
+COLUMNS_SHOWN = 10
+WITHHELD = "(a name withheld: it looks like personal data)"
+
+
+def count_columns(row, counts: dict, shown: Callable[[str], str]) -> None:
+    """Add the column names of a row of no known format to `counts` (name -> rows): names only, never
+    values, each as `shown` gives it (a name that looks like personal data is withheld: a CSV without a
+    header row has a record as its column names)."""
+    if not isinstance(row, dict):
+        return
+    for key in list(row)[:COLUMNS_KEPT]:
+        name = str(key)[:COLUMN_CHARS]
+        name = shown(name if name.isprintable() else name.encode("unicode_escape").decode("ascii"))
+        if name in counts or len(counts) < COLUMNS_KEPT:
+            counts[name] = counts.get(name, 0) + 1
+
+
+def mapping_example(columns: list[str]) -> str:
+    """A formats.mapping for the columns found, as the user would write it in the config."""
+    named = [c for c in columns if c != WITHHELD]
+    if len(named) >= 2:
+        mapping = {"prompt": named[0], "response": named[1]}
+    else:
+        mapping = {"text": named[0] if named else "body"}
+    return json.dumps({"formats": {"mapping": mapping}}, ensure_ascii=False)
+
+
+def unknown_format_hint(entry: dict) -> str:
+    """What a report's file entry says about its rows of no known format: the columns found and how to map them."""
+    columns = entry.get("unknown_columns") or []
+    found = f"columns found: {', '.join(columns)}" if columns else "no columns found"
+    return f"{found}; name them in formats.mapping, e.g. {mapping_example(columns)}"
+
+
+def file_notes(name: str, entry: dict) -> list[str]:
+    """One line per thing a report's file entry says about formats: rows of several formats, each read by
+    its own converter; rows of no known format, with the columns found and how to map them."""
+    notes = []
+    formats = entry.get("formats") or {}
+    if len(formats) > 1:
+        found = ", ".join(f"{fmt} {n}" for fmt, n in sorted(formats.items(), key=lambda kv: (-kv[1], kv[0])))
+        notes.append(f"{name}: rows of {len(formats)} formats ({found}), each read by its own converter")
+    unknown = entry.get("quarantined_by_reason", {}).get("unknown_format", 0)
+    if unknown:
+        notes.append(f"{name}: {unknown} row(s) of no known format quarantined ({unknown_format_hint(entry)})")
+    return notes
+
+
+LEADING_DONE = {"drop": "dropped", "system": "moved into the system message"}
+
+
+def leading_assistant_note(counters: dict) -> str | None:
+    """What formats.leading_assistant did, from the normalize stage's counters; None if nothing."""
+    done = counters.get("leading_assistant") or {}
+    parts = [f"{c.get('turns', 0)} assistant turn(s) before the first user turn {LEADING_DONE[policy]} in "
+             f"{c.get('records', 0)} chat(s) (formats.leading_assistant: {policy})"
+             for policy, c in sorted(done.items()) if policy in LEADING_DONE]
+    return "; ".join(parts) or None
 
 
 def _finite(value):
@@ -578,10 +682,13 @@ def _meta_json(row, consumed: set) -> str:
     return _LONE_SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 
-def to_record(row, fmt: str, mapping: dict, source: dict, preference: str = "refuse") -> dict:
+def to_record(row, fmt: str, mapping: dict, source: dict, preference: str = "refuse",
+              leading_assistant: str = "drop") -> dict:
     """One raw row to a canonical record (id from the normalized content). Raises Invalid (Dropped for a
     row removed by choice). A preference row under preference="chosen" becomes its SFT view, and the record
-    says so in "_preference" ("paired" or "unpaired"; internal, for the counts)."""
+    says so in "_preference" ("paired" or "unpaired"); assistant turns before the first user turn are
+    handled by `leading_assistant` (leading_assistant_turns), their number in "_leading_assistant". Both
+    keys are internal, for the counts."""
     if not isinstance(row, (dict, str)) or isinstance(row, str) and fmt != "text":
         raise Invalid("not_an_object")  # e.g. .txt lines with format "alpaca" configured: was AttributeError
     if is_multimodal(row):
@@ -596,8 +703,9 @@ def to_record(row, fmt: str, mapping: dict, source: dict, preference: str = "ref
         meta = _meta_json(row, consumed)  # json.dumps recurses too: deep meta raised RecursionError
     except RecursionError:
         raise Invalid("too_deep") from None
-    tools = None
+    tools, leading = None, 0
     if messages is not None:
+        messages, leading = leading_assistant_turns(messages, leading_assistant)
         messages = link_tool_calls(check_conversation(messages))
         tools_key = mapping.get("tools", "tools") if fmt == "mapped" else "tools"
         if isinstance(row, dict) and tools_key in row:
@@ -613,4 +721,6 @@ def to_record(row, fmt: str, mapping: dict, source: dict, preference: str = "ref
     record["id"] = record_id(record)
     if pref:
         record["_preference"] = pref
+    if leading:
+        record["_leading_assistant"] = leading
     return record

@@ -8,8 +8,9 @@ from typing import Iterator
 from .clean import CleanStep
 from .quality import QualityStep
 from .config import PrepareConfig
-from .formats import Dropped, Invalid, check_file, detect_format, to_record
-from .readers import FileReader, InputFile
+from .formats import (WITHHELD, Dropped, Invalid, check_file, count_columns, detect_format, format_of_row,
+                      to_record)
+from .readers import FileReader, InputFile, name_holds_pii
 from .stats import StageStats
 from .step import QuarantineSink, Step
 from .textnorm import content_chars
@@ -61,6 +62,7 @@ class NormalizeStep(Step):
         self.file, self.cfg, self.is_eval = file, cfg, is_eval
         self.base = index << ORDER_SHIFT
         self.format: str | None = None
+        self.columns_shown: dict[str, str] = {}
 
     def process(self, rows: list) -> list[dict]:
         fmt_cfg = self.cfg.formats
@@ -70,12 +72,15 @@ class NormalizeStep(Step):
             self.format = detect_format(sample, fmt_cfg.format, fmt_cfg.mapping)
         records = []
         for row in rows:
-            if self.format is None:
+            fmt = format_of_row(row.value, self.format, fmt_cfg.format, fmt_cfg.mapping)
+            if fmt is None:
                 self.quarantine("unknown_format", row.line)
+                count_columns(row.value, self.stats.counters.setdefault("unknown_columns", {}), self.shown_column)
                 continue
+            self.stats.add(f"formats.{fmt}")  # rows per converter: a file may mix formats
             try:
-                rec = to_record(row.value, self.format, fmt_cfg.mapping,
-                                {"file": self.file.name, "line": row.line}, fmt_cfg.preference)
+                rec = to_record(row.value, fmt, fmt_cfg.mapping, {"file": self.file.name, "line": row.line},
+                                fmt_cfg.preference, fmt_cfg.leading_assistant)
             except Dropped as exc:  # valid, removed by a configured choice (a KTO undesirable answer)
                 self.drop(exc.reason)
                 continue
@@ -84,6 +89,9 @@ class NormalizeStep(Step):
                 continue
             if "_preference" in rec:  # what was done with preference rows, for the report
                 self.stats.add(f"preference.{rec.pop('_preference')}")
+            if "_leading_assistant" in rec:
+                self.stats.add(f"leading_assistant.{fmt_cfg.leading_assistant}.records")
+                self.stats.add(f"leading_assistant.{fmt_cfg.leading_assistant}.turns", rec.pop("_leading_assistant"))
             if len(rec["meta"]) + content_chars(rec) > self.cfg.read.max_record_bytes:
                 self.quarantine("too_large", row.line)  # by reference only
                 continue
@@ -91,6 +99,13 @@ class NormalizeStep(Step):
             rec["_eval"] = self.is_eval
             records.append(rec)
         return records
+
+    def shown_column(self, name: str) -> str:
+        """A column name as the report may show it: withheld where the PII engine finds personal data in it."""
+        if name not in self.columns_shown:
+            held = self.cfg.pii.enabled and name_holds_pii(name, self.cfg)
+            self.columns_shown[name] = WITHHELD if held else name
+        return self.columns_shown[name]
 
 
 class Normalizer:

@@ -135,6 +135,10 @@ def refuse_empty_run(cfg: PrepareConfig, run_dir: str | Path, report: dict) -> N
     for name, counts in report.get("files", {}).items():
         reasons = {**counts.get("quarantined_by_reason", {}), **counts.get("dropped", {})}
         why = ", ".join(f"{r} {n}" for r, n in sorted(reasons.items(), key=lambda kv: -kv[1])[:3]) or "no records"
+        if "unknown_format" in reasons:
+            from .formats import unknown_format_hint
+
+            why += f"; {unknown_format_hint(counts)}"
         parts.append(f"{name}: {counts.get('input', 0)} in ({why})")
     parts += [f"{u['file']}: {u['reason']}" for u in report.get("unreadable_inputs", [])]
     shown = "; ".join(parts[:5]) + (f"; and {len(parts) - 5} more" if len(parts) > 5 else "")

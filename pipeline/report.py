@@ -34,6 +34,21 @@ def _accounting(stages: dict[str, StageStats | dict]) -> dict:
     }
 
 
+def _formats_found(normalize: StageStats | None) -> dict:
+    """A file's rows per format, where it mixes formats, and the commonest column names of its rows of no
+    known format (names only)."""
+    from .formats import COLUMNS_SHOWN
+
+    counters = normalize.counters if normalize else {}
+    found = {}
+    if len(counters.get("formats", {})) > 1:
+        found["formats"] = dict(sorted(counters["formats"].items()))
+    columns = counters.get("unknown_columns") or {}
+    if columns:
+        found["unknown_columns"] = sorted(columns, key=lambda c: -columns[c])[:COLUMNS_SHOWN]  # ties: as found
+    return found
+
+
 def build_report(cfg: PrepareConfig, shard_results: list[dict], stages: dict[str, StageStats],
                  shards: list[dict], dedup_report: dict | None, lengths: dict | None, plan: dict | None,
                  unreadable: list[dict], canned: dict | None = None, split: dict | None = None) -> dict:
@@ -44,7 +59,8 @@ def build_report(cfg: PrepareConfig, shard_results: list[dict], stages: dict[str
     for name, parts in by_file.items():
         merged = merge_all([StageStats.from_dict(n, d) for n, d in p["stages"].items()] for p in parts)
         files[name] = {
-            **_accounting(merged), "format": parts[0]["format"], "encoding": parts[0]["encoding"],
+            **_accounting(merged), "format": parts[0]["format"], **_formats_found(merged.get("normalize")),
+            "encoding": parts[0]["encoding"],
             "split_source": "validation_input" if parts[0]["eval"] else "input", "shards": len(parts),
             "warnings": sorted({w for p in parts for w in p["warnings"]}),
             "unread_after_cap": any(p["unread"] for p in parts),
@@ -120,6 +136,11 @@ def render_markdown(report: dict) -> str:
         ["file", "format", "input", "kept", "quarantined", "dropped"],
         [[name, f["format"], f["input"], f["kept"], f["quarantined"], sum(f["dropped"].values())]
          for name, f in report["files"].items()]), ""]
+    from .formats import file_notes
+
+    notes = [note for name, f in report["files"].items() for note in file_notes(name, f)]
+    if notes:
+        out += [f"- {text(note)}" for note in notes] + [""]
     if report.get("unreadable_inputs"):
         out += ["Unreadable inputs (skipped): " + ", ".join(text(u["file"]) for u in report["unreadable_inputs"]), ""]
     out += ["## Stages", "", table(

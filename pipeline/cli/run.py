@@ -75,6 +75,15 @@ def config_from_args(args: argparse.Namespace) -> PrepareConfig:
     return load_config(args.config, overrides)
 
 
+def format_notes(report: dict) -> list[str]:
+    """Files that mix formats or hold rows of no known format; chats whose assistant spoke first."""
+    from ..formats import file_notes, leading_assistant_note
+
+    notes = [note for name, entry in report.get("files", {}).items() for note in file_notes(name, entry)]
+    leading = leading_assistant_note(((report["stages"].get("normalize") or {}).get("counters") or {}))
+    return [f"note: {n}" for n in notes + ([leading] if leading else [])]
+
+
 def summary_text(report: dict, manifest_uri: str | None, run_dir: str) -> str:
     c = report["counts"]
     lines = [f"run directory: {run_dir}",
@@ -85,6 +94,7 @@ def summary_text(report: dict, manifest_uri: str | None, run_dir: str) -> str:
         lines.append(f"  dropped   {reason:<22} {n}")
     for reason, n in c["quarantined_by_reason"].items():
         lines.append(f"  quarantined {reason:<20} {n}")
+    lines += format_notes(report)
     lengths = report.get("lengths")
     if lengths:
         from ..lengths.draw import render_lengths_text
