@@ -1,8 +1,9 @@
 """Converters: one per input format, each turning a raw row into the canonical record.
 
 The registry maps a format name to (detector, converter). Detection runs once per file on its first
-rows; every row of the file then goes through that converter. A row that does not fit raises Invalid
-with a reason code and is quarantined by the normalize step.
+rows; a row that does not fit the file's format goes through the converter its own keys match
+(format_of_row: a file may mix formats). A row that does not convert raises Invalid with a reason code
+and is quarantined by the normalize step.
 """
 from __future__ import annotations
 
