@@ -22,6 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
+from ..s3 import S3Error
+
 MANIFEST = "prepare-checkpoint.json"
 EVAL_REPORT = "eval_report.json"
 FINAL = "final"
@@ -176,10 +178,97 @@ def finish(uri: str, state: dict, keep: int = 1, final_dir: str | Path | None = 
 
 # ------------------------------------------------------------------------------------------------ pull
 
+class UnsafeCheckpoint(S3Error):
+    """A checkpoint pull refuses: a manifest entry or a path in DEST that would put files outside DEST."""
+
+
+_SHA256 = re.compile(r"[0-9a-f]{64}")
+_MAX_NAME_BYTES = 255      # one file name (NAME_MAX of Linux file systems)
+_MAX_PATH_BYTES = 1024     # an S3 key is at most 1024 bytes
+
+
+def _path_problem(path: object) -> str | None:
+    """Why a manifest path is no safe relative path inside the checkpoint folder (None: it is one). Checked
+    as text, before any file system call: nothing the bucket says may name a place outside DEST."""
+    if not isinstance(path, str):
+        return "the path is not a string"
+    if not path:
+        return "an empty path"
+    try:
+        size = len(path.encode("utf-8"))
+    except UnicodeEncodeError:
+        return "the path is not valid Unicode (a lone surrogate)"
+    if size > _MAX_PATH_BYTES:
+        return f"a path longer than {_MAX_PATH_BYTES} bytes"
+    if any(ord(c) < 32 or ord(c) == 127 for c in path):
+        return "a control character in the path"
+    if "\\" in path:
+        return "a backslash in the path (a separator on Windows)"
+    if path.startswith("/"):
+        return "an absolute path"
+    parts = path.split("/")
+    if ".." in parts:
+        return "a '..' part (leaves the checkpoint folder)"
+    if "." in parts:
+        return "a '.' part"
+    if "" in parts:
+        return "an empty part ('//' or a trailing '/')"
+    if any(len(part.encode("utf-8")) > _MAX_NAME_BYTES for part in parts):
+        return f"a name longer than {_MAX_NAME_BYTES} bytes"
+    if path == MANIFEST:
+        return "the manifest's own name"
+    return None
+
+
+def _show(path: object) -> str:
+    """A bucket-chosen path, quoted for a one-line message: escapes instead of control characters."""
+    text = ascii(path)
+    return text if len(text) <= 120 else text[:117] + "..."
+
+
+def _checked_files(manifest: object, where: str) -> list[dict]:
+    """The manifest's file entries once every one is safe to write under the checkpoint folder; else
+    UnsafeCheckpoint naming the first bad entry."""
+    files = manifest.get("files") if isinstance(manifest, dict) else None
+    if not isinstance(files, list):
+        raise UnsafeCheckpoint(f"unsafe checkpoint manifest {where}: no 'files' list; nothing was written")
+    paths: set[str] = set()
+    folders: set[str] = set()
+    for number, entry in enumerate(files, 1):
+        path = entry.get("path") if isinstance(entry, dict) else None
+        if not isinstance(entry, dict):
+            problem = "the entry is not an object"
+        elif (problem := _path_problem(path)) is None:
+            parents = {"/".join(path.split("/")[:i]) for i in range(1, path.count("/") + 1)}
+            size, digest = entry.get("bytes"), entry.get("sha256")
+            if path in paths:
+                problem = "listed twice"
+            elif path in folders or parents & paths:
+                problem = "both a file and the folder of another entry"
+            elif isinstance(size, bool) or not isinstance(size, int) or size < 0:
+                problem = "'bytes' is not a whole number >= 0"
+            elif not isinstance(digest, str) or not _SHA256.fullmatch(digest):
+                problem = "'sha256' is not 64 lowercase hex digits"
+            paths.add(path)
+            folders |= parents
+        if problem:
+            entry_name = f"file {number} {_show(path)}" if isinstance(entry, dict) else f"file {number}"
+            raise UnsafeCheckpoint(f"unsafe checkpoint manifest {where}: {entry_name}: {problem}; nothing was written")
+    return files
+
+
+def _refuse_links(*paths: Path) -> None:
+    for path in paths:
+        if path.is_symlink():
+            raise UnsafeCheckpoint(f"{path} is a symbolic link: pull never writes through a link inside DEST "
+                                   f"(remove it); nothing was written")
+
+
 def pull(uri: str, dest: str | Path, name: str | None = None) -> Path:
     """Download the latest complete checkpoint (or `name`) into dest/<name>, each file checked against the
-    manifest's sha256; returns the folder, for resume_from_checkpoint."""
-    from ..s3 import S3Error, _retry, client, parse_uri
+    manifest's sha256; returns the folder, for resume_from_checkpoint. The bucket is not trusted: every path of
+    the manifest is checked before anything is written (_checked_files), and no file is written through a link."""
+    from ..s3 import _retry, client, parse_uri
     from ..shards import sha256_file
 
     remote = list_remote(uri)
@@ -194,15 +283,28 @@ def pull(uri: str, dest: str | Path, name: str | None = None) -> Path:
     bucket, prefix = parse_uri(uri.rstrip("/") + "/")
     s3 = client()
     base = f"{prefix}{name}/"
-    body = _retry("download", f"s3://{bucket}/{base}{MANIFEST}",
-                  lambda _: s3.get_object(Bucket=bucket, Key=base + MANIFEST)["Body"].read())
-    manifest = json.loads(body)
-    target = Path(dest) / name
+    where = f"s3://{bucket}/{base}{MANIFEST}"
+    body = _retry("download", where, lambda _: s3.get_object(Bucket=bucket, Key=base + MANIFEST)["Body"].read())
+    try:
+        manifest = json.loads(body)
+    except (ValueError, RecursionError):
+        manifest = None
+    if not isinstance(manifest, dict):
+        raise UnsafeCheckpoint(f"unsafe checkpoint manifest {where}: not a JSON object; nothing was written")
+    files = _checked_files(manifest, where)
+    root = Path(dest).resolve()   # DEST itself may be a link the user made (onto a bigger disk): resolved once
+    target = root / name          # name is checkpoint-N or final (list_remote): one plain part
     partial = target.with_name(target.name + ".partial")
+    _refuse_links(target, partial)
     shutil.rmtree(partial, ignore_errors=True)
-    for f in manifest["files"]:
-        local = partial / f["path"]
+    partial.mkdir(parents=True)
+    for f in files:
+        parts = f["path"].split("/")
+        local = partial.joinpath(*parts)
         local.parent.mkdir(parents=True, exist_ok=True)
+        # the folders were made here, under a fresh partial: a link among them would have been put by someone else
+        if os.path.realpath(local.parent) != str(local.parent) or local.is_symlink():
+            raise UnsafeCheckpoint(f"{local} is reached through a symbolic link: pull never writes through a link")
 
         def get(_retry_flag, f=f, local=local):
             s3.download_file(bucket, base + f["path"], str(local))
@@ -213,7 +315,7 @@ def pull(uri: str, dest: str | Path, name: str | None = None) -> Path:
     if target.exists():
         shutil.rmtree(target)
     os.replace(partial, target)  # a pull cut short leaves only .partial, never a half checkpoint-N
-    return target
+    return Path(dest) / name
 
 
 # ------------------------------------------------------------------------------------------------ watcher
