@@ -1,5 +1,5 @@
 """Attacks on `prepare checkpoints`: a bucket is not trusted by pull (anyone who can write to it must not choose
-where files land)."""
+where files land), and sync uploads only the checkpoint's own regular files (never what a symlink points at)."""
 from __future__ import annotations
 
 import hashlib
@@ -8,6 +8,8 @@ import os
 
 import boto3
 import pytest
+
+SECRET = b"root-only secret content"
 
 
 def plant(bucket: str, files: dict[str, bytes], name: str = "checkpoint-1", manifest_files=None) -> str:
@@ -117,3 +119,65 @@ def test_a_safe_nested_manifest_still_pulls_into_a_linked_dest(tmp_path, bucket,
     assert every_file(tmp_path / "disk") == {"checkpoint-1/adapter_model.safetensors",
                                              "checkpoint-1/tokenizer/vocab.json", "checkpoint-1/..name..",
                                              "checkpoint-1/prepare-checkpoint.json"}
+
+
+# --------------------------------------------------------------------------------------------------- sync
+
+def all_objects(bucket: str) -> dict[str, bytes]:
+    s3 = boto3.client("s3")
+    keys = [o["Key"] for o in s3.list_objects_v2(Bucket=bucket).get("Contents", [])]
+    return {k: s3.get_object(Bucket=bucket, Key=k)["Body"].read() for k in keys}
+
+
+def test_sync_never_follows_a_symlink(tmp_path, bucket, capsys):
+    from pipeline.cli import main
+
+    outside = tmp_path / "system"
+    (outside / "keys").mkdir(parents=True)
+    (outside / "shadow").write_bytes(SECRET)
+    (outside / "keys" / "id_rsa").write_bytes(SECRET)
+    (outside / "trainer_state.json").write_text(json.dumps({"global_step": 9}))
+    out = tmp_path / "out"
+    folder = out / "checkpoint-5"
+    folder.mkdir(parents=True)
+    (folder / "adapter_model.safetensors").write_bytes(b"weights")
+    (folder / "trainer_state.json").write_text(json.dumps({"global_step": 5, "log_history": []}))
+    (folder / "optimizer.pt").symlink_to(outside / "shadow")          # a file link to a file outside the folder
+    (folder / "extra").symlink_to(outside / "keys", target_is_directory=True)   # a folder reached through a link
+    (out / "checkpoint-9").symlink_to(outside, target_is_directory=True)        # a whole checkpoint folder
+    (out / "adapter_model.safetensors").write_bytes(b"final weights")
+    (out / "tokenizer.json").symlink_to(outside / "shadow")           # beside the final model
+
+    assert main(["checkpoints", "sync", str(out), f"s3://{bucket}/job", "--once"]) == 0
+    err = capsys.readouterr().err
+    stored = all_objects(bucket)
+    assert not any(SECRET in body for body in stored.values())
+    assert {k for k in stored if "/checkpoint-5/" in k} == {
+        "job/checkpoint-5/adapter_model.safetensors", "job/checkpoint-5/trainer_state.json",
+        "job/checkpoint-5/prepare-checkpoint.json"}
+    assert not any("checkpoint-9" in k or "tokenizer.json" in k for k in stored)
+    manifest = json.loads(stored["job/checkpoint-5/prepare-checkpoint.json"])
+    assert [f["path"] for f in manifest["files"]] == ["adapter_model.safetensors", "trainer_state.json"]
+    for name in ("checkpoint-5/optimizer.pt", "checkpoint-5/extra", "checkpoint-9", "tokenizer.json"):
+        assert f"{name}: a symbolic link, not uploaded" in err
+
+
+def test_the_trainer_callback_stages_no_symlink_target(tmp_path, monkeypatch, caplog):
+    """S3Checkpoints.on_save stages the checkpoint for upload: a linked file's content never enters the stage."""
+    pytest.importorskip("transformers")
+    from types import SimpleNamespace
+
+    from pipeline.train import S3Checkpoints
+
+    (tmp_path / "shadow").write_bytes(SECRET)
+    folder = tmp_path / "out" / "checkpoint-2"
+    folder.mkdir(parents=True)
+    (folder / "adapter_model.safetensors").write_bytes(b"weights")
+    (folder / "optimizer.pt").symlink_to(tmp_path / "shadow")
+    callback = S3Checkpoints("s3://some-bucket/job", check_bucket=False)
+    monkeypatch.setattr(callback, "_start", lambda: None)   # no upload thread: the staged folder is looked at
+    state = SimpleNamespace(is_world_process_zero=True, global_step=2, best_model_checkpoint=None)
+    callback.on_save(SimpleNamespace(output_dir=str(tmp_path / "out")), state, None)
+    stage, _, _ = callback._queue.get_nowait()
+    assert every_file(stage) == {"adapter_model.safetensors"}
+    assert "checkpoint-2/optimizer.pt: a symbolic link, not uploaded" in caplog.text

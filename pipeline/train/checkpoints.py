@@ -20,7 +20,7 @@ import shutil
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
+from typing import Callable, NamedTuple
 
 from ..s3 import S3Error
 
@@ -38,16 +38,41 @@ def step_of(name: str) -> int | None:
     return int(m.group(1)) if m else None
 
 
+class Listing(NamedTuple):
+    files: list[str]   # the regular files, relative to the folder (the manifest left out)
+    links: list[str]   # the symbolic links (to files or folders), never followed
+
+
+def listing(folder: Path) -> Listing:
+    """A checkpoint folder's own files. Links are never followed: an `optimizer.pt` linked to a file outside
+    the folder (a key, /etc/shadow) would otherwise be read and uploaded with the trainer's rights."""
+    files, links = [], []
+    for top, dirs, names in os.walk(folder):  # followlinks=False: a linked folder is listed, never entered
+        base = Path(top)
+        links += [str((base / d).relative_to(folder)) for d in dirs if (base / d).is_symlink()]
+        for name in names:
+            path = base / name
+            if path.is_symlink():
+                links.append(str(path.relative_to(folder)))
+            elif name != MANIFEST and path.is_file():   # not a socket or FIFO (reading one would block)
+                files.append(str(path.relative_to(folder)))
+    return Listing(sorted(files), sorted(links))
+
+
 def _files(folder: Path) -> list[str]:
-    return sorted(str(p.relative_to(folder)) for p in folder.rglob("*") if p.is_file() and p.name != MANIFEST)
+    return listing(folder).files
 
 
 def _trainer_state(folder: Path) -> dict:
     path = folder / "trainer_state.json"
     try:
-        return json.loads(path.read_text()) if path.is_file() else {}
+        return json.loads(path.read_text()) if _regular(path) else {}
     except (OSError, ValueError):
         return {}
+
+
+def _regular(path: Path) -> bool:
+    return path.is_file() and not path.is_symlink()
 
 
 def write_manifest(folder: str | Path, name: str) -> Path:
@@ -321,42 +346,48 @@ def pull(uri: str, dest: str | Path, name: str | None = None) -> Path:
 # ------------------------------------------------------------------------------------------------ watcher
 
 def _signature(folder: Path) -> tuple:
-    return tuple((str(p.relative_to(folder)), p.stat().st_size, p.stat().st_mtime_ns)
-                 for p in sorted(folder.rglob("*")) if p.is_file() and p.name != MANIFEST)
+    return tuple((rel, (folder / rel).stat().st_size, (folder / rel).stat().st_mtime_ns) for rel in _files(folder))
 
 
 def _ready(folder: Path, stable_seconds: float, now: float) -> bool:
     """Saved and settled: trainer_state.json is the last file the HF Trainer writes into a checkpoint, and
     nothing changed for stable_seconds."""
-    if not (folder / "trainer_state.json").is_file():
+    if not _regular(folder / "trainer_state.json"):
         return False
-    newest = max((p.stat().st_mtime for p in folder.rglob("*") if p.is_file() and p.name != MANIFEST), default=now)
+    newest = max(((folder / rel).stat().st_mtime for rel in _files(folder)), default=now)
     return now - newest >= stable_seconds
 
 
 def _final_ready(out: Path, stable_seconds: float, now: float, since: float) -> bool:
-    files = [out / n for n in FINAL_MODEL_FILES if (out / n).is_file()]
+    files = [out / n for n in FINAL_MODEL_FILES if _regular(out / n)]
     return bool(files) and all(since <= f.stat().st_mtime <= now - stable_seconds for f in files)
 
 
-def _final_folder(out: Path) -> Path:
+def _final_folder(out: Path, log: Callable[[str], None]) -> Path:
     """The top-level files of output_dir (the saved final model), hard-linked apart from the checkpoints."""
     stage = out / ".prepare-final"
     shutil.rmtree(stage, ignore_errors=True)
     stage.mkdir()
     for p in out.iterdir():
-        if p.is_file():
+        if p.is_symlink():
+            if not p.is_dir():   # folders are no part of the final model (a linked checkpoint-N is named above)
+                _skipped(log, p.name)
+        elif p.is_file():
             link_or_copy(p, stage / p.name)
     return stage
 
 
+def _skipped(log: Callable[[str], None], name: str) -> None:
+    log(f"{name}: a symbolic link, not uploaded (sync never follows links)")
+
+
 def link_or_copy(src: Path, dst: Path) -> None:
     """A hard link is instant and survives the trainer deleting the original (save_total_limit); a copy where
-    the file system cannot link."""
+    the file system cannot link. A link stays a link (never its target's content): listing() skips it."""
     try:
-        os.link(src, dst)
+        os.link(src, dst, follow_symlinks=False)
     except OSError:
-        shutil.copy2(src, dst)
+        shutil.copy2(src, dst, follow_symlinks=False)
 
 
 def sync(out_dir: str | Path, uri: str, *, keep: int = 2, keep_final: int = 1, once: bool = False,
@@ -370,16 +401,25 @@ def sync(out_dir: str | Path, uri: str, *, keep: int = 2, keep_final: int = 1, o
         raise FileNotFoundError(f"no such folder: {out}")
     started = time.time()
     done: dict[str, tuple] = {}
+    linked: set[str] = set()   # linked checkpoint folders, named once
     polls = 0
     while True:
         now = time.time()
-        for folder in sorted((p for p in out.iterdir() if p.is_dir() and step_of(p.name) is not None),
-                             key=lambda p: step_of(p.name)):
+        folders = sorted((p for p in out.iterdir() if p.is_dir() and step_of(p.name) is not None),
+                         key=lambda p: step_of(p.name))
+        for folder in folders:
+            if folder.is_symlink():
+                if folder.name not in linked:
+                    linked.add(folder.name)
+                    _skipped(log, folder.name)
+                continue
             if not _ready(folder, 0 if once else stable_seconds, now):
                 continue
             sig = _signature(folder)
             if done.get(folder.name) == sig:
                 continue
+            for rel in listing(folder).links:
+                _skipped(log, f"{folder.name}/{rel}")
             sent = upload_checkpoint(folder, uri)
             done[folder.name] = sig
             state = _trainer_state(folder)
@@ -394,7 +434,7 @@ def sync(out_dir: str | Path, uri: str, *, keep: int = 2, keep_final: int = 1, o
         return {"checkpoints": sorted(done, key=step_of), "best": None, "deleted": []}
     states = [_trainer_state(out / n) for n in done] + [_trainer_state(out)]
     state = max(states, key=lambda s: s.get("global_step") or -1)
-    result = finish(uri, state, keep_final, _final_folder(out) if final else None)
+    result = finish(uri, state, keep_final, _final_folder(out, log) if final else None)
     if final:
         shutil.rmtree(out / ".prepare-final", ignore_errors=True)
     log(f"final: best {result['best'] or '-'}" + (f", pruned {', '.join(result['deleted'])}" if result["deleted"] else ""))
