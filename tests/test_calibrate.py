@@ -103,3 +103,111 @@ def test_an_unreadable_store_corrects_nothing(tmp_path, monkeypatch):
     (tmp_path / "store.json").write_text("{not json")
     monkeypatch.setenv("PREPARE_CALIBRATION", str(tmp_path / "store.json"))
     assert measured_slowdown("Llama-3.1-8B", "qlora", "A40") is None
+
+
+def trial_with(tmp_path, key: str, raw: str):
+    """A trial whose second log entry has `key` set to the raw JSON text `raw` (NaN, deep nesting: what
+    json.dumps would not write)."""
+    folder = trial(tmp_path, step_seconds=2.4, peak=33.0)
+    path = folder / "checkpoint-20" / "trainer_state.json"
+    state = json.loads(path.read_text())
+    state["log_history"][1][key] = "@@bad@@"
+    path.write_text(json.dumps(state).replace('"@@bad@@"', raw))
+    return folder
+
+
+def calibrate_cli(tmp_path, folder, capsys, *flags) -> tuple[int, str, str]:
+    from pipeline.cli import main
+
+    code = main(["calibrate", str(folder), "--plan", str(tmp_path / "prepare-plan.json"), *flags])
+    out, err = capsys.readouterr()
+    return code, err, out
+
+
+DEEP = "[" * 100_000 + "]" * 100_000
+
+
+@pytest.mark.parametrize("key, raw, says", [
+    ("step_seconds", "0", "step_seconds must be a number from 0.0001 to 86400 seconds, got 0"),
+    ("step_seconds", '"2.4"', "step_seconds must be a number from 0.0001 to 86400 seconds, got a string"),
+    ("step_seconds", "[2.4]", "step_seconds must be a number from 0.0001 to 86400 seconds, got a list"),
+    ("step_seconds", '{"s": 2.4}', "got an object"),
+    ("step_seconds", "true", "got true"),
+    ("step_seconds", "-2.4", "got -2.4"),
+    ("step_seconds", "NaN", "got nan"),
+    ("step_seconds", "Infinity", "got inf"),
+    ("step_seconds", "1e-300", "got 1e-300"),
+    ("step_seconds", "1e308", "got 1e+308"),
+    ("step_seconds", DEEP, "JSON nested too deeply"),
+    ("steps_timed", "0", "steps_timed must be a whole number from 1 to 1e+09, got 0"),
+    ("steps_timed", "2.5", "got 2.5"),
+    ("num_tokens", "NaN", "num_tokens must be a number from 0 to 1e+15, got nan"),
+    ("num_tokens", "-1", "got -1"),
+    ("peak_memory_reserved_gib", "1e308", "peak_memory_reserved_gib must be a number from 0.001 to 4096 GiB"),
+    ("peak_memory_reserved_gib", "NaN", "got nan"),
+    ("device", "[1]", "device must be a name of 1 to 200 printable characters, got a list"),
+])
+def test_a_bad_trial_value_is_one_line_naming_it_and_stores_nothing(tmp_path, capsys, monkeypatch, key, raw, says):
+    monkeypatch.setenv("PREPARE_CALIBRATION", str(tmp_path / "store.json"))
+    plan(tmp_path)
+    code, err, _ = calibrate_cli(tmp_path, trial_with(tmp_path, key, raw), capsys)
+    assert code == 2 and err.count("\n") == 1 and err.startswith("prepare: error: ")
+    assert says in err and "trainer_state.json" in err and "internal error" not in err
+    assert not (tmp_path / "store.json").exists()
+
+
+@pytest.mark.parametrize("change, says", [
+    ({"step_seconds": float("nan")}, "prepare-plan.json step_seconds must be a number from 0.0001 to 86400"),
+    ({"step_seconds": 0}, "step_seconds must be a number from 0.0001 to 86400 seconds, got 0"),
+    ({"total_steps": "1800"}, "total_steps must be a whole number from 1 to 1e+09, got a string"),
+    ({"total_steps": 1e308}, "total_steps must be a whole number"),
+    ({"estimate": [1]}, "estimate must be a JSON object, got a list"),
+    ({"estimate": {"gpu": "A40"}}, "prepare-plan.json: missing key 'count'"),
+    ({"model_spec": None}, "model_spec must be a name of 1 to 200 printable characters, got null"),
+    ({"max_length": -5}, "max_length must be a whole number from 1 to 1e+08, got -5"),
+])
+def test_a_bad_plan_value_is_one_line_naming_it(tmp_path, capsys, monkeypatch, change, says):
+    monkeypatch.setenv("PREPARE_CALIBRATION", str(tmp_path / "store.json"))
+    spec = plan(tmp_path) | change
+    (tmp_path / "prepare-plan.json").write_text(json.dumps(spec))
+    code, err, _ = calibrate_cli(tmp_path, trial(tmp_path, 2.4), capsys)
+    assert code == 2 and err.count("\n") == 1 and says in err and "internal error" not in err
+    assert not (tmp_path / "store.json").exists()
+
+
+@pytest.mark.parametrize("key, value", [("price_per_hour", -0.74), ("price_per_hour", float("nan")),
+                                        ("price_per_hour", 1e308), ("count", 0), ("count", True)])
+def test_a_bad_price_or_card_count_is_refused(tmp_path, capsys, monkeypatch, key, value):
+    monkeypatch.setenv("PREPARE_CALIBRATION", str(tmp_path / "store.json"))
+    spec = plan(tmp_path)
+    spec["estimate"][key] = value
+    (tmp_path / "prepare-plan.json").write_text(json.dumps(spec))
+    code, err, _ = calibrate_cli(tmp_path, trial(tmp_path, 2.4), capsys)
+    assert code == 2 and f"estimate.{key} must be" in err and "internal error" not in err
+
+
+def test_a_trial_state_that_is_not_an_object_is_one_line(tmp_path, capsys):
+    plan(tmp_path)
+    folder = trial(tmp_path, 2.4)
+    (folder / "checkpoint-20" / "trainer_state.json").write_text("[]")
+    code, err, _ = calibrate_cli(tmp_path, folder, capsys, "--no-store")
+    assert code == 2 and "trainer_state.json must be a JSON object, got a list" in err
+
+
+def strict_json(text: str):
+    def refuse(constant):
+        raise AssertionError(f"{constant} is not JSON")
+    return json.loads(text, parse_constant=refuse)
+
+
+def test_the_store_is_strict_json_and_drops_the_nan_points_of_earlier_versions(tmp_path, capsys, monkeypatch):
+    store = tmp_path / "store.json"
+    monkeypatch.setenv("PREPARE_CALIBRATION", str(store))
+    store.write_text('[{"model": "m", "gpu": "A40", "slowdown": NaN}, {"model": "m", "gpu": "A40", "slowdown": 1.1}]')
+    plan(tmp_path)
+    code, _, out = calibrate_cli(tmp_path, trial(tmp_path, 2.4), capsys, "--json")
+    assert code == 0
+    result = strict_json(out)
+    assert result["store_dropped"] == 1
+    points = strict_json(store.read_text())
+    assert [p["slowdown"] for p in points] == [1.1, 1.2]

@@ -71,7 +71,7 @@ def cmd_calibrate(args) -> int:
 
     try:
         result = calibrate(args.trial, args.plan, record=not args.no_store)
-    except (CalibrateError, KeyError, ValueError) as exc:
-        raise UserError(f"missing key {exc}" if isinstance(exc, KeyError) else str(exc)) from None
-    print(json.dumps(result) if args.json else render(result))
+    except CalibrateError as exc:  # every value is checked: anything else is a bug, shown as one
+        raise UserError(str(exc)) from None
+    print(json.dumps(result, allow_nan=False) if args.json else render(result))
     return 0

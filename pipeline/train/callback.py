@@ -114,10 +114,12 @@ class S3Checkpoints(TrainerCallback):
             return
         stage = Path(args.output_dir) / STAGING / name
         shutil.rmtree(stage, ignore_errors=True)
-        for p in source.rglob("*"):
-            if p.is_file():
-                (stage / p.relative_to(source)).parent.mkdir(parents=True, exist_ok=True)
-                ck.link_or_copy(p, stage / p.relative_to(source))
+        files, links = ck.listing(source)   # links are never followed (their target is not the checkpoint's)
+        for rel in links:
+            log.warning("%s/%s: a symbolic link, not uploaded", name, rel)
+        for rel in files:
+            (stage / rel).parent.mkdir(parents=True, exist_ok=True)
+            ck.link_or_copy(source / rel, stage / rel)
         self._queue.put((stage, Path(state.best_model_checkpoint).name if state.best_model_checkpoint else None,
                          state.global_step))
 

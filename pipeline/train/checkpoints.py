@@ -20,7 +20,9 @@ import shutil
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
+from typing import Callable, NamedTuple
+
+from ..s3 import S3Error
 
 MANIFEST = "prepare-checkpoint.json"
 EVAL_REPORT = "eval_report.json"
@@ -36,16 +38,41 @@ def step_of(name: str) -> int | None:
     return int(m.group(1)) if m else None
 
 
+class Listing(NamedTuple):
+    files: list[str]   # the regular files, relative to the folder (the manifest left out)
+    links: list[str]   # the symbolic links (to files or folders), never followed
+
+
+def listing(folder: Path) -> Listing:
+    """A checkpoint folder's own files. Links are never followed: an `optimizer.pt` linked to a file outside
+    the folder (a key, /etc/shadow) would otherwise be read and uploaded with the trainer's rights."""
+    files, links = [], []
+    for top, dirs, names in os.walk(folder):  # followlinks=False: a linked folder is listed, never entered
+        base = Path(top)
+        links += [str((base / d).relative_to(folder)) for d in dirs if (base / d).is_symlink()]
+        for name in names:
+            path = base / name
+            if path.is_symlink():
+                links.append(str(path.relative_to(folder)))
+            elif name != MANIFEST and path.is_file():   # not a socket or FIFO (reading one would block)
+                files.append(str(path.relative_to(folder)))
+    return Listing(sorted(files), sorted(links))
+
+
 def _files(folder: Path) -> list[str]:
-    return sorted(str(p.relative_to(folder)) for p in folder.rglob("*") if p.is_file() and p.name != MANIFEST)
+    return listing(folder).files
 
 
 def _trainer_state(folder: Path) -> dict:
     path = folder / "trainer_state.json"
     try:
-        return json.loads(path.read_text()) if path.is_file() else {}
+        return json.loads(path.read_text()) if _regular(path) else {}
     except (OSError, ValueError):
         return {}
+
+
+def _regular(path: Path) -> bool:
+    return path.is_file() and not path.is_symlink()
 
 
 def write_manifest(folder: str | Path, name: str) -> Path:
@@ -176,10 +203,97 @@ def finish(uri: str, state: dict, keep: int = 1, final_dir: str | Path | None = 
 
 # ------------------------------------------------------------------------------------------------ pull
 
+class UnsafeCheckpoint(S3Error):
+    """A checkpoint pull refuses: a manifest entry or a path in DEST that would put files outside DEST."""
+
+
+_SHA256 = re.compile(r"[0-9a-f]{64}")
+_MAX_NAME_BYTES = 255      # one file name (NAME_MAX of Linux file systems)
+_MAX_PATH_BYTES = 1024     # an S3 key is at most 1024 bytes
+
+
+def _path_problem(path: object) -> str | None:
+    """Why a manifest path is no safe relative path inside the checkpoint folder (None: it is one). Checked
+    as text, before any file system call: nothing the bucket says may name a place outside DEST."""
+    if not isinstance(path, str):
+        return "the path is not a string"
+    if not path:
+        return "an empty path"
+    try:
+        size = len(path.encode("utf-8"))
+    except UnicodeEncodeError:
+        return "the path is not valid Unicode (a lone surrogate)"
+    if size > _MAX_PATH_BYTES:
+        return f"a path longer than {_MAX_PATH_BYTES} bytes"
+    if any(ord(c) < 32 or ord(c) == 127 for c in path):
+        return "a control character in the path"
+    if "\\" in path:
+        return "a backslash in the path (a separator on Windows)"
+    if path.startswith("/"):
+        return "an absolute path"
+    parts = path.split("/")
+    if ".." in parts:
+        return "a '..' part (leaves the checkpoint folder)"
+    if "." in parts:
+        return "a '.' part"
+    if "" in parts:
+        return "an empty part ('//' or a trailing '/')"
+    if any(len(part.encode("utf-8")) > _MAX_NAME_BYTES for part in parts):
+        return f"a name longer than {_MAX_NAME_BYTES} bytes"
+    if path == MANIFEST:
+        return "the manifest's own name"
+    return None
+
+
+def _show(path: object) -> str:
+    """A bucket-chosen path, quoted for a one-line message: escapes instead of control characters."""
+    text = ascii(path)
+    return text if len(text) <= 120 else text[:117] + "..."
+
+
+def _checked_files(manifest: object, where: str) -> list[dict]:
+    """The manifest's file entries once every one is safe to write under the checkpoint folder; else
+    UnsafeCheckpoint naming the first bad entry."""
+    files = manifest.get("files") if isinstance(manifest, dict) else None
+    if not isinstance(files, list):
+        raise UnsafeCheckpoint(f"unsafe checkpoint manifest {where}: no 'files' list; nothing was written")
+    paths: set[str] = set()
+    folders: set[str] = set()
+    for number, entry in enumerate(files, 1):
+        path = entry.get("path") if isinstance(entry, dict) else None
+        if not isinstance(entry, dict):
+            problem = "the entry is not an object"
+        elif (problem := _path_problem(path)) is None:
+            parents = {"/".join(path.split("/")[:i]) for i in range(1, path.count("/") + 1)}
+            size, digest = entry.get("bytes"), entry.get("sha256")
+            if path in paths:
+                problem = "listed twice"
+            elif path in folders or parents & paths:
+                problem = "both a file and the folder of another entry"
+            elif isinstance(size, bool) or not isinstance(size, int) or size < 0:
+                problem = "'bytes' is not a whole number >= 0"
+            elif not isinstance(digest, str) or not _SHA256.fullmatch(digest):
+                problem = "'sha256' is not 64 lowercase hex digits"
+            paths.add(path)
+            folders |= parents
+        if problem:
+            entry_name = f"file {number} {_show(path)}" if isinstance(entry, dict) else f"file {number}"
+            raise UnsafeCheckpoint(f"unsafe checkpoint manifest {where}: {entry_name}: {problem}; nothing was written")
+    return files
+
+
+def _refuse_links(*paths: Path) -> None:
+    for path in paths:
+        if path.is_symlink():
+            raise UnsafeCheckpoint(f"{path} is a symbolic link: pull never writes through a link inside DEST "
+                                   f"(remove it); nothing was written")
+
+
 def pull(uri: str, dest: str | Path, name: str | None = None) -> Path:
     """Download the latest complete checkpoint (or `name`) into dest/<name>, each file checked against the
-    manifest's sha256; returns the folder, for resume_from_checkpoint."""
-    from ..s3 import S3Error, _retry, client, parse_uri
+    manifest's sha256; returns the folder, for resume_from_checkpoint. The bucket is not trusted: every path of
+    the manifest is checked before anything is written (_checked_files), and no file is written through a link."""
+    from ..s3 import _retry, client, parse_uri
     from ..shards import sha256_file
 
     remote = list_remote(uri)
@@ -194,15 +308,28 @@ def pull(uri: str, dest: str | Path, name: str | None = None) -> Path:
     bucket, prefix = parse_uri(uri.rstrip("/") + "/")
     s3 = client()
     base = f"{prefix}{name}/"
-    body = _retry("download", f"s3://{bucket}/{base}{MANIFEST}",
-                  lambda _: s3.get_object(Bucket=bucket, Key=base + MANIFEST)["Body"].read())
-    manifest = json.loads(body)
-    target = Path(dest) / name
+    where = f"s3://{bucket}/{base}{MANIFEST}"
+    body = _retry("download", where, lambda _: s3.get_object(Bucket=bucket, Key=base + MANIFEST)["Body"].read())
+    try:
+        manifest = json.loads(body)
+    except (ValueError, RecursionError):
+        manifest = None
+    if not isinstance(manifest, dict):
+        raise UnsafeCheckpoint(f"unsafe checkpoint manifest {where}: not a JSON object; nothing was written")
+    files = _checked_files(manifest, where)
+    root = Path(dest).resolve()   # DEST itself may be a link the user made (onto a bigger disk): resolved once
+    target = root / name          # name is checkpoint-N or final (list_remote): one plain part
     partial = target.with_name(target.name + ".partial")
+    _refuse_links(target, partial)
     shutil.rmtree(partial, ignore_errors=True)
-    for f in manifest["files"]:
-        local = partial / f["path"]
+    partial.mkdir(parents=True)
+    for f in files:
+        parts = f["path"].split("/")
+        local = partial.joinpath(*parts)
         local.parent.mkdir(parents=True, exist_ok=True)
+        # the folders were made here, under a fresh partial: a link among them would have been put by someone else
+        if os.path.realpath(local.parent) != str(local.parent) or local.is_symlink():
+            raise UnsafeCheckpoint(f"{local} is reached through a symbolic link: pull never writes through a link")
 
         def get(_retry_flag, f=f, local=local):
             s3.download_file(bucket, base + f["path"], str(local))
@@ -213,48 +340,54 @@ def pull(uri: str, dest: str | Path, name: str | None = None) -> Path:
     if target.exists():
         shutil.rmtree(target)
     os.replace(partial, target)  # a pull cut short leaves only .partial, never a half checkpoint-N
-    return target
+    return Path(dest) / name
 
 
 # ------------------------------------------------------------------------------------------------ watcher
 
 def _signature(folder: Path) -> tuple:
-    return tuple((str(p.relative_to(folder)), p.stat().st_size, p.stat().st_mtime_ns)
-                 for p in sorted(folder.rglob("*")) if p.is_file() and p.name != MANIFEST)
+    return tuple((rel, (folder / rel).stat().st_size, (folder / rel).stat().st_mtime_ns) for rel in _files(folder))
 
 
 def _ready(folder: Path, stable_seconds: float, now: float) -> bool:
     """Saved and settled: trainer_state.json is the last file the HF Trainer writes into a checkpoint, and
     nothing changed for stable_seconds."""
-    if not (folder / "trainer_state.json").is_file():
+    if not _regular(folder / "trainer_state.json"):
         return False
-    newest = max((p.stat().st_mtime for p in folder.rglob("*") if p.is_file() and p.name != MANIFEST), default=now)
+    newest = max(((folder / rel).stat().st_mtime for rel in _files(folder)), default=now)
     return now - newest >= stable_seconds
 
 
 def _final_ready(out: Path, stable_seconds: float, now: float, since: float) -> bool:
-    files = [out / n for n in FINAL_MODEL_FILES if (out / n).is_file()]
+    files = [out / n for n in FINAL_MODEL_FILES if _regular(out / n)]
     return bool(files) and all(since <= f.stat().st_mtime <= now - stable_seconds for f in files)
 
 
-def _final_folder(out: Path) -> Path:
+def _final_folder(out: Path, log: Callable[[str], None]) -> Path:
     """The top-level files of output_dir (the saved final model), hard-linked apart from the checkpoints."""
     stage = out / ".prepare-final"
     shutil.rmtree(stage, ignore_errors=True)
     stage.mkdir()
     for p in out.iterdir():
-        if p.is_file():
+        if p.is_symlink():
+            if not p.is_dir():   # folders are no part of the final model (a linked checkpoint-N is named above)
+                _skipped(log, p.name)
+        elif p.is_file():
             link_or_copy(p, stage / p.name)
     return stage
 
 
+def _skipped(log: Callable[[str], None], name: str) -> None:
+    log(f"{name}: a symbolic link, not uploaded (sync never follows links)")
+
+
 def link_or_copy(src: Path, dst: Path) -> None:
     """A hard link is instant and survives the trainer deleting the original (save_total_limit); a copy where
-    the file system cannot link."""
+    the file system cannot link. A link stays a link (never its target's content): listing() skips it."""
     try:
-        os.link(src, dst)
+        os.link(src, dst, follow_symlinks=False)
     except OSError:
-        shutil.copy2(src, dst)
+        shutil.copy2(src, dst, follow_symlinks=False)
 
 
 def sync(out_dir: str | Path, uri: str, *, keep: int = 2, keep_final: int = 1, once: bool = False,
@@ -268,16 +401,25 @@ def sync(out_dir: str | Path, uri: str, *, keep: int = 2, keep_final: int = 1, o
         raise FileNotFoundError(f"no such folder: {out}")
     started = time.time()
     done: dict[str, tuple] = {}
+    linked: set[str] = set()   # linked checkpoint folders, named once
     polls = 0
     while True:
         now = time.time()
-        for folder in sorted((p for p in out.iterdir() if p.is_dir() and step_of(p.name) is not None),
-                             key=lambda p: step_of(p.name)):
+        folders = sorted((p for p in out.iterdir() if p.is_dir() and step_of(p.name) is not None),
+                         key=lambda p: step_of(p.name))
+        for folder in folders:
+            if folder.is_symlink():
+                if folder.name not in linked:
+                    linked.add(folder.name)
+                    _skipped(log, folder.name)
+                continue
             if not _ready(folder, 0 if once else stable_seconds, now):
                 continue
             sig = _signature(folder)
             if done.get(folder.name) == sig:
                 continue
+            for rel in listing(folder).links:
+                _skipped(log, f"{folder.name}/{rel}")
             sent = upload_checkpoint(folder, uri)
             done[folder.name] = sig
             state = _trainer_state(folder)
@@ -292,7 +434,7 @@ def sync(out_dir: str | Path, uri: str, *, keep: int = 2, keep_final: int = 1, o
         return {"checkpoints": sorted(done, key=step_of), "best": None, "deleted": []}
     states = [_trainer_state(out / n) for n in done] + [_trainer_state(out)]
     state = max(states, key=lambda s: s.get("global_step") or -1)
-    result = finish(uri, state, keep_final, _final_folder(out) if final else None)
+    result = finish(uri, state, keep_final, _final_folder(out, log) if final else None)
     if final:
         shutil.rmtree(out / ".prepare-final", ignore_errors=True)
     log(f"final: best {result['best'] or '-'}" + (f", pruned {', '.join(result['deleted'])}" if result["deleted"] else ""))
