@@ -304,7 +304,7 @@ class PrepareConfig(Section):
     def _consistent(self, info: ValidationInfo):
         """Settings of one section that another turns off would be silently ignored: each pair is an error
         naming both keys (the command-line flag where one set it: validation context "flags")."""
-        flags = (info.context or {}).get("flags", {}) if info else {}
+        flags = (info.context or {}).get("flags", {})
         found = contradictions(self, lambda key, setting: flags.get(key) or setting)
         if found:
             raise ValueError(found[0])
