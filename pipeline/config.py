@@ -75,6 +75,23 @@ class FormatConfig(Section):
                             "quarantines the chat as bad_role_order. Counted in stages.normalize.counters."
                             "leading_assistant.")
 
+    @field_validator("mapping")
+    @classmethod
+    def _mapping_keys(cls, value):
+        if not value:
+            return value
+        from pipeline.formats import MAPPING_KEYS  # what convert_mapped reads; lazily: it imports pyarrow
+
+        unknown = sorted(set(value) - set(MAPPING_KEYS))
+        if unknown:
+            close = difflib.get_close_matches(unknown[0], MAPPING_KEYS, n=1)
+            hint = f"did you mean {close[0]!r}?" if close else f"known: {', '.join(MAPPING_KEYS)}"
+            raise ValueError(f"unknown mapping key {unknown[0]!r}; {hint}")
+        if not ("text" in value or "messages" in value or {"prompt", "response"} <= set(value)):
+            # otherwise every row is quarantined as bad_mapping, after the whole read
+            raise ValueError("a mapping names the content: text, messages, or both prompt and response")
+        return value
+
 
 class CleanConfig(Section):
     enabled: bool = True
@@ -153,6 +170,18 @@ class PiiConfig(Section):
                               "strict, report fails the run when any are found.")
     salt_env: str = Field("PREPARE_PII_SALT", pattern=r"^[A-Za-z_][A-Za-z0-9_]*$", max_length=128,
                           description="Environment variable holding the pseudonym salt.")
+
+    @field_validator("operators")
+    @classmethod
+    def _entity_types(cls, value):
+        if not value:
+            return value
+        from pipeline.pii.text import ENTITY_TYPES  # lazily: the PII package is large
+
+        unknown = sorted(set(value) - set(ENTITY_TYPES))
+        if unknown:
+            raise ValueError(f"unknown entity type {unknown[0]!r}; known: {', '.join(ENTITY_TYPES)}")
+        return value
 
 
 class LengthsConfig(Section):
@@ -278,6 +307,48 @@ class PrepareConfig(Section):
     s3_check: bool = Field(
         True, description="Check the S3 destination (endpoint, credentials, bucket) before reading a record.")
 
+    @model_validator(mode="after")
+    def _consistent(self, info: ValidationInfo):
+        """Settings of one section that another turns off would be silently ignored: each pair is an error
+        naming both keys (the command-line flag where one set it: validation context "flags")."""
+        flags = (info.context or {}).get("flags", {})
+        found = contradictions(self, lambda key, setting: flags.get(key) or setting)
+        if found:
+            raise ValueError(found[0])
+        return self
+
+
+_QUALITY_ACTIONS = {"threads": ("strip", "drop"), "signatures": ("strip", "drop"), "no_words": ("drop",),
+                    "canned": ("cap",)}
+
+
+def contradictions(cfg: PrepareConfig, given) -> list[str]:
+    """Cross-section contradictions, one sentence each; `given(key, setting)` names how a key was set."""
+    found = []
+    pii_off = given("pii.enabled", "pii.enabled: false")
+    if not cfg.pii.enabled and cfg.pii.kvkk == "strict":  # strict promises no personal data in the output
+        found.append(f"pii.kvkk: strict needs the PII step, but {pii_off} turns it off; "
+                     f"turn the PII step on or set pii.kvkk: report")
+    if not cfg.pii.enabled and cfg.pii.special != "report":
+        found.append(f"pii.special: {cfg.pii.special} needs the PII step, but {pii_off} turns it off")
+    if not cfg.lengths.enabled and cfg.lengths.overflow != "keep":
+        found.append(f"lengths.overflow: {cfg.lengths.overflow} needs the lengths step, but "
+                     f"{given('lengths.enabled', 'lengths.enabled: false')} turns it off")
+    if cfg.validation_inputs and not (cfg.dedup.enabled and (cfg.dedup.exact or cfg.dedup.near)):
+        # the dedup step is what removes validation records' duplicates from train
+        off = given("dedup.enabled", "dedup.enabled: false") if not cfg.dedup.enabled else \
+            "dedup.exact: false and dedup.near: false"
+        found.append(f"{given('validation_inputs', 'validation_inputs')}: their duplicates are removed from "
+                     f"train by the dedup step, but {off} turns that off")
+    if cfg.formats.mapping and cfg.formats.format != "auto":
+        found.append(f"formats.mapping is used only with formats.format: auto, and formats.format is "
+                     f"{cfg.formats.format}; drop one of them")
+    if not cfg.quality.enabled:
+        for key, actions in _QUALITY_ACTIONS.items():
+            if getattr(cfg.quality, key) in actions:
+                found.append(f"quality.{key}: {getattr(cfg.quality, key)} needs quality.enabled: true")
+    return found
+
 
 CONFIG_BYTES = 1 << 20   # a config is a few KB; a larger --config is a wrong file, not a config
 
@@ -367,19 +438,26 @@ def merge_config(base: PrepareConfig | dict, overrides: dict | None) -> PrepareC
     return validate_config(_merge(data, overrides or {}, skip_none=False))
 
 
-def validate_config(data: dict, source: str | None = None) -> PrepareConfig:
+def validate_config(data: dict, source: str | None = None, flags: dict[str, str] | None = None) -> PrepareConfig:
+    """`flags`: dotted config key -> the command-line flag that set it, named in the errors."""
     try:
-        return PrepareConfig.model_validate(data)
+        return PrepareConfig.model_validate(data, context={"flags": flags or {}})
     except ValidationError as exc:
         prefix = f"config {source}: " if source else "invalid setting: "
-        raise ConfigError(prefix + describe_errors(exc)) from None
+        raise ConfigError(prefix + describe_errors(exc, flags)) from None
 
 
-def describe_errors(exc: ValidationError) -> str:
-    """pydantic's errors as one line: `key.path: what is wrong (got value)`, unknown keys with close matches."""
+def describe_errors(exc: ValidationError, flags: dict[str, str] | None = None) -> str:
+    """pydantic's errors as one line: `key.path: what is wrong (got value)`, unknown keys with close matches;
+    a key a flag set is shown with its flag, a whole-config error (a contradiction) as its message alone."""
     parts = []
     for err in exc.errors(include_url=False):
         loc = ".".join(str(x) for x in err["loc"])
+        if not loc:
+            parts.append(err["msg"].replace("Value error, ", ""))
+            continue
+        if flags and loc in flags:
+            loc = f"{loc} ({flags[loc]})"
         if err["type"] == "extra_forbidden":
             known = _fields_at(err["loc"][:-1])
             close = difflib.get_close_matches(str(err["loc"][-1]), known, n=3)
@@ -403,16 +481,16 @@ def _fields_at(loc: tuple) -> list[str]:
     return list(model.model_fields)
 
 
-def load_config(path: str | Path | None = None, overrides: dict | None = None) -> PrepareConfig:
+def load_config(path: str | Path | None = None, overrides: dict | None = None,
+                flags: dict[str, str] | None = None) -> PrepareConfig:
     """Read a JSON (or YAML, if PyYAML is installed) config file and merge the nested `overrides` over it (the
     command line's flags: a None is a flag not given; a mapping for a section updates only the keys it names),
-    then validate the result as one config. ConfigError, one line naming the key, for any mistake."""
+    then validate the result as one config. ConfigError, one line naming the key (and the flag that set it,
+    from `flags`: dotted key -> flag), for any mistake."""
     data = read_config_file(path) if path else {}
-    try:
-        PrepareConfig.model_validate(data)
-    except ValidationError as exc:  # blame the file for what is wrong in it, before flags change anything
-        raise ConfigError(f"config {path}: " + describe_errors(exc)) from None
-    return validate_config(_merge(data, overrides or {}))
+    # blame the file for what is wrong in it, before flags change anything
+    validate_config(data, str(path) if path else None)
+    return validate_config(_merge(data, overrides or {}), flags=flags)
 
 
 def config_json_schema() -> dict:

@@ -399,6 +399,12 @@ def convert_text(row: dict | str, mapping: dict) -> tuple:
     return "text", None, _string(row[key]), {key}
 
 
+# The keys convert_mapped and to_record read from formats.mapping: columns (text, messages, prompt, response,
+# system, tools), the turn keys (role, content) and the role tags; the config refuses any other.
+MAPPING_KEYS = ("text", "messages", "prompt", "response", "system", "tools", "role", "content",
+                *(r for r in ROLES if r != "system"))
+
+
 def convert_mapped(row: dict, mapping: dict) -> tuple:
     """An explicit column/role mapping (LLaMA-Factory's dataset_info style)."""
     if "text" in mapping:

@@ -31,9 +31,10 @@ def preflight(cfg: PrepareConfig, log: Callable[[str], None] | None = None) -> N
     """Model, tokenizer, S3 URIs and S3 reachability; unsupported files in input folders are logged."""
     if cfg.estimate.enabled or cfg.lengths.enabled:
         check_model(cfg.estimate.model)
-    if cfg.lengths.enabled:
-        check_tokenizer(cfg, log)
+    warning = check_tokenizer(cfg) if cfg.lengths.enabled else None
     check_s3(cfg)
+    if log is not None and warning:  # once, after every check, so the user can stop and fetch the tokenizer
+        log(f"prepare: warning: {warning}")
     if log is not None:
         skipped = unsupported_files([*cfg.inputs, *cfg.validation_inputs], cfg)
         if skipped:
@@ -66,9 +67,10 @@ def _model_names() -> list[str]:
     return list(dict.fromkeys(names))
 
 
-def check_tokenizer(cfg: PrepareConfig, log=None) -> None:
+def check_tokenizer(cfg: PrepareConfig) -> str | None:
     """The tokenizer resolves and, unless it is the built-in default, loads (a hub id, a folder, a chat template
-    override): a failure here would otherwise fail every shard of the lengths step."""
+    override): a failure here would otherwise fail every shard of the lengths step. Returns the warning that
+    the counts are approximate (lengths.tokenizer.fallback_warning), if they are."""
     from pipeline.lengths.step import LengthStep
 
     try:
@@ -79,12 +81,9 @@ def check_tokenizer(cfg: PrepareConfig, log=None) -> None:
         what = cfg.lengths.tokenizer or f"of the model {cfg.estimate.model}"
         text = " ".join(str(exc).split())[:300]
         raise PreflightError(f"tokenizer {what}: cannot load ({type(exc).__name__}: {text})") from None
-    if log is not None and cfg.lengths.enabled:
-        from pipeline.lengths.tokenizer import fallback_warning
+    from pipeline.lengths.tokenizer import fallback_warning
 
-        warning = fallback_warning(step.spec.summary())
-        if warning:  # before a record is read, so the user can stop and fetch the model's tokenizer
-            log(f"prepare: warning: {warning}")
+    return fallback_warning(step.spec.summary())
 
 
 def check_s3(cfg: PrepareConfig) -> None:

@@ -197,8 +197,8 @@ def test_salt_is_required_for_pseudonyms_and_never_shown():
 
 
 def test_unknown_entity_in_operators_is_refused():
-    with pytest.raises(ValueError, match="unknown entity types"):
-        PiiStep(PiiConfig(operators={"NAME": "mask"}), salt=SALT)
+    with pytest.raises(ValueError, match="unknown entity type 'NAME'"):  # by the config, before any data is read
+        PiiConfig(operators={"NAME": "mask"})
 
 
 # ------------------------------------------------------------------------------------------ policy
@@ -222,8 +222,10 @@ def test_strict_policy_passes_when_everything_detected_is_removed():
 
 
 def test_strict_policy_refuses_a_disabled_step():
-    with pytest.raises(PiiPolicyError):
-        run([text_record("x")], enabled=False, kvkk="strict")
+    from pipeline.config import ConfigError, validate_config
+
+    with pytest.raises(ConfigError, match="pii.kvkk: strict needs the PII step"):  # the config, not the step
+        validate_config({"pii": {"enabled": False, "kvkk": "strict"}})
     out, _ = run([text_record(f"TC {PLANTED['tckn']}")], enabled=False)
     assert PLANTED["tckn"] in out[0]["text"]
 

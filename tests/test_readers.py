@@ -563,9 +563,11 @@ def test_precheck_expands_inputs_with_the_config(tmp_path):
     (tmp_path / "in" / "ok.jsonl").write_text(json.dumps({"text": "a document inside the input folder"}) + "\n")
     os.symlink(tmp_path / "outside.jsonl", tmp_path / "in" / "link.jsonl")
     cfg = fast_config(tmp_path, [tmp_path / "in"])
-    cfg.read.skip_unreadable = True
     with pytest.raises(UnreadableInput, match="symlink to outside the input folder"):
         sample_records(cfg, 10)
+    cfg.read.skip_unreadable = True  # as in `run`: listed, and the rest is read
+    sample, seen, counts = sample_records(cfg, 10)
+    assert seen == 1 and [u["file"].rsplit("/", 1)[-1] for u in counts["unreadable"]] == ["link.jsonl"]
     cfg.read.follow_symlinks = True
     sample, seen, _ = sample_records(cfg, 10)
     assert seen == 2

@@ -1,10 +1,13 @@
-"""Argument helpers shared by the subcommands. A flag that stands for a config field takes its choices and help
-from that field (its `Literal`), and its value goes into the config's overrides, validated there with the rest."""
+"""Argument helpers shared by the subcommands. A flag that stands for a config field (add_config_flag) takes its
+type, choices and help from that field, defaults to None ("not given": the --config file or the field's default
+wins), and its value goes into the config's overrides (config_overrides), validated there with the rest."""
 from __future__ import annotations
 
 import argparse
 import typing
 from typing import Literal
+
+CONFIG_FLAGS = "config_flags"  # the parser default holding {dest: (dotted config key, flag)}
 
 # the estimator's settings, for `run` and `precheck`: EstimateConfig fields of the same names
 PLAN_FLAGS = ("cross_entropy", "framework", "adapter_dtype", "lora_rank", "lora_targets", "grad_ckpt", "attn",
@@ -20,6 +23,61 @@ def literal_choices(model, name: str) -> list | None:
 
 def field_help(model, name: str, default: str | None = None) -> str:
     return model.model_fields[name].description or default or name.replace("_", " ")
+
+
+def config_field(key: str):
+    """(section model, field name) of a dotted config key such as "estimate.model"."""
+    from ..config import PrepareConfig
+
+    model, *path = PrepareConfig, *key.split(".")
+    for name in path[:-1]:
+        model = model.model_fields[name].annotation
+    return model, path[-1]
+
+
+def _scalar_type(annotation):
+    """int, float or str for a field's annotation (also inside `X | None` and `list[X]`); None for others."""
+    for a in (annotation, *typing.get_args(annotation)):
+        if a in (int, float, str):
+            return a
+    return None
+
+
+def add_config_flag(p: argparse.ArgumentParser, flag: str, key: str, **kwargs) -> None:
+    """A flag for the config field `key`: default None, so that a flag left out never overrides the config file;
+    type, choices and help from the field unless given (a bool field needs an action: store_const or
+    BooleanOptionalAction)."""
+    model, name = config_field(key)
+    field = model.model_fields[name]
+    if "action" not in kwargs:
+        kwargs.setdefault("type", _scalar_type(field.annotation))
+        if literal_choices(model, name):
+            kwargs.setdefault("choices", literal_choices(model, name))
+    default = field.get_default(call_default_factory=True)
+    if isinstance(default, bool):
+        default = "on" if default else "off"
+    shown = "" if default in (None, [], {}) else f"; default {default}"
+    text = (kwargs.get("help") or field_help(model, name)).rstrip(".")
+    kwargs["help"] = f"{text} (config {key}{shown})".replace("%", "%%")
+    action = p.add_argument(flag, default=None, **kwargs)
+    p.set_defaults(**{CONFIG_FLAGS: {**(p.get_default(CONFIG_FLAGS) or {}), action.dest: (key, flag)}})
+
+
+def config_overrides(args: argparse.Namespace) -> tuple[dict, dict[str, str]]:
+    """The config flags given on the command line: (nested overrides, {dotted key: flag}) for load_config."""
+    overrides: dict = {}
+    flags: dict[str, str] = {}
+    for dest, (key, flag) in getattr(args, CONFIG_FLAGS, {}).items():
+        value = getattr(args, dest)
+        if value is None or value == []:  # an optional positional left out is [], not None
+            continue
+        *sections, name = key.split(".")
+        node = overrides
+        for section in sections:
+            node = node.setdefault(section, {})
+        node[name] = value
+        flags[key] = flag
+    return overrides, flags
 
 
 def add_method_argument(p: argparse.ArgumentParser, **kwargs) -> None:
@@ -38,21 +96,8 @@ def add_json_argument(p: argparse.ArgumentParser, help: str = "print only JSON o
 
 
 def add_plan_arguments(p: argparse.ArgumentParser) -> None:
-    """The estimator's settings; types are checked by argparse, ranges by the config (plan_flags)."""
-    from ..config import EstimateConfig
-
+    """The estimator's settings; types are checked by argparse, ranges by the config."""
     for name in PLAN_FLAGS:
-        flag = "--" + name.replace("_", "-")
-        if name == "grad_ckpt":
-            p.add_argument(flag, action=argparse.BooleanOptionalAction, default=None,
-                           help="gradient checkpointing in the plan (default on)")
-            continue
-        kind = int if name in ("lora_rank", "micro_batch") else str
-        p.add_argument(flag, type=kind, choices=literal_choices(EstimateConfig, name), default=None,
-                       help=field_help(EstimateConfig, name, f"estimator setting {name}"))
-
-
-def plan_flags(args: argparse.Namespace) -> dict:
-    """The estimator flags given on the command line, as overrides of the config's estimate section."""
-    return {name: getattr(args, name) for name in PLAN_FLAGS if getattr(args, name, None) is not None}
+        extra = {"action": argparse.BooleanOptionalAction} if name == "grad_ckpt" else {}
+        add_config_flag(p, "--" + name.replace("_", "-"), f"estimate.{name}", **extra)
 

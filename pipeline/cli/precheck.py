@@ -6,22 +6,24 @@ import argparse
 import json
 import sys
 
-from .args import add_config_argument, add_json_argument, add_method_argument, add_plan_arguments, plan_flags
+from .args import add_config_argument, add_config_flag, add_json_argument, add_plan_arguments, config_overrides
 from .errors import UserError
 
 
 def register(sub) -> None:
     p = sub.add_parser("precheck", help="CPU-only: token lengths, max length, VRAM, recommended GPU, time, cost")
-    p.add_argument("inputs", nargs="+", metavar="DATA", help="files, folders, globs or s3:// URIs")
-    p.add_argument("--model", default="llama-3.1-8b", help="built-in name, config.json file or folder")
-    add_method_argument(p, default="qlora",
-                        help="fine-tuning method: full, lora (16-bit base) or qlora (4-bit NF4 base; default)")
-    p.add_argument("--epochs", type=float, default=3.0, help="passes over the data, for time and cost (default 3)")
-    p.add_argument("--tokenizer",
-                   help="tokenizer path or hub id (default: next to the model config, else offline Mistral 32k)")
-    p.add_argument("--coverage", type=float, default=0.99, help="share of records the max length covers")
+    add_config_flag(p, "inputs", "inputs", nargs="*", metavar="DATA",
+                    help="files, folders, globs or s3:// URIs")
+    add_config_flag(p, "--model", "estimate.model")
+    add_config_flag(p, "--method", "estimate.method",
+                    help="fine-tuning method: full, lora (16-bit base) or qlora (4-bit NF4 base)")
+    add_config_flag(p, "--epochs", "estimate.epochs", help="passes over the data, for time and cost")
+    add_config_flag(p, "--tokenizer", "lengths.tokenizer",
+                    help="tokenizer path or hub id (default: next to the model config, else offline Mistral 32k)")
+    add_config_flag(p, "--coverage", "lengths.coverage")
+    add_config_flag(p, "--skip-unreadable", "read.skip_unreadable", action="store_const", const=True)
     p.add_argument("--sample", type=int, default=200_000, help="records measured at most (uniform sample)")
-    add_config_argument(p, "JSON or YAML config (formats, lengths); flags override it")
+    add_config_argument(p, "JSON or YAML config; flags override it")
     add_json_argument(p)
     p.add_argument("--html", metavar="FILE", help="also write the findings as one self-contained HTML page")
     p.add_argument("--trace", action="store_true",
@@ -34,29 +36,11 @@ def register(sub) -> None:
 
 
 def cmd_precheck(args: argparse.Namespace) -> int:
-    from ..config import load_config
     from ..plan.precheck import run_precheck
-    from ..preflight import check_model
 
-    if args.sample < 1:
-        raise UserError(f"--sample must be at least 1 (got {args.sample})")
-    if args.emit:  # the trainer's preset is estimated: what is run is what was estimated
-        from ..train.emit import framework_for
-
-        args.framework = framework_for(args.emit, args.framework)
-    # flags merged before validation: a bad value (--coverage 1.5) is one line naming it, not a later traceback
-    cfg = load_config(args.config, {
-        "inputs": args.inputs,
-        "estimate": {"model": args.model, "method": args.method, "epochs": args.epochs, **plan_flags(args)},
-        "lengths": {"coverage": args.coverage, "tokenizer": args.tokenizer}})
-    check_model(cfg.estimate.model)  # a typo is one line with close matches, before the data is read
+    cfg = precheck_config(args)  # every check that needs no data, before the data is read
     traced = None
     try:
-        if args.trace:
-            from ..plan.trace import INSTALL_HINT, trace_available
-
-            if not trace_available():  # before reading the data
-                raise ValueError(INSTALL_HINT)
         result = run_precheck(cfg, args.sample, progress=True)
         if args.emit:
             from ..train.emit import emit_from_precheck
@@ -85,6 +69,9 @@ def cmd_precheck(args: argparse.Namespace) -> int:
     print(f"records: {result['records']} after {', '.join(counts['steps'])} ({measured}; "
           f"{counts['exact_duplicates']} exact duplicates not counted; `prepare run` also removes near "
           f"duplicates and may measure fewer); tokenizer: {result['tokenizer']}")
+    if counts["unreadable"]:
+        print(f"skipped {len(counts['unreadable'])} unreadable input(s): "
+              + ", ".join(f"{u['file']} ({u['reason']})" for u in counts["unreadable"]))
     print(render_lengths_text(result["tokens"]))
     print(render_plan_text(result["plan"]))
     if traced is not None:
@@ -93,6 +80,36 @@ def cmd_precheck(args: argparse.Namespace) -> int:
         print(render_trace_text(traced), end="")
         print(f"analytical peak allocated {result['memory']['peak_allocated_gib']:.2f} GiB for the same step")
     return 0
+
+
+def precheck_config(args: argparse.Namespace):
+    """The config of this precheck, after every check that needs no data (flags, config, model, tokenizer,
+    --trace, --emit); the approximate-tokenizer warning, if any, is printed once, after them."""
+    from ..config import load_config, merge_config
+    from ..preflight import check_model, check_tokenizer
+
+    if args.sample < 1:
+        raise UserError(f"--sample must be at least 1 (got {args.sample})")
+    # flags merged before validation: a bad value (--coverage 1.5) is one line naming it, not a later traceback
+    cfg = load_config(args.config, *config_overrides(args))
+    if not cfg.inputs:
+        raise UserError("no inputs: give files, folders, globs or s3:// URIs, or inputs in --config")
+    if args.emit:  # the trainer's preset is estimated: what is run is what was estimated
+        from ..train.emit import check_emit_arguments, framework_for
+
+        check_emit_arguments(args)
+        given = cfg.estimate.framework if "framework" in cfg.estimate.model_fields_set else None  # flag or file
+        cfg = merge_config(cfg, {"estimate": {"framework": framework_for(args.emit, given)}})
+    if args.trace:
+        from ..plan.trace import INSTALL_HINT, trace_available
+
+        if not trace_available():
+            raise UserError(INSTALL_HINT)
+    check_model(cfg.estimate.model)  # a typo is one line with close matches
+    warning = check_tokenizer(cfg)  # a tokenizer that does not load: one line
+    if warning:
+        print(f"prepare: warning: {warning}", file=sys.stderr)
+    return cfg
 
 
 def _trace_plan(cfg, result: dict):

@@ -9,7 +9,7 @@ import sys
 import threading
 from typing import TYPE_CHECKING
 
-from .args import add_config_argument, add_json_argument, add_method_argument, add_plan_arguments, plan_flags
+from .args import add_config_argument, add_config_flag, add_json_argument, add_plan_arguments, config_overrides
 from .errors import UserError, disk_full_message
 
 if TYPE_CHECKING:  # the config module imports pydantic: loaded only when a command needs it
@@ -28,51 +28,42 @@ def register(sub) -> None:
 
 
 def add_run_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("inputs", nargs="+", metavar="INPUT", help="files, folders, globs or s3:// URIs")
-    p.add_argument("--out", help="run directory (default: runs/latest)")
-    p.add_argument("--s3", metavar="URI", help="upload shards, then the manifest, to s3://bucket/prefix")
+    add_config_flag(p, "inputs", "inputs", nargs="*", metavar="INPUT",
+                    help="files, folders, globs or s3:// URIs")
+    add_config_flag(p, "--out", "out", help="run directory")
+    add_config_flag(p, "--s3", "s3", metavar="URI", help="upload shards, then the manifest, to s3://bucket/prefix")
     add_config_argument(p)
-    p.add_argument("--validation", nargs="+", metavar="FILE", default=None,
-                   help="evaluation sets: kept whole as validation; their duplicates are removed from train")
-    p.add_argument("--workers", type=int, help="worker processes (default 2)")
-    p.add_argument("--model", help="model for the length cap and the GPU plan (built-in name or config.json)")
-    add_method_argument(p, help="fine-tuning method for the GPU plan")
-    p.add_argument("--tokenizer", help="tokenizer path or hub id (default: from --model, else offline Mistral 32k)")
+    add_config_flag(p, "--validation", "validation_inputs", nargs="+", metavar="FILE",
+                    help="evaluation sets: kept whole as validation; their duplicates are removed from train")
+    add_config_flag(p, "--workers", "workers")
+    add_config_flag(p, "--model", "estimate.model", help="model for the length cap and the GPU plan "
+                                                         "(built-in name or config.json)")
+    add_config_flag(p, "--method", "estimate.method", help="fine-tuning method for the GPU plan")
+    add_config_flag(p, "--tokenizer", "lengths.tokenizer",
+                    help="tokenizer path or hub id (default: from --model, else offline Mistral 32k)")
     add_plan_arguments(p)
-    p.add_argument("--skip-unreadable", action="store_true", help="report unreadable inputs and go on")
-    p.add_argument("--follow-symlinks", action="store_true", help="read symlinks that point outside the input folder")
-    p.add_argument("--allow-empty", action="store_true",
-                   help="succeed (and upload) even when no record is kept; by default such a run fails")
-    p.add_argument("--allow-untrained", action="store_true",
-                   help="write records with no trainable token after truncation at the max length (labels all "
-                        "-100); by default any fails the run")
-    p.add_argument("--no-s3-check", action="store_true",
-                   help="skip the S3 check before the run (HeadBucket: endpoint, credentials, bucket)")
+    add_config_flag(p, "--skip-unreadable", "read.skip_unreadable", action="store_const", const=True)
+    add_config_flag(p, "--follow-symlinks", "read.follow_symlinks", action="store_const", const=True)
+    add_config_flag(p, "--allow-empty", "allow_empty", action="store_const", const=True)
+    add_config_flag(p, "--allow-untrained", "lengths.allow_untrained", action="store_const", const=True)
+    add_config_flag(p, "--no-s3-check", "s3_check", action="store_const", const=False,
+                    help="skip the S3 check before the run (HeadBucket: endpoint, credentials, bucket)")
     for stage in STAGES:
-        p.add_argument(f"--no-{stage}", action="store_true", help=f"turn the {stage} step off")
+        add_config_flag(p, f"--no-{stage}", f"{stage}.enabled", action="store_const", const=False,
+                        help=f"turn the {stage} step off")
     p.add_argument("--dask-address", metavar="tcp://HOST:PORT",
                    help="run as a Prefect flow on this Dask cluster instead of local worker processes")
     add_json_argument(p, "print the report as JSON on stdout")
 
 
 def config_from_args(args: argparse.Namespace) -> PrepareConfig:
-    """The --config file with the flags merged over it; every value is validated once, here (ConfigError)."""
+    """The --config file with the flags given merged over it; every value is validated once, here (ConfigError)."""
     from ..config import load_config
 
-    overrides: dict = {
-        "inputs": args.inputs, "out": args.out, "s3": args.s3, "validation_inputs": args.validation,
-        "workers": args.workers,
-        "read": {"skip_unreadable": True if args.skip_unreadable else None,
-                 "follow_symlinks": True if args.follow_symlinks else None},
-        "estimate": {"model": args.model, "method": args.method, **plan_flags(args)},
-        "lengths": {"tokenizer": args.tokenizer, "allow_untrained": True if args.allow_untrained else None},
-        "allow_empty": True if args.allow_empty else None,
-        "s3_check": False if args.no_s3_check else None,
-    }
-    for stage in STAGES:
-        if getattr(args, f"no_{stage}"):
-            overrides.setdefault(stage, {})["enabled"] = False
-    return load_config(args.config, overrides)
+    cfg = load_config(args.config, *config_overrides(args))
+    if not cfg.inputs:
+        raise UserError("no inputs: give files, folders, globs or s3:// URIs, or inputs in --config")
+    return cfg
 
 
 def format_notes(report: dict) -> list[str]:

@@ -151,16 +151,15 @@ def _text_histogram(s: dict, width: int = 40, max_rows: int = 24) -> str:
 
 
 def render_lengths_text(summary: dict) -> str:
-    """For the terminal: headline figures, the histogram, the choice, packing and overflow."""
+    """For the terminal: headline figures, the histogram, the choice, packing and overflow. Approximate counts
+    (a fallback tokenizer) are said once per command, by the CLI, not here."""
     s = summary
     basis = s.get("basis")
     g = s.get("groups", {}).get(basis or "")
     if not g:
         return "token lengths: no records"
     t = g["tokens"]
-    warning = fallback_warning(s.get("tokenizer"))
-    out = [warning] if warning else []
-    out += [f"token lengths ({basis}): {_n(g['records'])} records, {_n(t['total'])} tokens "
+    out = [f"token lengths ({basis}): {_n(g['records'])} records, {_n(t['total'])} tokens "
            f"({_n(g['trainable']['total'])} trainable), mean {t['mean']:,.1f}",
            "  " + "  ".join(f"{k} {_n(t[k])}" for k in PCT_KEYS) + f"  max {_n(t['max'])}"]
     ci = _ci_text(_uncertainty(s))

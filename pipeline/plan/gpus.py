@@ -453,9 +453,8 @@ def render_plan_text(plan: dict) -> str:
     widths = [max(len(r[i]) for r in rows) for i in range(len(HEADERS))]
     table = ["  ".join(cell.ljust(w) for cell, w in zip(r, widths)).rstrip() for r in rows]
     table.insert(1, "  ".join("-" * w for w in widths))
+    # an approximate plan (plan["approximate"]) is said once per command, by the CLI, not here
     lines = [f"GPU plan: {plan['model']}, {plan['method']}, max length {plan['max_seq_len']}"]
-    if plan.get("approximate"):  # the token counts are not the model's own tokenizer's
-        lines.append(f"APPROXIMATE: {plan['approximate']}")
     lines += _headline_lines(plan) + [""] + table + [""]
     lines += [_choice_line("Recommended (cheapest that fits)", plan["recommendation"]),
               _choice_line("Fastest", plan["fastest"])]

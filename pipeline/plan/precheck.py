@@ -21,12 +21,14 @@ def sample_records(cfg: PrepareConfig, sample_size: int, seed: int = 0,
     from pipeline.lengths.step import sample_for_precheck
 
     bar = Progress("precheck: read", "records", enabled=progress)
-    counts = {"input": 0, "records": 0, "quarantined": 0, "dropped": 0, "exact_duplicates": 0}
+    counts = {"input": 0, "records": 0, "quarantined": 0, "dropped": 0, "exact_duplicates": 0, "unreadable": []}
     exact = cfg.dedup.enabled and cfg.dedup.exact
     hashes: set[int] = set()  # the high 64 bits of the run's 128-bit exact key: 8 bytes of entropy a record
 
+    files = readable_inputs(cfg, counts["unreadable"])
+
     def records():
-        for index, f in enumerate(expand_inputs(cfg.inputs, cfg)):  # symlinks, name labels: as `run` expands them
+        for index, f in enumerate(files):
             normalizer = Normalizer(f, cfg, index)
             for batch in normalizer.batches():
                 bar.update(len(batch))
@@ -42,6 +44,34 @@ def sample_records(cfg: PrepareConfig, sample_size: int, seed: int = 0,
     counts["steps"] = (["normalize", "clean"] + (["quality"] if cfg.quality.enabled else [])
                        + (["exact dedup"] if exact else []))
     return sample.records, sample.total, counts
+
+
+def readable_inputs(cfg: PrepareConfig, unreadable: list[dict]) -> list:
+    """The input files, all expanded and opened before any is read, as `run` does (symlinks, name labels,
+    archive headers): an unreadable one stops the precheck, or under read.skip_unreadable is listed in
+    `unreadable` and skipped."""
+    from pipeline.readers import FileReader, UnreadableInput
+
+    def skip(exc: UnreadableInput) -> None:
+        if not cfg.read.skip_unreadable:
+            raise exc
+        unreadable.append({"file": exc.uri, "reason": exc.reason})
+
+    readable = []
+    for item in cfg.inputs:
+        try:
+            files = expand_inputs([item], cfg)
+        except UnreadableInput as exc:
+            skip(exc)
+            continue
+        for f in files:
+            try:
+                FileReader(f, cfg.read)
+            except UnreadableInput as exc:
+                skip(exc)
+                continue
+            readable.append(f)
+    return readable
 
 
 def _drop_exact_duplicates(batch: list[dict], cfg: PrepareConfig, hashes: set[int], counts: dict) -> list[dict]:

@@ -432,10 +432,16 @@ def write_emitted(spec: dict, out_dir: str | Path) -> list[Path]:
     return [path, *written, plan]
 
 
-def emit_from_precheck(args, cfg, result: dict) -> list[Path]:
-    """The --emit step of `prepare precheck`, after the plan is made."""
+def check_emit_arguments(args) -> None:
+    """The --emit flags that need no data: `prepare precheck` checks them before it reads any."""
     if not args.shards:
         raise EmitError("--emit needs --shards RUN (the run directory or s3://bucket/prefix of `prepare run`)")
+    parse_global_batch(args.global_batch)
+
+
+def emit_from_precheck(args, cfg, result: dict) -> list[Path]:
+    """The --emit step of `prepare precheck`, after the plan is made."""
+    check_emit_arguments(args)
     shards = read_shards(args.shards)
     spec = build_spec(cfg, result, trainer=args.emit, shards=shards, global_batch=args.global_batch,
                       checkpoint_minutes=args.checkpoint_minutes, base_model=args.base_model,
