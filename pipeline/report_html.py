@@ -396,7 +396,8 @@ def _summary(report: dict, title_note: str | None) -> str:
     if c:
         parts.append(_p(f"{number(c['input'])} input records: {number(c['kept'])} kept "
                         f"({number(c['splits']['train'])} train, {number(c['splits']['validation'])} validation), "
-                        f"{number(c['quarantined'])} quarantined, {number(sum(c['dropped'].values()))} dropped.", "big"))
+                        f"{number(c['quarantined'])} quarantined, {number(sum(c['dropped'].values()))} dropped.",
+                        "big"))
     elif pre:
         parts.append(_p(f"{number(pre['records'])} records after {', '.join(pre['counts'].get('steps', []))} "
                         f"({'all measured' if pre.get('exact') else number(pre.get('sampled')) + ' sampled'}).", "big"))
@@ -654,7 +655,8 @@ def _pii(report: dict) -> str:
         return _note_section("pii", "A precheck does not look for personal data; `prepare run` does." if
                              report.get("precheck") else "The personal-data step was off.")
     found = p.get("personal_data_found") or {}
-    body = [_p(f"{number(found.get('total', 0))} personal data items found in {number(found.get('records_with_personal_data', 0))} "
+    body = [_p(f"{number(found.get('total', 0))} personal data items found in "
+               f"{number(found.get('records_with_personal_data', 0))} "
                f"records; policy {p.get('policy')}; default action {(p.get('actions') or {}).get('default_operator')}.",
                "big")]
     by_type = found.get("by_type") or {}

@@ -28,7 +28,7 @@ def _inputs(root):
     (d / "plain.jsonl").write_text(_alpaca_lines(5, "p"))
     whole = gzip.compress(_alpaca_lines(3000, "gz").encode())
     (d / "cut.jsonl.gz").write_bytes(whole[: len(whole) // 2])
-    (d / "turkish.txt").write_bytes(("Şifre değiştirme ekranı açılmıyor, müşteri hizmetleri yardımcı olur mu?\n\n"
+    (d / "turkish.txt").write_bytes(("Şifre değiştirme ekranı açılmıyor, müşteri hizmetleri yardım eder mi?\n\n"
                                      "Sipariş iptal edildi ama ödeme iadesi hâlâ gelmedi, ne yapmalıyım?\n"
                                      ).encode("cp1254"))
     (d / "pairs.jsonl").write_text("".join(json.dumps({"prompt": f"question {i}", "chosen": f"good answer {i}",
@@ -130,3 +130,24 @@ def test_counts_are_formatted_one_way_in_the_terminal_report_md_and_report_html(
     for view in (summary_text(report, None, "runs/x"), render_markdown(report), render_html(report)):
         assert "683,078" in view and "635,525" in view
         assert "683078" not in view and "635525" not in view
+
+
+@pytest.mark.integration
+def test_the_prefect_flow_logs_the_same_file_notes(prefect_api, tmp_path):
+    from flows.prepare import prepare
+    from pipeline.cli.run import notes_text
+    from test_flow import read_flow_run_logs
+
+    from conftest import fast_config
+
+    d = tmp_path / "in"
+    d.mkdir()
+    (d / "plain.jsonl").write_text(_alpaca_lines(5))
+    (d / "notes.docx").write_bytes(b"PK\x03\x04 not a dataset")
+    state = prepare(fast_config(tmp_path, [d]), return_state=True)
+    out = state.result()
+    report = json.loads((tmp_path / "run" / "report.json").read_text())
+    expected = "\n".join(notes_text(report))
+    assert "notes.docx: skipped" in expected and out["run_dir"]
+    messages = [log.message for log in read_flow_run_logs(state.state_details.flow_run_id)]
+    assert expected in messages, messages
