@@ -148,6 +148,24 @@ def shown_notes(report: dict, limit: int) -> tuple[list[tuple[str, str]], int]:
     return notes[:limit], max(len(notes) - limit, 0)
 
 
+def render_notes_text(report: dict) -> list[str]:
+    """The file notes as terminal lines, NOTES_SHOWN of them: for `prepare run`'s summary and the Prefect flow's
+    log. Names and notes are made printable: a file name is data, and an escape sequence in it must not reach
+    the terminal."""
+    notes, more = shown_notes(report, NOTES_SHOWN)
+    if not notes:
+        return []
+    lines = ["input files the run did something to:"]
+    lines += [f"  {_printable(name)}: {_printable(note)}" for name, note in notes]
+    if more:
+        lines.append(f"  and {number(more)} more, see report.json (files, unreadable_inputs)")
+    return lines
+
+
+def _printable(value: str) -> str:
+    return "".join(ch if ch.isprintable() else ch.encode("unicode_escape").decode("ascii") for ch in value)
+
+
 def check_accounting(counts: dict) -> None:
     total = counts["kept"] + counts["quarantined"] + sum(counts["dropped"].values())
     if total != counts["input"]:

@@ -135,7 +135,7 @@ def test_counts_are_formatted_one_way_in_the_terminal_report_md_and_report_html(
 @pytest.mark.integration
 def test_the_prefect_flow_logs_the_same_file_notes(prefect_api, tmp_path):
     from flows.prepare import prepare
-    from pipeline.cli.run import notes_text
+    from pipeline.report import render_notes_text
     from test_flow import read_flow_run_logs
 
     from conftest import fast_config
@@ -147,7 +147,7 @@ def test_the_prefect_flow_logs_the_same_file_notes(prefect_api, tmp_path):
     state = prepare(fast_config(tmp_path, [d]), return_state=True)
     out = state.result()
     report = json.loads((tmp_path / "run" / "report.json").read_text())
-    expected = "\n".join(notes_text(report))
+    expected = "\n".join(render_notes_text(report))
     assert "notes.docx: skipped" in expected and out["run_dir"]
     messages = [log.message for log in read_flow_run_logs(state.state_details.flow_run_id)]
     assert expected in messages, messages

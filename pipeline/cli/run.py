@@ -87,7 +87,9 @@ def summary_text(report: dict, manifest_uri: str | None, run_dir: str) -> str:
         lines.append(f"  dropped   {reason:<22} {number(n)}")
     for reason, n in c["quarantined_by_reason"].items():
         lines.append(f"  quarantined {reason:<20} {number(n)}")
-    lines += notes_text(report)
+    from ..report import render_notes_text
+
+    lines += render_notes_text(report)
     lengths = report.get("lengths")
     if lengths:
         from ..lengths.draw import render_lengths_text
@@ -105,27 +107,6 @@ def summary_text(report: dict, manifest_uri: str | None, run_dir: str) -> str:
     if manifest_uri:
         lines.append(f"manifest: {manifest_uri}")
     return "\n".join(lines)
-
-
-def notes_text(report: dict) -> list[str]:
-    """The lines that name each input file the run skipped, cut or re-encoded (report.file_notes), capped: for
-    this summary and the Prefect flow's log. Names and notes are made printable: a file name is data, and an
-    escape sequence in it must not reach the terminal."""
-    from ..numfmt import number
-    from ..report import NOTES_SHOWN, shown_notes
-
-    notes, more = shown_notes(report, NOTES_SHOWN)
-    if not notes:
-        return []
-    lines = ["input files the run did something to:"]
-    lines += [f"  {_printable(name)}: {_printable(note)}" for name, note in notes]
-    if more:
-        lines.append(f"  and {number(more)} more, see report.json (files, unreadable_inputs)")
-    return lines
-
-
-def _printable(value: str) -> str:
-    return "".join(ch if ch.isprintable() else ch.encode("unicode_escape").decode("ascii") for ch in value)
 
 
 def remote_runner(name: str):
