@@ -23,7 +23,9 @@ from prefect.utilities.annotations import unmapped
 from pydantic import BaseModel
 
 from pipeline.config import PrepareConfig, merge_config
+from pipeline.numfmt import number
 from pipeline.preflight import preflight
+from pipeline.report import render_notes_text
 from pipeline.runner import RunResult, run_prepare
 
 DEMO_DEFAULTS = PrepareConfig(inputs=["sample_data"], out="runs/demo")
@@ -61,9 +63,12 @@ def prepare(params: PrepareConfig = DEMO_DEFAULTS) -> dict:
         raise
     publish(result)
     counts = result.report["counts"]
-    logger.info("kept %d of %d records (%d quarantined, %d dropped); manifest: %s", counts["kept"], counts["input"],
-                counts["quarantined"], sum(counts["dropped"].values()),
+    logger.info("kept %s of %s records (%s quarantined, %s dropped); manifest: %s", number(counts["kept"]),
+                number(counts["input"]), number(counts["quarantined"]), number(sum(counts["dropped"].values())),
                 result.manifest_uri or str(result.run_dir / "manifest.json"))
+    notes = render_notes_text(result.report)  # the same lines as `prepare run` prints
+    if notes:
+        logger.warning("\n".join(notes))
     return {"counts": counts, "manifest_uri": result.manifest_uri, "run_dir": str(result.run_dir),
             "upload": result.upload}
 

@@ -633,17 +633,17 @@ def unknown_format_hint(entry: dict) -> str:
     return f"{found}; name them in formats.mapping, e.g. {mapping_example(columns)}"
 
 
-def file_notes(name: str, entry: dict) -> list[str]:
-    """One line per thing a report's file entry says about formats: rows of several formats, each read by
+def file_format_notes(entry: dict) -> list[str]:
+    """What a report's file entry says about formats, one note each: rows of several formats, each read by
     its own converter; rows of no known format, with the columns found and how to map them."""
     notes = []
     formats = entry.get("formats") or {}
     if len(formats) > 1:
         found = ", ".join(f"{fmt} {n}" for fmt, n in sorted(formats.items(), key=lambda kv: (-kv[1], kv[0])))
-        notes.append(f"{name}: rows of {len(formats)} formats ({found}), each read by its own converter")
+        notes.append(f"rows of {len(formats)} formats ({found}), each read by its own converter")
     unknown = entry.get("quarantined_by_reason", {}).get("unknown_format", 0)
     if unknown:
-        notes.append(f"{name}: {unknown} row(s) of no known format quarantined ({unknown_format_hint(entry)})")
+        notes.append(f"{unknown} row(s) of no known format quarantined ({unknown_format_hint(entry)})")
     return notes
 
 

@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import html
 
+from .numfmt import is_number, number
+
 
 def text(value) -> str:
     """Inline text from data (file names): HTML in it is shown, never interpreted by a Markdown viewer."""
@@ -15,8 +17,8 @@ def cell(value) -> str:
 
 
 def table(header: list[str], rows: list[list], numeric: tuple[int, ...] = ()) -> str:
-    """A Markdown table; the columns at the `numeric` indexes are right-aligned."""
+    """A Markdown table; the columns at the `numeric` indexes are right-aligned, counts formatted by number()."""
     lines = ["| " + " | ".join(header) + " |",
              "|" + "".join("---:|" if k in numeric else "---|" for k in range(len(header)))]
-    lines += ["| " + " | ".join(cell(c) for c in row) + " |" for row in rows]
+    lines += ["| " + " | ".join(cell(number(c) if is_number(c) else c) for c in row) + " |" for row in rows]
     return "\n".join(lines)

@@ -3,12 +3,15 @@ stats, and the sections the stages add (dedup, pii, lengths, plan). Validated ag
 schemas/report.schema.json. Holds counts, ids and file positions only, never record content."""
 from __future__ import annotations
 
+import codecs
 import json
 from collections import Counter
 from pathlib import Path
 
 from .config import PrepareConfig
-from .markdown import table, text
+from .formats import COLUMNS_SHOWN, file_format_notes
+from .markdown import table
+from .numfmt import number
 from .shards import atomic_write_text
 from .stats import StageStats, merge_all
 
@@ -37,8 +40,6 @@ def _accounting(stages: dict[str, StageStats | dict]) -> dict:
 def _formats_found(normalize: StageStats | None) -> dict:
     """A file's rows per format, where it mixes formats, and the commonest column names of its rows of no
     known format (names only)."""
-    from .formats import COLUMNS_SHOWN
-
     counters = normalize.counters if normalize else {}
     found = {}
     if len(counters.get("formats", {})) > 1:
@@ -111,6 +112,76 @@ def mark_approximate(plan: dict, tokenizer: dict | None) -> dict:
     return plan
 
 
+NOTES_SHOWN = 10    # file notes the terminal lists; report.md and report.html list NOTES_LISTED; report.json has all
+NOTES_LISTED = 200
+
+
+def _truncated(entry: dict) -> str | None:
+    return "truncated: the compressed stream ends early, the records before the cut were read" \
+        if entry.get("truncated") else None
+
+
+def _reencoded(entry: dict) -> str | None:
+    encoding = entry.get("encoding") or "utf-8"
+    try:
+        canonical = codecs.lookup(encoding).name
+    except LookupError:
+        canonical = encoding
+    return None if canonical in ("utf-8", "utf-8-sig", "ascii") else f"re-encoded from {encoding}"
+
+
+def _capped(entry: dict) -> str | None:
+    return "cut at read.max_decompressed_bytes, the rest unread" if entry.get("unread_after_cap") else None
+
+
+# What a file's report entry says was done to it, as a short note; each with the words of the reader's warning
+# that says the same thing (that warning is then not repeated; any other warning is shown as it is).
+_FILE_FACTS = ((_truncated, "stream ends early"), (_reencoded, "not UTF-8"), (_capped, None))
+
+
+def file_notes(report: dict) -> list[tuple[str, str]]:
+    """(file, note) for each input the run did something to besides reading it whole: skipped, truncated,
+    re-encoded, cut at the size cap, and every warning its reader wrote, in one note per file. From report.json's
+    content only, so the terminal, the Prefect flow, report.md and report.html say the same: names as the
+    report holds them (labels where a name holds personal data), notes without record content. A new kind of
+    note is a warning in the file's entry, or a field and its entry in _FILE_FACTS."""
+    notes = [(u["file"], "skipped: " + u["reason"].removesuffix(" (skipped)"))
+             for u in report.get("unreadable_inputs") or []]
+    for name, entry in (report.get("files") or {}).items():
+        said = [(fact(entry), words) for fact, words in _FILE_FACTS]
+        parts = [note for note, _ in said if note]
+        parts += [w for w in entry.get("warnings") or []
+                  if not any(note and words and words in w for note, words in said)]
+        parts += file_format_notes(entry)
+        if parts:
+            notes.append((name, "; ".join(parts)))
+    return notes
+
+
+def shown_notes(report: dict, limit: int) -> tuple[list[tuple[str, str]], int]:
+    """The first `limit` file notes, and how many more report.json holds."""
+    notes = file_notes(report)
+    return notes[:limit], max(len(notes) - limit, 0)
+
+
+def render_notes_text(report: dict) -> list[str]:
+    """The file notes as terminal lines, NOTES_SHOWN of them: for `prepare run`'s summary and the Prefect flow's
+    log. Names and notes are made printable: a file name is data, and an escape sequence in it must not reach
+    the terminal."""
+    notes, more = shown_notes(report, NOTES_SHOWN)
+    if not notes:
+        return []
+    lines = ["input files the run did something to:"]
+    lines += [f"  {_printable(name)}: {_printable(note)}" for name, note in notes]
+    if more:
+        lines.append(f"  and {number(more)} more, see report.json (files, unreadable_inputs)")
+    return lines
+
+
+def _printable(value: str) -> str:
+    return "".join(ch if ch.isprintable() else ch.encode("unicode_escape").decode("ascii") for ch in value)
+
+
 def check_accounting(counts: dict) -> None:
     total = counts["kept"] + counts["quarantined"] + sum(counts["dropped"].values())
     if total != counts["input"]:
@@ -120,9 +191,9 @@ def check_accounting(counts: dict) -> None:
 def render_markdown(report: dict) -> str:
     c = report["counts"]
     out = ["# Prepare run report", "",
-           f"**{c['input']}** input records: **{c['kept']}** kept ({c['rows']} rows: "
-           f"{c['splits']['train']} train, {c['splits']['validation']} validation), "
-           f"**{c['quarantined']}** quarantined, **{sum(c['dropped'].values())}** dropped.", ""]
+           f"**{number(c['input'])}** input records: **{number(c['kept'])}** kept ({number(c['rows'])} rows: "
+           f"{number(c['splits']['train'])} train, {number(c['splits']['validation'])} validation), "
+           f"**{number(c['quarantined'])}** quarantined, **{number(sum(c['dropped'].values()))}** dropped.", ""]
     from pipeline.lengths.tokenizer import fallback_warning
 
     warning = fallback_warning((report.get("lengths") or {}).get("tokenizer"))
@@ -136,13 +207,11 @@ def render_markdown(report: dict) -> str:
         ["file", "format", "input", "kept", "quarantined", "dropped"],
         [[name, f["format"], f["input"], f["kept"], f["quarantined"], sum(f["dropped"].values())]
          for name, f in report["files"].items()]), ""]
-    from .formats import file_notes
-
-    notes = [note for name, f in report["files"].items() for note in file_notes(name, f)]
+    notes, more = shown_notes(report, NOTES_LISTED)
     if notes:
-        out += [f"- {text(note)}" for note in notes] + [""]
-    if report.get("unreadable_inputs"):
-        out += ["Unreadable inputs (skipped): " + ", ".join(text(u["file"]) for u in report["unreadable_inputs"]), ""]
+        out += ["## What the run did to input files", "", table(["file", "what was done"], notes), ""]
+        if more:
+            out += [f"And {number(more)} more, see report.json (files, unreadable_inputs).", ""]
     out += ["## Stages", "", table(
         ["stage", "seconds", "in", "out"],
         [[n, f"{s['seconds']:.2f}", s["records_in"], s["records_out"]] for n, s in report["stages"].items()]), ""]
@@ -157,7 +226,7 @@ def render_markdown(report: dict) -> str:
         codes = sorted(lang.get("langs") or {}, key=lambda k: -lang["langs"][k])
         out += ["## Languages", "", table(["file", *codes], [[name, *(mix.get(k, 0) for k in codes)]
                                                            for name, mix in lang["by_source"].items()]),
-                "", f"Answer in another language than the prompt: {lang.get('lang_mismatch', 0)} records.", ""]
+                "", f"Answer in another language than the prompt: {number(lang.get('lang_mismatch', 0))} records.", ""]
     if "quality" in report:
         from .quality import render_quality_markdown
 
@@ -175,15 +244,20 @@ def render_markdown(report: dict) -> str:
         out += ["## Token lengths", "", render_lengths_markdown(report["lengths"]), ""]
         untrained = report["lengths"].get("untrained")
         if untrained is not None:
-            out += [f"Chat/instruction records with no trainable token after truncation at max_seq_len "
-                    f"{untrained['max_seq_len']}: {untrained['records']}"
-                    + (f" (e.g. ids {', '.join(untrained['example_ids'])}; written under lengths.allow_untrained)"
-                       if untrained["records"] else "") + ".", ""]
+            out += [untrained_text(untrained), ""]
     if "plan" in report:
         from pipeline.plan.gpus import render_plan_markdown
 
         out += ["## GPU plan", "", render_plan_markdown(report["plan"]), ""]
     return "\n".join(out) + "\n"
+
+
+def untrained_text(untrained: dict) -> str:
+    """report.json's lengths.untrained as one sentence (report.md, report.html)."""
+    return (f"Chat/instruction records with no trainable token after truncation at max_seq_len "
+            f"{number(untrained['max_seq_len'])}: {number(untrained['records'])}"
+            + (f" (e.g. ids {', '.join(untrained['example_ids'])}; written under lengths.allow_untrained)"
+               if untrained["records"] else "") + ".")
 
 
 def write_reports(run_dir: Path, report: dict) -> None:

@@ -18,6 +18,7 @@ import math
 import re
 from pathlib import Path
 
+from .numfmt import is_number, number
 from .shards import atomic_write_text
 
 REPORT_HTML = "report.html"
@@ -31,6 +32,9 @@ _TITLES = {"summary": "Summary", "accounting": "Record accounting", "splits": "S
 _KNOWN_KEYS = {"counts", "files", "unreadable_inputs", "stages", "shards", "dedup", "quality", "pii", "lengths", "plan",
                "precheck", "run_id", "split"}
 
+# Long names wrap anywhere so a table fits the page where it can; a table still wider (many number columns)
+# scrolls sideways in its own box, whose clipped edge shows a shadow (the local/scroll background pair) because
+# overlay scrollbars are hidden until a scroll starts.
 _CSS = """
 body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,"Noto Sans",sans-serif;margin:0;color:#1d2733;
 background:#f6f7f9;line-height:1.45}
@@ -41,7 +45,8 @@ section{background:#fff;border:1px solid #d8dde3;border-radius:6px;padding:14px 
 nav{font-size:.9rem;margin:6px 0 0}nav a{margin-right:10px;color:#1f5fa8;text-decoration:none}
 table{border-collapse:collapse;font-size:.88rem;margin:6px 0}th,td{border-bottom:1px solid #e4e7eb;
 padding:3px 9px;text-align:left;vertical-align:top}th{background:#f0f2f5;font-weight:600}
-td.n,th.n{text-align:right;font-variant-numeric:tabular-nums}tr.chosen td{background:#e8f3e8;font-weight:600}
+td.n,th.n{text-align:right;font-variant-numeric:tabular-nums}td.n{white-space:nowrap}td{overflow-wrap:anywhere}
+tr.chosen td{background:#e8f3e8;font-weight:600}
 .note{color:#5b6675;font-size:.85rem}.warn{background:#fff4e0;border:1px solid #f0c36d;border-radius:4px;
 padding:6px 10px;margin:8px 0}.big{font-size:1.05rem}.tag{display:inline-block;background:#e8f3e8;
 border:1px solid #9cc89c;border-radius:3px;padding:0 5px;font-size:.8rem;margin-left:4px}
@@ -53,7 +58,12 @@ svg .usable{stroke:#34495e;stroke-width:1.5;stroke-dasharray:3 3}
 .c6{fill:#d4ac0d}.c7{fill:#7f8c8d}.c8{fill:#2c3e50}.c9{fill:#e84393}.c10{fill:#6c5ce7}
 .kept{fill:#27ae60}.quarantined{fill:#e67e22}.dropped{fill:#c0392b}.rec{fill:#27ae60}.other{fill:#95a5a6}
 .swatch{display:inline-block;width:10px;height:10px;margin:0 4px 0 10px;vertical-align:baseline}
-.scroll{overflow-x:auto}pre{background:#f0f2f5;padding:8px;overflow:auto;font-size:.8rem;max-height:360px}
+.scroll{overflow-x:auto;max-width:100%;background:
+linear-gradient(to right,#fff 30%,#fff0) left/40px 100% no-repeat local,
+linear-gradient(to left,#fff 30%,#fff0) right/40px 100% no-repeat local,
+radial-gradient(farthest-side at 0 50%,#0003,#0000) left/12px 100% no-repeat scroll,
+radial-gradient(farthest-side at 100% 50%,#0003,#0000) right/12px 100% no-repeat scroll}
+pre{background:#f0f2f5;padding:8px;overflow:auto;font-size:.8rem;max-height:360px}
 """
 
 
@@ -64,24 +74,18 @@ def e(value) -> str:
     return html.escape(str(value), quote=True)
 
 
-def _n(v) -> str:
-    if v is None:
-        return "-"
-    if isinstance(v, float) and not v.is_integer():
-        return f"{v:,.2f}"
-    return f"{int(v):,}"
-
-
 def _pct(v) -> str:
     return "-" if v is None else f"{v * 100:.1f}%"
 
 
 def _table(header: list[str], rows: list[list], numeric: tuple[int, ...] = (), chosen: set[int] = frozenset(),
            tid: str | None = None) -> str:
-    """An HTML table; cells are escaped here, `numeric` columns right-aligned, rows in `chosen` highlighted."""
+    """An HTML table in a box of its own that scrolls sideways when the table is wider than the page; cells are
+    escaped here, counts formatted by number(), `numeric` columns right-aligned, rows in `chosen` highlighted."""
     head = "".join(f'<th class="n">{e(h)}</th>' if i in numeric else f"<th>{e(h)}</th>" for i, h in enumerate(header))
     body = []
     for r, row in enumerate(rows):
+        row = [number(c) if is_number(c) else c for c in row]
         cells = "".join(f'<td class="n">{e(c)}</td>' if i in numeric else f"<td>{e(c)}</td>" for i, c in enumerate(row))
         body.append(f'<tr class="chosen">{cells}</tr>' if r in chosen else f"<tr>{cells}</tr>")
     ident = f' id="{tid}"' if tid else ""
@@ -127,6 +131,26 @@ def _slug(key: str) -> str:
 
 # ------------------------------------------------------------------------------------------------ charts
 
+LABEL_GAP = 3  # px between a GPU's dashed line and the start of its label
+
+
+def text_width(text: str, font_px: float = 11) -> float:
+    """A width no narrower than `text` in the page's sans fonts at font_px (svg text is 11 px): per character the
+    advance of DejaVu Sans, the widest of them (system-ui falls back to it on Linux), rounded up."""
+    em = sum(1.0 if c in "MWmw%@…" else 0.8 if c.isupper() else 0.64 if c.isdigit() else 0.62 if c.isalpha()
+             else 0.34 if c in " .,:;'|!" else 0.84 for c in text)
+    return em * font_px
+
+
+def _row_label(label, right: float, y: float) -> str:
+    """A bar's label, ending at `right`: a longer one keeps its end (a file name's most telling part) after an
+    ellipsis, so it is never cut at the picture's left edge; the whole label is its tooltip."""
+    text = str(label)
+    if text_width(text) > right:
+        text = "…" + next((text[k:] for k in range(1, len(text)) if text_width("…" + text[k:]) <= right), "")
+    return f'<text x="{right}" y="{y}" text-anchor="end"><title>{e(label)}</title>{e(text)}</text>'
+
+
 def svg_hbars(items: list[tuple[str, float, str]], chart_id: str, unit: str = "", width: int = 720) -> str:
     """Horizontal bars: (label, value, css class) per row, scaled to the largest value."""
     if not items:
@@ -139,10 +163,10 @@ def svg_hbars(items: list[tuple[str, float, str]], chart_id: str, unit: str = ""
     for i, (label, value, cls) in enumerate(items):
         y = 4 + i * row
         w = max(value / top * span, 1 if value else 0)
-        out.append(f'<text x="{label_w - 6}" y="{y + 13}" text-anchor="end">{e(label)}</text>')
+        out.append(_row_label(label, label_w - 6, y + 13))
         out.append(f'<rect class="bar {e(cls)}" x="{label_w}" y="{y + 2}" width="{w:.1f}" height="{row - 6}">'
-                   f"<title>{e(label)}: {e(_n(value))}{e(unit)}</title></rect>")
-        out.append(f'<text x="{label_w + w + 5:.1f}" y="{y + 13}">{e(_n(value))}{e(unit)}</text>')
+                   f"<title>{e(label)}: {e(number(value))}{e(unit)}</title></rect>")
+        out.append(f'<text x="{label_w + w + 5:.1f}" y="{y + 13}">{e(number(value))}{e(unit)}</text>')
     out.append("</svg>")
     return "".join(out)
 
@@ -160,15 +184,15 @@ def svg_stacked_rows(rows: list[tuple[str, list[tuple[str, float, str]]]], chart
     for i, (label, parts) in enumerate(rows):
         y = 4 + i * row
         x = float(label_w)
-        out.append(f'<text x="{label_w - 6}" y="{y + 14}" text-anchor="end">{e(label)}</text>')
+        out.append(_row_label(label, label_w - 6, y + 14))
         for part, value, cls in parts:
             if value <= 0:
                 continue
             w = value / top * span
             out.append(f'<rect class="bar {e(cls)}" x="{x:.1f}" y="{y + 3}" width="{max(w, 1):.1f}" '
-                       f'height="{row - 7}"><title>{e(label)}: {e(part)} {e(_n(value))}</title></rect>')
+                       f'height="{row - 7}"><title>{e(label)}: {e(part)} {e(number(value))}</title></rect>')
             x += w
-        out.append(f'<text x="{x + 5:.1f}" y="{y + 14}">{e(_n(sum(v for _, v, _ in parts)))}</text>')
+        out.append(f'<text x="{x + 5:.1f}" y="{y + 14}">{e(number(sum(v for _, v, _ in parts)))}</text>')
     out.append("</svg>")
     return "".join(out)
 
@@ -195,17 +219,17 @@ def svg_histogram(edges: list[int], counts: list[int], max_seq_len: int | None, 
     for frac in (0.5, 1.0):
         y = top_pad + plot_h * (1 - frac)
         out.append(f'<line class="grid" x1="{left}" y1="{y:.1f}" x2="{width - 10}" y2="{y:.1f}"/>'
-                   f'<text x="{left - 4}" y="{y + 4:.1f}" text-anchor="end">{e(_n(round(hmax * frac)))}</text>')
+                   f'<text x="{left - 4}" y="{y + 4:.1f}" text-anchor="end">{e(number(round(hmax * frac)))}</text>')
     for i, c in enumerate(counts):
         h = c / hmax * plot_h
         x = left + i * bw
         label = f"{edges[i]:,}-{edges[i + 1] - 1:,} tokens" if edges[i + 1] - 1 > edges[i] else f"{edges[i]:,} tokens"
         out.append(f'<rect class="bar c0" x="{x + 1:.1f}" y="{top_pad + plot_h - h:.1f}" width="{max(bw - 2, 1):.1f}" '
-                   f'height="{h:.1f}"><title>{e(label)}: {e(_n(c))} records</title></rect>')
+                   f'height="{h:.1f}"><title>{e(label)}: {e(number(c))} records</title></rect>')
     step = max(1, math.ceil(n / 12))
     for i in range(0, n + 1, step):
         x = left + i * bw
-        out.append(f'<text x="{x:.1f}" y="{height - bottom + 14}" text-anchor="middle">{e(_n(edges[i]))}</text>')
+        out.append(f'<text x="{x:.1f}" y="{height - bottom + 14}" text-anchor="middle">{e(number(edges[i]))}</text>')
     out.append(f'<line class="axis" x1="{left}" y1="{top_pad + plot_h}" x2="{width - 10}" y2="{top_pad + plot_h}"/>')
     out.append(f'<text x="{(width + left) / 2:.0f}" y="{height - 8}" text-anchor="middle">tokens per record '
                f"(log-spaced bins)</text>")
@@ -214,7 +238,7 @@ def svg_histogram(edges: list[int], counts: list[int], max_seq_len: int | None, 
         x = left + pos * bw
         out.append(f'<line id="{chart_id}-cut" class="cut" x1="{x:.1f}" y1="{top_pad - 4}" x2="{x:.1f}" '
                    f'y2="{top_pad + plot_h}"/><text class="cut-label" x="{min(x + 4, width - 130):.1f}" '
-                   f'y="{top_pad - 8}">max_seq_len {e(_n(max_seq_len))}</text>')
+                   f'y="{top_pad - 8}">max_seq_len {e(number(max_seq_len))}</text>')
     out.append("</svg>")
     return "".join(out)
 
@@ -235,19 +259,23 @@ _COMPONENT_ORDER = ("weights", "lora_adapters", "gradients", "optimizer_states",
                     "cuda_context")
 
 
-def _label_rows(labels: list[tuple[float, str]], flip_x: float, char_w: float = 6.2) -> list[int]:
-    """A row for each (x, text) label, in x order: the first row where it clears the labels already placed there
-    (text starts 3 px right of x, or ends 3 px left of it past flip_x), so no two labels overlap."""
-    ends: list[float] = []   # per row, the right edge of its last label
-    rows = []
-    for x, text in labels:
-        w = len(text) * char_w + 6
-        left = x - w if x > flip_x else x
-        row = next((r for r, end in enumerate(ends) if left > end), len(ends))
-        if row == len(ends):
-            ends.append(0.0)
-        ends[row] = left + w
-        rows.append(row)
+def _label_rows(labels: list[tuple[float, float]]) -> list[int]:
+    """A row (0 = just under the axis) for each (x, width) label, whose text starts LABEL_GAP right of its
+    dashed line at x, and whose line runs down through the rows above to its own. Placed from the right: each
+    takes the first row where its text clears the texts of that row and no line that runs deeper crosses it.
+    The labels placed before it are right of it, so its own line, left of their texts, crosses none of them:
+    no label touches another label or another GPU's line."""
+    rows = [0] * len(labels)
+    placed: list[tuple[float, float, int]] = []   # (x, right edge of the text, row)
+    for k in sorted(range(len(labels)), key=lambda k: -labels[k][0]):
+        x, w = labels[k]
+        right = x + LABEL_GAP + w + 2
+
+        def free(row: int) -> bool:
+            return all(right < px or x > pright for px, pright, prow in placed if prow == row) and \
+                all(not (x <= px <= right) for px, _, prow in placed if prow > row)
+        rows[k] = next(row for row in range(len(labels) + 1) if free(row))
+        placed.append((x, right, rows[k]))
     return rows
 
 
@@ -274,11 +302,14 @@ def svg_memory(components: dict[str, float], micro_batch: int, gpus: list[tuple[
         merged.setdefault(round(usable, 2), []).append(name)
     levels = sorted(merged.items())
     rows = 2 if recommended else 1
-    flip_x = width - 140  # a label right of this ends at its line instead of starting there
     texts = [f"{', '.join(names)} {usable:.0f}" for usable, names in levels]
-    label_row = _label_rows([(label_w + u / scale_max * span, t) for (u, _), t in zip(levels, texts)], flip_x)
+    xs = [label_w + u / scale_max * span for u, _ in levels]
+    widths = [text_width(t) for t in texts]
+    label_row = _label_rows(list(zip(xs, widths)))
     label_rows = max(label_row, default=0) + 1
     height = lines_top + rows * (bar_h + 10) + 30 + (label_rows + 1) * 14
+    # the labels start at their lines: the picture widens to the right edge of the last one
+    width = math.ceil(max([width, *(x + LABEL_GAP + w + 4 for x, w in zip(xs, widths))]))
     out = [f'<svg id="{chart_id}" xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {width} {height}" '
            f'width="{width}" role="img">']
 
@@ -302,17 +333,15 @@ def svg_memory(components: dict[str, float], micro_batch: int, gpus: list[tuple[
                    f'height="{bar_h}"><title>recommended setup: {need:.2f} GiB needed</title></rect>')
         out.append(f'<text x="{x_of(need) + 4:.1f}" y="{y + 17}">{need:.1f} GiB</text>')
     axis_y = y + bar_h + 6
-    out.append(f'<line class="axis" x1="{label_w}" y1="{axis_y}" x2="{width - right}" y2="{axis_y}"/>')
+    out.append(f'<line class="axis" x1="{label_w}" y1="{axis_y}" x2="{label_w + span}" y2="{axis_y}"/>')
     for k, (usable, names) in enumerate(levels):
         xu = x_of(usable)
         ly = axis_y + 14 + label_row[k] * 14
         out.append(f'<line class="usable" x1="{xu:.1f}" y1="{lines_top - 4}" x2="{xu:.1f}" y2="{ly - 10}">'
                    f"<title>{e(', '.join(names))}: {usable:.1f} GiB usable</title></line>")
-        anchor = "end" if xu > flip_x else "start"
-        out.append(f'<text x="{xu + (-3 if anchor == "end" else 3):.1f}" y="{ly}" text-anchor="{anchor}">'
-                   f"{e(texts[k])}</text>")
+        out.append(f'<text class="gpu-label" x="{xu + LABEL_GAP:.1f}" y="{ly}">{e(texts[k])}</text>')
     if beyond:
-        out.append(f'<text x="{width - right}" y="{axis_y + 14 + label_rows * 14}" text-anchor="end">beyond the '
+        out.append(f'<text x="{label_w}" y="{axis_y + 14 + label_rows * 14}">beyond the '
                    f"axis: {e(', '.join(f'{name} {u:.0f}' for u, name in beyond))}</text>")
     out.append("</svg>")
     legend = _legend([(f"{name.replace('_', ' ')} {gib:.2f}", f"c{i % 11}") for i, (name, gib) in enumerate(parts)])
@@ -365,12 +394,13 @@ def _summary(report: dict, title_note: str | None) -> str:
     c = report.get("counts")
     pre = report.get("precheck")
     if c:
-        parts.append(_p(f"{_n(c['input'])} input records: {_n(c['kept'])} kept "
-                        f"({_n(c['splits']['train'])} train, {_n(c['splits']['validation'])} validation), "
-                        f"{_n(c['quarantined'])} quarantined, {_n(sum(c['dropped'].values()))} dropped.", "big"))
+        parts.append(_p(f"{number(c['input'])} input records: {number(c['kept'])} kept "
+                        f"({number(c['splits']['train'])} train, {number(c['splits']['validation'])} validation), "
+                        f"{number(c['quarantined'])} quarantined, {number(sum(c['dropped'].values()))} dropped.",
+                        "big"))
     elif pre:
-        parts.append(_p(f"{_n(pre['records'])} records after {', '.join(pre['counts'].get('steps', []))} "
-                        f"({'all measured' if pre.get('exact') else _n(pre.get('sampled')) + ' sampled'}).", "big"))
+        parts.append(_p(f"{number(pre['records'])} records after {', '.join(pre['counts'].get('steps', []))} "
+                        f"({'all measured' if pre.get('exact') else number(pre.get('sampled')) + ' sampled'}).", "big"))
     lengths = report.get("lengths") or {}
     tok = lengths.get("tokenizer")
     if tok:
@@ -416,8 +446,8 @@ def _accounting(report: dict) -> str:
                    "personal data.", "note")
         return _section("accounting", body)
     dropped = sum(c["dropped"].values())
-    body = [_p(f"input {_n(c['input'])} = kept {_n(c['kept'])} + quarantined {_n(c['quarantined'])} "
-               f"+ dropped {_n(dropped)}", "big")]
+    body = [_p(f"input {number(c['input'])} = kept {number(c['kept'])} + quarantined {number(c['quarantined'])} "
+               f"+ dropped {number(dropped)}", "big")]
     reasons = [(f"dropped: {k}", v, "dropped") for k, v in c["dropped"].items()]
     reasons += [(f"quarantined: {k}", v, "quarantined") for k, v in c["quarantined_by_reason"].items()]
     if reasons:
@@ -434,13 +464,18 @@ def _accounting(report: dict) -> str:
         body.append(_legend([("kept", "kept"), ("quarantined", "quarantined"), ("dropped", "dropped")]))
         rows = []
         for name, f in files.items():
-            why = ", ".join(f"{k} {v}" for k, v in {**f["dropped"], **f["quarantined_by_reason"]}.items())
+            why = ", ".join(f"{k} {number(v)}" for k, v in {**f["dropped"], **f["quarantined_by_reason"]}.items())
             rows.append([name, f.get("format", ""), f.get("encoding", ""), f["input"], f["kept"], f["quarantined"],
-                         sum(f["dropped"].values()), why, "; ".join(f.get("warnings") or [])])
-        body.append(_table(["file", "format", "encoding", "input", "kept", "quarantined", "dropped", "reasons",
-                            "warnings"], rows, numeric=(3, 4, 5, 6), tid="table-files"))
-    body.append(_titled_table("Unreadable inputs (skipped)", ["file", "reason"],
-                              [[u["file"], u["reason"]] for u in report.get("unreadable_inputs") or []]))
+                         sum(f["dropped"].values()), why])
+        body.append(_table(["file", "format", "encoding", "input", "kept", "quarantined", "dropped", "reasons"],
+                           rows, numeric=(3, 4, 5, 6), tid="table-files"))
+    from .report import NOTES_LISTED, shown_notes
+
+    notes, more = shown_notes(report, NOTES_LISTED)
+    body.append(_titled_table("What the run did to input files", ["file", "what was done"], notes,
+                              tid="table-file-notes"))
+    if more:
+        body.append(_p(f"And {number(more)} more, see report.json (files, unreadable_inputs).", "note"))
     return _section("accounting", "".join(body))
 
 
@@ -457,7 +492,7 @@ def _splits(report: dict, c: dict) -> str:
                               [[lang, v["records"], v["validation"]] for lang, v in split["languages"].items()],
                               numeric=(1, 2), tid="table-split-languages")
     if shards:
-        body += _p(f"{_n(shards.get('count'))} Parquet shard(s), {_n(shards.get('bytes'))} bytes.", "note")
+        body += _p(f"{number(shards.get('count'))} Parquet shard(s), {number(shards.get('bytes'))} bytes.", "note")
     return _section("splits", body)
 
 
@@ -465,7 +500,7 @@ def _splits(report: dict, c: dict) -> str:
 def _stages(report: dict, stages: dict) -> str:
     rows = []
     for name, s in stages.items():
-        why = ", ".join(f"{k} {v}" for k, v in {**s.get("dropped", {}), **s.get("quarantined", {})}.items())
+        why = ", ".join(f"{k} {number(v)}" for k, v in {**s.get("dropped", {}), **s.get("quarantined", {})}.items())
         rows.append([name, s["records_in"], s["records_out"], why])
     body = _table(["stage", "records in", "records out", "removed"], rows, numeric=(1, 2))
     body += _p("Timings are in report.json (left out here, so the same data gives the same page).", "note")
@@ -489,7 +524,7 @@ def _languages(report: dict) -> str:
         body += _table(["file", *codes], [[name, *(mix.get(k, 0) for k in codes)]
                                           for name, mix in detected["by_source"].items()],
                        numeric=tuple(range(1, len(codes) + 1)))
-        body += _p(f"Answer in another language than the prompt: {detected.get('lang_mismatch', 0)} records.",
+        body += _p(f"Answer in another language than the prompt: {number(detected.get('lang_mismatch', 0))} records.",
                    "note")
     groups = (report.get("lengths") or {}).get("groups") or {}
     lang_groups = {k: g for k, g in groups.items() if k.startswith("lang:")}
@@ -537,8 +572,8 @@ def _lengths(report: dict, s: dict) -> str:
             if r.get("chosen"):
                 chosen.add(i)
             trows.append([f"{r['max_seq_len']:,}" + (" (chosen)" if r.get("chosen") else ""),
-                          f"{_n(r['records_over'])} ({_pct(r['records_over_share'])})",
-                          f"{_n(r['tokens_lost'])} ({_pct(r['tokens_lost_share'])})", r["trainable_lost"],
+                          f"{number(r['records_over'])} ({_pct(r['records_over_share'])})",
+                          f"{number(r['tokens_lost'])} ({_pct(r['tokens_lost_share'])})", r["trainable_lost"],
                           _pct(r["padding_waste"]), _pct(r["packing_efficiency"]), r["steps_per_epoch"],
                           r["packed_steps_per_epoch"]])
         body.append(_table(["max_seq_len", "records over", "tokens lost", "trainable lost", "padding waste",
@@ -546,8 +581,14 @@ def _lengths(report: dict, s: dict) -> str:
                            numeric=tuple(range(1, 8)), chosen=chosen, tid="table-tradeoff"))
     o = s.get("overflow") or {}
     if o:
-        body.append(_p(f"Over {o['max_seq_len']:,} tokens: {_n(o['records_over'])} records (policy {o['policy']}), "
-                       f"{_n(o['tokens_over'])} tokens, {_n(o['trainable_over'])} of them trainable."))
+        body.append(_p(f"Over {o['max_seq_len']:,} tokens: {number(o['records_over'])} records (policy {o['policy']}), "
+                       f"{number(o['tokens_over'])} tokens, {number(o['trainable_over'])} of them trainable."))
+    untrained = s.get("untrained")
+    if untrained is not None:  # records that train on nothing at the chosen length: a warning when there are any
+        from .report import untrained_text
+
+        body.append(f'<p id="untrained" class="{"warn" if untrained["records"] else "note"}">'
+                    f"{e(untrained_text(untrained))}</p>")
     return _section("lengths", "".join(body))
 
 
@@ -577,7 +618,7 @@ def _dedup(report: dict) -> str:
     d = report.get("dedup")
     pre = report.get("precheck")
     if not d and pre:
-        return _note_section("dedup", f"{_n(pre['counts'].get('exact_duplicates', 0))} exact duplicates not "
+        return _note_section("dedup", f"{number(pre['counts'].get('exact_duplicates', 0))} exact duplicates not "
                              "counted; a precheck finds exact duplicates only (`prepare run` also removes near "
                              "duplicates and validation leaks).")
     if not d:
@@ -589,8 +630,8 @@ def _dedup(report: dict) -> str:
                        tid="table-dedup"))
     cl = d.get("clusters") or {}
     if cl:
-        body.append(_p(f"{_n(cl.get('count'))} clusters holding {_n(cl.get('records_in_clusters'))} records; "
-                       f"largest {_n(cl.get('largest'))}."))
+        body.append(_p(f"{number(cl.get('count'))} clusters holding {number(cl.get('records_in_clusters'))} records; "
+                       f"largest {number(cl.get('largest'))}."))
     examples = d.get("examples") or []
     if examples:
         body.append("<h3>Example clusters</h3>")
@@ -614,7 +655,8 @@ def _pii(report: dict) -> str:
         return _note_section("pii", "A precheck does not look for personal data; `prepare run` does." if
                              report.get("precheck") else "The personal-data step was off.")
     found = p.get("personal_data_found") or {}
-    body = [_p(f"{_n(found.get('total', 0))} personal data items found in {_n(found.get('records_with_personal_data', 0))} "
+    body = [_p(f"{number(found.get('total', 0))} personal data items found in "
+               f"{number(found.get('records_with_personal_data', 0))} "
                f"records; policy {p.get('policy')}; default action {(p.get('actions') or {}).get('default_operator')}.",
                "big")]
     by_type = found.get("by_type") or {}
@@ -696,7 +738,7 @@ def _gpus(report: dict, plan: dict) -> str:
                         f"{plan.get('currency', 'USD')}/h per card", "hours", f"cost ({plan.get('currency', 'USD')})",
                         ""], rows, numeric=(4, 5, 6, 7), chosen=chosen, tid="table-gpus"))
     t = plan.get("tokens") or {}
-    body.append(_p(f"{plan['model']}, {plan['method']}, {plan['epochs']:g} epochs, {_n(t.get('total'))} trained "
+    body.append(_p(f"{plan['model']}, {plan['method']}, {plan['epochs']:g} epochs, {number(t.get('total'))} trained "
                    f"tokens; prices {plan.get('price_basis', '')}; fits keep a {plan.get('safety_margin', 0):.0%} "
                    f"safety margin.", "note"))
     for h in plan.get("hints") or []:

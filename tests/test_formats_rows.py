@@ -73,7 +73,7 @@ def test_a_run_on_a_mixed_file_says_so_on_the_terminal_and_in_the_report(tmp_pat
     write_jsonl(tmp_path / "in" / "mixed.jsonl", mixed_rows())
     proc = cli("run", "in", "--out", "run", *FAST, cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr[-3000:]
-    assert ("note: in/mixed.jsonl: rows of 2 formats (alpaca 20, sharegpt 20), each read by its own converter"
+    assert ("  in/mixed.jsonl: rows of 2 formats (alpaca 20, sharegpt 20), each read by its own converter"
             in proc.stdout.splitlines()), proc.stdout
     report = json.loads((tmp_path / "run" / "report.json").read_text())
     (entry,) = report["files"].values()
@@ -108,7 +108,7 @@ def test_a_run_that_keeps_records_notes_the_unknown_columns_too(tmp_path):
     proc = cli("run", "in", "--out", "run", *FAST, cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr[-3000:]
     note = next(line for line in proc.stdout.splitlines() if "wrong.jsonl" in line)
-    assert note.startswith("note: ") and "3 row(s) of no known format" in note
+    assert note.startswith("  ") and "3 row(s) of no known format" in note
     assert "columns found: frage, antwort" in note and "formats.mapping" in note
     report = json.loads((tmp_path / "run" / "report.json").read_text())
     entry = next(f for name, f in report["files"].items() if name.endswith("wrong.jsonl"))
@@ -217,7 +217,7 @@ def test_reject_keeps_the_old_refusal_and_a_chat_of_assistant_turns_alone_is_ref
 
 
 def test_a_run_counts_and_reports_the_dropped_greetings(tmp_path):
-    from pipeline.cli.run import format_notes
+    from pipeline.cli.run import leading_assistant_lines
     from pipeline.runner import run_prepare
 
     rows = [{"messages": [GREETING, {"role": "user", "content": f"Where is my order number {i} for {t}?"},
@@ -228,4 +228,4 @@ def test_a_run_counts_and_reports_the_dropped_greetings(tmp_path):
     assert report["counts"]["kept"] == 10
     assert report["stages"]["normalize"]["counters"]["leading_assistant"] == {"drop": {"records": 10, "turns": 10}}
     assert ("note: 10 assistant turn(s) before the first user turn dropped in 10 chat(s) "
-            "(formats.leading_assistant: drop)") in format_notes(report)
+            "(formats.leading_assistant: drop)") in leading_assistant_lines(report)

@@ -1,16 +1,20 @@
 """report.html: one self-contained page per run (and for `precheck --html`), built from report.json, opened in a
 real headless Chromium; listed in the manifest, uploaded with the shards, linked from the Prefect artifacts."""
+import html
 import json
 import os
+import re
 import shutil
 import subprocess
 from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
 
 from pipeline.config import PrepareConfig
-from pipeline.report_html import SECTION_IDS, render_html
+from pipeline.report_html import SECTION_IDS, render_html, svg_memory, text_width
 from pipeline.runner import run_prepare
 from pipeline.schemas import validate
 from pipeline.shards import sha256_file
@@ -164,6 +168,59 @@ def test_precheck_html_writes_the_same_kind_of_page(tmp_path, capsys):
     assert page.tags.get("script", 0) == 0
 
 
+def test_the_untrained_record_count_is_on_the_page():
+    report = {"lengths": {"max_seq_len": 2048, "untrained": {"records": 1234, "max_seq_len": 2048,
+                                                             "example_ids": ["ab12", "cd34"]}}}
+    page = Page(render_html(report))
+    assert "untrained" in page.ids
+    words = " ".join(page.text)
+    assert "no trainable token after truncation at max_seq_len 2,048: 1,234" in words and "ab12" in words
+
+
+# The memory chart's GPU labels: each (x, y, text, anchor) after its dashed line (x, top, bottom), as drawn
+_USABLE = re.compile(r'<line class="usable" x1="([\d.]+)" y1="([-\d.]+)" x2="[\d.]+" y2="([\d.]+)">.*?</line>'
+                     r"<text([^>]*)>([^<]*)</text>")
+
+
+def _memory_labels(svg: str) -> tuple[list, list]:
+    lines, boxes = [], []
+    for x, top, bottom, attrs, text in _USABLE.findall(svg):
+        a = dict(re.findall(r'([\w-]+)="([^"]*)"', attrs))
+        w = text_width(html.unescape(text))
+        left = float(a["x"]) - w if a.get("text-anchor") == "end" else float(a["x"])
+        lines.append((float(x), float(top), float(bottom)))
+        boxes.append((left, float(a["y"]) - 11, left + w, float(a["y"]) + 3))
+    return lines, boxes
+
+
+def _collisions(lines: list, boxes: list) -> list:
+    """Labels that overlap, and dashed lines that cross a label."""
+    found = [(a, b) for i, a in enumerate(boxes) for b in boxes[i + 1:]
+             if a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3]]
+    found += [(line, box) for line in lines for box in boxes
+              if box[0] <= line[0] <= box[2] and line[1] < box[3] and line[2] > box[1]]
+    return found
+
+
+CATALOG_USABLE = [("L4", 20.2), ("RTX 4090", 21.6), ("A40", 40.5), ("L40S", 40.5), ("RTX PRO 6000", 86.0),
+                  ("A100", 72.0), ("H100", 71.7), ("H200", 126.4), ("B200", 161.2)]
+GPU_NAMES = ["L4", "RTX 4090", "A40", "L40S", "A100 80GB x2", "H100 x8", "RTX PRO 6000", "MI300X", "H200", "B200"]
+
+
+@settings(max_examples=200, deadline=None)
+@example(gpus=CATALOG_USABLE, need=55.3)   # the sample data's plan: L4's label was crossed by RTX 4090's line
+@given(gpus=st.lists(st.tuples(st.sampled_from(GPU_NAMES), st.floats(8, 200)), min_size=1, max_size=10),
+       need=st.floats(4, 150))
+def test_gpu_labels_of_the_memory_chart_never_touch_a_label_or_a_line(gpus, need):
+    svg = svg_memory({"weights": need * 0.8, "activations": need * 0.2}, 1, gpus, ("H100 x1", 4, need),
+                     "chart-memory")
+    lines, boxes = _memory_labels(svg)
+    assert boxes   # the GPUs on the axis are labelled (at least the smallest that holds the need)
+    assert not _collisions(lines, boxes)
+    width = float(re.search(r'viewBox="0 0 ([\d.]+)', svg).group(1))
+    assert all(0 <= box[0] and box[2] <= width for box in boxes)   # inside the picture
+
+
 # ---------------------------------------------------------------------------------------------- the browser
 
 @pytest.fixture(scope="session")
@@ -207,6 +264,82 @@ def test_report_html_renders_in_headless_chromium(html_run, chromium, tmp_path):
     assert colors.get((0x2E, 0x86, 0xC1), 0) > 2000      # the blue bars (histogram, splits, GPU costs) painted
     assert colors.get((0x27, 0xAE, 0x60), 0) > 500       # the green ones (kept records, the recommended GPU)
     assert colors.get((0xC0, 0x39, 0x2B), 0) > 200       # red: drops, personal data, the max_seq_len cut
+
+
+# Measures the page as laid out (added to a copy only: the page itself holds no script) into <pre id="metrics">
+_MEASURE = """<script>
+const box = el => el.getBoundingClientRect();
+const contentRight = s => box(s).right - parseFloat(getComputedStyle(s).paddingRight);
+const out = {pageWidth: document.documentElement.scrollWidth, windowWidth: window.innerWidth, tables: {},
+             labels: [], lines: []};
+document.querySelectorAll("table").forEach((t, i) => {
+  const scroller = t.parentElement, section = t.closest("section");
+  out.tables[t.id || "table-" + i] = {table: box(t).width, box: scroller.clientWidth, scrolls:
+    getComputedStyle(scroller).overflowX, boxRight: box(scroller).right, sectionRight: contentRight(section)};
+});
+document.querySelectorAll("#chart-memory text.gpu-label").forEach(t => {
+  const b = t.getBBox(); out.labels.push([b.x, b.y, b.x + b.width, b.y + b.height]);
+});
+document.querySelectorAll("#chart-memory line.usable").forEach(l => {
+  out.lines.push([l.x1.baseVal.value, l.y1.baseVal.value, l.y2.baseVal.value]);
+});
+const pre = document.createElement("pre"); pre.id = "metrics"; pre.textContent = JSON.stringify(out);
+document.body.appendChild(pre);
+</script>"""
+
+
+def _measure(chromium: str, tmp: Path, page: Path, width: int) -> dict:
+    measured = tmp / f"measured-{width}.html"
+    measured.write_text(page.read_text(encoding="utf-8").replace("</main>", "</main>" + _MEASURE), encoding="utf-8")
+    dom = _chromium(chromium, tmp, f"--window-size={width},3000", "--dump-dom", measured.resolve().as_uri())
+    assert dom.returncode == 0, dom.stderr[-500:]
+    return json.loads(html.unescape(re.search(r'<pre id="metrics">(.*?)</pre>', dom.stdout, re.S).group(1)))
+
+
+def test_tables_fit_or_scroll_in_their_own_box_and_chart_labels_do_not_collide(html_run, chromium, tmp_path):
+    """At 1,100 px the files tables fit (long names wrap), at 600 px the widest table scrolls inside its own
+    box; no table reaches past its section and the page never scrolls sideways. The memory chart's GPU labels,
+    measured in the browser's own fonts, touch neither each other nor another GPU's line."""
+    _, result = html_run
+    report = json.loads((result.run_dir / "report.json").read_text())
+    wide = "exports/2024-q3/customer-support/conversations_tr_windows1254_export_final_version_2_fixed.jsonl.gz"
+    entry = next(iter(report["files"].values()))
+    report["files"][wide] = {**entry, "encoding": "cp1254", "truncated": True, "dropped": {
+        "exact_duplicate": 1234, "near_duplicate": 567, "too_short": 89},
+        "warnings": ["the gz stream ends early (truncated or corrupt); the rows before the cut were read",
+                     "3 column(s) with a name already used in the file kept, renamed with a .1, .2, ... suffix"]}
+    plan = report["plan"]   # the GPUs of the catalog on the memory chart, crowded as for the sample data
+    plan["candidates"] = [{**plan["candidates"][0], "gpu": name, "count": 1, "usable_gib": usable}
+                          for name, usable in CATALOG_USABLE]
+    plan["recommendation"] = {**plan["recommendation"], "vram_need_gib": 55.3}
+    page = tmp_path / "report.html"
+    page.write_text(render_html(report), encoding="utf-8")
+
+    wide_view = _measure(chromium, tmp_path, page, 1100)
+    for tid in ("table-files", "table-file-notes"):
+        t = wide_view["tables"][tid]
+        assert t["table"] <= t["box"] + 1, (tid, t)
+    narrow = _measure(chromium, tmp_path, page, 600)
+    groups = narrow["tables"]["table-length-groups"]
+    assert groups["table"] > groups["box"] and groups["scrolls"] == "auto", groups
+    for view in (wide_view, narrow):
+        assert view["pageWidth"] <= view["windowWidth"], view["pageWidth"]
+        for tid, t in view["tables"].items():
+            assert t["boxRight"] <= t["sectionRight"] + 1, (tid, t)
+
+    labels, lines = wide_view["labels"], wide_view["lines"]
+    assert len(labels) == len(lines) == 6, labels   # H200 and B200 are beyond the axis
+    overlaps = [(a, b) for i, a in enumerate(labels) for b in labels[i + 1:]
+                if a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3]]
+    crossed = [(line, label) for line in lines for label in labels
+               if label[0] <= line[0] <= label[2] and line[1] < label[3] and line[2] > label[1]]
+    assert not overlaps and not crossed, (overlaps, crossed)
+
+    shot = tmp_path / "report.png"   # to look at: PREPARE_SHOT=/some/dir keeps it
+    proc = _chromium(chromium, tmp_path, f"--screenshot={shot}", "--window-size=1100,9000", page.resolve().as_uri())
+    assert proc.returncode == 0 and shot.is_file(), proc.stderr[-500:]
+    if os.environ.get("PREPARE_SHOT"):
+        shutil.copy(shot, Path(os.environ["PREPARE_SHOT"]) / "report.png")
 
 
 # ------------------------------------------------------------------------------------------------ Prefect

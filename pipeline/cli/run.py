@@ -66,26 +66,29 @@ def config_from_args(args: argparse.Namespace) -> PrepareConfig:
     return cfg
 
 
-def format_notes(report: dict) -> list[str]:
-    """Files that mix formats or hold rows of no known format; chats whose assistant spoke first."""
-    from ..formats import file_notes, leading_assistant_note
+def leading_assistant_lines(report: dict) -> list[str]:
+    """What formats.leading_assistant did to chats whose assistant spoke first (a run-wide note)."""
+    from ..formats import leading_assistant_note
 
-    notes = [note for name, entry in report.get("files", {}).items() for note in file_notes(name, entry)]
     leading = leading_assistant_note(((report["stages"].get("normalize") or {}).get("counters") or {}))
-    return [f"note: {n}" for n in notes + ([leading] if leading else [])]
+    return [f"note: {leading}"] if leading else []
 
 
 def summary_text(report: dict, manifest_uri: str | None, run_dir: str) -> str:
+    from ..numfmt import number
+
     c = report["counts"]
     lines = [f"run directory: {run_dir}",
-             f"records: {c['input']} in, {c['kept']} kept, {c['quarantined']} quarantined, "
-             f"{sum(c['dropped'].values())} dropped",
-             f"splits: train {c['splits']['train']} rows, validation {c['splits']['validation']} rows"]
+             f"records: {number(c['input'])} in, {number(c['kept'])} kept, {number(c['quarantined'])} quarantined, "
+             f"{number(sum(c['dropped'].values()))} dropped",
+             f"splits: train {number(c['splits']['train'])} rows, validation {number(c['splits']['validation'])} rows"]
     for reason, n in c["dropped"].items():
-        lines.append(f"  dropped   {reason:<22} {n}")
+        lines.append(f"  dropped   {reason:<22} {number(n)}")
     for reason, n in c["quarantined_by_reason"].items():
-        lines.append(f"  quarantined {reason:<20} {n}")
-    lines += format_notes(report)
+        lines.append(f"  quarantined {reason:<20} {number(n)}")
+    from ..report import render_notes_text
+
+    lines += render_notes_text(report) + leading_assistant_lines(report)
     lengths = report.get("lengths")
     if lengths:
         from ..lengths.draw import render_lengths_text
