@@ -36,6 +36,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from .readers.files import printable_name
+
 MARKER = ".prepare-run"
 MARKER_KIND = "prepare run directory"
 MARKER_NOTE = "prepare replaces and deletes only the files listed in this file."
@@ -221,6 +223,11 @@ def check_out(out: str, inputs: list[str]) -> None:
     if not out or not out.strip():
         raise PrepareError("--out is empty: name a run directory (an empty path would be the current folder)")
     run = Path(out)
+    try:
+        os.path.abspath(out).encode("utf-8")
+    except UnicodeEncodeError:  # pyarrow takes paths as UTF-8 only
+        raise PrepareError(f"{printable_name(os.path.abspath(out))}: --out is not a UTF-8 path; choose a folder "
+                           "whose name is UTF-8 text") from None
     if run.exists() and not run.is_dir():
         raise PrepareError(f"{out}: --out exists and is not a folder")
     real = _real(out)
