@@ -46,6 +46,8 @@ def add_run_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--allow-untrained", action="store_true",
                    help="write records with no trainable token after truncation at the max length (labels all "
                         "-100); by default any fails the run")
+    p.add_argument("--s3-overwrite", action="store_true",
+                   help="upload even when the --s3 prefix holds another run directory's manifest (replacing it)")
     p.add_argument("--no-s3-check", action="store_true",
                    help="skip the S3 check before the run (HeadBucket: endpoint, credentials, bucket)")
     for stage in STAGES:
@@ -68,6 +70,7 @@ def config_from_args(args: argparse.Namespace) -> PrepareConfig:
         "lengths": {"tokenizer": args.tokenizer, "allow_untrained": True if args.allow_untrained else None},
         "allow_empty": True if args.allow_empty else None,
         "s3_check": False if args.no_s3_check else None,
+        "s3_overwrite": True if args.s3_overwrite else None,
     }
     for stage in STAGES:
         if getattr(args, f"no_{stage}"):

@@ -45,7 +45,7 @@ def run_prepare(cfg: PrepareConfig, executor: Executor | None = None, progress: 
     # A refused --out, a busy run directory or an unreadable input is reported before the run directory
     # is created or touched.
     check_out(cfg.out, [*cfg.inputs, *cfg.validation_inputs])
-    tasks, unreadable = plan_shards(cfg)
+    tasks, unreadable = plan_shards(cfg, log)
     readable = []
     for task in tasks:
         problem = check_readable(task, cfg)
