@@ -123,16 +123,11 @@ def check_s3(cfg: PrepareConfig) -> None:
             check_prefix_owner(cfg.s3, _run_dir_id(cfg.out))
 
 
-def _run_dir_id(out: str) -> str | None:
-    """The id of an existing run directory (a resumed or repeated run), None for a new one."""
-    from .rundir import MARKER, PrepareError, read_ledger
+def _run_dir_id(out: str) -> str:
+    """The id of an existing run directory (a resumed or repeated run), "" for a new one."""
+    from .rundir import MARKER, read_ledger
 
-    if not os.path.lexists(Path(out) / MARKER):
-        return None
-    try:
-        return read_ledger(out).id
-    except PrepareError:
-        return None
+    return read_ledger(out).id if os.path.lexists(Path(out) / MARKER) else ""
 
 
 def unsupported_files(inputs: list[str], cfg: PrepareConfig | None = None) -> list[str]:

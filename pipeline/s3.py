@@ -116,7 +116,8 @@ def check_bucket(uri: str, purpose: str = "destination") -> None:
 
 def check_prefix_owner(uri: str, run_dir_id: str | None, s3=None) -> None:
     """Refuse (S3Error) an upload into a prefix whose manifest another run directory wrote (its run_dir_id
-    differs from ours, or it has none): the two runs would replace each other's manifest and shards."""
+    differs from ours; "" for a run directory not made yet): the two runs would replace each other's
+    manifest and shards."""
     from botocore.exceptions import ClientError
 
     bucket, prefix = parse_uri(uri.rstrip("/") + "/")
@@ -134,7 +135,7 @@ def check_prefix_owner(uri: str, run_dir_id: str | None, s3=None) -> None:
         owner = json.loads(body).get("run_dir_id")
     except (ValueError, AttributeError):
         owner = None
-    if run_dir_id is None or owner != run_dir_id:
+    if owner != run_dir_id:
         raise S3Error(f"{target} belongs to another run directory (a different --out): uploading would replace "
                       "its manifest and shards; choose another --s3 prefix, or --s3-overwrite to replace it")
 
