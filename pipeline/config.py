@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import difflib
 import json
+import os
+import stat
 from pathlib import Path
 from typing import Literal
 
@@ -306,6 +308,9 @@ class PrepareConfig(Section):
         False, description="A run that keeps no record succeeds (and uploads an empty dataset) instead of failing.")
     s3_check: bool = Field(
         True, description="Check the S3 destination (endpoint, credentials, bucket) before reading a record.")
+    s3_overwrite: bool = Field(
+        False, description="Upload even when the S3 prefix holds the manifest of another run directory (it is "
+                           "replaced); by default such a run is refused before a record is read.")
 
     @model_validator(mode="after")
     def _consistent(self, info: ValidationInfo):
@@ -357,9 +362,15 @@ def read_config_file(path: str | Path) -> dict:
     """The mapping in a JSON or YAML config file; ConfigError (one line) for anything else."""
     p = Path(path)
     try:
-        if p.is_dir():
+        kind = os.stat(p).st_mode
+        if stat.S_ISDIR(kind):
             raise ConfigError(f"config {path}: is a folder, not a file")
-        with open(p, "rb") as fh:
+        if not stat.S_ISREG(kind):  # a FIFO or a device would block or never end
+            raise ConfigError(f"config {path}: not a regular file (a pipe, a device or a socket)")
+        fd = os.open(p, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+        with os.fdopen(fd, "rb") as fh:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):  # replaced since the stat
+                raise ConfigError(f"config {path}: not a regular file (a pipe, a device or a socket)")
             raw = fh.read(CONFIG_BYTES + 1)
     except FileNotFoundError:
         raise ConfigError(f"config {path}: no such file") from None

@@ -2,18 +2,24 @@
 from __future__ import annotations
 
 import html
+import re
+
+# the Markdown that can make a link, an image or a code span of data (html.escape takes care of <autolinks>
+# and raw HTML); a backslash makes each literal
+_SYNTAX = re.compile(r"([\\`\[\]])")
 
 from .numfmt import is_number, number
 
 
 def text(value) -> str:
-    """Inline text from data (file names): HTML in it is shown, never interpreted by a Markdown viewer."""
-    return html.escape(str(value), quote=False)
+    """Inline text from data (file names): shown as written, never interpreted by a Markdown viewer, neither
+    its HTML nor its links ("[x](javascript:...)" is no link)."""
+    return _SYNTAX.sub(r"\\\1", html.escape(str(value), quote=False))
 
 
 def cell(value) -> str:
     """A table cell: file names may hold "|" or line breaks, which would break the Markdown table."""
-    return text(value).replace("\\", "\\\\").replace("|", "\\|").replace("\r", " ").replace("\n", " ")
+    return text(value).replace("|", "\\|").replace("\r", " ").replace("\n", " ")
 
 
 def table(header: list[str], rows: list[list], numeric: tuple[int, ...] = ()) -> str:

@@ -28,7 +28,13 @@ def disk_full(exc: BaseException) -> bool:
 
 
 def preflight(cfg: PrepareConfig, log: Callable[[str], None] | None = None) -> None:
-    """Model, tokenizer, S3 URIs and S3 reachability; unsupported files in input folders are logged."""
+    """The run directory (free, not refused), the cache folder, model, tokenizer, S3 URIs and S3 reachability;
+    unsupported files in input folders are logged. The run directory comes first: a busy or refused --out
+    fails at once, not after the tokenizer and the PII engine have loaded (seconds)."""
+    from .rundir import check_out
+
+    check_out(cfg.out, [*cfg.inputs, *cfg.validation_inputs])
+    check_cache()
     if cfg.estimate.enabled or cfg.lengths.enabled:
         check_model(cfg.estimate.model)
     warning = check_tokenizer(cfg) if cfg.lengths.enabled else None
@@ -41,6 +47,18 @@ def preflight(cfg: PrepareConfig, log: Callable[[str], None] | None = None) -> N
             shown = ", ".join(skipped[:10]) + (f" and {len(skipped) - 10} more" if len(skipped) > 10 else "")
             log(f"prepare: warning: {len(skipped)} file(s) of unsupported type in the input folders are skipped "
                 f"(listed in the report): {shown}")
+
+
+def check_cache() -> None:
+    """PREPARE_CACHE (the token cache) must be a folder or creatable as one: a file there failed every
+    shard of the lengths step, blaming the input."""
+    cache = Path(os.environ.get("PREPARE_CACHE") or ".cache/prepare")
+    existing = next((p for p in (cache, *cache.absolute().parents) if p.exists()), None)
+    if existing is not None and not existing.is_dir():
+        raise PreflightError(f"PREPARE_CACHE {cache}: {existing} is not a folder; point PREPARE_CACHE at a folder")
+    if existing is not None and not os.access(existing, os.W_OK | os.X_OK):
+        raise PreflightError(f"PREPARE_CACHE {cache}: {existing} is not writable; point PREPARE_CACHE at a "
+                             "writable folder")
 
 
 def check_model(model: str) -> None:
@@ -88,7 +106,7 @@ def check_tokenizer(cfg: PrepareConfig) -> str | None:
 
 def check_s3(cfg: PrepareConfig) -> None:
     """URI syntax of the destination and of every s3:// input, then one HeadBucket per bucket (cfg.s3_check)."""
-    from .s3 import check_bucket, check_destination_uri, parse_uri
+    from .s3 import check_bucket, check_destination_uri, check_prefix_owner, parse_uri
 
     buckets: dict[str, str] = {}
     if cfg.s3:
@@ -100,13 +118,22 @@ def check_s3(cfg: PrepareConfig) -> None:
     if cfg.s3_check:
         for bucket, purpose in buckets.items():
             check_bucket(f"s3://{bucket}", purpose)
+        if cfg.s3 and not cfg.s3_overwrite:
+            check_prefix_owner(cfg.s3, _run_dir_id(cfg.out))
+
+
+def _run_dir_id(out: str) -> str:
+    """The id of an existing run directory (a resumed or repeated run), "" for a new one."""
+    from .rundir import MARKER, read_ledger
+
+    return read_ledger(out).id if os.path.lexists(Path(out) / MARKER) else ""
 
 
 def unsupported_files(inputs: list[str], cfg: PrepareConfig | None = None) -> list[str]:
     """Files in local input folders that are not of a supported type (and not hidden): the run skips them.
     With the PII step on, a name holding personal data is its label (file names are data: these names go to
     stderr and the report)."""
-    from .readers import NameMap, _is_data_file, name_holds_pii
+    from .readers import NameMap, _is_data_file, name_holds_pii, printable_name
 
     found = []
     for item in inputs:
@@ -115,7 +142,7 @@ def unsupported_files(inputs: list[str], cfg: PrepareConfig | None = None) -> li
         root = Path(item)
         for path in sorted(root.rglob("*")):  # rglob does not descend into directory symlinks
             if path.is_file() and not path.name.startswith(".") and not _is_data_file(str(path)):
-                found.append(str(path.relative_to(root.parent)))
+                found.append(printable_name(str(path.relative_to(root.parent))))
     if cfg is not None and cfg.pii.enabled:
         names = NameMap.of(cfg.out)
         found = [names.label(name) if name_holds_pii(name, cfg) else name for name in found]

@@ -48,6 +48,7 @@ class S3UriError(S3Error, ValueError):
 # in a multi-line message whose first line alone reached the user ("Parameter validation failed:").
 _BUCKET = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{1,61}[A-Za-z0-9]")
 MAX_KEY_BYTES = 1024
+MAX_MANIFEST_BYTES = 64 << 20
 
 
 def parse_uri(uri: str) -> tuple[str, str]:
@@ -72,6 +73,13 @@ def check_destination_uri(uri: str) -> tuple[str, str]:
     bucket, prefix = parse_uri(uri)
     if any(c in prefix for c in "*?["):
         raise S3UriError(f"the destination {uri!r} is a pattern; give s3://bucket/prefix")
+    if prefix.rstrip("/") and any(seg in ("", ".", "..") for seg in prefix.rstrip("/").split("/")):
+        raise S3UriError(f"the destination {uri!r} has an empty, '.' or '..' path segment; give s3://bucket/prefix")
+    try:
+        prefix.encode("utf-8")
+    except UnicodeEncodeError:
+        raise S3UriError(f"the destination {uri.encode('utf-8', 'backslashreplace').decode()!r} is not UTF-8 "
+                         "text") from None
     if len(prefix.encode("utf-8", "surrogatepass")) > MAX_KEY_BYTES - 64:
         raise S3UriError(f"the prefix of {uri[:80]!r}... leaves no room for the shard names (S3 keys are at most "
                          f"{MAX_KEY_BYTES} bytes)")
@@ -102,8 +110,34 @@ def check_bucket(uri: str, purpose: str = "destination") -> None:
                           f"writes but not s3:ListBucket needs --no-s3-check") from None
         raise S3Error(f"{where}: {_describe(exc)}") from None
     except (BotoCoreError, OSError) as exc:
-        endpoint = s3.meta.endpoint_url
+        endpoint = redact(s3.meta.endpoint_url)
         raise S3Error(f"{where}: cannot reach the S3 endpoint {endpoint}: {_describe(exc)}") from None
+
+
+def check_prefix_owner(uri: str, run_dir_id: str | None, s3=None) -> None:
+    """Refuse (S3Error) an upload into a prefix whose manifest another run directory wrote (its run_dir_id
+    differs from ours; "" for a run directory not made yet): the two runs would replace each other's
+    manifest and shards."""
+    from botocore.exceptions import ClientError
+
+    bucket, prefix = parse_uri(uri.rstrip("/") + "/")
+    target = f"s3://{bucket}/{prefix}manifest.json"
+    s3 = s3 or client()
+    try:
+        body = s3.get_object(Bucket=bucket, Key=prefix + "manifest.json")["Body"].read(MAX_MANIFEST_BYTES)
+    except ClientError as exc:
+        if exc.response.get("Error", {}).get("Code") in ("404", "NoSuchKey", "NotFound"):
+            return
+        raise S3Error(f"reading {target} failed: {_describe(exc)}") from None
+    except Exception as exc:  # noqa: BLE001 - endpoint down, timeouts: one line
+        raise S3Error(f"reading {target} failed: {_describe(exc)}") from None
+    try:
+        owner = json.loads(body).get("run_dir_id")
+    except (ValueError, AttributeError):
+        owner = None
+    if owner != run_dir_id:
+        raise S3Error(f"{target} belongs to another run directory (a different --out): uploading would replace "
+                      "its manifest and shards; choose another --s3 prefix, or --s3-overwrite to replace it")
 
 
 def client(attempts: int | None = None):
@@ -196,7 +230,7 @@ def _remote(s3, bucket: str, key: str) -> tuple[str | None, int] | None:
 
 
 def upload_run(run_dir: str | Path, uri: str, files: list[str], manifest: str = "manifest.json",
-               progress: Callable[[str], None] | None = None) -> UploadResult:
+               progress: Callable[[str], None] | None = None, overwrite: bool = False) -> UploadResult:
     """Upload `files` (paths relative to run_dir) and the manifest, so that the remote manifest, whenever
     there is one, describes shards that are all present and complete: if any shard must be (re)uploaded, the
     old remote manifest is deleted first, the shards go next and the new manifest last. Objects whose stored
@@ -205,7 +239,8 @@ def upload_run(run_dir: str | Path, uri: str, files: list[str], manifest: str = 
 
     Faults are retried twice over: botocore retries each request (backoff with jitter), and a failed object
     is retried whole (s3transfer aborts a failed multipart upload), after checking whether the failed try
-    did land. An upload that cannot finish raises S3Error naming the object and leaves no manifest."""
+    did land. An upload that cannot finish raises S3Error naming the object and leaves no manifest.
+    A remote manifest of another run directory is replaced only with `overwrite` (check_prefix_owner)."""
     from boto3.s3.transfer import TransferConfig
 
     run_dir = Path(run_dir)
@@ -219,6 +254,9 @@ def upload_run(run_dir: str | Path, uri: str, files: list[str], manifest: str = 
     target = {rel: f"s3://{bucket}/{prefix}{rel}" for rel in names}
     remote = {rel: _retry("check", target[rel], lambda _, rel=rel: _remote(s3, bucket, prefix + rel))
               for rel in names}
+    if not overwrite and remote[manifest] is not None and remote[manifest] != local[manifest]:
+        own_id = json.loads((run_dir / manifest).read_text(encoding="utf-8")).get("run_dir_id")
+        check_prefix_owner(uri, own_id, s3)
     todo = [rel for rel in names[:-1] if remote[rel] != local[rel]]
     if todo and remote[manifest] is not None:
         # the old manifest would otherwise describe shards that are about to change (or are gone)
@@ -352,6 +390,7 @@ _PATTERNS = [  # credential-bearing fields in botocore's request/header reprs, w
     (re.compile(r"(Credential=)[^/%&,\s'\"]+"), r"\1***"),
     (re.compile(r"(Signature=)[0-9a-fA-F]+"), r"\1***"),
     (re.compile(r"((?:X-Amz-)?Security-Token['\"]?\s*[:=]\s*b?['\"]?)[^'\"&,\s]+", re.I), r"\1***"),
+    (re.compile(r"\b([a-z][a-z0-9+.-]*://)[^/\s@'\"]*@", re.I), r"\1***@"),  # user:password@ of any URL
 ]
 _LOGGERS = ("botocore", "boto3", "s3transfer", "urllib3")
 

@@ -6,6 +6,7 @@ import json
 import os
 import tempfile
 from pathlib import Path
+from typing import Callable
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -56,9 +57,12 @@ class ShardWriter:
     """Streams records of one split into `<run>/<split>/part-00000.parquet`, ... Each shard is written
     to a temporary name and renamed when closed, so a shard on disk is always complete."""
 
-    def __init__(self, run_dir: str | Path, split: str, cfg: WriteConfig, kind: str | None = None):
-        """`kind` (write.split_by_kind): the shard set "chat" or "text", in `<run>/<split>/<kind>/`."""
-        self.run_dir, self.split, self.cfg, self.kind = Path(run_dir), split, cfg, kind
+    def __init__(self, run_dir: str | Path, split: str, cfg: WriteConfig, kind: str | None = None,
+                 claim: Callable[[list[str]], None] | None = None):
+        """`kind` (write.split_by_kind): the shard set "chat" or "text", in `<run>/<split>/<kind>/`.
+        `claim` records each shard's name (relative to the run directory) before it is written
+        (rundir.claim: prepare deletes only the files it recorded)."""
+        self.run_dir, self.split, self.cfg, self.kind, self.claim = Path(run_dir), split, cfg, kind, claim
         self.folder = self.run_dir / split / kind if kind else self.run_dir / split
         self.folder.mkdir(parents=True, exist_ok=True)
         self.shards: list[dict] = []
@@ -78,6 +82,8 @@ class ShardWriter:
         start = 0
         while start < table.num_rows:
             if self._writer is None:
+                if self.claim is not None:
+                    self.claim([str(self._path(len(self.shards)).relative_to(self.run_dir))])
                 tmp = self._path(len(self.shards)).with_suffix(".parquet.tmp")
                 compression = None if self.cfg.compression == "none" else self.cfg.compression
                 self._writer = pq.ParquetWriter(tmp, ARROW_SCHEMA, compression=compression)
@@ -121,10 +127,11 @@ class WriteStep(Step):
     name = "write"
     config_sections = ("write",)
 
-    def __init__(self, run_dir: str | Path, cfg: WriteConfig, overflow=None):
+    def __init__(self, run_dir: str | Path, cfg: WriteConfig, overflow=None,
+                 claim: Callable[[list[str]], None] | None = None):
         kinds = ("chat", "text") if cfg.split_by_kind else (None,)
-        self.writers = {(split, kind): ShardWriter(run_dir, split, cfg, kind) for split in ("train", "validation")
-                        for kind in kinds}
+        self.writers = {(split, kind): ShardWriter(run_dir, split, cfg, kind, claim)
+                        for split in ("train", "validation") for kind in kinds}
         self.overflow = overflow
 
     def process(self, batch: list[Record] | pa.Table) -> list[Record] | pa.Table:

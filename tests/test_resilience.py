@@ -140,6 +140,7 @@ def test_a_resumed_run_waits_for_workers_of_the_killed_one(tmp_path, monkeypatch
     cfg = fast_config(tmp_path, [inputs])
     run_prepare(cfg, progress=False)
     work = tmp_path / "run" / "work"
+    rundir.claim(tmp_path / "run", ["work/"])  # as the killed run did before it made work/
     work.mkdir()
     holder = subprocess.Popen([sys.executable, "-c", (
         "import fcntl, os, sys, time\n"

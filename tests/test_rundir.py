@@ -109,23 +109,26 @@ def test_an_empty_folder_is_adopted_and_marked(tmp_path):
 def test_a_rerun_deletes_only_the_files_prepare_wrote(tmp_path):
     src = tmp_path / "in"
     write_docs(src / "a.jsonl")
-    write_docs(src / "b.jsonl", tag="other")
+    with open(write_docs(src / "b.jsonl", tag="other"), "a") as fh:
+        fh.write("{not json\n")  # quarantine/00001.jsonl
     cfg = fast_config(tmp_path, [src])
-    cfg.write.shard_rows = 2
+    cfg.write.shard_rows = 1
     out = run_prepare(cfg, progress=False).run_dir
+    first_shards = {p.name for p in (out / "train").glob("part-*")}
+    assert (out / "quarantine" / "00001.jsonl").exists()
     theirs = {"train/notes.txt": "notes\n", "validation/keep.parquet": "not a shard\n",
               "quarantine/mine.jsonl": "{}\n", "README.txt": "about this folder\n"}
     for name, text in theirs.items():
         (out / name).write_text(text)
-    (out / "train" / "part-00009.parquet").write_bytes((out / "train" / "part-00000.parquet").read_bytes())
-    (out / "quarantine" / "00042.jsonl").write_text("")
-    (src / "b.jsonl").unlink()  # the rerun has one input and fewer shards
+    (src / "b.jsonl").unlink()  # the rerun has one input and fewer, larger shards
     cfg = fast_config(tmp_path, [src])
+    cfg.write.shard_rows = 2
     rerun = run_prepare(cfg, progress=False)
     for name, text in theirs.items():
         assert (out / name).read_text() == text, name
-    assert not (out / "train" / "part-00009.parquet").exists()  # a shard of an earlier run
-    assert not (out / "quarantine" / "00042.jsonl").exists()
+    shards = {p.name for p in (out / "train").glob("part-*")}
+    assert shards < first_shards  # the earlier run's extra shards are gone
+    assert not (out / "quarantine" / "00001.jsonl").exists()
     manifest = json.loads((out / "manifest.json").read_text())
     assert sorted(p.name for p in (out / "train").glob("part-*")) == sorted(
         s["path"].split("/")[1] for s in manifest["shards"] if s["split"] == "train")

@@ -46,6 +46,8 @@ def add_run_arguments(p: argparse.ArgumentParser) -> None:
     add_config_flag(p, "--follow-symlinks", "read.follow_symlinks", action="store_const", const=True)
     add_config_flag(p, "--allow-empty", "allow_empty", action="store_const", const=True)
     add_config_flag(p, "--allow-untrained", "lengths.allow_untrained", action="store_const", const=True)
+    add_config_flag(p, "--s3-overwrite", "s3_overwrite", action="store_const", const=True,
+                    help="upload even when the --s3 prefix holds another run directory's manifest (replacing it)")
     add_config_flag(p, "--no-s3-check", "s3_check", action="store_const", const=False,
                     help="skip the S3 check before the run (HeadBucket: endpoint, credentials, bucket)")
     for stage in STAGES:

@@ -103,14 +103,14 @@ def describe(uri: str, name: str | None = None) -> InputFile:
     file_format = FORMATS.get(os.path.splitext(path)[1])
     if file_format is None:
         raise UnreadableInput(uri, f"unknown format (extension); known: {', '.join(sorted(FORMATS))}")
-    return InputFile(uri=uri, name=_printable_name(name or os.path.basename(uri)), file_format=file_format,
+    return InputFile(uri=uri, name=printable_name(name or os.path.basename(uri)), file_format=file_format,
                      compression=compression)
 
 
-def _printable_name(name: str) -> str:
+def printable_name(name: str) -> str:
     """A file name that is not UTF-8 (os.fsdecode turns its bytes into lone surrogates) as text that can
-    be written, e.g. "bad\\xff.jsonl": the report, the quarantine file and Parquet need encodable text. The
-    uri keeps the real path."""
+    be written, e.g. "bad\\xff.jsonl": JSON, Markdown, HTML, Parquet and the terminal need encodable text.
+    Every name or path that reaches them goes through here; the uri keeps the real path."""
     try:
         name.encode("utf-8")
         return name
@@ -136,5 +136,5 @@ def _problem(path: str, name: str, reason: str) -> InputFile:
     try:
         f = describe(path, name)
     except UnreadableInput:
-        f = InputFile(uri=path, name=_printable_name(name), file_format="unknown", compression=None)
+        f = InputFile(uri=path, name=printable_name(name), file_format="unknown", compression=None)
     return replace(f, problem=reason)

@@ -9,7 +9,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from ..config import PrepareConfig
-from .files import COMPRESSIONS, InputFile
+from .files import COMPRESSIONS, InputFile, printable_name
 
 
 NAMES_SUFFIX = ".file-names.local"
@@ -124,10 +124,11 @@ def save_names(out: str) -> None:
 
 def shown_config(config: dict, out: str) -> dict:
     """A dumped PrepareConfig with every input that holds personal data as its label (the manifest's copy):
-    a file named on the command line kept its real name in `inputs`."""
+    a file named on the command line kept its real name in `inputs`. Paths are printable (printable_name)."""
     names = NameMap.of(out)
-    return {**config, **{key: [names.shown(item) for item in config.get(key) or []]
-                         for key in ("inputs", "validation_inputs")}}
+    return {**config, "out": printable_name(config.get("out") or ""),
+            **{key: [printable_name(names.shown(item)) for item in config.get(key) or []]
+               for key in ("inputs", "validation_inputs")}}
 
 
 def redact_items(items: list[str], cfg: PrepareConfig) -> None:

@@ -15,7 +15,7 @@ from ..config import PrepareConfig
 from ..normalize import ORDER_SHIFT
 from ..progress import ProgressFile
 from ..readers import shown_config
-from ..rundir import RunDir
+from ..rundir import RunDir, claim, read_ledger
 from ..shards import WriteStep, build_manifest, write_manifest
 from ..stats import StageStats, merge_all
 from .work import progress_dir, read_work, read_work_tables, work_paths
@@ -88,7 +88,7 @@ def write_shards(cfg: PrepareConfig, run: Path, work_dir: str, shard_results: li
     `stages.write`. Returns the shard entries of the manifest."""
     for split in ("train", "validation"):
         RunDir(run).remove_shards(split)
-    write = WriteStep(run, cfg.write, overflow)
+    write = WriteStep(run, cfg.write, overflow, claim=lambda names: claim(run, names))
     write.progress = ProgressFile(progress_dir(work_dir), "write", 0)
     for result in shard_results:
         if result["has_records"]:
@@ -136,7 +136,8 @@ def write_run_manifest(cfg: PrepareConfig, run: Path, rep: dict, shards: list[di
         json.dumps([cfg.model_dump(mode="json"), [s["sha256"] for s in shards]], sort_keys=True).encode(),
         digest_size=8).hexdigest()
     manifest = build_manifest(run_id, shown_config(cfg.model_dump(mode="json"), cfg.out), rep["counts"], shards,
-                              {"max_seq_len": max_len, "tokenizer": tokenizer_name, "reports": [html_entry]})
+                              {"max_seq_len": max_len, "tokenizer": tokenizer_name, "reports": [html_entry],
+                               "run_dir_id": read_ledger(run).id})
     write_manifest(run, manifest)
     return run_id
 

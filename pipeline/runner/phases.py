@@ -59,10 +59,12 @@ def shard_errors(phase: str):
 
 # --- before the run: the shards -----------------------------------------------------------------------
 
-def plan_shards(cfg: PrepareConfig) -> tuple[list[ShardTask], list[dict]]:
-    """Expand the inputs; an unreadable one stops the run before any output, unless skip_unreadable."""
-    tasks, unreadable = [], []
+def plan_shards(cfg: PrepareConfig, log=None) -> tuple[list[ShardTask], list[dict]]:
+    """Expand the inputs; an unreadable one stops the run before any output, unless skip_unreadable. A file
+    named more than once (the same path, or a folder and a file in it) is read once; `log` says so."""
+    tasks, unreadable, repeated = [], [], 0
     for is_eval, items in ((False, cfg.inputs), (True, cfg.validation_inputs)):
+        seen: set[str] = set()
         for item in items:
             try:
                 files = expand_inputs([item], cfg)
@@ -74,6 +76,11 @@ def plan_shards(cfg: PrepareConfig) -> tuple[list[ShardTask], list[dict]]:
             # the run directory is never an input: a glob over it took in the last run's shards
             files = [f for f in files if f.is_s3 or not is_inside(f.uri, cfg.out)]
             for f in files:
+                identity = f.uri if f.is_s3 else os.path.realpath(f.uri)
+                if identity in seen:
+                    repeated += 1
+                    continue
+                seen.add(identity)
                 # a blank-line-separated block must not be cut in two: block-mode text stays one shard
                 splittable = f.splittable and not (f.file_format == "txt" and cfg.read.txt_mode == "block")
                 for part in split_ranges(f, cfg.read.shard_bytes) if splittable else [f]:
@@ -82,6 +89,8 @@ def plan_shards(cfg: PrepareConfig) -> tuple[list[ShardTask], list[dict]]:
                    for name in unsupported_files([*cfg.inputs, *cfg.validation_inputs], cfg)]
     if not tasks and not unreadable:
         raise PrepareError("no input files (give files, folders, globs or s3:// URIs)")
+    if repeated and log is not None:
+        log(f"prepare: {repeated} input file(s) named more than once are read once")
     return tasks, unreadable
 
 
@@ -311,7 +320,7 @@ def upload(cfg: PrepareConfig, run_dir: str, work_dir: str | None = None) -> dic
         done[0] += 1
         counter.set(done[0])
 
-    result = upload_run(run_dir, cfg.s3, files, progress=uploaded)
+    result = upload_run(run_dir, cfg.s3, files, progress=uploaded, overwrite=cfg.s3_overwrite)
     counter.set(done[0], final=True)
     return {"manifest_uri": result.manifest_uri, "uploaded": result.uploaded, "skipped": result.skipped,
             "removed": result.removed, "seconds": round(time.perf_counter() - start, 3)}

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import functools
 import os
-import shutil
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -46,7 +45,7 @@ def run_prepare(cfg: PrepareConfig, executor: Executor | None = None, progress: 
     # A refused --out, a busy run directory or an unreadable input is reported before the run directory
     # is created or touched.
     check_out(cfg.out, [*cfg.inputs, *cfg.validation_inputs])
-    tasks, unreadable = plan_shards(cfg)
+    tasks, unreadable = plan_shards(cfg, log)
     readable = []
     for task in tasks:
         problem = check_readable(task, cfg)
@@ -80,6 +79,7 @@ def _run(cfg: PrepareConfig, executor: Executor, rundir: RunDir, readable: list[
     # shards that are being rewritten. Work of a killed run stays in work/ and is reused by key.
     (run_dir / "manifest.json").unlink(missing_ok=True)
     rundir.remove_stale_quarantine({f"{t.index:05d}" for t in readable})
+    rundir.claim([f"quarantine/{t.index:05d}.jsonl" for t in readable])  # the workers may write these
     files = len({t.file.uri for t in readable})  # a large file is read as several byte-range shards
     log(f"prepare: {files} input file(s)" + (f" in {len(readable)} shards" if len(readable) != files else "")
         + f" -> {run_dir}")
@@ -145,5 +145,5 @@ def _run(cfg: PrepareConfig, executor: Executor, rundir: RunDir, readable: list[
     if uploaded:
         log(f"prepare: uploaded {len(uploaded['uploaded'])} object(s), {len(uploaded['skipped'])} unchanged"
             + (f", {len(uploaded['removed'])} stale shard(s) of an earlier run removed" if uploaded["removed"] else ""))
-    shutil.rmtree(work_dir, ignore_errors=True)  # with the run's salt in it
+    rundir.remove_work()  # with the run's salt in it
     return RunResult(rep, run_dir, uploaded and uploaded["manifest_uri"], uploaded, reused)
