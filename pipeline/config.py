@@ -158,10 +158,10 @@ class LengthsConfig(Section):
     max_seq_len: int | None = Field(None, ge=1, description="Use this instead of choosing from the data.")
     overflow: Literal["keep", "truncate_response", "truncate_prompt", "drop", "split"] = "keep"
     batch_size: int = Field(8, ge=1, description="Micro-batch size for steps-per-epoch figures.")
-    allow_untrained: bool = Field(
-        False, description="Write chat/instruction records with no trainable token after templating and "
-                           "truncation at the chosen max length (all labels -100); by default any such record "
-                           "fails the run before the shards are written, naming how many and a few ids.")
+    untrained: Literal["drop", "fail", "keep"] = Field(
+        "drop", description="Chat/instruction records with no trainable token after templating and truncation at "
+                            "the chosen max length (all labels -100): drop them (counted as `untrained`, with a "
+                            "few ids in the report), fail the run before the shards are written, or keep them.")
 
 
 class FiltersConfig(Section):

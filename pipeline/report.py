@@ -154,9 +154,11 @@ def render_markdown(report: dict) -> str:
         out += ["## Token lengths", "", render_lengths_markdown(report["lengths"]), ""]
         untrained = report["lengths"].get("untrained")
         if untrained is not None:
+            from pipeline.lengths.untrained import ACTION
+
             out += [f"Chat/instruction records with no trainable token after truncation at max_seq_len "
                     f"{untrained['max_seq_len']}: {untrained['records']}"
-                    + (f" (e.g. ids {', '.join(untrained['example_ids'])}; written under lengths.allow_untrained)"
+                    + (f" (e.g. ids {', '.join(untrained['example_ids'])}): {ACTION[untrained['policy']]}"
                        if untrained["records"] else "") + ".", ""]
     if "plan" in report:
         from pipeline.plan.gpus import render_plan_markdown

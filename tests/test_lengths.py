@@ -311,7 +311,7 @@ def test_a_run_counts_exactly_what_the_trainer_renders_from_its_shards(tmp_path)
     cfg = fast_config(tmp_path, [PEER_FORMATS / "glaive_toolcall_en_demo.json"])
     cfg.lengths.enabled = True
     cfg.lengths.chat_template = template
-    cfg.lengths.allow_untrained = True  # one glaive record's answer lies past the chosen max length
+    cfg.lengths.untrained = "keep"  # one glaive record's answer lies past the chosen max length
     result = run_prepare(cfg, progress=False)
     assert result.report["lengths"]["untrained"]["records"] == 1
     counters = result.report["stages"]["lengths"]["counters"]

@@ -86,6 +86,11 @@ def cmd_precheck(args: argparse.Namespace) -> int:
           f"{counts['exact_duplicates']} exact duplicates not counted; `prepare run` also removes near "
           f"duplicates and may measure fewer); tokenizer: {result['tokenizer']}")
     print(render_lengths_text(result["tokens"]))
+    from ..lengths.untrained import untrained_line
+
+    line = untrained_line(result["untrained"])
+    if line:  # the same line as `prepare run`
+        print(line)
     print(render_plan_text(result["plan"]))
     if traced is not None:
         from .estimate import render_trace_text

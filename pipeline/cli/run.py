@@ -43,9 +43,13 @@ def add_run_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--follow-symlinks", action="store_true", help="read symlinks that point outside the input folder")
     p.add_argument("--allow-empty", action="store_true",
                    help="succeed (and upload) even when no record is kept; by default such a run fails")
-    p.add_argument("--allow-untrained", action="store_true",
-                   help="write records with no trainable token after truncation at the max length (labels all "
-                        "-100); by default any fails the run")
+    untrained = p.add_mutually_exclusive_group()
+    untrained.add_argument("--allow-untrained", action="store_true",
+                           help="write records with no trainable token after truncation at the max length (labels "
+                                "all -100; lengths.untrained: keep); by default they are dropped and counted")
+    untrained.add_argument("--strict-untrained", action="store_true",
+                           help="fail the run when a record has no trainable token at the max length "
+                                "(lengths.untrained: fail)")
     p.add_argument("--no-s3-check", action="store_true",
                    help="skip the S3 check before the run (HeadBucket: endpoint, credentials, bucket)")
     for stage in STAGES:
@@ -65,7 +69,8 @@ def config_from_args(args: argparse.Namespace) -> PrepareConfig:
         "read": {"skip_unreadable": True if args.skip_unreadable else None,
                  "follow_symlinks": True if args.follow_symlinks else None},
         "estimate": {"model": args.model, "method": args.method, **plan_flags(args)},
-        "lengths": {"tokenizer": args.tokenizer, "allow_untrained": True if args.allow_untrained else None},
+        "lengths": {"tokenizer": args.tokenizer,
+                    "untrained": "keep" if args.allow_untrained else "fail" if args.strict_untrained else None},
         "allow_empty": True if args.allow_empty else None,
         "s3_check": False if args.no_s3_check else None,
     }
@@ -90,10 +95,11 @@ def summary_text(report: dict, manifest_uri: str | None, run_dir: str) -> str:
         from ..lengths.draw import render_lengths_text
 
         lines.append(render_lengths_text(lengths))
-        untrained = lengths.get("untrained") or {}
-        if untrained.get("records"):  # written only under --allow-untrained
-            lines.append(f"untrained: {untrained['records']} chat/instruction records have no trainable token at "
-                         f"max_seq_len {untrained['max_seq_len']} (allowed; ids in report.json lengths.untrained)")
+        from ..lengths.untrained import untrained_line
+
+        line = untrained_line(lengths["untrained"]) if lengths.get("untrained") else None
+        if line:  # the same line as `prepare precheck`
+            lines.append(line)
     plan = report.get("plan")
     if plan:
         from ..plan.gpus import render_plan_text

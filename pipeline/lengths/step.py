@@ -224,6 +224,13 @@ class LengthStep(Step):
 
 # ------------------------------------------------------------------------------------------------ overflow
 
+def changes_records(cfg: LengthsConfig, summary: dict) -> bool:
+    """Whether apply_overflow can change a record at the summary's max length: some record is over it and
+    lengths.overflow is not keep."""
+    longest = summary["groups"]["all"]["tokens"]["max"] if "all" in summary["groups"] else None
+    return cfg.overflow != "keep" and (longest is None or longest > summary["max_seq_len"])
+
+
 def apply_overflow(batch: list[dict], max_len: int, step: LengthStep, stats: StageStats) -> list[dict]:
     """Apply step.cfg.overflow to the records longer than max_len (their "_tokens" must be set; records without
     it are measured first). Counters go under stats.counters["overflow"]:

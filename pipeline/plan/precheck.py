@@ -93,11 +93,26 @@ def run_precheck(cfg: PrepareConfig, sample_size: int = 200_000, seed: int = 0, 
 
     plan = mark_approximate(plan, step.tokenizer_info)
     summary["uncertainty"] = percentile_uncertainty(tokens_arr, total)
+    untrained = untrained_in_sample(cfg, sample, summary["max_seq_len"], total)
+    summary["untrained"] = untrained
     return {
         "records": total, "sampled": len(sample), "exact": len(sample) == total, "counts": counts,
         "tokenizer": step.tokenizer_name, "max_seq_len": summary["max_seq_len"], "tokens": summary,
         "memory": plan["memory"], "recommendation": plan["recommendation"],
         "fastest": plan.get("fastest"), "candidates": plan["candidates"], "hints": plan.get("hints", []),
-        "plan": plan,
+        "plan": plan, "untrained": untrained,
     }
+
+
+def untrained_in_sample(cfg: PrepareConfig, sample: list[dict], max_len: int | None, total: int) -> dict:
+    """The run's untrained check (pipeline.lengths.untrained) on the measured sample, scaled to the population
+    when the sample is not all of it; `sampled` then holds the count in the sample."""
+    from pipeline.lengths.untrained import UntrainedCheck, untrained_summary
+
+    check = UntrainedCheck(cfg, max_len, None)
+    hits = [rec["id"] for rec in sample if check(rec)]
+    if len(sample) == total:
+        return untrained_summary(len(hits), hits, max_len, cfg.lengths.untrained)
+    estimate = round(len(hits) * total / len(sample))
+    return untrained_summary(estimate, hits, max_len, cfg.lengths.untrained, sampled=len(hits))
 
