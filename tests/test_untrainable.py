@@ -102,3 +102,31 @@ def test_the_glaive_demo_runs_by_default_and_precheck_says_what_run_does(tmp_pat
     check = prepare("precheck", data, cwd=tmp_path)
     assert check.returncode == 0, check.stderr[-2000:]
     assert line_with(check.stdout, "untrained:") == line_with(run.stdout, "untrained:") != ""
+
+
+def test_wiki_documents_are_chunked_to_a_sane_max_length(tmp_path):
+    """LLaMA-Factory's wiki_demo.txt (30 documents up to ~30k tokens): the max length used to be chosen from
+    whole documents (30,336, a B200 plan); now documents longer than it are cut into chunks, one row each,
+    counted, and the length and plan follow what the trainer will see."""
+    data = str(PEER_FORMATS / "wiki_demo.txt")
+    check = prepare("precheck", data, "--json", cwd=tmp_path)
+    assert check.returncode == 0, check.stderr[-2000:]
+    pre = json.loads(check.stdout)
+    assert pre["max_seq_len"] <= 2048 and pre["tokens"]["chunking"]["records"] > 0
+    assert pre["memory"]["peak_allocated_gib"] < 24  # qlora 8B at 2k fits a 24 GB card
+
+    run = prepare("run", data, "--out", str(tmp_path / "run"), "--workers", "1", "--no-pii", "--no-dedup",
+                  "--json", cwd=tmp_path)
+    assert run.returncode == 0, run.stderr[-2000:]
+    report = json.loads(run.stdout)
+    counts, chunking = report["counts"], report["lengths"]["chunking"]
+    assert report["lengths"]["max_seq_len"] == pre["max_seq_len"]
+    assert counts["input"] == counts["kept"] == 30 and not counts["dropped"]
+    assert chunking["records"] == pre["tokens"]["chunking"]["records"] and not chunking["estimated"]
+    assert counts["rows"] == 30 - chunking["records"] + chunking["chunks"]
+    manifest = json.loads((tmp_path / "run" / "manifest.json").read_text())
+    rows = [r for s in manifest["shards"] for r in pq.read_table(tmp_path / "run" / s["path"]).to_pylist()]
+    chunks = [r for r in rows if "chunk" in json.loads(r["meta"])]
+    assert len(chunks) == chunking["chunks"] and len({r["id"] for r in rows}) == len(rows)
+    parents = {json.loads(r["meta"])["chunk"]["parent"] for r in chunks}
+    assert len(parents) == chunking["records"] and all(r["source"]["file"] == "wiki_demo.txt" for r in chunks)

@@ -51,7 +51,7 @@ class UntrainedCheck:
             return False
         if not trainable:
             return True
-        return over and self.policy in ("keep", "split") and _trainable_before_cut(self.handle, rec, self.max_len) == 0
+        return over and self.policy == "keep" and _trainable_before_cut(self.handle, rec, self.max_len) == 0
 
 
 def count_untrained(processed: list[Path], cfg, max_len: int | None, token_cache: str | None) -> dict:
@@ -72,7 +72,7 @@ def count_untrained(processed: list[Path], cfg, max_len: int | None, token_cache
             zero &= ~over
         total += int(np.count_nonzero(zero))
         ids += [table.column("id")[int(i)].as_py() for i in np.flatnonzero(zero)[:EXAMPLES - len(ids)]]
-        if check.policy in ("keep", "split") and (chat & over & (trainable > 0)).any():
+        if check.policy == "keep" and (chat & over & (trainable > 0)).any():
             for rec in _over_records(path, max_len):
                 if rec.get("kind") != "text" and rec.get("_trainable") and check(rec):
                     total += 1

@@ -74,19 +74,20 @@ def run_precheck(cfg: PrepareConfig, sample_size: int = 200_000, seed: int = 0, 
         raise ValueError("no usable records in the input")
     step = LengthStep(cfg.lengths, None, model=cfg.estimate.model)
     stats = StageStats("lengths")
-    tokens, trainable = [], []
+    tokens, trainable, is_text = [], [], []
     with Progress("precheck: tokens", "records", total=len(sample), enabled=progress) as bar:
         for start in range(0, len(sample), cfg.read.batch_size):
             batch = step.annotate(sample[start:start + cfg.read.batch_size], stats)
             tokens += [r["_tokens"] for r in batch]
             trainable += [r["_trainable"] for r in batch]
+            is_text += [r.get("kind") == "text" for r in batch]
             bar.update(len(batch))
     tokens_arr, trainable_arr = np.array(tokens, dtype=np.int64), np.array(trainable, dtype=np.int64)
     from pipeline.plan.from_lengths import max_positions, plan_for_lengths
 
     # measured on a sample: the summary scales counts to the population and gives percentile intervals
     summary = summarize_lengths({"all": (tokens_arr, trainable_arr)}, cfg.lengths, max_positions(cfg),
-                                population={"all": total})
+                                population={"all": total}, text={"all": np.array(is_text, dtype=bool)})
     plan = plan_for_lengths(cfg, summary)
     summary["tokenizer"] = step.tokenizer_info  # with `exact` and the fallback reason, as in report.json
     from pipeline.report import mark_approximate

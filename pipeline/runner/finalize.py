@@ -21,33 +21,35 @@ from ..stats import StageStats, merge_all
 from .work import progress_dir, read_work, read_work_tables, work_paths
 
 
-def length_groups(processed: list[Path], inputs: dict[int, str]) -> dict[str, tuple[np.ndarray, np.ndarray]]:
-    """(tokens, trainable) of all records, of each split, of each language (meta.lang) and of each input file."""
-    columns = {"_tokens": [], "_trainable": [], "_split": [], "_order": [], "_lang": []}
+Groups = dict[str, tuple[np.ndarray, np.ndarray]]
+
+
+def length_groups(processed: list[Path], inputs: dict[int, str]) -> tuple[Groups, dict[str, np.ndarray]]:
+    """(tokens, trainable) of all records, of each split, of each language (meta.lang) and of each input file;
+    and, per group, the mask of its plain-text records."""
+    columns = {"_tokens": [], "_trainable": [], "_split": [], "_order": [], "_lang": [], "kind": []}
     for path in processed:
         table = pq.read_table(path, columns=list(columns))
         for name in columns:
             columns[name].append(table.column(name).to_numpy(zero_copy_only=False))
     if not processed:
-        return {}
+        return {}, {}
     tokens = np.concatenate(columns["_tokens"]).astype(np.int64)
     trainable = np.concatenate(columns["_trainable"]).astype(np.int64)
+    is_text = np.concatenate(columns["kind"]) == "text"
     splits = np.concatenate(columns["_split"])
     files = np.concatenate(columns["_order"]) >> ORDER_SHIFT
-    groups = {"all": (tokens, trainable)}
+    masks = {"all": np.ones(tokens.size, bool)}
     for split in ("train", "validation"):
-        mask = splits == split
-        if mask.any():
-            groups[f"split:{split}"] = (tokens[mask], trainable[mask])
+        masks[f"split:{split}"] = splits == split
     langs = np.concatenate(columns["_lang"])
     for lang in sorted({x for x in langs if x is not None}):
-        mask = langs == lang
-        groups[f"lang:{lang}"] = (tokens[mask], trainable[mask])
+        masks[f"lang:{lang}"] = langs == lang
     for name in sorted(set(inputs.values())):
-        mask = np.isin(files, [i for i, n in inputs.items() if n == name])
-        if mask.any():
-            groups[f"file:{name}"] = (tokens[mask], trainable[mask])
-    return groups
+        masks[f"file:{name}"] = np.isin(files, [i for i, n in inputs.items() if n == name])
+    masks = {name: mask for name, mask in masks.items() if mask.any()}
+    return ({name: (tokens[mask], trainable[mask]) for name, mask in masks.items()},
+            {name: is_text[mask] for name, mask in masks.items()})
 
 
 def lengths_summary(cfg: PrepareConfig, work_dir: str, shard_results: list[dict],
@@ -59,10 +61,10 @@ def lengths_summary(cfg: PrepareConfig, work_dir: str, shard_results: list[dict]
     from ..plan.from_lengths import max_positions
 
     processed = [work_paths(work_dir, r["index"])["processed"] for r in shard_results if r["has_records"]]
-    groups = length_groups(processed, {r["index"]: r["file"] for r in shard_results})
+    groups, text = length_groups(processed, {r["index"]: r["file"] for r in shard_results})
     if not groups:
         return None
-    summary = summarize_lengths(groups, cfg.lengths, max_positions(cfg))
+    summary = summarize_lengths(groups, cfg.lengths, max_positions(cfg), text=text)
     summary["tokenizer"] = tokenizer_name
     return summary
 
@@ -182,6 +184,10 @@ def finalize(cfg: PrepareConfig, run_dir: str, work_dir: str, shard_results: lis
         draw_lengths_png(summary, run)
         check_untrained(cfg, work_dir, shard_results, summary, token_cache)
     shards = write_shards(cfg, run, work_dir, shard_results, overflow_policy(cfg, summary, token_cache))
+    if summary and summary.get("chunking"):  # what the run did, in place of the estimate
+        done = [r["stages"]["write"].get("counters", {}).get("chunking", {}) for r in shard_results]
+        summary["chunking"].update(records=sum(c.get("records", 0) for c in done),
+                                   chunks=sum(c.get("chunks", 0) for c in done), estimated=False)
     plan = None
     if cfg.estimate.enabled and summary and max_len:
         from ..plan.from_lengths import plan_for_lengths
