@@ -47,7 +47,7 @@ def length_groups(processed: list[Path], inputs: dict[int, str]) -> tuple[Groups
         masks[f"lang:{lang}"] = langs == lang
     for name in sorted(set(inputs.values())):
         masks[f"file:{name}"] = np.isin(files, [i for i, n in inputs.items() if n == name])
-    masks = {name: mask for name, mask in masks.items() if mask.any()}
+    masks = {name: mask for name, mask in masks.items() if name == "all" or mask.any()}
     return ({name: (tokens[mask], trainable[mask]) for name, mask in masks.items()},
             {name: is_text[mask] for name, mask in masks.items()})
 
