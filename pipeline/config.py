@@ -194,12 +194,17 @@ class LengthsConfig(Section):
     coverage_of: Literal["records", "tokens"] = "records"
     grid: int = Field(64, ge=1, description="Max length is a multiple of this.")
     max_seq_len: int | None = Field(None, ge=1, description="Use this instead of choosing from the data.")
-    overflow: Literal["keep", "truncate_response", "truncate_prompt", "drop", "split"] = "keep"
+    overflow: Literal["keep", "truncate_response", "truncate_prompt", "drop"] = "keep"
     batch_size: int = Field(8, ge=1, description="Micro-batch size for steps-per-epoch figures.")
-    allow_untrained: bool = Field(
-        False, description="Write chat/instruction records with no trainable token after templating and "
-                           "truncation at the chosen max length (all labels -100); by default any such record "
-                           "fails the run before the shards are written, naming how many and a few ids.")
+    untrained: Literal["drop", "fail", "keep"] = Field(
+        "drop", description="Chat/instruction records with no trainable token after templating and truncation at "
+                            "the chosen max length (all labels -100): drop them (counted as `untrained`, with a "
+                            "few ids in the report), fail the run before the shards are written, or keep them.")
+    text_chunking: Literal["off", "max_len"] = Field(
+        "max_len", description="Plain-text records longer than the max length: max_len cuts them into chunks "
+                               "that fit (one row each, with a derived id and meta.chunk); the max length is then "
+                               "chosen from the chat records and documents counted at most 2,048 tokens. off: "
+                               "text records follow lengths.overflow like chat records.")
 
 
 class FiltersConfig(Section):

@@ -53,6 +53,7 @@ DROP: dict[str, str] = {
     "no_words": "a turn without a letter or digit outside URLs (quality.no_words: drop)",
     "canned_answer": "a canned answer's record past quality.canned_cap (quality.canned: cap)",
     "too_long": "more tokens than the max sequence length under lengths.overflow drop, or that no policy can fit",
+    "untrained": "a chat/instruction record with no trainable token at the max sequence length (lengths.untrained: drop)",
     "language": "a record whose detected language (meta.lang) is not in filters.languages",
     "lang_mismatch": "a chat record whose answer is in another language than its prompt (filters.lang_mismatch: drop)",
 }

@@ -254,9 +254,11 @@ def render_markdown(report: dict) -> str:
 
 def untrained_text(untrained: dict) -> str:
     """report.json's lengths.untrained as one sentence (report.md, report.html)."""
+    from .lengths.untrained import ACTION
+
     return (f"Chat/instruction records with no trainable token after truncation at max_seq_len "
             f"{number(untrained['max_seq_len'])}: {number(untrained['records'])}"
-            + (f" (e.g. ids {', '.join(untrained['example_ids'])}; written under lengths.allow_untrained)"
+            + (f" (e.g. ids {', '.join(untrained['example_ids'])}): {ACTION[untrained['policy']]}"
                if untrained["records"] else "") + ".")
 
 

@@ -42,7 +42,7 @@ def _records():
 
 @pytest.fixture(scope="module")
 def step():
-    return LengthStep(LengthsConfig(), None)
+    return LengthStep(LengthsConfig(text_chunking="off"), None)  # text records follow the overflow policies too
 
 
 def _direct(step, rec):
@@ -233,8 +233,9 @@ def test_truncate_prompt(step):
     assert out["_tokens"] <= 128 and stats.counters["overflow"]["other_side_cut"] == 1
 
 
-def test_split_text_into_chunks(step):
-    s = _with_cfg(step, step.cfg.model_copy(update={"overflow": "split"}))
+def test_text_chunking_cuts_long_documents_into_chunks(step):
+    assert LengthsConfig().text_chunking == "max_len"  # the default
+    s = _with_cfg(step, step.cfg.model_copy(update={"text_chunking": "max_len"}))
     doc, short, chat = _measured(step, [_doc(1000, 3), _doc(10), _chat(300, 300)])
     L = 100
     stats = StageStats("write")
@@ -246,15 +247,22 @@ def test_split_text_into_chunks(step):
         meta = json.loads(c["meta"])
         assert meta["chunk"] == {"index": i, "count": len(chunks), "parent": doc["id"]} and meta["lang"] == "tr"
         assert c["_tokens"] <= L and (c["_tokens"], c["_trainable"]) == _direct(step, c)
-        assert c["id"] == chunk_id(doc["id"], i, c) != record_id(c)
+        assert c["id"] == chunk_id(doc["id"], i, c) != record_id(c) and c["source"] == doc["source"]
     assert len({c["id"] for c in chunks}) == len(chunks)           # unique, though the text repeats itself
     again = apply_overflow([doc], L, s, StageStats("write"))
     assert [c["id"] for c in again] == [c["id"] for c in chunks]    # and stable
-    assert short in out and chat in out                             # short text and chat rows unchanged
-    o = stats.counters["overflow"]
-    assert o["split"] == {"records": 1, "rows": len(chunks), "rows_added": len(chunks) - 1,
-                          "kept_not_text": 1}
-    assert len(out) == 3 + o["split"]["rows_added"]
+    assert short in out and chat in out                             # short text and (under keep) chat unchanged
+    assert stats.counters["chunking"] == {"records": 1, "chunks": len(chunks)}
+    assert stats.counters["overflow"]["over"] == 1                  # the chat record, not the document
+    assert len(out) == 2 + len(chunks)
+
+
+def test_without_text_chunking_documents_follow_the_overflow_policy(step):
+    s = _with_cfg(step, step.cfg.model_copy(update={"overflow": "drop"}))
+    doc, short = _measured(step, [_doc(1000, 3), _doc(10)])
+    stats = StageStats("write")
+    assert apply_overflow([doc, short], 100, s, stats) == [short]
+    assert stats.dropped == {"too_long": 1} and "chunking" not in stats.counters
 
 
 # ------------------------------------------------------------------------------------------------- sampling
@@ -311,7 +319,7 @@ def test_a_run_counts_exactly_what_the_trainer_renders_from_its_shards(tmp_path)
     cfg = fast_config(tmp_path, [PEER_FORMATS / "glaive_toolcall_en_demo.json"])
     cfg.lengths.enabled = True
     cfg.lengths.chat_template = template
-    cfg.lengths.allow_untrained = True  # one glaive record's answer lies past the chosen max length
+    cfg.lengths.untrained = "keep"  # one glaive record's answer lies past the chosen max length
     result = run_prepare(cfg, progress=False)
     assert result.report["lengths"]["untrained"]["records"] == 1
     counters = result.report["stages"]["lengths"]["counters"]
@@ -371,3 +379,27 @@ def test_a_run_with_the_models_tokenizer_in_the_cache_is_exact(tmp_path):
     assert "APPROXIMATE" not in proc.stdout + proc.stderr
     assert 'id="tokenizer-warning"' not in (tmp_path / "run" / "report.html").read_text()
     assert snapshot.is_dir()
+
+
+# ------------------------------------------------------------------------------------------- text chunking
+
+def test_whole_documents_do_not_choose_the_max_length_when_they_are_chunked():
+    import numpy as np
+
+    from pipeline.lengths.summary import summarize_lengths
+
+    chat = np.arange(200, 1200, 10)                  # 100 chat records, up to 1,190 tokens
+    docs = np.array([3_000, 9_000, 30_000] * 10)     # 30 documents far longer
+    tokens = np.concatenate([chat, docs])
+    trainable = np.concatenate([chat // 2, docs])
+    is_text = np.concatenate([np.zeros(chat.size, bool), np.ones(docs.size, bool)])
+    groups = {"all": (tokens, trainable)}
+    whole = summarize_lengths(groups, LengthsConfig(text_chunking="off"))
+    assert whole["max_seq_len"] == 30_016 and "chunking" not in whole
+    s = summarize_lengths(groups, LengthsConfig(), text={"all": is_text})
+    assert s["max_seq_len"] == 2048                  # documents count as at most 2,048 tokens
+    assert s["chunking"] == {"policy": "max_len", "max_seq_len": 2048, "records": 30,
+                             "chunks": 10 * (2 + 5 + 15), "estimated": True}
+    assert s["overflow"]["records_over"] == 0 and s["packing"]["tokens"] == int(tokens.sum())
+    chat_only = summarize_lengths({"all": (chat, chat // 2)}, LengthsConfig(), text={"all": is_text[:100]})
+    assert chat_only["max_seq_len"] == 1216 and chat_only["chunking"]["records"] == 0

@@ -206,7 +206,7 @@ def prepare_cli(*args, cwd):
                           text=True, env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=600)
 
 
-def test_a_run_whose_answers_lie_past_the_max_length_fails_unless_allowed(tmp_path):
+def test_a_run_whose_answers_lie_past_the_max_length_fails_when_strict(tmp_path):
     rng = random.Random(2)
     long_prompt = lambda i: " ".join(rng.choice(WORDS) for _ in range(120)) + f" {i}"  # noqa: E731
     short_prompt = lambda i: " ".join(rng.choice(WORDS) for _ in range(8)) + f" {i}"  # noqa: E731
@@ -216,7 +216,7 @@ def test_a_run_whose_answers_lie_past_the_max_length_fails_unless_allowed(tmp_pa
     (tmp_path / "cfg.json").write_text(json.dumps({"lengths": {"max_seq_len": 96}, "dedup": {"enabled": False}}))
     common = [str(data), "--config", str(tmp_path / "cfg.json"), "--workers", "1", "--no-pii", "--no-estimate"]
 
-    failed = prepare_cli(*common, "--out", str(tmp_path / "run"), cwd=tmp_path)
+    failed = prepare_cli(*common, "--out", str(tmp_path / "run"), "--strict-untrained", cwd=tmp_path)
     assert failed.returncode != 0
     errors = [line for line in failed.stderr.splitlines() if "error" in line]
     assert len(errors) == 1 and "3 chat/instruction record(s) have no trainable token" in errors[0], failed.stderr

@@ -106,7 +106,7 @@ def test_a_run_whose_answers_lie_beyond_the_cut_fails_unless_allowed(tmp_path, c
     cfg = PrepareConfig(inputs=[str(inputs)], out=str(tmp_path / "run"), workers=1)
     cfg.pii.enabled = cfg.estimate.enabled = False
     cfg.lengths.max_seq_len = 64          # kept (overflow "keep"): the trainer will cut at 64
-    cfg.lengths.allow_untrained = True    # else the run itself refuses these records (lengths.untrained)
+    cfg.lengths.untrained = "keep"    # else the run itself drops these records (lengths.untrained)
     result = run_prepare(cfg, progress=False)
     assert result.report["lengths"]["max_seq_len"] == 64
     capsys.readouterr()

@@ -73,6 +73,11 @@ def cmd_precheck(args: argparse.Namespace) -> int:
         print(f"skipped {len(counts['unreadable'])} unreadable input(s): "
               + ", ".join(f"{u['file']} ({u['reason']})" for u in counts["unreadable"]))
     print(render_lengths_text(result["tokens"]))
+    from ..lengths.untrained import untrained_line
+
+    line = untrained_line(result["untrained"])
+    if line:  # the same line as `prepare run`
+        print(line)
     print(render_plan_text(result["plan"]))
     if traced is not None:
         from .estimate import render_trace_text

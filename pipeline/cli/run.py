@@ -45,7 +45,12 @@ def add_run_arguments(p: argparse.ArgumentParser) -> None:
     add_config_flag(p, "--skip-unreadable", "read.skip_unreadable", action="store_const", const=True)
     add_config_flag(p, "--follow-symlinks", "read.follow_symlinks", action="store_const", const=True)
     add_config_flag(p, "--allow-empty", "allow_empty", action="store_const", const=True)
-    add_config_flag(p, "--allow-untrained", "lengths.allow_untrained", action="store_const", const=True)
+    untrained = p.add_mutually_exclusive_group()  # argument groups share the parser's defaults
+    add_config_flag(untrained, "--allow-untrained", "lengths.untrained", action="store_const", const="keep",
+                    help="write records with no trainable token after truncation at the max length (labels all "
+                         "-100); by default they are dropped and counted")
+    add_config_flag(untrained, "--strict-untrained", "lengths.untrained", action="store_const", const="fail",
+                    help="fail the run when a record has no trainable token at the max length")
     add_config_flag(p, "--s3-overwrite", "s3_overwrite", action="store_const", const=True,
                     help="upload even when the --s3 prefix holds another run directory's manifest (replacing it)")
     add_config_flag(p, "--no-s3-check", "s3_check", action="store_const", const=False,
@@ -96,10 +101,11 @@ def summary_text(report: dict, manifest_uri: str | None, run_dir: str) -> str:
         from ..lengths.draw import render_lengths_text
 
         lines.append(render_lengths_text(lengths))
-        untrained = lengths.get("untrained") or {}
-        if untrained.get("records"):  # written only under --allow-untrained
-            lines.append(f"untrained: {untrained['records']} chat/instruction records have no trainable token at "
-                         f"max_seq_len {untrained['max_seq_len']} (allowed; ids in report.json lengths.untrained)")
+        from ..lengths.untrained import untrained_line
+
+        line = untrained_line(lengths["untrained"]) if lengths.get("untrained") else None
+        if line:  # the same line as `prepare precheck`
+            lines.append(line)
     plan = report.get("plan")
     if plan:
         from ..plan.gpus import render_plan_text

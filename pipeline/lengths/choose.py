@@ -16,6 +16,10 @@ from pipeline.lengths.histogram import percentiles
 from pipeline.lengths.packing import dynamic_padding_waste, packing_summary
 
 EXACT_PACKING_LIMIT = 200_000   # trade-off rows simulate packing on a uniform sample above this many records
+# Under lengths.text_chunking: max_len a document counts as at most this many tokens when the max length is chosen:
+# it is cut into chunks of the chosen length anyway, so whole documents must not drag the length (and the GPU) up.
+# 2,048 is LLaMA-Factory's default cutoff_len, the block length its pre-training stage cuts documents to.
+TEXT_CHOICE_CAP = 2048
 
 
 def round_up(value: float, grid: int) -> int:

@@ -109,6 +109,8 @@ def render_lengths_markdown(summary: dict) -> str:
     o = s.get("overflow") or {}
     if o:
         lines += ["", _overflow_line(o)]
+    if (s.get("chunking") or {}).get("records"):
+        lines += ["", _chunking_line(s["chunking"])]
     hist = _text_histogram(s)
     if hist:
         lines += ["", f"Histogram ({s.get('basis')}):", "", "```text", hist, "```"]
@@ -117,10 +119,15 @@ def render_lengths_markdown(summary: dict) -> str:
 
 def _overflow_line(o: dict) -> str:
     what = {"keep": "kept unchanged; the trainer will cut", "truncate_response": "responses truncated, removing",
-            "truncate_prompt": "prompts truncated, removing", "drop": "dropped, with",
-            "split": "split into chunks (text records; chat records kept), covering"}[o["policy"]]
+            "truncate_prompt": "prompts truncated, removing", "drop": "dropped, with"}[o["policy"]]
     return (f"Over {o['max_seq_len']:,} tokens: {_n(o['records_over'])} records, {what} "
             f"{_n(o['tokens_over'])} tokens ({_n(o['trainable_over'])} of them trainable).")
+
+
+def _chunking_line(c: dict) -> str:
+    about = "about " if c.get("estimated") else ""
+    return (f"Text documents over {c['max_seq_len']:,} tokens: {_n(c['records'])}, cut into {about}"
+            f"{_n(c['chunks'])} chunks that fit (lengths.text_chunking: max_len).")
 
 
 def _text_histogram(s: dict, width: int = 40, max_rows: int = 24) -> str:
@@ -188,6 +195,8 @@ def render_lengths_text(summary: dict) -> str:
                    f"{_n(p['steps_per_epoch'])} steps/epoch at batch size {p['batch_size']}")
     if s.get("overflow"):
         out.append(_overflow_line(s["overflow"]))
+    if (s.get("chunking") or {}).get("records"):
+        out.append(_chunking_line(s["chunking"]))
     return "\n".join(out)
 
 

@@ -2,7 +2,7 @@
 
     step = LengthStep(cfg.lengths, cache_dir, model=cfg.estimate.model)
     records = step(records)                      # sets rec["_tokens"] and rec["_trainable"], counts in step.stats
-    records = apply_overflow(records, max_len, step, stats)
+    records = apply_overflow(records, max_len, step, stats)   # overflow policy and text chunking
 
 A preview or a sample counted elsewhere (prepare show, precheck) calls step.annotate(records, its_stats) instead.
 
@@ -224,9 +224,21 @@ class LengthStep(Step):
 
 # ------------------------------------------------------------------------------------------------ overflow
 
+def changes_records(cfg: LengthsConfig, summary: dict) -> bool:
+    """Whether apply_overflow can change a record at the summary's max length: a chat record over it under an
+    overflow policy other than keep, or a text record over it (chunked, or under the policy)."""
+    max_len = summary["max_seq_len"]
+    chunked = (summary.get("chunking") or {}).get("records", 0) > 0
+    longest = summary["groups"]["all"]["tokens"]["max"] if "all" in summary["groups"] else max_len + 1
+    return chunked or (cfg.overflow != "keep" and longest > max_len)
+
+
 def apply_overflow(batch: list[dict], max_len: int, step: LengthStep, stats: StageStats) -> list[dict]:
-    """Apply step.cfg.overflow to the records longer than max_len (their "_tokens" must be set; records without
-    it are measured first). Counters go under stats.counters["overflow"]:
+    """Fit the records longer than max_len (their "_tokens" must be set; records without it are measured first).
+    Text records under lengths.text_chunking: max_len become chunks that each fit, one row per chunk, with
+    meta["chunk"] = {"index", "count", "parent"}, a new id derived from the parent's and its source (counters
+    chunking.records in, chunking.chunks out). Every other record follows step.cfg.overflow, its counters under
+    stats.counters["overflow"]:
       keep               - records unchanged; over, tokens_cut (what the trainer will cut from the end) and
                            trainable_cut (assistant tokens among them, when the record ends with its answer);
       truncate_response  - keep the prompt, cut the (last) answer at a token boundary so the whole rendered record
@@ -236,13 +248,11 @@ def apply_overflow(batch: list[dict], max_len: int, step: LengthStep, stats: Sta
       truncate_prompt    - keep the last answer whole; drop the oldest turns (system messages stay), then cut the
                            end of the last user message; if the answer alone does not fit it is cut too
                            (other_side_cut); text records are cut at the end;
-      drop               - stats.drop("too_long");
-      split              - text records become chunks that each fit, one row per chunk, with
-                           meta["chunk"] = {"index", "count", "parent"} and a new id; chat records are kept
-                           (split.kept_not_text). Counters: split.records, split.rows, split.rows_added.
-    A record no policy can fit (e.g. its prompt alone is too long) is dropped as "too_long" (overflow.unfit).
+      drop               - stats.drop("too_long").
+    A record nothing can fit (e.g. its prompt alone is too long) is dropped as "too_long" (overflow.unfit).
     """
     policy = step.cfg.overflow
+    chunking = step.cfg.text_chunking == "max_len"
     need = [r for r in batch if r.get("_tokens") is None]
     if need:
         step.annotate(need, StageStats("lengths"))
@@ -252,27 +262,25 @@ def apply_overflow(batch: list[dict], max_len: int, step: LengthStep, stats: Sta
         if tokens is None or tokens <= max_len:
             out.append(rec)
             continue
-        excess = tokens - max_len
-        stats.add("overflow.over")
-        if policy == "keep" or (policy == "split" and is_chat(rec)):
-            stats.add("overflow.tokens_cut", excess)
-            stats.add("overflow.trainable_cut", min(rec.get("_trainable") or 0, excess))
-            if policy == "split":
-                stats.add("overflow.split.kept_not_text")
-            out.append(rec)
-        elif policy == "drop":
-            stats.drop("too_long")
-            stats.add("overflow.tokens_dropped", tokens)
-        elif policy == "split":
+        if chunking and not is_chat(rec):
             rows = _split_text(rec, max_len, step)
             if not rows:
                 stats.drop("too_long")
                 stats.add("overflow.unfit")
                 continue
-            stats.add("overflow.split.records")
-            stats.add("overflow.split.rows", len(rows))
-            stats.add("overflow.split.rows_added", len(rows) - 1)
+            stats.add("chunking.records")
+            stats.add("chunking.chunks", len(rows))
             out.extend(rows)
+            continue
+        excess = tokens - max_len
+        stats.add("overflow.over")
+        if policy == "keep":
+            stats.add("overflow.tokens_cut", excess)
+            stats.add("overflow.trainable_cut", min(rec.get("_trainable") or 0, excess))
+            out.append(rec)
+        elif policy == "drop":
+            stats.drop("too_long")
+            stats.add("overflow.tokens_dropped", tokens)
         else:
             fitted = _truncate(rec, max_len, step, policy, stats)
             if fitted is None:

@@ -7,20 +7,24 @@ import math
 import numpy as np
 
 from pipeline.config import LengthsConfig
-from pipeline.lengths.choose import candidate_lengths, choose_max_seq_len, tradeoff_table
+from pipeline.lengths.choose import TEXT_CHOICE_CAP, candidate_lengths, choose_max_seq_len, tradeoff_table
 from pipeline.lengths.histogram import length_stats, log_bin_edges, log_histogram, percentile_uncertainty
 from pipeline.lengths.packing import packing_summary
 
 
 def summarize_lengths(groups: dict[str, tuple[np.ndarray, np.ndarray]], cfg: LengthsConfig,
                       max_position_embeddings: int | None = None,
-                      population: dict[str, int] | None = None) -> dict:
+                      population: dict[str, int] | None = None,
+                      text: dict[str, np.ndarray] | None = None) -> dict:
     """JSON-serializable summary. `groups`: {"all": (tokens, trainable), "split:train": ..., "file:x": ...}.
     The max length, the trade-off, the packing and the overflow figures use "split:train" when present (what
     the trainer trains on), else "all". `population` ({group: records}) marks groups measured on a sample: their
     count-like figures (records, totals, sequences, steps, tokens per epoch) are scaled to the population and
-    the group gets percentile confidence intervals."""
+    the group gets percentile confidence intervals. `text` ({group: mask}) marks the plain-text records, which
+    lengths.text_chunking: max_len cuts into chunks of the chosen length: the choice counts them as at most
+    TEXT_CHOICE_CAP tokens, and the trade-off, packing and overflow figures see their chunks."""
     population = population or {}
+    text = text if cfg.text_chunking == "max_len" and text else {}
     out_groups: dict[str, dict] = {}
     all_max = max((int(np.max(t)) for t, _ in groups.values() if len(t)), default=1)
     edges = log_bin_edges(all_max)
@@ -46,20 +50,19 @@ def summarize_lengths(groups: dict[str, tuple[np.ndarray, np.ndarray]], cfg: Len
     tokens = np.asarray(groups[basis][0], dtype=np.int64)
     trainable = np.asarray(groups[basis][1], dtype=np.int64)
     scale = (population.get(basis) or tokens.size) / max(tokens.size, 1)
-    choice = choose_max_seq_len(tokens, cfg, max_position_embeddings)
+    is_text = text.get(basis, np.zeros(tokens.size, bool))
+    choice = choose_max_seq_len(np.where(is_text, np.minimum(tokens, TEXT_CHOICE_CAP), tokens), cfg,
+                                max_position_embeddings)
     length = choice["value"]
+    if text:
+        if not cfg.max_seq_len and (is_text & (tokens > TEXT_CHOICE_CAP)).any():
+            choice["reason"] += f"; documents counted as at most {TEXT_CHOICE_CAP:,} tokens (they are chunked)"
+        summary["chunking"] = chunking_estimate(groups, text, length, population)
+        tokens, trainable = chunked(tokens, trainable, is_text, length)
     tradeoff = tradeoff_table(tokens, trainable, candidate_lengths(tokens, length, cfg.grid,
                                                                    max_position_embeddings),
                               cfg.batch_size, chosen=length)
-    if cfg.overflow == "drop":
-        packed_input = tokens[tokens <= length]
-    elif cfg.overflow == "split":  # approximate: every long record becomes full-length chunks plus a remainder
-        full, rem = np.divmod(tokens, length)
-        packed_input = np.concatenate([np.repeat(length, int(full[tokens > length].sum())),
-                                       np.where(tokens > length, rem, tokens)])
-        packed_input = packed_input[packed_input > 0]
-    else:
-        packed_input = tokens
+    packed_input = tokens[tokens <= length] if cfg.overflow == "drop" else tokens
     packing = packing_summary(packed_input, length, cfg.batch_size)
     packing["policy"] = cfg.overflow
     excess = np.maximum(tokens - length, 0)
@@ -83,3 +86,26 @@ def summarize_lengths(groups: dict[str, tuple[np.ndarray, np.ndarray]], cfg: Len
     summary.update(max_seq_len=length, max_seq_len_choice=choice, tradeoff=tradeoff, packing=packing,
                    overflow=overflow)
     return summary
+
+
+def chunked(tokens: np.ndarray, trainable: np.ndarray, is_text: np.ndarray, length: int) -> tuple[np.ndarray,
+                                                                                                  np.ndarray]:
+    """(tokens, trainable) with each text record over `length` replaced by its chunks: full-length ones and the
+    remainder (an estimate: the run's chunks also carry the template's few tokens each). A text record's every
+    token is trainable."""
+    long = is_text & (tokens > length)
+    if not long.any():
+        return tokens, trainable
+    full, rest = np.divmod(tokens[long], length)
+    pieces = np.concatenate([np.repeat(length, int(full.sum())), rest[rest > 0]]).astype(np.int64)
+    return np.concatenate([tokens[~long], pieces]), np.concatenate([trainable[~long], pieces])
+
+
+def chunking_estimate(groups: dict, text: dict[str, np.ndarray], length: int, population: dict[str, int]) -> dict:
+    """report `lengths.chunking` before the run chunks: text records over `length` in all splits, and about how
+    many chunks they become (the run replaces these with its counts)."""
+    tokens = np.asarray(groups["all"][0], dtype=np.int64) if "all" in groups else np.zeros(0, np.int64)
+    long = tokens[text.get("all", np.zeros(tokens.size, bool)) & (tokens > length)]
+    scale = (population.get("all") or tokens.size) / max(tokens.size, 1)
+    return {"policy": "max_len", "max_seq_len": int(length), "records": int(round(long.size * scale)),
+            "chunks": int(round(int(np.ceil(long / length).sum()) * scale)), "estimated": True}

@@ -104,30 +104,46 @@ def run_precheck(cfg: PrepareConfig, sample_size: int = 200_000, seed: int = 0, 
         raise ValueError("no usable records in the input")
     step = LengthStep(cfg.lengths, None, model=cfg.estimate.model)
     stats = StageStats("lengths")
-    tokens, trainable = [], []
+    tokens, trainable, is_text = [], [], []
     with Progress("precheck: tokens", "records", total=len(sample), enabled=progress) as bar:
         for start in range(0, len(sample), cfg.read.batch_size):
             batch = step.annotate(sample[start:start + cfg.read.batch_size], stats)
             tokens += [r["_tokens"] for r in batch]
             trainable += [r["_trainable"] for r in batch]
+            is_text += [r.get("kind") == "text" for r in batch]
             bar.update(len(batch))
     tokens_arr, trainable_arr = np.array(tokens, dtype=np.int64), np.array(trainable, dtype=np.int64)
     from pipeline.plan.from_lengths import max_positions, plan_for_lengths
 
     # measured on a sample: the summary scales counts to the population and gives percentile intervals
     summary = summarize_lengths({"all": (tokens_arr, trainable_arr)}, cfg.lengths, max_positions(cfg),
-                                population={"all": total})
+                                population={"all": total}, text={"all": np.array(is_text, dtype=bool)})
     plan = plan_for_lengths(cfg, summary)
     summary["tokenizer"] = step.tokenizer_info  # with `exact` and the fallback reason, as in report.json
     from pipeline.report import mark_approximate
 
     plan = mark_approximate(plan, step.tokenizer_info)
     summary["uncertainty"] = percentile_uncertainty(tokens_arr, total)
+    untrained = untrained_in_sample(cfg, sample, summary["max_seq_len"], total)
+    summary["untrained"] = untrained
     return {
         "records": total, "sampled": len(sample), "exact": len(sample) == total, "counts": counts,
         "tokenizer": step.tokenizer_name, "max_seq_len": summary["max_seq_len"], "tokens": summary,
         "memory": plan["memory"], "recommendation": plan["recommendation"],
         "fastest": plan.get("fastest"), "candidates": plan["candidates"], "hints": plan.get("hints", []),
-        "plan": plan,
+        "plan": plan, "untrained": untrained,
     }
+
+
+def untrained_in_sample(cfg: PrepareConfig, sample: list[dict], max_len: int | None, total: int) -> dict:
+    """The run's untrained check (pipeline.lengths.untrained) on the measured sample, scaled to the population
+    when the sample is not all of it; `sampled` then holds the count in the sample."""
+    from pipeline.lengths.untrained import UntrainedCheck, untrained_summary
+
+    check = UntrainedCheck(cfg, max_len, None)
+    hits = [rec["id"] for rec in sample if check(rec)]
+    if len(sample) == total:
+        return untrained_summary(len(hits), hits, max_len, cfg.lengths.untrained)
+    estimate = round(len(hits) * total / len(sample))
+    return untrained_summary(estimate, hits, max_len, cfg.lengths.untrained, sampled=len(hits))
 

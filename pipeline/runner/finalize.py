@@ -1,6 +1,6 @@
 """Phase 4, once: from the processed work files to the run directory, in named parts:
-lengths_summary (histogram, max length) -> lengths.png -> the zero-trainable check -> overflow policy ->
-write_shards -> plan -> report -> manifest (last, atomic)."""
+lengths_summary (histogram, max length) -> lengths.png -> the zero-trainable check -> untrained drop, overflow
+policy and text chunking -> write_shards -> plan -> report -> manifest (last, atomic)."""
 from __future__ import annotations
 
 import hashlib
@@ -21,33 +21,35 @@ from ..stats import StageStats, merge_all
 from .work import progress_dir, read_work, read_work_tables, work_paths
 
 
-def length_groups(processed: list[Path], inputs: dict[int, str]) -> dict[str, tuple[np.ndarray, np.ndarray]]:
-    """(tokens, trainable) of all records, of each split, of each language (meta.lang) and of each input file."""
-    columns = {"_tokens": [], "_trainable": [], "_split": [], "_order": [], "_lang": []}
+Groups = dict[str, tuple[np.ndarray, np.ndarray]]
+
+
+def length_groups(processed: list[Path], inputs: dict[int, str]) -> tuple[Groups, dict[str, np.ndarray]]:
+    """(tokens, trainable) of all records, of each split, of each language (meta.lang) and of each input file;
+    and, per group, the mask of its plain-text records."""
+    columns = {"_tokens": [], "_trainable": [], "_split": [], "_order": [], "_lang": [], "kind": []}
     for path in processed:
         table = pq.read_table(path, columns=list(columns))
         for name in columns:
             columns[name].append(table.column(name).to_numpy(zero_copy_only=False))
     if not processed:
-        return {}
+        return {}, {}
     tokens = np.concatenate(columns["_tokens"]).astype(np.int64)
     trainable = np.concatenate(columns["_trainable"]).astype(np.int64)
+    is_text = np.concatenate(columns["kind"]) == "text"
     splits = np.concatenate(columns["_split"])
     files = np.concatenate(columns["_order"]) >> ORDER_SHIFT
-    groups = {"all": (tokens, trainable)}
+    masks = {"all": np.ones(tokens.size, bool)}
     for split in ("train", "validation"):
-        mask = splits == split
-        if mask.any():
-            groups[f"split:{split}"] = (tokens[mask], trainable[mask])
+        masks[f"split:{split}"] = splits == split
     langs = np.concatenate(columns["_lang"])
     for lang in sorted({x for x in langs if x is not None}):
-        mask = langs == lang
-        groups[f"lang:{lang}"] = (tokens[mask], trainable[mask])
+        masks[f"lang:{lang}"] = langs == lang
     for name in sorted(set(inputs.values())):
-        mask = np.isin(files, [i for i, n in inputs.items() if n == name])
-        if mask.any():
-            groups[f"file:{name}"] = (tokens[mask], trainable[mask])
-    return groups
+        masks[f"file:{name}"] = np.isin(files, [i for i, n in inputs.items() if n == name])
+    masks = {name: mask for name, mask in masks.items() if name == "all" or mask.any()}
+    return ({name: (tokens[mask], trainable[mask]) for name, mask in masks.items()},
+            {name: is_text[mask] for name, mask in masks.items()})
 
 
 def lengths_summary(cfg: PrepareConfig, work_dir: str, shard_results: list[dict],
@@ -59,10 +61,10 @@ def lengths_summary(cfg: PrepareConfig, work_dir: str, shard_results: list[dict]
     from ..plan.from_lengths import max_positions
 
     processed = [work_paths(work_dir, r["index"])["processed"] for r in shard_results if r["has_records"]]
-    groups = length_groups(processed, {r["index"]: r["file"] for r in shard_results})
+    groups, text = length_groups(processed, {r["index"]: r["file"] for r in shard_results})
     if not groups:
         return None
-    summary = summarize_lengths(groups, cfg.lengths, max_positions(cfg))
+    summary = summarize_lengths(groups, cfg.lengths, max_positions(cfg), text=text)
     summary["tokenizer"] = tokenizer_name
     return summary
 
@@ -73,14 +75,27 @@ def draw_lengths_png(summary: dict, run: Path) -> None:
     plot_lengths_png(summary, run / "lengths.png")
 
 
-def overflow_policy(cfg: PrepareConfig, max_len: int | None, token_cache: str | None):
-    """records, stats -> records: lengths.overflow applied at the chosen max length; None for "keep"."""
-    if not max_len or cfg.lengths.overflow == "keep":
+def overflow_policy(cfg: PrepareConfig, summary: dict | None, token_cache: str | None):
+    """records, stats -> records: the untrained records dropped (lengths.untrained: drop), then
+    lengths.overflow and text chunking applied at the chosen max length; None when neither changes a record."""
+    max_len = summary.get("max_seq_len") if summary else None
+    if not max_len:
         return None
-    from ..lengths.step import LengthStep, apply_overflow
+    from ..lengths.step import LengthStep, apply_overflow, changes_records
+    from ..lengths.untrained import UntrainedCheck, drop_untrained
 
+    drops = cfg.lengths.untrained == "drop" and summary["untrained"]["records"] > 0
+    overflows = changes_records(cfg.lengths, summary)
+    if not (drops or overflows):
+        return None
     step = LengthStep(cfg.lengths, token_cache, model=cfg.estimate.model)
-    return lambda records, stats: apply_overflow(records, max_len, step, stats)
+    check = UntrainedCheck(cfg, max_len, token_cache)
+
+    def apply(records, stats):
+        if drops:
+            records = drop_untrained(records, check, stats)
+        return apply_overflow(records, max_len, step, stats) if overflows else records
+    return apply
 
 
 def write_shards(cfg: PrepareConfig, run: Path, work_dir: str, shard_results: list[dict], overflow) -> list[dict]:
@@ -145,17 +160,17 @@ def write_run_manifest(cfg: PrepareConfig, run: Path, rep: dict, shards: list[di
 def check_untrained(cfg: PrepareConfig, work_dir: str, shard_results: list[dict], summary: dict,
                     token_cache: str | None) -> None:
     """Count the chat and instruction records that will train on nothing at the chosen max length (into
-    summary["untrained"]); fail the run, before a shard is written, when there are any and
-    lengths.allow_untrained is off."""
+    summary["untrained"]); under lengths.untrained: fail, fail the run before a shard is written when there
+    are any (drop drops them while writing)."""
     from ..lengths.untrained import count_untrained, untrained_message
 
     processed = [work_paths(work_dir, r["index"])["processed"] for r in shard_results if r["has_records"]]
     found = count_untrained(processed, cfg, summary.get("max_seq_len"), token_cache)
     summary["untrained"] = found
-    if found["records"] and not cfg.lengths.allow_untrained:
+    if found["records"] and cfg.lengths.untrained == "fail":
         from ..rundir import PrepareError
 
-        raise PrepareError(untrained_message(found, summary.get("max_seq_len")))
+        raise PrepareError(untrained_message(found))
 
 
 def finalize(cfg: PrepareConfig, run_dir: str, work_dir: str, shard_results: list[dict],
@@ -169,7 +184,11 @@ def finalize(cfg: PrepareConfig, run_dir: str, work_dir: str, shard_results: lis
     if summary:
         draw_lengths_png(summary, run)
         check_untrained(cfg, work_dir, shard_results, summary, token_cache)
-    shards = write_shards(cfg, run, work_dir, shard_results, overflow_policy(cfg, max_len, token_cache))
+    shards = write_shards(cfg, run, work_dir, shard_results, overflow_policy(cfg, summary, token_cache))
+    if summary and summary.get("chunking"):  # what the run did, in place of the estimate
+        done = [r["stages"]["write"].get("counters", {}).get("chunking", {}) for r in shard_results]
+        summary["chunking"].update(records=sum(c.get("records", 0) for c in done),
+                                   chunks=sum(c.get("chunks", 0) for c in done), estimated=False)
     plan = None
     if cfg.estimate.enabled and summary and max_len:
         from ..plan.from_lengths import plan_for_lengths
