@@ -54,6 +54,10 @@ class ReadConfig(Section):
         100, ge=1, le=256, description="Records nested deeper than this (JSON arrays/objects) are quarantined as too_deep.")
     follow_symlinks: bool = Field(
         False, description="Follow symlinks that point outside the input folder (otherwise skipped and reported).")
+    # 1000: real chats and agent traces have tens to a few hundred messages; every later step costs per turn
+    # (PII scanned a record of 200,000 turns for 250 s), and 1000 turns is past any max sequence length.
+    max_turns: int = Field(
+        1000, ge=1, description="Conversations with more messages than this are quarantined as too_many_turns.")
 
 
 class FormatConfig(Section):

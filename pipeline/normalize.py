@@ -56,7 +56,7 @@ class NormalizeStep(Step):
     not convert are quarantined with their reason, by reference only."""
 
     name = "normalize"
-    config_sections = ("formats", "read")  # read.max_record_bytes
+    config_sections = ("formats", "read")  # read.max_record_bytes, read.max_turns
 
     def __init__(self, file: InputFile, cfg: PrepareConfig, index: int = 0, is_eval: bool = False):
         self.file, self.cfg, self.is_eval = file, cfg, is_eval
@@ -94,6 +94,9 @@ class NormalizeStep(Step):
                 self.stats.add(f"leading_assistant.{fmt_cfg.leading_assistant}.turns", rec.pop("_leading_assistant"))
             if len(rec["meta"]) + content_chars(rec) > self.cfg.read.max_record_bytes:
                 self.quarantine("too_large", row.line)  # by reference only
+                continue
+            if len(rec.get("messages") or ()) > self.cfg.read.max_turns:  # every later step costs per turn
+                self.quarantine("too_many_turns", row.line)
                 continue
             rec["_order"] = self.base + row.line
             rec["_eval"] = self.is_eval

@@ -12,6 +12,7 @@ QUARANTINE: dict[str, str] = {
     "undecodable": "a line that cannot be decoded in the file's (detected) encoding",
     "too_large": "a record over read.max_record_bytes, as read or as normalized",
     "too_deep": "arrays/objects nested deeper than read.max_depth",
+    "too_many_turns": "a conversation with more messages than read.max_turns",
     "bad_csv_row": "a CSV/TSV row with the wrong number of cells, or an unbalanced quote",
     "not_an_object": "a JSON value that is not an object, a string or a list of messages",
     "unknown_format": "a row of a file whose format was not detected (no formats.mapping given)",

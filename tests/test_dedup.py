@@ -12,7 +12,7 @@ from datasketch import MinHash
 
 from pipeline import dedup as D
 from pipeline.dedup import clusters
-from pipeline.dedup.text import _WORD
+from pipeline.dedup.text import _WORD, encode_texts
 from pipeline.config import DedupConfig
 from pipeline.stats import StageStats
 
@@ -149,6 +149,51 @@ def test_signatures_are_datasketch_minhash():
         assert np.array_equal(m.hashvalues, sig[i])
         minhashes.append(m)
     assert minhashes[0].jaccard(minhashes[4]) == np.mean(sig[0] == sig[4])
+
+
+def test_a_record_longer_than_a_chunk_is_hashed_in_bounded_memory():
+    """A record's shingles were one (num_perm, shingles) matrix: a 7 MB record without spaces (7M char
+    shingles) took 4.4 GB. Now its chunks' minima are folded: the same signature, scratch of one chunk."""
+    import tracemalloc
+
+    rng = np.random.default_rng(5)
+    hashes = rng.integers(0, 1 << 32, 200_000, dtype=np.uint64).astype(np.uint32)
+    counts = np.array([3, 150_000, 0, 49_997], dtype=np.int64)  # a short record on each side of the long one
+    tracemalloc.start()
+    try:
+        sig = D.minhash_signatures(hashes, counts, 128)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 16 << 20, peak  # 128 x 150,000 x 4 bytes = 77 MB before
+    offsets = np.concatenate(([0], np.cumsum(counts)))
+    for i in range(len(counts)):
+        m = MinHash(num_perm=128, seed=1, hashfunc=int)
+        m.update_batch(hashes[offsets[i]:offsets[i + 1]].tolist())
+        assert np.array_equal(m.hashvalues, sig[i]), i
+
+
+def test_char_shingles_of_a_long_text_take_a_few_bytes_a_character():
+    """Char-mode shingling built index arrays of 8 bytes per character (about 60 bytes a character at its
+    peak: 520 MB for a record of 8M characters without spaces); masks and chunked window hashes keep it near
+    the code points themselves. The shingles are those of the text joined word by word (checked alone)."""
+    import tracemalloc
+
+    rng = random.Random(9)
+    text = "".join(rng.choices("abcdefghij", k=4_000_000))
+    enc = encode_texts([text])
+    tracemalloc.start()
+    try:
+        hashes, counts, modes = D.shingle_hashes([text], 5, 5, enc)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert modes.tolist() == [D.MODE_CHAR] and counts.tolist() == [len(text) - 4]
+    assert peak < 32 * len(text), peak  # 16 bytes a character after (chunks of fixed size), 64 before
+    short = "xy, zw!!"  # a text shorter than one n-gram, after the long one: one shingle
+    both, both_counts, _ = D.shingle_hashes([text, short, "ab cd"], 5, 5)
+    assert both_counts.tolist() == [len(text) - 4, 1, 1] and np.array_equal(both[:len(hashes)], hashes)
+    assert both[-2] == D.shingle_hashes(["xy zw"], 5, 5)[0][0]
 
 
 def test_shingles_are_the_word_ngram_set_independent_of_batch_and_punctuation():

@@ -751,3 +751,44 @@ def test_the_names_map_exists_only_with_labels_and_comes_back_if_deleted(tmp_pat
     assert names.label("ivan_petrov.csv") == label and not names.dirty
     names.save()
     assert json.loads(names.path.read_text())["names"] == {label: "ivan_petrov.csv"}
+
+
+def test_a_parquet_row_over_the_cap_in_list_items_is_too_large(tmp_path):
+    """The cap counted only the message text of a Parquet row: a 2.5 KB file with one row of 1,000,000
+    short messages (30 MB as JSON) was read whole into Python objects. A row is now sized as JSON (every
+    field, list item and struct) on the Arrow data and quarantined before it is built."""
+    from pipeline.readers.rows import arrow_row_json_bytes
+
+    turn = {"role": "user", "content": "hi"}
+    table = pa.table({"text": ["first document", "many turns", "last document"],
+                      "messages": [[turn], [turn] * 200, None],
+                      "tags": [["a", "b"], None, ["x" * 3000]]})
+    p = tmp_path / "lists.parquet"
+    pq.write_table(table, p)
+    out, _ = rows(p, max_record_bytes=2048)
+    assert [(r.line, r.error) for r in out] == [(1, None), (2, "too_large"), (3, "too_large")]
+    assert out[0].value == {"text": "first document", "messages": [turn], "tags": ["a", "b"]}
+    out, _ = rows(p, max_record_bytes=64 * 1024)
+    assert [r.error for r in out] == [None, None, None] and out[1].value["messages"] == [turn] * 200
+    # sized like the JSON reader sizes a record, so at or above the JSON text of a row
+    sizes = arrow_row_json_bytes(table.to_batches()[0]).tolist()
+    assert all(size >= len(json.dumps(row)) for size, row in zip(sizes, table.to_pylist()))
+
+
+def test_parquet_row_sizes_cover_every_arrow_type(tmp_path):
+    """Structs, maps, dictionary columns, fixed-size lists, nulls at every level and sliced batches."""
+    from pipeline.readers.rows import arrow_row_json_bytes
+
+    table = pa.table({
+        "s": pa.array([{"k": "v" * 10, "n": 1}, None, {"k": None, "n": 2}]),
+        "m": pa.array([[("a", 1)], None, [("b" * 20, 2), ("c", 3)]], pa.map_(pa.string(), pa.int64())),
+        "d": pa.array(["same long value " * 5, None, "same long value " * 5]).dictionary_encode(),
+        "f": pa.array([[1, 2], [3, 4], None], pa.list_(pa.int64(), 2)),
+        "b": pa.array([b"\x00\x01", None, b"x" * 40]),
+    })
+    batch = table.to_batches()[0]
+    sizes = arrow_row_json_bytes(batch)
+    rows_ = batch.to_pylist()
+    assert all(size >= len(json.dumps(row, default=str)) for size, row in zip(sizes.tolist(), rows_))
+    assert sizes[2] > sizes[1]  # the null row is the smallest
+    assert arrow_row_json_bytes(batch.slice(1)).tolist() == sizes[1:].tolist()

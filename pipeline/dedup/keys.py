@@ -16,6 +16,7 @@ from .params import KEY_SETTINGS, params
 from .text import encode_texts, exact_hashes, exact_text, near_source_text, shingle_hashes, trainer_text, turns
 
 RECORD_BATCH = 1024  # records shingled together
+GROUP_CHARS = 1 << 22  # characters shingled together (a longer record alone)
 
 
 def key_schema(cfg: DedupConfig) -> pa.Schema:
@@ -40,6 +41,21 @@ def tools_hash(record: dict) -> int:
     return xxhash.xxh3_64_intdigest(json.dumps(tools, ensure_ascii=False, separators=(",", ":")).encode()) or 1
 
 
+def _text_groups(records: list[dict]):
+    """(lo, hi, trainer texts of records[lo:hi]): at most RECORD_BATCH records and about GROUP_CHARS
+    characters a group (a longer record alone). Hashing holds about 70 bytes per character of its group at
+    its peak: two records of 8 MiB in one batch took 1.1 GB, one at a time half that."""
+    for start in range(0, len(records), RECORD_BATCH):
+        texts = [trainer_text(r) for r in records[start:start + RECORD_BATCH]]
+        lo = chars = 0
+        for i, text in enumerate(texts):
+            if i > lo and chars + len(text) > GROUP_CHARS:
+                yield start + lo, start + i, texts[lo:i]
+                lo, chars = i, 0
+            chars += len(text)
+        yield start + lo, start + len(texts), texts[lo:]
+
+
 def compute_keys(records: list[dict], cfg: DedupConfig) -> pa.Table:
     """Dedup keys of one shard's records: small, no text. Deterministic per record."""
     schema = key_schema(cfg)
@@ -49,10 +65,8 @@ def compute_keys(records: list[dict], cfg: DedupConfig) -> pa.Table:
     lengths = np.zeros(n, dtype=np.int64)
     modes = np.zeros(n, dtype=np.int8)
     sigs = np.zeros((n, cfg.num_perm), dtype=np.uint32) if cfg.near else None
-    for lo in range(0, n, RECORD_BATCH):
-        batch = records[lo:lo + RECORD_BATCH]
-        hi = lo + len(batch)
-        full = [trainer_text(r) for r in batch]
+    for lo, hi, full in _text_groups(records):
+        batch = records[lo:hi]
         lengths[lo:hi] = [len(t) for t in full]
         if cfg.case_fold:
             full = [t.casefold() for t in full]
@@ -70,6 +84,7 @@ def compute_keys(records: list[dict], cfg: DedupConfig) -> pa.Table:
                 near = [near_source_text(r, cfg.scope) for r in batch]
                 near = [t.casefold() for t in near] if cfg.case_fold else near
                 hashes, counts, m = shingle_hashes(near, cfg.ngram, cfg.char_ngram)
+            del enc
             modes[lo:hi] = m
             sigs[lo:hi] = minhash_signatures(hashes, counts, cfg.num_perm)
     sources = [r.get("source") or {} for r in records]

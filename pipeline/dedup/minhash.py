@@ -28,7 +28,10 @@ def minhash_signatures(hashes: np.ndarray, counts: np.ndarray, num_perm: int) ->
     """MinHash signature (uint32, num_perm) per segment of ``hashes``; empty segments stay all 0xFFFFFFFF.
 
     Equal to ``datasketch.MinHash(num_perm, seed=1, hashfunc=int).update_batch(segment)`` ("affine32").
-    Computed as a (num_perm, shingles) matrix in cache-sized chunks of whole records, min-reduced per record.
+    Computed as a (num_perm, shingles) matrix in cache-sized chunks of whole records, min-reduced per record;
+    a record longer than a chunk is hashed chunk by chunk, its signature the minimum of the chunks' (the
+    minimum is associative): scratch memory stays num_perm x chunk whatever a record's length (one 7 MB
+    record without spaces took a 128 x 7M matrix, 4.4 GB).
     """
     a, b = minhash_permutations(num_perm)
     a, b = a[:, None], b[:, None]
@@ -36,7 +39,7 @@ def minhash_signatures(hashes: np.ndarray, counts: np.ndarray, num_perm: int) ->
     sig = np.full((n, num_perm), 0xFFFFFFFF, dtype=np.uint32)
     if n == 0 or len(hashes) == 0:
         return sig
-    hv = fmix32(hashes.astype(np.uint32, copy=False))[None, :]
+    hv = fmix32(hashes.astype(np.uint32, copy=False))
     nonempty = np.flatnonzero(counts > 0)
     ends = np.cumsum(counts[nonempty])
     starts = ends - counts[nonempty]
@@ -47,11 +50,26 @@ def minhash_signatures(hashes: np.ndarray, counts: np.ndarray, num_perm: int) ->
         lo = starts[i]
         j = max(int(np.searchsorted(ends, lo + chunk, side="right")), i + 1)
         hi = ends[j - 1]
-        work = buf[:, :hi - lo] if hi - lo <= chunk else np.empty((num_perm, hi - lo), dtype=np.uint32)
-        np.multiply(a, hv[:, lo:hi], out=work)
-        work += b
-        sig[nonempty[i:j]] = np.minimum.reduceat(work, starts[i:j] - lo, axis=1).T
+        if hi - lo > chunk:  # one record longer than a chunk (several records always fit: j stops before)
+            sig[nonempty[i]] = _long_signature(hv[lo:hi], a, b, buf)
+        else:
+            work = buf[:, :hi - lo]
+            np.multiply(a, hv[None, lo:hi], out=work)
+            work += b
+            sig[nonempty[i:j]] = np.minimum.reduceat(work, starts[i:j] - lo, axis=1).T
         i = j
+    return sig
+
+
+def _long_signature(hv: np.ndarray, a: np.ndarray, b: np.ndarray, buf: np.ndarray) -> np.ndarray:
+    """The signature of one record's mixed shingle hashes ``hv``, a chunk of ``buf``'s width at a time."""
+    sig = np.full(a.shape[0], 0xFFFFFFFF, dtype=np.uint32)
+    for lo in range(0, len(hv), buf.shape[1]):
+        part = hv[None, lo:lo + buf.shape[1]]
+        work = buf[:, :part.shape[1]]
+        np.multiply(a, part, out=work)
+        work += b
+        np.minimum(sig, work.min(axis=1), out=sig)
     return sig
 
 

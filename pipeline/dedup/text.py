@@ -172,14 +172,23 @@ def _word_hashes(wc: np.ndarray, woff: np.ndarray, wlen: np.ndarray) -> np.ndarr
     return fmix64(out ^ (wlen.astype(np.uint64) * _U64(0x9E3779B97F4A7C15)))
 
 
+_WINDOW_CHUNK = 1 << 20  # windows hashed at a time: the uint64 temporaries stay a few MiB
+
+
 def _window_hash(values: np.ndarray, n: int, salt: int) -> np.ndarray:
-    """Order-sensitive hash of every window of n consecutive uint64 values (len(values) - n + 1 windows)."""
+    """The high 32 bits of an order-sensitive 64-bit hash of every window of n consecutive values (unsigned,
+    taken as uint64; len(values) - n + 1 windows, uint32), a chunk of windows at a time: a text of 8M
+    characters held a dozen 64 MB temporaries at once."""
     consts = _odd_constants(n, salt)
     m = len(values) - n + 1
-    acc = values[:m] * consts[0]
-    for k in range(1, n):
-        acc += values[k:k + m] * consts[k]
-    return fmix64(acc ^ _U64(n))
+    out = np.empty(max(m, 0), dtype=np.uint32)
+    for lo in range(0, m, _WINDOW_CHUNK):
+        hi = min(lo + _WINDOW_CHUNK, m)
+        acc = np.multiply(values[lo:hi], consts[0], dtype=np.uint64)
+        for k in range(1, n):
+            acc += np.multiply(values[lo + k:hi + k], consts[k], dtype=np.uint64)
+        out[lo:hi] = fmix64(acc ^ _U64(n)) >> _U64(32)
+    return out
 
 
 def exact_hashes(texts: list[str], punctuation_fold: bool = False, enc: Encoded | None = None) -> np.ndarray:
@@ -250,56 +259,66 @@ def shingle_hashes(texts: list[str], ngram: int, char_ngram: int,
     modes[word_mode] = MODE_WORD
     modes[char_mode] = MODE_CHAR
 
-    wc = enc.cps[isw]  # word code points, in order; word k is wc[woff[k]:woff[k] + wlen[k]]
-    woff = np.cumsum(wlen) - wlen
-    parts_h, parts_r = [], []
+    parts: list[tuple[np.ndarray, np.ndarray]] = []  # (hashes, count per text); a text is in one part
 
     if word_mode.any():
+        wc = enc.cps[isw]  # word code points, in order; word k is wc[woff[k]:woff[k] + wlen[k]]
+        woff = np.cumsum(wlen) - wlen
         wsel = word_mode[rec_of_word]
         ids = np.flatnonzero(wsel) if not wsel.all() else None
         if ids is None:
             wh, wrec = _word_hashes(wc, woff, wlen), rec_of_word
         else:  # word-mode texts' words only; positions stay contiguous per word
             wh, wrec = _word_hashes(wc, woff[ids], wlen[ids]), rec_of_word[ids]
+        del wc
         if len(wh) >= ngram:
             g = _window_hash(wh, ngram, salt=1)
             valid = wrec[: len(g)] == wrec[ngram - 1:]
-            parts_h.append((g[valid] >> _U64(32)).astype(np.uint32))
-            parts_r.append(wrec[: len(g)][valid])
+            parts.append((g[valid], np.bincount(wrec[: len(g)][valid], minlength=n)))
 
     if char_mode.any():
         # The words of each char-mode text joined by single spaces, then windows of char_ngram code points.
+        # Built with masks over the code points, not index arrays of 8 bytes a character (peak 17 bytes a
+        # character for 4M characters, 64 before): the words' code points, and the one after each word that
+        # another word of its text follows, made a space.
         ids = np.flatnonzero(char_mode[rec_of_word])
-        sel_len = wlen[ids]
         crec = rec_of_word[ids]
-        sep = np.ones(len(ids), dtype=np.int64)
-        sep[0] = 0
-        sep[1:] = crec[1:] == crec[:-1]  # a space before every word but the first of its text
-        seg_len = sel_len + sep
-        seq = np.full(int(seg_len.sum()), 32, dtype=np.uint64)
-        src_first = np.cumsum(sel_len) - sel_len
-        dst_first = np.cumsum(seg_len) - seg_len + sep
-        within = np.arange(int(sel_len.sum())) - np.repeat(src_first, sel_len)
-        seq[np.repeat(dst_first, sel_len) + within] = wc[np.repeat(woff[ids], sel_len) + within]
-        seq_rec = np.repeat(crec, seg_len)
-        rec_len = np.bincount(seq_rec, minlength=n)
+        joined = crec[1:] == crec[:-1]  # word i + 1 of the selection follows word i in the same text
+        keep = isw & np.repeat(char_mode, np.diff(np.append(enc.start, len(enc.cps) + 1)))[:len(enc.cps)]
+        keep[(starts[ids] + wlen[ids])[:-1][joined]] = True
+        seq = enc.cps[keep]
+        del keep
+        seg_len = wlen[ids].copy()
+        seg_len[1:] += joined
+        seq[(np.cumsum(seg_len) - wlen[ids])[1:][joined] - 1] = 32
+        rec_len = np.bincount(crec, weights=seg_len, minlength=n).astype(np.int64)
+        rec_start = np.cumsum(rec_len) - rec_len
         cn = char_ngram
-        if len(seq) >= cn:
+        long = np.flatnonzero(char_mode & (rec_len >= cn))
+        if len(long):
             g = _window_hash(seq, cn, salt=2)
-            valid = seq_rec[: len(g)] == seq_rec[cn - 1:]
-            parts_h.append((g[valid] >> _U64(32)).astype(np.uint32))
-            parts_r.append(seq_rec[: len(g)][valid])
+            edge = np.zeros(len(g) + 1, dtype=np.int8)  # +1 at each text's first window, -1 past its last
+            np.add.at(edge, rec_start[long], 1)
+            np.add.at(edge, rec_start[long] + rec_len[long] - cn + 1, -1)
+            valid = np.cumsum(edge[:-1], dtype=np.int8).view(bool)
+            part_counts = np.zeros(n, dtype=np.int64)
+            part_counts[long] = rec_len[long] - cn + 1
+            parts.append((g[valid], part_counts))
         short = np.flatnonzero(char_mode & (rec_len < cn))
         if len(short):  # shorter than one n-gram: one shingle, the whole space-joined text
-            first = np.searchsorted(seq_rec, short, side="left")
-            hs = [_window_hash(seq[f:f + rec_len[r]], int(rec_len[r]), salt=3)[0] for r, f in zip(short, first)]
-            parts_h.append((np.array(hs, dtype=np.uint64) >> _U64(32)).astype(np.uint32))
-            parts_r.append(short)
+            hs = [_window_hash(seq[f:f + rec_len[r]], int(rec_len[r]), salt=3)[0]
+                  for r, f in zip(short, rec_start[short])]
+            parts.append((np.array(hs, dtype=np.uint32), np.bincount(short, minlength=n)))
 
-    if not parts_h:
+    if not parts:
         return np.zeros(0, np.uint32), counts, modes
-    hashes, recs = np.concatenate(parts_h), np.concatenate(parts_r)
-    if len(parts_h) > 1:
-        order = np.argsort(recs, kind="stable")
-        hashes, recs = hashes[order], recs[order]
-    return hashes, np.bincount(recs, minlength=n).astype(np.int64), modes
+    counts = sum(c for _, c in parts).astype(np.int64)
+    if len(parts) == 1:
+        return parts[0][0], counts, modes
+    hashes = np.empty(int(counts.sum()), dtype=np.uint32)  # each text's segment from the part it is in
+    first = np.cumsum(counts) - counts
+    for part, part_counts in parts:
+        part_first = np.cumsum(part_counts) - part_counts
+        for r in np.flatnonzero(part_counts).tolist():
+            hashes[first[r]:first[r] + part_counts[r]] = part[part_first[r]:part_first[r] + part_counts[r]]
+    return hashes, counts, modes
