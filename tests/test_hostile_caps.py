@@ -48,15 +48,14 @@ def no_space_text(rng: random.Random, chars: int) -> str:
 
 def test_the_largest_record_without_spaces_stays_bounded(tmp_path):
     """A record just under read.max_record_bytes, no spaces (one shingle per character): MinHash held a
-    128 x 8M matrix for it (4.4 GB for a 7 MB record), and shingling 60 bytes a character. The lengths step
-    is off here: tokenizing this one 8M-character word with a cold token cache alone adds about 500 MB
-    (2,030 MB peak with it, 1,535 MB without), which is the tokenizer's and not bounded by these caps."""
+    128 x 8M matrix for it (4.4 GB for a 7 MB record), and shingling 60 bytes a character; the lengths step's
+    BPE over the one 8M-character word held a Python object per token (+640 MB: 2,030 MB peak)."""
     cap = ReadConfig().max_record_bytes
     line = json.dumps({"text": no_space_text(random.Random(0), cap - 64)})
     assert cap - 1024 < len(line) < cap
     (tmp_path / "in").mkdir()
     (tmp_path / "in" / "big.jsonl").write_text(line + "\n")
-    report, result = run_cli(tmp_path, [tmp_path / "in"], "--no-lengths")
+    report, result = run_cli(tmp_path, [tmp_path / "in"])
     assert report["counts"]["kept"] == 1
     assert result["peak_mb"] < PEAK_LIMIT_MB, result
 

@@ -241,6 +241,22 @@ def test_fast_counter_matches_the_tokenizer_on_random_text(handle):
         assert fast.count_spans(text, [(a, b)]) == (len(enc), expected), (text, a, b)
 
 
+def test_a_run_without_spaces_longer_than_a_piece_is_counted_in_pieces_within_one_token_a_cut(handle):
+    """BPE over an 8M-character word held a Python object per token (+640 MB in the lengths step); such a run is
+    counted in LONG_SEGMENT_CHARS pieces. Exact up to that length, within one token per cut above it."""
+    from pipeline.lengths.tokenizer import LONG_SEGMENT_CHARS
+
+    rng = random.Random(3)
+    fast, backend = handle.fast, handle.backend
+    exact = "".join(rng.choices("abcdefghij", k=LONG_SEGMENT_CHARS))
+    assert fast.count(exact, False) == len(backend.encode(exact, add_special_tokens=False))
+    long = "Hello " + "".join(rng.choices("abcdefghijklmnopqrstuvwxyz", k=5 * LONG_SEGMENT_CHARS + 17)) + " end"
+    cuts = 5
+    whole = len(backend.encode(long, add_special_tokens=False))
+    assert abs(fast.count(long, False) - whole) <= cuts
+    assert not any(len(key) > LONG_SEGMENT_CHARS for key in (*fast.cache, *fast.wcache))  # not memoized
+
+
 def test_refuses_tokenizers_it_cannot_count_exactly(handle):
     from tokenizers import Tokenizer
 

@@ -31,6 +31,7 @@ the messages as written, tool calls in the Hugging Face form with arguments as J
 """
 from __future__ import annotations
 
+from array import array
 import hashlib
 import json
 import os
@@ -40,11 +41,11 @@ import tempfile
 import threading
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 from pipeline.records import clean_message, template_inputs
 
-COUNT_METHOD_VERSION = "2"  # bump when the counting rules change: old cache entries stop matching
+COUNT_METHOD_VERSION = "3"  # bump when the counting rules change: old cache entries stop matching
 
 OFFLINE_DEFAULT = "mistral-32k"
 ALIASES = {
@@ -484,9 +485,23 @@ class TokenizerHandle:
             raise result
         return result
 
-    def piece_ends(self, text: str) -> list[int]:
+    def piece_ends(self, text: str) -> Sequence[int]:
         """Character offsets where each token of `text` (tokenized alone, no special tokens) ends: the cut points
-        truncation and splitting use."""
+        truncation and splitting use, each cut measured anyway. A long text is tokenized in windows of
+        PIECE_WINDOW_CHARS, each starting at the last end of the one before: one window's offsets as Python
+        objects at a time (the whole of an 8 MiB text's took about 1 GB), the ends in a compact array."""
+        ends, start = array("q"), 0
+        while start < len(text):
+            stop = min(start + PIECE_WINDOW_CHARS, len(text))
+            window = self._piece_ends(text[start:stop])
+            if stop < len(text) and len(window) > 1:
+                window = window[:-1]  # the window's last token may go on past it: start the next one there
+            ends.extend(start + e for e in window)
+            start = ends[-1] if window else stop
+        return ends
+
+    def _piece_ends(self, text: str) -> list[int]:
+        """piece_ends of one window: sorted, ending at len(text)."""
         raise NotImplementedError
 
 
@@ -530,6 +545,10 @@ def render_default(messages: list[dict], bos: str | None, eos: str | None,
 
 
 _SEG_RE = re.compile("\u2581+[^\u2581]*|[^\u2581]+")
+# A run of more characters than this without a space is no prose (a blob, a hash run, an attack): its count may
+# be off by one token per LONG_SEGMENT_CHARS, and memory stays that of one piece (SentencePieceCounter)
+LONG_SEGMENT_CHARS = 1 << 16
+PIECE_WINDOW_CHARS = 1 << 16  # TokenizerHandle.piece_ends
 
 
 class SentencePieceCounter:
@@ -631,9 +650,20 @@ class SentencePieceCounter:
         for key in keys:
             n = get(key)
             if n is None:
-                n = cache[key] = len(tokenize(prefix + key))
+                if len(key) > LONG_SEGMENT_CHARS:  # not memoized: such a run does not repeat
+                    n = self._long_segment_count(prefix, key)
+                else:
+                    n = cache[key] = len(tokenize(prefix + key))
             out.append(n)
         return out
+
+    def _long_segment_count(self, prefix: str, key: str) -> int:
+        """A segment longer than LONG_SEGMENT_CHARS counted in pieces of that size: BPE over it whole holds
+        one Python token object per token (640 MB for an 8M-character word, the largest record the caps
+        allow), in pieces it holds one piece's. Within one token per cut of the whole-word count."""
+        tokenize, step = self.model.tokenize, LONG_SEGMENT_CHARS
+        return len(tokenize(prefix + key[:step])) + sum(len(tokenize(key[i:i + step]))
+                                                         for i in range(step, len(key), step))
 
     def _section_count(self, norm: str) -> int:
         # Fast path: no "▁" run longer than one, so every segment but a leading one is "▁" + a piece of
@@ -967,7 +997,7 @@ class HFHandle(TokenizerHandle):
             return int(sum(out["assistant_masks"]))
         return self._diff_trainable(msgs, tools)
 
-    def piece_ends(self, text: str) -> list[int]:
+    def _piece_ends(self, text: str) -> list[int]:
         if not text:
             return []
         if self.backend is not None:
@@ -1078,7 +1108,7 @@ class MistralCommonHandle(TokenizerHandle):
                 results.append(exc)
         return results
 
-    def piece_ends(self, text: str) -> list[int]:
+    def _piece_ends(self, text: str) -> list[int]:
         import codecs
 
         decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
