@@ -2,6 +2,7 @@
 schemas/config.schema.json (generated from it, checked by a test) all agree."""
 from __future__ import annotations
 
+import codecs
 import difflib
 import json
 from pathlib import Path
@@ -32,6 +33,26 @@ class Section(BaseModel):
 
 
 class ReadConfig(Section):
+    encoding: str = Field(
+        "auto", description="Text encoding of every input (any Python codec name, e.g. cp1254, cp1251, utf-16); "
+                            "auto: UTF-8/UTF-16, else the Turkish, Russian or Western code page the text reads as.")
+    csv_delimiter: Literal["auto", ",", ";", "\t", "|"] = Field(
+        "auto", description="CSV separator; auto: sniffed from the first lines of each .csv (, ; tab |); "
+                            ".tsv files use tab.")
+
+    @field_validator("encoding")
+    @classmethod
+    def _known_codec(cls, value: str) -> str:
+        if value == "auto":
+            return value
+        try:
+            codec = codecs.lookup(value)
+        except LookupError:
+            raise ValueError("not a known text encoding (e.g. auto, utf-8, cp1254, cp1251, utf-16)") from None
+        if not getattr(codec, "_is_text_encoding", True):  # base64, zlib, rot13...: bytes to bytes
+            raise ValueError("not a text encoding (e.g. auto, utf-8, cp1254, cp1251, utf-16)")
+        return value
+
     batch_size: int = Field(2000, ge=1, description="Records per batch handed between steps.")
     txt_mode: Literal["line", "block"] = Field(
         "line", description="Plain .txt: one document per line, or per blank-line-separated block.")

@@ -56,3 +56,7 @@ def plan_flags(args: argparse.Namespace) -> dict:
     """The estimator flags given on the command line, as overrides of the config's estimate section."""
     return {name: getattr(args, name) for name in PLAN_FLAGS if getattr(args, name, None) is not None}
 
+
+def add_encoding_argument(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--encoding", metavar="CODEC",
+                   help="text encoding of the inputs, e.g. cp1254, cp1251, utf-16 (default auto: detected per file)")

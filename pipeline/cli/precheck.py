@@ -6,7 +6,8 @@ import argparse
 import json
 import sys
 
-from .args import add_config_argument, add_json_argument, add_method_argument, add_plan_arguments, plan_flags
+from .args import (add_config_argument, add_encoding_argument, add_json_argument, add_method_argument,
+                   add_plan_arguments, plan_flags)
 from .errors import UserError
 
 
@@ -21,6 +22,7 @@ def register(sub) -> None:
                    help="tokenizer path or hub id (default: next to the model config, else offline Mistral 32k)")
     p.add_argument("--coverage", type=float, default=0.99, help="share of records the max length covers")
     p.add_argument("--sample", type=int, default=200_000, help="records measured at most (uniform sample)")
+    add_encoding_argument(p)
     add_config_argument(p, "JSON or YAML config (formats, lengths); flags override it")
     add_json_argument(p)
     p.add_argument("--html", metavar="FILE", help="also write the findings as one self-contained HTML page")
@@ -46,7 +48,7 @@ def cmd_precheck(args: argparse.Namespace) -> int:
         args.framework = framework_for(args.emit, args.framework)
     # flags merged before validation: a bad value (--coverage 1.5) is one line naming it, not a later traceback
     cfg = load_config(args.config, {
-        "inputs": args.inputs,
+        "inputs": args.inputs, "read": {"encoding": args.encoding},
         "estimate": {"model": args.model, "method": args.method, "epochs": args.epochs, **plan_flags(args)},
         "lengths": {"coverage": args.coverage, "tokenizer": args.tokenizer}})
     check_model(cfg.estimate.model)  # a typo is one line with close matches, before the data is read

@@ -9,7 +9,8 @@ import sys
 import threading
 from typing import TYPE_CHECKING
 
-from .args import add_config_argument, add_json_argument, add_method_argument, add_plan_arguments, plan_flags
+from .args import (add_config_argument, add_encoding_argument, add_json_argument, add_method_argument,
+                   add_plan_arguments, plan_flags)
 from .errors import UserError, disk_full_message
 
 if TYPE_CHECKING:  # the config module imports pydantic: loaded only when a command needs it
@@ -41,6 +42,7 @@ def add_run_arguments(p: argparse.ArgumentParser) -> None:
     add_plan_arguments(p)
     p.add_argument("--skip-unreadable", action="store_true", help="report unreadable inputs and go on")
     p.add_argument("--follow-symlinks", action="store_true", help="read symlinks that point outside the input folder")
+    add_encoding_argument(p)
     p.add_argument("--allow-empty", action="store_true",
                    help="succeed (and upload) even when no record is kept; by default such a run fails")
     p.add_argument("--allow-untrained", action="store_true",
@@ -63,7 +65,7 @@ def config_from_args(args: argparse.Namespace) -> PrepareConfig:
         "inputs": args.inputs, "out": args.out, "s3": args.s3, "validation_inputs": args.validation,
         "workers": args.workers,
         "read": {"skip_unreadable": True if args.skip_unreadable else None,
-                 "follow_symlinks": True if args.follow_symlinks else None},
+                 "follow_symlinks": True if args.follow_symlinks else None, "encoding": args.encoding},
         "estimate": {"model": args.model, "method": args.method, **plan_flags(args)},
         "lengths": {"tokenizer": args.tokenizer, "allow_untrained": True if args.allow_untrained else None},
         "allow_empty": True if args.allow_empty else None,
