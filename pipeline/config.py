@@ -39,6 +39,9 @@ class ReadConfig(Section):
     csv_delimiter: Literal["auto", ",", ";", "\t", "|"] = Field(
         "auto", description="CSV separator; auto: sniffed from the first lines of each .csv (, ; tab |); "
                             ".tsv files use tab.")
+    files_per_shard: int = Field(
+        1000, ge=1, le=100_000, description="Small local files are read together, as one shard of about "
+                                            "shard_bytes (their size on disk) and at most this many files.")
 
     @field_validator("encoding")
     @classmethod

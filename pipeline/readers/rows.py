@@ -29,6 +29,7 @@ class FileReader:
             raise UnreadableInput(f.shown, f.problem)
         self.f, self.cfg = f, cfg
         self.encoding = "utf-8"
+        self.encoding_guessed = False  # a legacy code page or UTF-16/32 detected, not given by read.encoding
         self.warnings: list[str] = []
         self.unread = False
         self.truncated = False
@@ -106,7 +107,8 @@ class FileReader:
             self.encoding = codecs.lookup(self.cfg.encoding).name
         else:
             self.encoding = detect_encoding(self._stream.peek(SNIFF_BYTES)[:SNIFF_BYTES])
-            if self.encoding not in ("utf-8", "utf-8-sig"):
+            self.encoding_guessed = self.encoding not in ("utf-8", "utf-8-sig")
+            if self.encoding_guessed:
                 self.warnings.append(f"not UTF-8; decoded as {self.encoding} (detected)")
         # A line that is valid UTF-8 is UTF-8 in a file guessed as a one-byte code page (mixed files); a
         # forced encoding is taken as given.

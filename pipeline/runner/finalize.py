@@ -12,17 +12,18 @@ import pyarrow.parquet as pq
 
 from .. import report
 from ..config import PrepareConfig
-from ..normalize import ORDER_SHIFT
 from ..progress import ProgressFile
 from ..readers import shown_config
 from ..rundir import RunDir
 from ..shards import WriteStep, build_manifest, write_manifest
 from ..stats import StageStats, merge_all
+from .phases import StatsByFile, merged_stages, runs_by_file
 from .work import progress_dir, read_work, read_work_tables, work_paths
 
 
-def length_groups(processed: list[Path], inputs: dict[int, str]) -> dict[str, tuple[np.ndarray, np.ndarray]]:
-    """(tokens, trainable) of all records, of each split, of each language (meta.lang) and of each input file."""
+def length_groups(processed: list[Path], inputs: list[tuple[int, str]]) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """(tokens, trainable) of all records, of each split, of each language (meta.lang) and of each input file
+    (`inputs`: (first _order, name) of each file, in _order order)."""
     columns = {"_tokens": [], "_trainable": [], "_split": [], "_order": [], "_lang": []}
     for path in processed:
         table = pq.read_table(path, columns=list(columns))
@@ -33,7 +34,7 @@ def length_groups(processed: list[Path], inputs: dict[int, str]) -> dict[str, tu
     tokens = np.concatenate(columns["_tokens"]).astype(np.int64)
     trainable = np.concatenate(columns["_trainable"]).astype(np.int64)
     splits = np.concatenate(columns["_split"])
-    files = np.concatenate(columns["_order"]) >> ORDER_SHIFT
+    files = np.searchsorted([first for first, _ in inputs], np.concatenate(columns["_order"]), side="right") - 1
     groups = {"all": (tokens, trainable)}
     for split in ("train", "validation"):
         mask = splits == split
@@ -43,8 +44,8 @@ def length_groups(processed: list[Path], inputs: dict[int, str]) -> dict[str, tu
     for lang in sorted({x for x in langs if x is not None}):
         mask = langs == lang
         groups[f"lang:{lang}"] = (tokens[mask], trainable[mask])
-    for name in sorted(set(inputs.values())):
-        mask = np.isin(files, [i for i, n in inputs.items() if n == name])
+    for name in sorted({n for _, n in inputs}):
+        mask = np.isin(files, [i for i, (_, n) in enumerate(inputs) if n == name])
         if mask.any():
             groups[f"file:{name}"] = (tokens[mask], trainable[mask])
     return groups
@@ -59,7 +60,7 @@ def lengths_summary(cfg: PrepareConfig, work_dir: str, shard_results: list[dict]
     from ..plan.from_lengths import max_positions
 
     processed = [work_paths(work_dir, r["index"])["processed"] for r in shard_results if r["has_records"]]
-    groups = length_groups(processed, {r["index"]: r["file"] for r in shard_results})
+    groups = length_groups(processed, sorted((p["first_order"], p["file"]) for r in shard_results for p in r["files"]))
     if not groups:
         return None
     summary = summarize_lengths(groups, cfg.lengths, max_positions(cfg))
@@ -91,6 +92,7 @@ def write_shards(cfg: PrepareConfig, run: Path, work_dir: str, shard_results: li
     write = WriteStep(run, cfg.write, overflow)
     write.progress = ProgressFile(progress_dir(work_dir), "write", 0)
     for result in shard_results:
+        per_file = StatsByFile([write], len(result["files"]))
         if result["has_records"]:
             # without an overflow policy the processed rows go to the shards as Arrow, never as dicts
             read = read_work if overflow is not None else read_work_tables
@@ -100,8 +102,12 @@ def write_shards(cfg: PrepareConfig, run: Path, work_dir: str, shard_results: li
                     records = next(batches, None)
                 if records is None:
                     break
-                write(records)
-        result["stages"]["write"] = write.take_stats().to_dict()
+                for position, rows in runs_by_file(result["files"], records):
+                    per_file.at(position)
+                    write(rows)
+        for part, stages in zip(result["files"], per_file.take()):
+            part["stages"]["write"] = stages["write"]
+        result["stages"]["write"] = merged_stages([part["stages"] for part in result["files"]])["write"]
     shards = write.close()
     write.finish()
     return shards
