@@ -15,6 +15,11 @@ from .text import (SNIFF_BYTES, _BoundedLines, _Reencoder, _decode, _iter_lines,
                    detect_encoding)
 
 
+def guessed_encoding_note(name: str, encoding: str) -> str:
+    """The terminal line for a file whose encoding was guessed (FileReader.encoding_guessed)."""
+    return f"prepare: {name}: not UTF-8, read as {encoding} (guessed; --encoding or read.encoding sets it)"
+
+
 class FileReader:
     """Reads one input file as batches of RawRow. After iteration, `encoding`, `warnings`, `unread`
     (True when the decompressed-size cap stopped the read) and `truncated` (True when a compressed stream

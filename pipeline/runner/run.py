@@ -14,7 +14,7 @@ from ..config import PrepareConfig
 from ..env import set_defaults
 from ..preflight import refuse_empty_run
 from ..progress import StageProgress
-from ..readers import save_names
+from ..readers import guessed_encoding_note, save_names
 from ..rundir import RunDir, check_out, ensure_salt
 from ..stats import StageStats, merge_all
 from .executor import Executor, LocalExecutor
@@ -92,8 +92,7 @@ def guessed_encodings(results: list[dict]) -> list[str]:
     """One line per file whose encoding was guessed (not UTF-8, not given by read.encoding); the first
     GUESSES_SHOWN, then a count: the report lists each file's encoding."""
     guessed = [(part["file"], part["encoding"]) for r in results for part in r["files"] if part["encoding_guessed"]]
-    lines = [f"prepare: {name}: not UTF-8, read as {encoding} (guessed; --encoding or read.encoding sets it)"
-             for name, encoding in guessed[:GUESSES_SHOWN]]
+    lines = [guessed_encoding_note(name, encoding) for name, encoding in guessed[:GUESSES_SHOWN]]
     if len(guessed) > GUESSES_SHOWN:
         lines.append(f"prepare: {len(guessed) - GUESSES_SHOWN} more file(s) not UTF-8 (report.json: files.*.encoding)")
     return lines
