@@ -262,5 +262,6 @@ def test_a_failing_shard_names_the_file_and_phase_but_no_content(tmp_path, monke
     with pytest.raises(PrepareError) as exc:
         run_prepare(fast_config(tmp_path, [inputs]), progress=False)
     message = str(exc.value)
-    assert message == "in/part0.jsonl: normalize failed (ValueError)"
+    # the keys of both files are computed in one batch: the error names their shard (its first file and more)
+    assert message == "in/part0.jsonl (+1 file): normalize failed (ValueError)"
     assert not (tmp_path / "run" / "manifest.json").exists()

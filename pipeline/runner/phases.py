@@ -39,7 +39,8 @@ class ShardTask:
     def label(self) -> str:
         f = self.files[0]
         first = f.name if not f.start and f.end is None else f"{f.name}@{f.first_line}"
-        return first if len(self.files) == 1 else f"{first} (+{len(self.files) - 1} files)"
+        more = len(self.files) - 1
+        return f"{first} (+{more} file{'s' if more > 1 else ''})" if more else first
 
 
 def shard_errors(phase: str):
@@ -209,7 +210,7 @@ def normalize_shard(task: ShardTask, cfg: PrepareConfig, run_dir: str, work_dir:
             rows_read += part["stages"]["read"]["records_in"]
             offset = part.pop("last_order") - (task.index << ORDER_SHIFT)
             files.append(part)
-        with _naming(task.label):
+        with _naming(out.pending_file() or task.label):
             out.close()
     counter.set(rows_read, final=True)
     written = out.writers
@@ -253,6 +254,11 @@ class _NormalizedOutput:
             self.writers["canned"].append(canned_keys(records))
         if self.cfg.filters.detect_language:  # the language step ran: the split is stratified by it
             self.writers["langs"].append(lang_ids(records))
+
+    def pending_file(self) -> str | None:
+        """The one file the records not yet written come from; None when several (or none)."""
+        names = {rec["source"]["file"] for rec in self.pending}
+        return names.pop() if len(names) == 1 else None
 
     def close(self) -> None:
         self._flush()
