@@ -63,9 +63,17 @@ def _wide_encoding(sample: bytes) -> str | None:
     if len(head) >= 16:
         odd, even = head[1::2].count(0), head[0::2].count(0)
         for encoding, zeros in (("utf_16_le", odd), ("utf_16_be", even)):
-            if zeros >= len(head) // 4 and _decode(sample[:len(sample) & ~1], encoding) is not None:
+            if zeros >= len(head) // 4 and _is_text(_decode(head[:len(head) & ~1], encoding)):
                 return encoding
     return None
+
+
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0e-\x1f\x7f]")
+
+
+def _is_text(text: str | None) -> bool:
+    """Decoded without error and without control characters (a run of NULs decodes as UTF-16 too)."""
+    return text is not None and not _CONTROL.search(text)
 
 
 def _language_code_page(data: bytes) -> str | None:
@@ -102,14 +110,13 @@ def _plausible(word: str, letters: set[str]) -> bool:
 
 
 def _charset_normalizer_guess(sample: bytes) -> str:
-    matches = list(charset_normalizer.from_bytes(sample))
+    """charset-normalizer's least chaotic one-byte or CJK guess. Not UTF-16/32: text in them was found by
+    _wide_encoding, and its guess of them for a few random bytes split one line into others."""
+    matches = [m for m in charset_normalizer.from_bytes(sample) if not _wide(m.encoding)]
     if not matches:
         return "utf-8"
     least_chaos = min(m.chaos for m in matches)
-    encoding = next(m.encoding for m in matches if m.chaos <= least_chaos + 0.01)
-    # utf_16/utf_32 without a BOM (there was none, see _wide_encoding): their decoders would take the byte
-    # order from the stream's start and fail, so the codec names the order (little-endian, as Windows writes)
-    return encoding + "_le" if encoding in ("utf_16", "utf_32") else encoding
+    return next(m.encoding for m in matches if m.chaos <= least_chaos + 0.01)
 
 
 def _non_utf8_lines(sample: bytes) -> bytes:
