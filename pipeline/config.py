@@ -2,6 +2,7 @@
 schemas/config.schema.json (generated from it, checked by a test) all agree."""
 from __future__ import annotations
 
+import codecs
 import difflib
 import json
 import os
@@ -34,6 +35,29 @@ class Section(BaseModel):
 
 
 class ReadConfig(Section):
+    encoding: str = Field(
+        "auto", description="Text encoding of every input (any Python codec name, e.g. cp1254, cp1251, utf-16); "
+                            "auto: UTF-8/UTF-16, else the Turkish, Russian or Western code page the text reads as.")
+    csv_delimiter: Literal["auto", ",", ";", "\t", "|"] = Field(
+        "auto", description="CSV separator; auto: sniffed from the first lines of each .csv (, ; tab |); "
+                            ".tsv files use tab.")
+    files_per_shard: int = Field(
+        1000, ge=1, le=100_000, description="Small local files are read together, as one shard of about "
+                                            "shard_bytes (their size on disk) and at most this many files.")
+
+    @field_validator("encoding")
+    @classmethod
+    def _known_codec(cls, value: str) -> str:
+        if value == "auto":
+            return value
+        try:
+            codec = codecs.lookup(value)
+        except LookupError:
+            raise ValueError("not a known text encoding (e.g. auto, utf-8, cp1254, cp1251, utf-16)") from None
+        if not getattr(codec, "_is_text_encoding", True):  # base64, zlib, rot13...: bytes to bytes
+            raise ValueError("not a text encoding (e.g. auto, utf-8, cp1254, cp1251, utf-16)")
+        return value
+
     batch_size: int = Field(2000, ge=1, description="Records per batch handed between steps.")
     txt_mode: Literal["line", "block"] = Field(
         "line", description="Plain .txt: one document per line, or per blank-line-separated block.")

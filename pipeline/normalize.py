@@ -11,11 +11,13 @@ from .config import PrepareConfig
 from .formats import (WITHHELD, Dropped, Invalid, check_file, count_columns, detect_format, format_of_row,
                       to_record)
 from .readers import FileReader, InputFile, name_holds_pii
+from .rundir import PrepareError
 from .stats import StageStats
 from .step import QuarantineSink, Step
 from .textnorm import content_chars
 
-ORDER_SHIFT = 32  # _order = file index << 32 | row number: global input order, unique per row
+# _order = shard index << 32 | (the file's offset in its shard + row number): global input order, unique per row
+ORDER_SHIFT = 32
 DETECT_ROWS = 50
 
 
@@ -28,10 +30,12 @@ class ReadStep(Step):
 
     def __init__(self, file: InputFile, cfg: PrepareConfig):
         self.reader = FileReader(file, cfg.read)
+        self.last_line = 0  # the highest row number read: the next file of the shard is numbered after it
 
     def process(self, batch: list) -> list:
         rows = []
         for row in batch:
+            self.last_line = max(self.last_line, row.line + row.count - 1)
             if row.error == "empty_line":  # row.count: a run of empty lines is one RawRow
                 self.drop("empty_line", row.count)
                 self.stats.records_in += row.count - 1
@@ -58,9 +62,9 @@ class NormalizeStep(Step):
     name = "normalize"
     config_sections = ("formats", "read")  # read.max_record_bytes, read.max_turns
 
-    def __init__(self, file: InputFile, cfg: PrepareConfig, index: int = 0, is_eval: bool = False):
+    def __init__(self, file: InputFile, cfg: PrepareConfig, index: int = 0, is_eval: bool = False, offset: int = 0):
         self.file, self.cfg, self.is_eval = file, cfg, is_eval
-        self.base = index << ORDER_SHIFT
+        self.index, self.offset = index, offset
         self.format: str | None = None
         self.columns_shown: dict[str, str] = {}
 
@@ -98,7 +102,7 @@ class NormalizeStep(Step):
             if len(rec.get("messages") or ()) > self.cfg.read.max_turns:  # every later step costs per turn
                 self.quarantine("too_many_turns", row.line)
                 continue
-            rec["_order"] = self.base + row.line
+            rec["_order"] = self._order(row.line)
             rec["_eval"] = self.is_eval
             records.append(rec)
         return records
@@ -110,14 +114,21 @@ class NormalizeStep(Step):
             self.columns_shown[name] = WITHHELD if held else name
         return self.columns_shown[name]
 
+    def _order(self, line: int) -> int:
+        position = self.offset + line
+        if position >= 1 << ORDER_SHIFT:  # it would take the order of the next shard's rows
+            raise PrepareError(f"{self.file.shown}: more than {1 << ORDER_SHIFT} rows in one shard; "
+                             "lower read.files_per_shard")
+        return (self.index << ORDER_SHIFT) + position
+
 
 class Normalizer:
     """read -> normalize -> clean over one input file: `batches()` yields lists of canonical records."""
 
     def __init__(self, file: InputFile, cfg: PrepareConfig, index: int = 0, is_eval: bool = False,
-                 reject: QuarantineSink | None = None):
+                 reject: QuarantineSink | None = None, offset: int = 0):
         self.read_step = ReadStep(file, cfg)
-        self.normalize_step = NormalizeStep(file, cfg, index, is_eval)
+        self.normalize_step = NormalizeStep(file, cfg, index, is_eval, offset)
         self.clean_step = CleanStep(cfg.clean)
         self.quality_step = QualityStep(cfg.quality, cfg.clean.min_assistant_chars)
         for step in self.steps:

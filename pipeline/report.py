@@ -54,8 +54,9 @@ def build_report(cfg: PrepareConfig, shard_results: list[dict], stages: dict[str
                  shards: list[dict], dedup_report: dict | None, lengths: dict | None, plan: dict | None,
                  unreadable: list[dict], canned: dict | None = None, split: dict | None = None) -> dict:
     by_file: dict[str, list[dict]] = {}
-    for r in shard_results:  # a large file may have been read as several shards
-        by_file.setdefault(r["file"], []).append(r)
+    for r in shard_results:  # a large file may have been read as several shards, small files as one
+        for part in r["files"]:
+            by_file.setdefault(part["file"], []).append({**part, "eval": r["eval"]})
     files = {}
     for name, parts in by_file.items():
         merged = merge_all([StageStats.from_dict(n, d) for n, d in p["stages"].items()] for p in parts)

@@ -254,8 +254,9 @@ def test_ctrl_c_is_one_line_and_no_worker_traceback(tmp_path):
 
     env = {**os.environ, **slow_shards(120)}
     out = tmp_path / "run"
+    (tmp_path / "cfg.json").write_text('{"read": {"files_per_shard": 1}}')  # a shard for each worker
     proc = subprocess.Popen([sys.executable, "-m", "pipeline.cli", "run", "in", "--out", str(out), "--workers", "2",
-                             *FAST], cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             *FAST, "--config", "cfg.json"], cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True, start_new_session=True)
     try:
         # both workers are inside a shard once their work files exist (normalize writes them before the sleep)

@@ -58,7 +58,7 @@ def test_a_run_not_on_a_terminal_logs_each_stage_with_counts_and_rates(tmp_path,
         monkeypatch.setenv(name, value)
     for i in range(3):
         _docs(tmp_path / "in" / f"f{i}.jsonl", 40)
-    cfg = fast_config(tmp_path, [tmp_path / "in"])
+    cfg = fast_config(tmp_path, [tmp_path / "in"], read={"files_per_shard": 1})  # a shard a file
     cfg.workers = 2  # the counts come from worker processes
     seen: list[str] = []
     kept = run_prepare(cfg, log=seen.append).report["counts"]["kept"]

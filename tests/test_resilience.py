@@ -36,17 +36,28 @@ def make_inputs(d, files=6, rows=300, seed=3):
     return d
 
 
+def one_file_per_shard(tmp_path) -> str:
+    """A config reading each small file as a shard of its own (read.files_per_shard), for tests that need shards."""
+    path = tmp_path / "one-file-per-shard.json"
+    path.write_text(json.dumps({"read": {"files_per_shard": 1}}))
+    return str(path)
+
+
 def shard_hashes(run_dir):
     return [s["sha256"] for s in json.loads((run_dir / "manifest.json").read_text())["shards"]]
 
 
 def test_killed_run_resumes_to_identical_output(tmp_path):
-    inputs = make_inputs(tmp_path / "in")
-    reference = run_prepare(fast_config(tmp_path / "ref", [inputs]), progress=False)
+    """Six shards of two small files each (read.files_per_shard): a killed run resumes from the finished ones."""
+    inputs = make_inputs(tmp_path / "in", files=12, rows=150)
+    grouped = {"read": {"files_per_shard": 2}}
+    reference = run_prepare(fast_config(tmp_path / "ref", [inputs], **grouped), progress=False)
     out = tmp_path / "run"
+    config = tmp_path / "grouped.json"
+    config.write_text(json.dumps(grouped))
     env = {**os.environ, **slow_shards(0.6)}
     cmd = [sys.executable, "-m", "pipeline.cli", "run", str(inputs), "--out", str(out), "--workers", "1",
-           "--no-pii", "--no-lengths", "--no-estimate"]
+           "--no-pii", "--no-lengths", "--no-estimate", "--config", str(config)]
     code_version.cache_clear()  # hashed now, as the run below does: resume keys hold the code's hash
     code_version()
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -60,7 +71,7 @@ def test_killed_run_resumes_to_identical_output(tmp_path):
     finished = len(list(results.glob("normalize-*.json")))
     assert 3 <= finished < 6, "the run was not interrupted mid-way"
     assert not (out / "manifest.json").exists()  # a killed run leaves no manifest over partial output
-    resumed = run_prepare(fast_config(tmp_path, [inputs]), progress=False)
+    resumed = run_prepare(fast_config(tmp_path, [inputs], **grouped), progress=False)
     assert resumed.reused_shards >= finished
     assert shard_hashes(out) == shard_hashes(reference.run_dir)
     assert not (out / "work").exists()
@@ -98,7 +109,7 @@ def test_workers_die_with_a_killed_parent(tmp_path):
     out = tmp_path / "run"
     env = {**os.environ, **slow_shards(60)}
     cmd = [sys.executable, "-m", "pipeline.cli", "run", str(inputs), "--out", str(out), "--workers", "2",
-           "--no-pii", "--no-lengths", "--no-estimate"]
+           "--no-pii", "--no-lengths", "--no-estimate", "--config", one_file_per_shard(tmp_path)]
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     workers: list[int] = []
     try:
@@ -178,7 +189,8 @@ def test_a_resumed_run_reuses_pii_work_without_a_salt_set(tmp_path, monkeypatch)
             fh.write(json.dumps({"instruction": f"Mail ayse.yilmaz@example.com about {f.stem}",
                                  "output": "I wrote to ayse.yilmaz@example.com about the order."}) + "\n")
     # dedup off: the four e-mail records are near duplicates of each other
-    (tmp_path / "cfg.json").write_text(json.dumps({"pii": {"operator": "pseudonym"}, "dedup": {"enabled": False}}))
+    (tmp_path / "cfg.json").write_text(json.dumps({"pii": {"operator": "pseudonym"}, "dedup": {"enabled": False},
+                                                   "read": {"files_per_shard": 1}}))
     out = tmp_path / "run"
     monkeypatch.delenv("PREPARE_PII_SALT", raising=False)
     env = frozen_code(tmp_path)
@@ -251,5 +263,6 @@ def test_a_failing_shard_names_the_file_and_phase_but_no_content(tmp_path, monke
     with pytest.raises(PrepareError) as exc:
         run_prepare(fast_config(tmp_path, [inputs]), progress=False)
     message = str(exc.value)
-    assert message == "in/part0.jsonl: normalize failed (ValueError)"
+    # the keys of both files are computed in one batch: the error names their shard (its first file and more)
+    assert message == "in/part0.jsonl (+1 file): normalize failed (ValueError)"
     assert not (tmp_path / "run" / "manifest.json").exists()

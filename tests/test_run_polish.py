@@ -35,7 +35,7 @@ def test_no_empty_quarantine_files(tmp_path):
     src.mkdir()
     (src / "a_clean.jsonl").write_text(docs(5))
     (src / "b_broken.jsonl").write_text(docs(5, 100) + "{not json\n")
-    cfg = fast_config(tmp_path, [src])
+    cfg = fast_config(tmp_path, [src], read={"files_per_shard": 1})  # a clean shard and a broken one
     for _ in range(2):  # the second run reuses the finished shards and still writes no empty file
         result = run_prepare(cfg, progress=False)
         files = sorted((result.run_dir / "quarantine").glob("*.jsonl"))

@@ -101,3 +101,7 @@ def add_plan_arguments(p: argparse.ArgumentParser) -> None:
         extra = {"action": argparse.BooleanOptionalAction} if name == "grad_ckpt" else {}
         add_config_flag(p, "--" + name.replace("_", "-"), f"estimate.{name}", **extra)
 
+
+def add_encoding_flag(p: argparse.ArgumentParser) -> None:
+    add_config_flag(p, "--encoding", "read.encoding", metavar="CODEC",
+                    help="text encoding of the inputs, e.g. cp1254, cp1251, utf-16 (auto: detected per file)")

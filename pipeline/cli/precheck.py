@@ -6,7 +6,8 @@ import argparse
 import json
 import sys
 
-from .args import add_config_argument, add_config_flag, add_json_argument, add_plan_arguments, config_overrides
+from .args import (add_config_argument, add_config_flag, add_encoding_flag, add_json_argument, add_plan_arguments,
+                   config_overrides)
 from .errors import UserError
 
 
@@ -23,6 +24,7 @@ def register(sub) -> None:
     add_config_flag(p, "--coverage", "lengths.coverage")
     add_config_flag(p, "--skip-unreadable", "read.skip_unreadable", action="store_const", const=True)
     p.add_argument("--sample", type=int, default=200_000, help="records measured at most (uniform sample)")
+    add_encoding_flag(p)
     add_config_argument(p, "JSON or YAML config; flags override it")
     add_json_argument(p)
     p.add_argument("--html", metavar="FILE", help="also write the findings as one self-contained HTML page")

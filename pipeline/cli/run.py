@@ -9,7 +9,8 @@ import sys
 import threading
 from typing import TYPE_CHECKING
 
-from .args import add_config_argument, add_config_flag, add_json_argument, add_plan_arguments, config_overrides
+from .args import (add_config_argument, add_config_flag, add_encoding_flag, add_json_argument, add_plan_arguments,
+                   config_overrides)
 from .errors import UserError, disk_full_message
 
 if TYPE_CHECKING:  # the config module imports pydantic: loaded only when a command needs it
@@ -44,6 +45,7 @@ def add_run_arguments(p: argparse.ArgumentParser) -> None:
     add_plan_arguments(p)
     add_config_flag(p, "--skip-unreadable", "read.skip_unreadable", action="store_const", const=True)
     add_config_flag(p, "--follow-symlinks", "read.follow_symlinks", action="store_const", const=True)
+    add_encoding_flag(p)
     add_config_flag(p, "--allow-empty", "allow_empty", action="store_const", const=True)
     untrained = p.add_mutually_exclusive_group()  # argument groups share the parser's defaults
     add_config_flag(untrained, "--allow-untrained", "lengths.untrained", action="store_const", const="keep",

@@ -3,19 +3,21 @@ seconds: read and normalize the data, measure token lengths with the model's tok
 uniform sample for large inputs), pick the max length, estimate memory and recommend the GPU with time and cost."""
 from __future__ import annotations
 
+import sys
 
 import numpy as np
 
 from pipeline.config import PrepareConfig
 from pipeline.normalize import Normalizer
-from pipeline.readers import expand_inputs
+from pipeline.readers import expand_inputs, guessed_encoding_note
 from pipeline.stats import StageStats
 
 
 def sample_records(cfg: PrepareConfig, sample_size: int, seed: int = 0,
                    progress: bool = False) -> tuple[list[dict], int, dict]:
     """A uniform random sample (reservoir) of the normalized records; all of them when there are fewer
-    than `sample_size`. Returns (sample, total records, counts)."""
+    than `sample_size`. Returns (sample, total records, counts); a file whose encoding was guessed is said on
+    stderr as it is read."""
     from pipeline.progress import Progress
 
     from pipeline.lengths.step import sample_for_precheck
@@ -33,6 +35,8 @@ def sample_records(cfg: PrepareConfig, sample_size: int, seed: int = 0,
             for batch in normalizer.batches():
                 bar.update(len(batch))
                 yield from _drop_exact_duplicates(batch, cfg, hashes, counts) if exact else batch
+            if normalizer.reader.encoding_guessed:
+                print(guessed_encoding_note(f.shown, normalizer.reader.encoding), file=sys.stderr)
             stages = normalizer.stats  # read, normalize, clean, quality: what `run` removes before dedup
             counts["input"] += stages[0].records_in
             counts["quarantined"] += sum(sum(s.quarantined.values()) for s in stages)

@@ -13,11 +13,12 @@ from .discovery import expand_inputs
 from .files import (COMPRESSIONS, FORMATS, InputFile, RawRow, UnreadableInput, _is_data_file, describe,
                     printable_name, split_ranges)
 from .names import NameMap, name_holds_pii, names_file, redact_items, redact_names, save_names, shown_config
-from .rows import FileReader, _parse_json_row, parquet_batch_rows, too_deep
+from .rows import FileReader, _parse_json_row, guessed_encoding_note, parquet_batch_rows, too_deep
 from .streams import open_binary
 from .text import detect_encoding
 
 __all__ = ["COMPRESSIONS", "FORMATS", "FileReader", "InputFile", "NameMap", "RawRow", "UnreadableInput",
-           "_is_data_file", "_parse_json_row", "describe", "detect_encoding", "expand_inputs", "name_holds_pii", "printable_name",
+           "_is_data_file", "_parse_json_row", "describe", "detect_encoding", "expand_inputs", "guessed_encoding_note",
+           "name_holds_pii", "printable_name",
            "names_file", "open_binary", "parquet_batch_rows", "redact_items", "redact_names", "save_names",
            "shown_config", "split_ranges", "too_deep"]

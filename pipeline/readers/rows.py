@@ -13,8 +13,13 @@ import numpy as np
 from ..config import ReadConfig
 from .files import InputFile, RawRow, UnreadableInput
 from .streams import _S3RangeFile, _S3ReadError, open_binary
-from .text import (SNIFF_BYTES, _BoundedLines, _Reencoder, _WIDE_BOMS, _decode, _iter_lines, _single_byte, _wide,
+from .text import (SNIFF_BYTES, _BoundedLines, _Reencoder, _decode, _iter_lines, _single_byte, _wide,
                    detect_encoding)
+
+
+def guessed_encoding_note(name: str, encoding: str) -> str:
+    """The terminal line for a file whose encoding was guessed (FileReader.encoding_guessed)."""
+    return f"prepare: {name}: not UTF-8, read as {encoding} (guessed; --encoding or read.encoding sets it)"
 
 
 class FileReader:
@@ -31,6 +36,7 @@ class FileReader:
             raise UnreadableInput(f.shown, f.problem)
         self.f, self.cfg = f, cfg
         self.encoding = "utf-8"
+        self.encoding_guessed = False  # a legacy code page or UTF-16/32 detected, not given by read.encoding
         self.warnings: list[str] = []
         self.unread = False
         self.truncated = False
@@ -45,7 +51,7 @@ class FileReader:
         elif f.file_format == "json":
             self._json_source = self._open_json()
         elif f.file_format in ("csv", "tsv"):
-            self._csv = self._open_csv("," if f.file_format == "csv" else "\t")
+            self._csv = self._open_csv()
 
     def _open_parquet(self):
         import pyarrow.parquet as pq
@@ -101,15 +107,22 @@ class FileReader:
 
     # --- per format -------------------------------------------------------------------------------
     def _sniff_encoding(self) -> None:
-        sample = self._stream.peek(SNIFF_BYTES)[:SNIFF_BYTES]
-        self.encoding = detect_encoding(sample)
-        if self.encoding not in ("utf-8", "utf-8-sig"):
-            self.warnings.append(f"not UTF-8; decoded as {self.encoding} (detected)")
-        self._wide = _wide(self.encoding) and sample.startswith(_WIDE_BOMS)
-        if self._wide:
-            # A UTF-16/32 file (it starts with the BOM): a byte-wise line split cuts its characters ("\n" is
-            # b"\n\0"), so every line came out undecodable (a UTF-16 .jsonl with a BOM gave 0 records).
-            # Re-encoded as UTF-8, it is read as UTF-8. (A guess of UTF-16 without a BOM is kept line-wise.)
+        """The file's encoding: read.encoding when set, else detected from its first MiB (a guess of a
+        legacy code page is said in the warnings, and by the run on the terminal)."""
+        forced = self.cfg.encoding != "auto"
+        if forced:
+            self.encoding = codecs.lookup(self.cfg.encoding).name
+        else:
+            self.encoding = detect_encoding(self._stream.peek(SNIFF_BYTES)[:SNIFF_BYTES])
+            self.encoding_guessed = self.encoding not in ("utf-8", "utf-8-sig")
+            if self.encoding_guessed:
+                self.warnings.append(f"not UTF-8; decoded as {self.encoding} (detected)")
+        # A line that is valid UTF-8 is UTF-8 in a file guessed as a one-byte code page (mixed files); a
+        # forced encoding is taken as given.
+        self._utf8_lines = not forced and _single_byte(self.encoding) and self.encoding not in ("utf-8", "utf-8-sig")
+        if _wide(self.encoding):
+            # UTF-16/32: a byte-wise line split cuts its characters ("\n" is b"\n\0"), so every line came out
+            # undecodable (a UTF-16 .jsonl with a BOM gave 0 records). Re-encoded as UTF-8, it is read as UTF-8.
             self._stream = io.BufferedReader(_Reencoder(self._stream, self.encoding), buffer_size=1 << 20)
             self._decode_as = "utf-8"
         else:
@@ -128,7 +141,7 @@ class FileReader:
             if number == 1 and data.startswith(b"\xef\xbb\xbf"):
                 data = data[3:]
             text = None
-            if encoding not in ("utf-8", "utf-8-sig") and _single_byte(encoding):
+            if self._utf8_lines:
                 # A line that is valid UTF-8 is UTF-8, even in a file detected as legacy (a file of mixed
                 # cp1251 and UTF-8 lines): legacy text with letters beyond ASCII is practically never valid
                 # UTF-8, and decoding UTF-8 as cp1251 gives mojibake ("РџСЂРёРІРµС‚").
@@ -183,9 +196,10 @@ class FileReader:
         if block:
             yield RawRow(start, "\n".join(block))
 
-    def _open_csv(self, delimiter: str) -> tuple | None:
+    def _open_csv(self) -> tuple | None:
         """(csv reader, line source, header), or None for an empty file."""
         self._sniff_encoding()
+        delimiter = self._csv_delimiter()
         text = io.TextIOWrapper(self._stream, encoding=self._decode_as, errors="replace", newline="")
         csv.field_size_limit(self.cfg.max_record_bytes)
         # csv.reader pulls whole physical lines, and a line with no line end (a gzip of zeros) would be held
@@ -198,7 +212,20 @@ class FileReader:
             return None
         except csv.Error as exc:
             raise UnreadableInput(self.f.shown, f"bad CSV header ({exc})") from None
+        if header:  # a BOM the encoding kept (read.encoding: utf-8 on an Excel export) is no column name
+            header[0] = header[0].lstrip("\ufeff")
         return reader, lines, self._unique_columns([h.strip() for h in header])
+
+    def _csv_delimiter(self) -> str:
+        """Tab for .tsv; for .csv read.csv_delimiter, or when auto the one of , ; tab | that splits the
+        first lines into the same number of columns, two or more (Excel writes ; where the decimal mark
+        is a comma, as in Turkish and Russian)."""
+        if self.f.file_format == "tsv":
+            return "\t"
+        if self.cfg.csv_delimiter != "auto":
+            return self.cfg.csv_delimiter
+        sample = self._stream.peek(CSV_SNIFF_BYTES)[:CSV_SNIFF_BYTES].decode(self._decode_as, "replace")
+        return sniff_delimiter(sample)
 
     def _unique_columns(self, names: list[str]) -> list[str]:
         """Column names made unique: a dict of a row kept only the last of two columns of the same name,
@@ -294,6 +321,32 @@ class FileReader:
             # it cannot go on after it, so it ends the file like bad JSON
             self.warnings.append("invalid JSON after the last readable record; the rest of the file is unread")
             yield RawRow(position + 1, None, "invalid_json_tail")
+
+
+CSV_SNIFF_BYTES = 1 << 16
+CSV_SNIFF_LINES = 20
+CSV_DELIMITERS = (",", ";", "\t", "|")  # the order a tie goes
+
+
+def sniff_delimiter(sample: str) -> str:
+    """The delimiter of CSV text from its first lines: the one that gives the header two or more columns and
+    the most following rows of the same width (quotes respected). "," when none splits the header."""
+    lines = sample.splitlines(keepends=True)
+    if len(lines) > 1 and not lines[-1].endswith(("\n", "\r")):
+        lines.pop()  # cut by the sample's end
+    lines = lines[:CSV_SNIFF_LINES]
+    best, best_rows = ",", -1
+    for delimiter in CSV_DELIMITERS:
+        try:
+            rows = list(csv.reader(lines, delimiter=delimiter))
+        except csv.Error:
+            continue
+        if not rows or len(rows[0]) < 2:
+            continue
+        same = sum(len(row) == len(rows[0]) for row in rows[1:])
+        if same > best_rows:
+            best, best_rows = delimiter, same
+    return best
 
 
 def too_deep(value, limit: int) -> bool:

@@ -3,9 +3,11 @@ lone \r end a line; a line over the record cap is skipped without being held).""
 from __future__ import annotations
 
 import codecs
+import collections
 import csv
 import functools
 import io
+import re
 from collections import deque
 from typing import Iterator
 
@@ -13,40 +15,108 @@ import charset_normalizer
 
 
 SNIFF_BYTES = 1 << 20
-COMMON_LEGACY_ENCODINGS = ("cp1251", "cp1254", "cp1252", "koi8_r", "iso8859_9", "cp866", "utf_16", "latin_1")
+JUDGED_BYTES = 1 << 18  # of the sample's non-UTF-8 lines, read in each candidate code page (about 0.1 s)
+
+# The legacy code pages of the product's languages, in the order a tie goes: Turkish, Russian, Western.
+# cp1254 and cp1252 decode iso8859-9 and latin-1 text the same way (they only add characters in 0x80-0x9f).
+LEGACY_CANDIDATES = ("cp1254", "cp1251", "koi8_r", "cp1252")
+_TURKISH = set("çğıöşüÇĞİÖŞÜâîûÂÎÛ")
+_CYRILLIC = set("абвгдеёжзийклмнопрстуфхцчшщъыьэюяАБВГДЕЁЖЗИЙКЛМНОПРСТУФХЦЧШЩЪЫЬЭЮЯ")
+# Western European letters, without the Icelandic ones (Ð Ý Þ ð ý þ): those are what Turkish ğ İ ş ı become
+# in the wrong code page ("Şifre" read as iso8859-10 or cp1252 is "Þifre").
+_WESTERN = set("ÀÁÂÃÄÅÆÇÈÉÊËÌÍÎÏÑÒÓÔÕÖØÙÚÛÜßàáâãäåæçèéêëìíîïñòóôõöøùúûüÿŒœŠšŸŽž")
+_LETTERS = {"cp1254": _TURKISH, "cp1251": _CYRILLIC, "koi8_r": _CYRILLIC, "cp1252": _WESTERN}
+# Punctuation and symbols any of them may hold: neither for nor against an encoding.
+_NEUTRAL = set("\xa0«»“”„‘’‚–—…€£¥°±²³µ·•§©®™¢¦¨¬¯´¸¹º¼½¾¿¡×÷‰†‡№")
+_NON_ASCII_WORD = re.compile(r"\w*[^\x00-\x7f]\w*")
+_NON_ASCII = re.compile(r"[^\x00-\x7f]")
 
 
 def detect_encoding(sample: bytes) -> str:
-    """UTF-8 (with or without BOM) first; otherwise ask charset-normalizer. A fixed fallback order cannot
-    work: cp1254 decodes cp1251 Russian bytes without error."""
+    """UTF-8 (with or without BOM), then UTF-16/32 (BOM, or the zero bytes of UTF-16 text), then the legacy
+    code page of Turkish, Russian or English whose decoded text reads as that language; only when none does,
+    charset-normalizer. Asked first, charset-normalizer read short Turkish lines as iso8859-10 or big5."""
     if sample.startswith(b"\xef\xbb\xbf"):
         return "utf-8-sig"
+    wide = _wide_encoding(sample)  # before UTF-8: ASCII text in UTF-16 is valid UTF-8 (with NULs)
+    if wide:
+        return wide
     try:
         sample.decode("utf-8")
         return "utf-8"
     except UnicodeDecodeError as exc:
         if exc.start >= len(sample) - 4:  # a multi-byte character cut by the sample's end
             return "utf-8"
-    # Only the lines that are not UTF-8 are shown to charset-normalizer: in a file of mixed lines the UTF-8
-    # ones make it guess a wrong legacy code page (cp1251 lines read as mac_greek).
-    matches = (list(charset_normalizer.from_bytes(_non_utf8_lines(sample)))
-               or list(charset_normalizer.from_bytes(sample)))
+    # Only the lines that are not UTF-8 are judged: in a file of mixed lines the UTF-8 ones are read as
+    # UTF-8 line by line anyway, and they would make any legacy guess look wrong.
+    legacy = _non_utf8_lines(sample)
+    return _language_code_page(legacy[:JUDGED_BYTES]) or _charset_normalizer_guess(legacy or sample)
+
+
+def _wide_encoding(sample: bytes) -> str | None:
+    """utf_16/utf_32 from a BOM; utf_16_le/_be from text with every other byte zero (ASCII in UTF-16)."""
+    if sample.startswith((codecs.BOM_UTF32_LE, codecs.BOM_UTF32_BE)):
+        return "utf_32"
+    if sample.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
+        return "utf_16"
+    head = sample[:4096]
+    if len(head) >= 16:
+        odd, even = head[1::2].count(0), head[0::2].count(0)
+        for encoding, zeros in (("utf_16_le", odd), ("utf_16_be", even)):
+            if zeros >= len(head) // 4 and _is_text(_decode(head[:len(head) & ~1], encoding)):
+                return encoding
+    return None
+
+
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0e-\x1f\x7f]")
+
+
+def _is_text(text: str | None) -> bool:
+    """Decoded without error and without control characters (a run of NULs decodes as UTF-16 too)."""
+    return text is not None and not _CONTROL.search(text)
+
+
+def _language_code_page(data: bytes) -> str | None:
+    """The code page in LEGACY_CANDIDATES whose decoding of `data` reads most like its language; None when
+    none reads as text. Each word with characters beyond ASCII scores +1 when it is plausible in the
+    language and -2 when not; another character beyond ASCII scores -1 unless it is common punctuation."""
+    best, best_score = None, 0
+    for encoding in LEGACY_CANDIDATES:
+        text = _decode(data, encoding)
+        if text is None:
+            continue
+        words = collections.Counter(_NON_ASCII_WORD.findall(text))
+        score = sum(n if _plausible(word, _LETTERS[encoding]) else -2 * n for word, n in words.items())
+        others = _NON_ASCII.findall(_NON_ASCII_WORD.sub(" ", text))
+        score -= sum(char not in _NEUTRAL for char in others)
+        if score > best_score:
+            best, best_score = encoding, score
+    return best
+
+
+def _plausible(word: str, letters: set[str]) -> bool:
+    """Whether a word with characters beyond ASCII can be a word of the language of `letters`. Those
+    characters must be its letters, the case must not change inside the word (cp1251 Russian read as koi8_r
+    is "сМЕМХРЭ"), a Cyrillic word has no Latin letter (latin-1 "Café" read as cp1251 is "Cafй"), and a
+    Latin word of three letters or more has some ASCII letter (cp1251 Russian read as cp1252 is "Ñìåíèòü")."""
+    if not all(c in letters for c in word if c > "\x7f"):
+        return False
+    if not (word.islower() or word.isupper() or word.istitle()):
+        return False
+    ascii_letters = sum(c.isascii() and c.isalpha() for c in word)
+    if letters is _CYRILLIC:
+        return not ascii_letters
+    return ascii_letters > 0 or sum(c.isalpha() for c in word) < 3
+
+
+def _charset_normalizer_guess(sample: bytes) -> str:
+    """charset-normalizer's least chaotic one-byte or CJK guess. Not UTF-16/32: text in them was found by
+    _wide_encoding, and its guess of them for a few random bytes split one line into others."""
+    matches = [m for m in charset_normalizer.from_bytes(sample) if not _wide(m.encoding)]
     if not matches:
         return "utf-8"
     least_chaos = min(m.chaos for m in matches)
-    close = [m.encoding for m in matches if m.chaos <= least_chaos + 0.01]
-    # Short samples tie between close relatives (mac_cyrillic vs cp1251): prefer what CRMs and
-    # Windows exports actually use.
-    encoding = next((e for e in COMMON_LEGACY_ENCODINGS if e in close), close[0])
-    if encoding in _BOMS and not sample.startswith(_BOMS[encoding]):
-        # utf_16/utf_32 take the byte order from a BOM at the start of the stream; without one their
-        # incremental decoders (CSV, JSON) raise UnicodeError, so the codec names the order explicitly.
-        # Little-endian is what decoding without a BOM assumes on this platform too.
-        encoding += "_le"
-    return encoding
-
-
-_BOMS = {"utf_16": (codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE), "utf_32": (codecs.BOM_UTF32_LE, codecs.BOM_UTF32_BE)}
+    return next(m.encoding for m in matches if m.chaos <= least_chaos + 0.01)
 
 
 def _non_utf8_lines(sample: bytes) -> bytes:
@@ -143,9 +213,6 @@ def _iter_lines(stream, cap: int, first_line: int = 1) -> Iterator[tuple[int, by
         if empty:
             yield number, empty
             number += empty
-
-
-_WIDE_BOMS = (codecs.BOM_UTF32_LE, codecs.BOM_UTF32_BE, codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)
 
 
 def _wide(encoding: str) -> bool:

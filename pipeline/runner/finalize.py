@@ -12,21 +12,22 @@ import pyarrow.parquet as pq
 
 from .. import report
 from ..config import PrepareConfig
-from ..normalize import ORDER_SHIFT
 from ..progress import ProgressFile
 from ..readers import shown_config
 from ..rundir import RunDir, claim, read_ledger
 from ..shards import WriteStep, build_manifest, write_manifest
 from ..stats import StageStats, merge_all
+from .phases import StatsByFile, merged_stages, runs_by_file
 from .work import progress_dir, read_work, read_work_tables, work_paths
 
 
 Groups = dict[str, tuple[np.ndarray, np.ndarray]]
 
 
-def length_groups(processed: list[Path], inputs: dict[int, str]) -> tuple[Groups, dict[str, np.ndarray]]:
-    """(tokens, trainable) of all records, of each split, of each language (meta.lang) and of each input file;
-    and, per group, the mask of its plain-text records."""
+def length_groups(processed: list[Path], inputs: list[tuple[int, str]]) -> tuple[Groups, dict[str, np.ndarray]]:
+    """(tokens, trainable) of all records, of each split, of each language (meta.lang) and of each input file
+    (`inputs`: (first _order, name) of each file, in _order order); and, per group, the mask of its plain-text
+    records."""
     columns = {"_tokens": [], "_trainable": [], "_split": [], "_order": [], "_lang": [], "kind": []}
     for path in processed:
         table = pq.read_table(path, columns=list(columns))
@@ -38,15 +39,15 @@ def length_groups(processed: list[Path], inputs: dict[int, str]) -> tuple[Groups
     trainable = np.concatenate(columns["_trainable"]).astype(np.int64)
     is_text = np.concatenate(columns["kind"]) == "text"
     splits = np.concatenate(columns["_split"])
-    files = np.concatenate(columns["_order"]) >> ORDER_SHIFT
+    files = np.searchsorted([first for first, _ in inputs], np.concatenate(columns["_order"]), side="right") - 1
     masks = {"all": np.ones(tokens.size, bool)}
     for split in ("train", "validation"):
         masks[f"split:{split}"] = splits == split
     langs = np.concatenate(columns["_lang"])
     for lang in sorted({x for x in langs if x is not None}):
         masks[f"lang:{lang}"] = langs == lang
-    for name in sorted(set(inputs.values())):
-        masks[f"file:{name}"] = np.isin(files, [i for i, n in inputs.items() if n == name])
+    for name in sorted({n for _, n in inputs}):
+        masks[f"file:{name}"] = np.isin(files, [i for i, (_, n) in enumerate(inputs) if n == name])
     masks = {name: mask for name, mask in masks.items() if name == "all" or mask.any()}
     return ({name: (tokens[mask], trainable[mask]) for name, mask in masks.items()},
             {name: is_text[mask] for name, mask in masks.items()})
@@ -61,7 +62,8 @@ def lengths_summary(cfg: PrepareConfig, work_dir: str, shard_results: list[dict]
     from ..plan.from_lengths import max_positions
 
     processed = [work_paths(work_dir, r["index"])["processed"] for r in shard_results if r["has_records"]]
-    groups, text = length_groups(processed, {r["index"]: r["file"] for r in shard_results})
+    groups, text = length_groups(processed, sorted((p["first_order"], p["file"])
+                                                   for r in shard_results for p in r["files"]))
     if not groups:
         return None
     summary = summarize_lengths(groups, cfg.lengths, max_positions(cfg), text=text)
@@ -106,6 +108,7 @@ def write_shards(cfg: PrepareConfig, run: Path, work_dir: str, shard_results: li
     write = WriteStep(run, cfg.write, overflow, claim=lambda names: claim(run, names))
     write.progress = ProgressFile(progress_dir(work_dir), "write", 0)
     for result in shard_results:
+        per_file = StatsByFile([write], len(result["files"]))
         if result["has_records"]:
             # without an overflow policy the processed rows go to the shards as Arrow, never as dicts
             read = read_work if overflow is not None else read_work_tables
@@ -115,8 +118,12 @@ def write_shards(cfg: PrepareConfig, run: Path, work_dir: str, shard_results: li
                     records = next(batches, None)
                 if records is None:
                     break
-                write(records)
-        result["stages"]["write"] = write.take_stats().to_dict()
+                for position, rows in runs_by_file(result["files"], records):
+                    per_file.at(position)
+                    write(rows)
+        for part, stages in zip(result["files"], per_file.take()):
+            part["stages"]["write"] = stages["write"]
+        result["stages"]["write"] = merged_stages([part["stages"] for part in result["files"]])["write"]
     shards = write.close()
     write.finish()
     return shards

@@ -2,12 +2,13 @@
 picklable values (paths, counts), never records; a shard's work is the list of steps it runs."""
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import json
 import os
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from .. import dedup
@@ -21,7 +22,9 @@ from ..records import to_table
 from ..rundir import PrepareError, is_inside, read_salt
 from ..shards import sha256_file
 from ..split import SplitStep, lang_ids, read_validation_ids
+from ..stats import StageStats, merge_all
 from ..step import Step, config_key, run_steps
+from ..textnorm import content_chars
 from . import resume
 from .work import INTERNAL_COLUMNS, PROCESSED_COLUMNS, LazyFile, WorkWriter, progress_dir, read_work, work_paths
 
@@ -29,13 +32,15 @@ from .work import INTERNAL_COLUMNS, PROCESSED_COLUMNS, LazyFile, WorkWriter, pro
 @dataclass(frozen=True)
 class ShardTask:
     index: int
-    file: InputFile
+    files: tuple[InputFile, ...]  # one file, one byte range of a large file, or small files read one after another
     eval: bool
 
     @property
     def label(self) -> str:
-        f = self.file
-        return f.name if not f.start and f.end is None else f"{f.name}@{f.first_line}"
+        f = self.files[0]
+        first = f.name if not f.start and f.end is None else f"{f.name}@{f.first_line}"
+        more = len(self.files) - 1
+        return f"{first} (+{more} file{'s' if more > 1 else ''})" if more else first
 
 
 def shard_errors(phase: str):
@@ -52,7 +57,8 @@ def shard_errors(phase: str):
                     raise PrepareError(f"no space left on device writing {kwargs.get('work_dir')}") from None
                 if os.environ.get("PREPARE_DEBUG") == "1":
                     raise  # the full error, for debugging on data you may see
-                raise PrepareError(f"{task.label}: {phase} failed ({type(exc).__name__})") from None
+                where = getattr(exc, "input_file", None) or task.label  # the file of a shard of several
+                raise PrepareError(f"{where}: {phase} failed ({type(exc).__name__})") from None
         return run
     return wrap
 
@@ -75,16 +81,16 @@ def plan_shards(cfg: PrepareConfig, log=None) -> tuple[list[ShardTask], list[dic
                 continue
             # the run directory is never an input: a glob over it took in the last run's shards
             files = [f for f in files if f.is_s3 or not is_inside(f.uri, cfg.out)]
+            unique = []
             for f in files:
                 identity = f.uri if f.is_s3 else os.path.realpath(f.uri)
                 if identity in seen:
                     repeated += 1
                     continue
                 seen.add(identity)
-                # a blank-line-separated block must not be cut in two: block-mode text stays one shard
-                splittable = f.splittable and not (f.file_format == "txt" and cfg.read.txt_mode == "block")
-                for part in split_ranges(f, cfg.read.shard_bytes) if splittable else [f]:
-                    tasks.append(ShardTask(len(tasks), part, is_eval))
+                unique.append(f)
+            for group in group_files(unique, cfg):
+                tasks.append(ShardTask(len(tasks), group, is_eval))
     unreadable += [{"file": name, "reason": "unsupported file type (skipped)"}  # reported, not skipped silently
                    for name in unsupported_files([*cfg.inputs, *cfg.validation_inputs], cfg)]
     if not tasks and not unreadable:
@@ -94,20 +100,65 @@ def plan_shards(cfg: PrepareConfig, log=None) -> tuple[list[ShardTask], list[dic
     return tasks, unreadable
 
 
-def check_readable(task: ShardTask, cfg: PrepareConfig) -> dict | None:
+def group_files(files: list[InputFile], cfg: PrepareConfig) -> list[tuple[InputFile, ...]]:
+    """The files of one input as shards, in order: a large .jsonl/.txt as byte ranges of about
+    read.shard_bytes; consecutive small local files together, up to about read.shard_bytes (their size on
+    disk) and read.files_per_shard files (a shard each, 200,000 one-line files read at 100 files/s); an
+    S3 object, a file that cannot be read and a large file alone."""
+    groups: list[tuple[InputFile, ...]] = []
+    small: list[InputFile] = []
+    small_bytes = 0
+    for f in files:
+        size = _local_size(f)
+        if size is not None and size < cfg.read.shard_bytes:
+            if small and (small_bytes + size > cfg.read.shard_bytes or len(small) >= cfg.read.files_per_shard):
+                groups.append(tuple(small))
+                small, small_bytes = [], 0
+            small.append(f)
+            small_bytes += size
+            continue
+        if small:
+            groups.append(tuple(small))
+            small, small_bytes = [], 0
+        # a blank-line-separated block must not be cut in two: block-mode text stays one shard
+        splittable = f.splittable and not (f.file_format == "txt" and cfg.read.txt_mode == "block")
+        groups += [(part,) for part in (split_ranges(f, cfg.read.shard_bytes) if splittable else [f])]
+    if small:
+        groups.append(tuple(small))
+    return groups
+
+
+def _local_size(f: InputFile) -> int | None:
+    if f.is_s3 or f.problem:
+        return None
+    try:
+        return os.path.getsize(f.uri)
+    except OSError:
+        return None  # FileReader says why, alone in its shard
+
+
+def check_readable(task: ShardTask, cfg: PrepareConfig) -> tuple[ShardTask | None, list[dict]]:
     """Open each input once before any output is written (archive headers, Parquet footers); the first rows
-    of each file too, so that a preference file (DPO, KTO) is refused before the run directory is touched."""
+    of each file too, so that a preference file (DPO, KTO) is refused before the run directory is touched.
+    Returns the task without the files that cannot be read (None if none is left) and, under
+    skip_unreadable, their problems."""
     from ..formats import check_input
 
-    try:
-        FileReader(task.file, cfg.read)
-        if task.file.start == 0:  # later byte ranges of a file are the same file
-            check_input(task.file, cfg)
-    except UnreadableInput as exc:
-        if not cfg.read.skip_unreadable:
-            raise
-        return {"file": exc.uri, "reason": exc.reason}
-    return None
+    readable, problems = [], []
+    for f in task.files:
+        try:
+            FileReader(f, cfg.read)
+            if f.start == 0:  # later byte ranges of a file are the same file
+                check_input(f, cfg)
+        except UnreadableInput as exc:
+            if not cfg.read.skip_unreadable:
+                raise
+            problems.append({"file": exc.uri, "reason": exc.reason})
+            continue
+        readable.append(f)
+    if len(readable) == len(task.files):
+        return task, problems
+    return (replace(task, files=tuple(readable)) if readable else None), problems
 
 
 # --- phase 1, per shard: read -> normalize -> clean -> quality -> language -> dedup keys --------------------
@@ -137,18 +188,17 @@ def _normalize_key(task: ShardTask, cfg: PrepareConfig) -> str:
     from ..quality import QualityStep
 
     steps = [ReadStep, NormalizeStep, CleanStep, QualityStep, *map(type, language_steps(cfg)), dedup.KeysStep]
-    return resume.key(resume.code_version(), resume.input_fingerprint(task.file), task.index, task.eval,
-                      config_key(cfg, steps))
+    return resume.key(resume.code_version(), [resume.input_fingerprint(f) for f in task.files], task.index,
+                      task.eval, config_key(cfg, steps))
 
 
 @shard_errors("normalize")
 def normalize_shard(task: ShardTask, cfg: PrepareConfig, run_dir: str, work_dir: str) -> dict:
-    """Read one input, convert every row to a canonical record or a counted quarantine/drop reason, judge its
-    language, write the records, their dedup keys, canned-answer keys and (id, language) to the work folder.
-    Quarantine files hold references (file, line, reason), never content. A shard finished by an earlier
-    (killed) run is reused."""
-    from ..quality import canned_keys
-
+    """Read the shard's inputs, convert every row to a canonical record or a counted quarantine/drop reason, judge
+    its language, write the records, their dedup keys, canned-answer keys and (id, language) to the work folder.
+    Quarantine files hold references (file, line, reason), never content. The stats and what the reader found
+    (format, encoding, warnings) are kept per file, under "files". A shard finished by an earlier (killed) run
+    is reused."""
     key = _normalize_key(task, cfg)
     quarantine_path = Path(run_dir) / "quarantine" / f"{task.index:05d}.jsonl"
     cached = resume.cached(work_dir, f"normalize-{task.index:05d}", key)
@@ -161,42 +211,122 @@ def normalize_shard(task: ShardTask, cfg: PrepareConfig, run_dir: str, work_dir:
         p.parent.mkdir(parents=True, exist_ok=True)
     quarantine_path.parent.mkdir(parents=True, exist_ok=True)  # the folder is always there, maybe empty
     quarantine_path.unlink(missing_ok=True)  # an earlier run's; a shard without rejected rows writes none
-    writers = {name: WorkWriter(paths[name]) for name in ("normalized", "keys", "canned", "langs")}
-    written = 0
+    out = _NormalizedOutput(paths, cfg)
+    shaping = language_steps(cfg)
+    files, offset, rows_read = [], 0, 0
     with LazyFile(quarantine_path) as quarantine:
-        def reject(line: int, reason: str) -> None:
-            quarantine.write(json.dumps({"file": task.file.name, "line": line, "reason": reason}) + "\n")
-
-        normalizer = Normalizer(task.file, cfg, task.index, task.eval, reject)
-        normalizer.read_step.progress = counter
-        steps = normalize_steps(normalizer, cfg, writers["keys"])
-        shaping, keys_step = steps[len(normalizer.steps):-1], steps[-1]
-        for records in normalizer.batches():
-            for step in shaping:
-                records = step(records)
-            if not records:
-                continue
-            written += len(records)
-            writers["normalized"].append(to_table(records, INTERNAL_COLUMNS))
-            keys_step(records)
-            if canned_on(cfg):
-                writers["canned"].append(canned_keys(records))
-            if shaping:  # the language step ran: the split is stratified by it
-                writers["langs"].append(lang_ids(records))
-    normalizer.read_step.finish()
-    for w in writers.values():
-        w.close()
-        if not w.written:  # outputs of an earlier run that this one did not produce
-            w.path.unlink(missing_ok=True)
-    reader = normalizer.reader
+        for f in task.files:
+            with _naming(f.name):
+                part = _normalize_file(f, task, cfg, offset, shaping, out, quarantine,
+                                       lambda n, final=False, before=rows_read: counter.set(before + n, final))
+            rows_read += part["stages"]["read"]["records_in"]
+            offset = part.pop("last_order") - (task.index << ORDER_SHIFT)
+            files.append(part)
+        with _naming(out.pending_file() or task.label):
+            out.close()
+    counter.set(rows_read, final=True)
+    written = out.writers
     return resume.save(work_dir, f"normalize-{task.index:05d}", key, {
-        "index": task.index, "file": task.file.name, "eval": task.eval, "format": normalizer.format,
-        "encoding": reader.encoding, "warnings": reader.warnings, "unread": reader.unread,
-        "truncated": reader.truncated, "stages": {s.name: s.stats.to_dict() for s in steps},
-        "records": written, "has_records": writers["normalized"].written, "has_keys": writers["keys"].written,
-        "has_canned": writers["canned"].written, "has_langs": writers["langs"].written,
-        "quarantined_rows": quarantine.lines,
+        "index": task.index, "eval": task.eval, "files": files,
+        "stages": merged_stages([*(p["stages"] for p in files), {"dedup": out.keys_step.stats.to_dict()}]),
+        "records": out.records, "has_records": written["normalized"].written,
+        "has_keys": written["keys"].written, "has_canned": written["canned"].written,
+        "has_langs": written["langs"].written, "quarantined_rows": quarantine.lines,
     })
+
+
+class _NormalizedOutput:
+    """Phase 1's work files of a shard: the records, their dedup keys, canned-answer keys and (id, language).
+    The records of small files are gathered into batches of about read.batch_size rows or batch_bytes of
+    content first: a row group and a keys call per one-line file made a shard of 1,000 files take seconds."""
+
+    def __init__(self, paths: dict, cfg: PrepareConfig):
+        self.cfg, self.records = cfg, 0
+        self.writers = {name: WorkWriter(paths[name]) for name in ("normalized", "keys", "canned", "langs")}
+        self.keys_step = dedup.KeysStep(cfg.dedup, self.writers["keys"].append)
+        self.pending: list[dict] = []
+        self.pending_chars = 0
+
+    def add(self, records: list[dict]) -> None:
+        self.pending += records
+        self.pending_chars += sum(map(content_chars, records))
+        self.records += len(records)
+        if len(self.pending) >= self.cfg.read.batch_size or self.pending_chars >= self.cfg.read.batch_bytes:
+            self._flush()
+
+    def _flush(self) -> None:
+        from ..quality import canned_keys
+
+        records, self.pending, self.pending_chars = self.pending, [], 0
+        if not records:
+            return
+        self.writers["normalized"].append(to_table(records, INTERNAL_COLUMNS))
+        self.keys_step(records)
+        if canned_on(self.cfg):
+            self.writers["canned"].append(canned_keys(records))
+        if self.cfg.filters.detect_language:  # the language step ran: the split is stratified by it
+            self.writers["langs"].append(lang_ids(records))
+
+    def pending_file(self) -> str | None:
+        """The one file the records not yet written come from; None when several (or none)."""
+        names = {rec["source"]["file"] for rec in self.pending}
+        return names.pop() if len(names) == 1 else None
+
+    def close(self) -> None:
+        self._flush()
+        for w in self.writers.values():
+            w.close()
+            if not w.written:  # outputs of an earlier run that this one did not produce
+                w.path.unlink(missing_ok=True)
+
+
+@contextlib.contextmanager
+def _naming(name: str):
+    """An error while this file is read is said of it (shard_errors), not of its shard."""
+    try:
+        yield
+    except Exception as exc:
+        if getattr(exc, "input_file", None) is None:
+            exc.input_file = name
+        raise
+
+
+class _Progress:
+    """A ProgressFile seen through a function: the shard's count goes on across its files."""
+
+    def __init__(self, set_count):
+        self.set = set_count
+
+
+def _normalize_file(f: InputFile, task: ShardTask, cfg: PrepareConfig, offset: int, shaping: list[Step],
+                    out: _NormalizedOutput, quarantine: LazyFile, set_progress) -> dict:
+    """One file of a shard through phase 1 into the shard's work files; its stats and what its reader found.
+    Its rows take the orders after `offset` (last_order: the highest it could use)."""
+    def reject(line: int, reason: str) -> None:
+        quarantine.write(json.dumps({"file": f.name, "line": line, "reason": reason}) + "\n")
+
+    normalizer = Normalizer(f, cfg, task.index, task.eval, reject, offset)
+    normalizer.read_step.progress = _Progress(set_progress)
+    for records in normalizer.batches():
+        for step in shaping:
+            records = step(records)
+        if records:
+            out.add(records)
+    reader = normalizer.reader
+    stages = {s.name: s.stats.to_dict() for s in normalizer.steps}
+    stages.update({s.name: s.take_stats().to_dict() for s in shaping})
+    base = (task.index << ORDER_SHIFT) + offset
+    return {"file": f.name, "format": normalizer.format, "encoding": reader.encoding,
+            "encoding_guessed": reader.encoding_guessed, "warnings": reader.warnings, "unread": reader.unread,
+            "truncated": reader.truncated, "stages": stages,
+            "first_order": base + 1, "last_order": base + normalizer.read_step.last_line}
+
+
+def file_of_order(files: list[dict], orders) -> "np.ndarray":
+    """The position in a shard result's "files" of each _order (an array): the last file starting at or before it."""
+    import numpy as np
+
+    return np.searchsorted([part["first_order"] for part in files], orders, side="right") - 1
 
 
 # --- phase 2, once: the global duplicate, canned-answer and validation decisions --------------------------
@@ -288,21 +418,76 @@ def process_shard(task: ShardTask, cfg: PrepareConfig, work_dir: str, removed_pa
     paths = work_paths(work_dir, task.index)
     paths["processed"].unlink(missing_ok=True)
     out = WorkWriter(paths["processed"])
+    files = resume.cached(work_dir, f"normalize-{task.index:05d}", _normalize_key(task, cfg))["files"]
+    per_file = StatsByFile(steps, len(files))
     if paths["normalized"].exists():
-        for records in run_steps(steps, read_work(paths["normalized"], cfg.read)):
-            for rec in records:
-                rec.setdefault("_tokens", None)
-                rec.setdefault("_trainable", None)
-                rec["_lang"] = record_lang(rec)
-            out.append(to_table(records, PROCESSED_COLUMNS))
+        for batch in read_work(paths["normalized"], cfg.read):
+            for position, records in runs_by_file(files, batch):
+                per_file.at(position)
+                with _naming(files[position]["file"]):
+                    for records in run_steps(steps, [records]):
+                        for rec in records:
+                            rec.setdefault("_tokens", None)
+                            rec.setdefault("_trainable", None)
+                            rec["_lang"] = record_lang(rec)
+                        out.append(to_table(records, PROCESSED_COLUMNS))
     out.close()
+    files_stages = per_file.take()
     for name, counter in counters.items():
-        counter.set(next((s.stats.records_in for s in steps if s.name == name), 0), final=True)
+        counter.set(next((s.total_in for s in steps if s.name == name), 0), final=True)
     tokenizer_name = next((getattr(s, "tokenizer_name", None) for s in steps if s.name == "lengths"), None)
     return resume.save(work_dir, f"process-{task.index:05d}", key, {
         "index": task.index, "has_records": out.written, "tokenizer": tokenizer_name,
-        "stages": {s.name: s.stats.to_dict() for s in steps},
+        "stages": merged_stages(files_stages), "files_stages": files_stages,
     })
+
+
+class StatsByFile:
+    """The stats of steps that run over the records of several files, per file: at(position) before each
+    run of one file's records; take() the stats of each file (every step named in each)."""
+
+    def __init__(self, steps: list[Step], files: int):
+        self.steps, self.current = steps, 0
+        self.stats: list[dict[str, StageStats]] = [{} for _ in range(files)]
+
+    def at(self, position: int) -> None:
+        if position != self.current:
+            self._harvest()
+            self.current = position
+
+    def _harvest(self) -> None:
+        into = self.stats[self.current]
+        for step in self.steps:
+            st = step.take_stats()
+            into[step.name] = into[step.name].merge(st) if step.name in into else st
+
+    def take(self) -> list[dict]:
+        self._harvest()
+        return [{step.name: part.get(step.name, StageStats(step.name)).to_dict() for step in self.steps}
+                for part in self.stats]
+
+
+def merged_stages(parts: list[dict]) -> dict:
+    """Stage dicts (name -> StageStats dict) summed."""
+    totals = merge_all([StageStats.from_dict(n, d) for n, d in part.items()] for part in parts)
+    return {name: st.to_dict() for name, st in totals.items()}
+
+
+def runs_by_file(files: list[dict], batch):
+    """(position in `files`, the rows of that file) for each run of consecutive rows of one file in `batch`
+    (records or an Arrow table in _order order), by their _order (the normalize result's first_order)."""
+    if len(files) == 1:
+        yield 0, batch
+        return
+    import numpy as np
+
+    orders = batch.column("_order").to_numpy() if hasattr(batch, "column") else [r["_order"] for r in batch]
+    positions = file_of_order(files, orders)
+    cuts = [0, *(np.flatnonzero(np.diff(positions)) + 1).tolist(), len(positions)]
+    for start, end in zip(cuts, cuts[1:]):
+        if end > start:
+            yield int(positions[start]), (batch.slice(start, end - start) if hasattr(batch, "slice")
+                                          else batch[start:end])
 
 
 # --- phase 5, once: the upload ----------------------------------------------------------------------------

@@ -13,7 +13,7 @@ from ..config import PrepareConfig
 from ..env import set_defaults
 from ..preflight import refuse_empty_run
 from ..progress import StageProgress
-from ..readers import save_names
+from ..readers import guessed_encoding_note, save_names
 from ..rundir import RunDir, check_out, ensure_salt
 from ..stats import StageStats, merge_all
 from .executor import Executor, LocalExecutor
@@ -48,8 +48,10 @@ def run_prepare(cfg: PrepareConfig, executor: Executor | None = None, progress: 
     tasks, unreadable = plan_shards(cfg, log)
     readable = []
     for task in tasks:
-        problem = check_readable(task, cfg)
-        (unreadable.append(problem) if problem else readable.append(task))
+        task, problems = check_readable(task, cfg)
+        unreadable += problems
+        if task is not None:
+            readable.append(task)
     with RunDir(cfg.out) as rundir:
         save_names(cfg.out)  # the map of file-name labels, only with the lock held (readers.NameMap)
         rundir.wait_for_stale_workers()
@@ -72,6 +74,29 @@ def _merge_stage_dicts(first: dict, second: dict) -> dict:
     return {name: st.to_dict() for name, st in merged.items()}
 
 
+def _shard_result(normalized: dict, processed: dict) -> dict:
+    """A shard's phase 1 and phase 3 results as one, the stats summed per shard and per file."""
+    files = [{**part, "stages": _merge_stage_dicts(part["stages"], stages)}
+             for part, stages in zip(normalized["files"], processed["files_stages"])]
+    merged = {**normalized, **processed, "files": files,
+              "stages": _merge_stage_dicts(normalized["stages"], processed["stages"])}
+    del merged["files_stages"]
+    return merged
+
+
+GUESSES_SHOWN = 10
+
+
+def guessed_encodings(results: list[dict]) -> list[str]:
+    """One line per file whose encoding was guessed (not UTF-8, not given by read.encoding); the first
+    GUESSES_SHOWN, then a count: the report lists each file's encoding."""
+    guessed = [(part["file"], part["encoding"]) for r in results for part in r["files"] if part["encoding_guessed"]]
+    lines = [guessed_encoding_note(name, encoding) for name, encoding in guessed[:GUESSES_SHOWN]]
+    if len(guessed) > GUESSES_SHOWN:
+        lines.append(f"prepare: {len(guessed) - GUESSES_SHOWN} more file(s) not UTF-8 (report.json: files.*.encoding)")
+    return lines
+
+
 def _run(cfg: PrepareConfig, executor: Executor, rundir: RunDir, readable: list[ShardTask],
          unreadable: list[dict], log: Callable[[str], None], stages: Callable[..., StageProgress]) -> RunResult:
     run_dir, work_dir = rundir.path, rundir.work
@@ -80,7 +105,7 @@ def _run(cfg: PrepareConfig, executor: Executor, rundir: RunDir, readable: list[
     (run_dir / "manifest.json").unlink(missing_ok=True)
     rundir.remove_stale_quarantine({f"{t.index:05d}" for t in readable})
     rundir.claim([f"quarantine/{t.index:05d}.jsonl" for t in readable])  # the workers may write these
-    files = len({t.file.uri for t in readable})  # a large file is read as several byte-range shards
+    files = len({f.uri for t in readable for f in t.files})  # a large file is read as several byte-range shards
     log(f"prepare: {files} input file(s)" + (f" in {len(readable)} shards" if len(readable) != files else "")
         + f" -> {run_dir}")
 
@@ -89,6 +114,8 @@ def _run(cfg: PrepareConfig, executor: Executor, rundir: RunDir, readable: list[
         results = executor.map(normalize_shard, readable, "normalize", cfg=cfg, run_dir=str(run_dir),
                                work_dir=str(work_dir))
     candidates = sum(r["records"] for r in results)  # records that reach dedup
+    for line in guessed_encodings(results):
+        log(line)
 
     # 2. once: exact, near and leakage duplicates, canned answers, the stratified validation ids
     removed_path, dedup_report = None, None
@@ -121,8 +148,7 @@ def _run(cfg: PrepareConfig, executor: Executor, rundir: RunDir, readable: list[
         processed = executor.map(process_shard, readable, "process", cfg=cfg, work_dir=str(work_dir),
                                  removed_path=removed_path, has_eval=has_eval, token_cache=token_cache,
                                  canned_drop=canned_drop, validation_path=validation_path)
-    shard_results = [{**a, **b, "stages": _merge_stage_dicts(a["stages"], b["stages"])}
-                     for a, b in zip(results, processed)]
+    shard_results = [_shard_result(a, b) for a, b in zip(results, processed)]
     tokenizer_name = next((r["tokenizer"] for r in processed if r.get("tokenizer")), None)
 
     # 4. once: lengths summary, the zero-trainable check, shards, plan, report, manifest last
