@@ -535,11 +535,11 @@ PEEK_ROWS = 50
 
 
 def check_input(file, cfg) -> None:
-    """check_file on an input's first rows (a batch of PEEK_ROWS): for the runner, so that a preference file
-    stops the run before any output is written."""
+    """check_registry and check_file on an input's first rows (a batch of PEEK_ROWS): for the runner, so that
+    a dataset registry or a preference file stops the run (or is skipped) before any output is written."""
     from .readers import FileReader
 
-    if cfg.formats.preference != "refuse" or cfg.formats.mapping:
+    if cfg.formats.mapping:
         return
     batches = FileReader(file, cfg.read.model_copy(update={"batch_size": PEEK_ROWS})).batches()
     try:
@@ -550,7 +550,24 @@ def check_input(file, cfg) -> None:
         return
     finally:
         batches.close()
-    check_file([row.value for row in batch if not row.error], file.shown, cfg.formats.preference)
+    sample = [row.value for row in batch if not row.error]
+    check_registry(sample, file.shown)
+    check_file(sample, file.shown, cfg.formats.preference)
+
+
+# LLaMA-Factory's dataset_info.json: a dataset's location is one of these keys
+REGISTRY_KEYS = frozenset(("file_name", "hf_hub_url", "ms_hub_url", "om_hub_url", "script_url", "cloud_file_name"))
+
+
+def check_registry(sample: list, name: str) -> None:
+    """Refuse LLaMA-Factory's dataset registry (dataset_info.json), found in every copy of its data folder: each
+    of its entries says where a dataset is and how to read it, none is a record (read as data, every entry was
+    quarantined as unknown_format)."""
+    if sample and all(isinstance(row, dict) and REGISTRY_KEYS & row.keys() and row_format(row) is None
+                      for row in sample):
+        raise NotSupervisedData(name, "a LLaMA-Factory dataset registry (dataset_info.json: where datasets are "
+                                      "and how to read them), not records; the data files it names are inputs "
+                                      "of their own")
 
 
 def row_format(row, preferred: str | None = None) -> str | None:
