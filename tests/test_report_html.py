@@ -170,11 +170,12 @@ def test_precheck_html_writes_the_same_kind_of_page(tmp_path, capsys):
 
 def test_the_untrained_record_count_is_on_the_page():
     report = {"lengths": {"max_seq_len": 2048, "untrained": {"records": 1234, "max_seq_len": 2048,
-                                                             "example_ids": ["ab12", "cd34"]}}}
+                                                             "example_ids": ["ab12", "cd34"], "policy": "drop"}}}
     page = Page(render_html(report))
     assert "untrained" in page.ids
     words = " ".join(page.text)
     assert "no trainable token after truncation at max_seq_len 2,048: 1,234" in words and "ab12" in words
+    assert "dropped (lengths.untrained: drop)" in words
 
 
 # The memory chart's GPU labels: each (x, y, text, anchor) after its dashed line (x, top, bottom), as drawn
