@@ -1,0 +1,147 @@
+"""Build pipeline/data/pii/probe_names.json: the real names that the run's residual-risk probe
+(pipeline/pii/residual.py) plants into copies of the user's records.
+
+Source: the names-dataset package (3.3.1, MIT; a `bench` extra, never imported by pipeline/), its
+first_names.pkl.gz and last_names.pkl.gz read directly (gzip + pickle: its NameDataset class loads GBs).
+Only the EVALUATION half of its names is used: half = blake2b(name.casefold(), digest_size=8)[0] & 1 == 1,
+the half that no recognizer list, context list or tuning may hold (issue 29's disjoint-source rule), so
+the probe measures what the detectors do on names they were never given. Names in the shipped gazetteer
+(pipeline/data/pii/names.json, Russian case endings stripped) are left out too.
+
+Per language (tr: TR+AZ, Latin; ru: RU+KZ, Cyrillic; en: US GB DE IN EG SA, Latin), first and last names
+in three rank buckets (best rank over the language's countries: top 100, 100-1k, 1k-10k), letters only,
+3-20 characters, capitalised; at most PER_BUCKET of each, drawn with a fixed seed. Russian first names are
+split by gender (the probe writes a woman's surname in its feminine form).
+
+    .venv/bin/python bench/pii/build_probe_names.py
+"""
+from __future__ import annotations
+
+import gzip
+import hashlib
+import json
+import os
+import pickle
+import random
+import unicodedata
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+OUT = ROOT / "pipeline" / "data" / "pii" / "probe_names.json"
+GAZETTEER = ROOT / "pipeline" / "data" / "pii" / "names.json"
+
+COUNTRIES = {"tr": ("TR", "AZ"), "ru": ("RU", "KZ"), "en": ("US", "GB", "DE", "IN", "EG", "SA")}
+SCRIPT = {"tr": "LATIN", "ru": "CYRILLIC", "en": "LATIN"}
+BUCKETS = (("top100", 1, 100), ("100-1k", 101, 1000), ("1k-10k", 1001, 10000))
+PER_BUCKET = 200
+SEED = 29
+# Russian case and gender endings the gazetteer strips before its look-up ("Абрамова" is "Абрамов" to it)
+_RU_ENDINGS = ("ого", "ому", "ой", "ым", "ом", "ая", "ую", "а", "у", "е", "ы")
+
+
+def evaluation_half(name: str) -> bool:
+    return hashlib.blake2b(name.casefold().encode("utf-8"), digest_size=8).digest()[0] & 1 == 1
+
+
+_VOWELS = set("aeiouyıöüəâîûаеёиоуыэюяі")
+_SURNAME_ENDINGS = ("ov", "ova", "ev", "eva", "ов", "ова", "ев", "ева", "ин", "ина")
+
+
+def plausible(name: str, script: str) -> bool:
+    """Letters only, 3-20 of them, capitalised, every letter of the language's script, a vowel in it and
+    no letter three times in a row (the source holds "Ааа" and "Afg")."""
+    low = name.casefold()
+    return (3 <= len(name) <= 20 and name.isalpha() and name[0].isupper() and name[1:].islower()
+            and all(script in unicodedata.name(ch, "") for ch in name)
+            and any(ch in _VOWELS for ch in low) and not any(a == b == c for a, b, c in zip(low, low[1:], low[2:])))
+
+
+def first_name_shaped(name: str) -> bool:
+    """Not a surname given as a first name ("Abbasov")."""
+    return not name.casefold().endswith(_SURNAME_ENDINGS)
+
+
+def _ru_stem(word: str) -> str:
+    w = word.casefold()
+    for end in _RU_ENDINGS:
+        if w.endswith(end) and len(w) - len(end) >= 3:
+            return w[: -len(end)]
+    return w
+
+
+def gazetteer_words() -> tuple[set[str], set[str]]:
+    """The shipped gazetteer's names, folded, and the stems of its Russian ones."""
+    data = json.loads(GAZETTEER.read_text(encoding="utf-8"))
+    words = {w.casefold() for key, values in data.items() if not key.startswith("_") for w in values}
+    stems = {_ru_stem(w) for key in ("ru_first", "ru_middle", "ru_last") for w in data[key]}
+    return words, stems
+
+
+def load(kind: str) -> dict:
+    import names_dataset
+
+    path = Path(os.path.dirname(names_dataset.__file__)) / "v3" / f"{kind}_names.pkl.gz"
+    with gzip.open(path) as f:
+        return pickle.load(f)
+
+
+def best_rank(entry: dict, countries: tuple[str, ...]) -> int | None:
+    ranks = [r for c, r in (entry.get("rank") or {}).items() if c in countries and r]
+    return min(ranks) if ranks else None
+
+
+def pick(table: dict, kind: str, lang: str, known: set[str], stems: set[str], rng: random.Random,
+         keep=lambda entry: True) -> dict[str, list[str]]:
+    countries, script = COUNTRIES[lang], SCRIPT[lang]
+    by_bucket: dict[str, list[str]] = {b: [] for b, _, _ in BUCKETS}
+    for name, entry in table.items():
+        if kind == "first" and not first_name_shaped(name):
+            continue
+        rank = best_rank(entry, countries)
+        if rank is None or rank > BUCKETS[-1][2] or not plausible(name, script) or not evaluation_half(name):
+            continue
+        if name.casefold() in known or (lang == "ru" and _ru_stem(name) in stems) or not keep(entry):
+            continue
+        bucket = next(b for b, lo, hi in BUCKETS if lo <= rank <= hi)
+        by_bucket[bucket].append(name)
+    out = {}
+    for bucket, names in by_bucket.items():
+        names.sort()
+        out[bucket] = sorted(rng.sample(names, min(PER_BUCKET, len(names))))
+    return out
+
+
+def _gender(entry: dict) -> str:
+    g = entry.get("gender") or {}
+    return "F" if g.get("F", 0) > g.get("M", 0) else "M"
+
+
+def build() -> dict:
+    first, last = load("first"), load("last")
+    known, stems = gazetteer_words()
+    rng = random.Random(SEED)
+    out: dict = {"_source": "names-dataset 3.3.1 (MIT), evaluation half (blake2b(casefold)[0] & 1 == 1), names not "
+                            "in names.json; built by bench/pii/build_probe_names.py",
+                 "_buckets": [b for b, _, _ in BUCKETS]}
+    for lang in COUNTRIES:
+        entry = {"last": pick(last, "last", lang, known, stems, rng)}
+        if lang == "ru":
+            entry["first_m"] = pick(first, "first", lang, known, stems, rng, lambda e: _gender(e) == "M")
+            entry["first_f"] = pick(first, "first", lang, known, stems, rng, lambda e: _gender(e) == "F")
+        else:
+            entry["first"] = pick(first, "first", lang, known, stems, rng)
+        out[lang] = entry
+    return out
+
+
+def main() -> None:
+    data = build()
+    OUT.write_text(json.dumps(data, ensure_ascii=False, indent=0) + "\n", encoding="utf-8")
+    for lang in COUNTRIES:
+        sizes = {kind: {b: len(v) for b, v in buckets.items()} for kind, buckets in data[lang].items()}
+        print(lang, sizes)
+    print(f"{OUT.relative_to(ROOT)}: {OUT.stat().st_size:,} bytes")
+
+
+if __name__ == "__main__":
+    main()
