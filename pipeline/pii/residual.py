@@ -257,10 +257,12 @@ def wilson(hits: int, n: int) -> tuple[float, float]:
 
 
 def _figures(c: dict, records: int) -> dict:
+    """One language's figures (or all languages') from its probe counters."""
     copies, left_copies = int(c.get("copies", 0)), int(c.get("copies_with_name_left", 0))
     planted, left = int(c.get("planted", 0)), int(c.get("left", 0))
     low, high = wilson(left_copies, copies)
     share = left_copies / copies if copies else None
+    shapes = c.get("shapes") or {}
     return {
         "copies": copies, "planted": planted, "names_left": left,
         "recall": round((planted - left) / planted, 4) if planted else None,
@@ -269,6 +271,8 @@ def _figures(c: dict, records: int) -> dict:
             "records": records,
             "estimate": None if share is None else round(share * records),
             "estimate_low": round(low * records), "estimate_high": round(high * records)},
+        "by_shape": {shape: {"planted": int(s["planted"]), "recall": round(1 - int(s.get("left", 0)) / s["planted"], 4)}
+                     for shape in SHAPES if (s := shapes.get(shape)) and s.get("planted")},
     }
 
 
@@ -279,20 +283,14 @@ def residual_summary(probe: dict | None, records_by_language: dict, cfg) -> dict
     if not cfg.residual_sample:
         return {"enabled": False}
     probe = probe or {}
-    by_language = {}
-    for lang in sorted(k for k, v in probe.items() if isinstance(v, dict)):
-        c = probe[lang]
-        fig = _figures(c, int(records_by_language.get(lang, 0)))
-        fig["by_shape"] = {shape: {"planted": int(s.get("planted", 0)),
-                                   "recall": round(1 - int(s.get("left", 0)) / s["planted"], 4)}
-                           for shape in SHAPES if (s := (c.get("shapes") or {}).get(shape)) and s.get("planted")}
-        by_language[lang] = fig
-    total = {key: sum(int(probe[lang].get(key, 0)) for lang in by_language)
-             for key in ("copies", "copies_with_name_left", "planted", "left")}
+    langs = sorted(k for k, v in probe.items() if isinstance(v, dict))
+    total: dict = {}
+    for lang in langs:
+        merge_counters(total, probe[lang])
     overall = _figures(total, sum(int(v) for v in records_by_language.values()))
     return {"enabled": True, "sample": cfg.residual_sample, "max": cfg.residual_max,
-            "names": "probe_names.json: names-dataset evaluation half, in no recognizer list",
-            **overall, "by_language": by_language}
+            "names": "probe_names.json: names-dataset evaluation half, in no recognizer list", **overall,
+            "by_language": {lang: _figures(probe[lang], int(records_by_language.get(lang, 0))) for lang in langs}}
 
 
 def measured_residual(cfg, shard_results: list[dict]) -> dict:
@@ -318,3 +316,36 @@ def check_residual(cfg, measured: dict) -> None:
             f"(95% CI {est['low']:.1%}-{est['high']:.1%}; recall {measured['recall']:.1%}), about "
             f"{est['estimate']:,} of {est['records']:,} records; see pii.residual_risk in report.json of a "
             f"run with pii.kvkk: report")
+
+
+# --- the figures as text (report.md and report.html show the same) -------------------------------------------
+
+def _pct(v) -> str:
+    return "-" if v is None else f"{v:.1%}"
+
+
+def measured_text(measured: dict) -> tuple[str, list[str], list[list]]:
+    """The measured residual risk as a sentence, and a table (header, rows) per language and overall."""
+    if not measured or not measured.get("enabled"):
+        return "Residual risk was not measured (pii.residual_sample: 0).", [], []
+    if not measured.get("copies"):
+        return "Residual risk was not measured: no record had text to plant a name into.", [], []
+    est = measured["records_with_name_left"]
+    sentence = (f"Measured on this run's records: real names that no recognizer list holds were planted into "
+                f"{measured['copies']:,} copies of the records (after cues, as a sentence's subject, in greetings "
+                f"and signatures, in each record's language and casing; never written). {_pct(measured['recall'])} "
+                f"of the {measured['planted']:,} names were removed; {_pct(est['share'])} of the copies kept one "
+                f"(95% CI {_pct(est['low'])}-{_pct(est['high'])}): had every record a name, about "
+                f"{est['estimate']:,} of {est['records']:,} would keep it ({est['estimate_low']:,}-"
+                f"{est['estimate_high']:,}).")
+    header = ["language", "copies", "names planted", "recall", "copies keeping a name", "95% CI",
+              "records estimated", *(f"recall: {shape}" for shape in SHAPES)]
+    rows = []
+    for lang, fig in [*measured["by_language"].items(), ("all", measured)]:
+        e = fig["records_with_name_left"]
+        shapes = fig.get("by_shape") or {}
+        rows.append([lang, fig["copies"], fig["planted"], _pct(fig["recall"]), _pct(e["share"]),
+                     f"{_pct(e['low'])}-{_pct(e['high'])}",
+                     f"{e['estimate']:,} of {e['records']:,}" if e["estimate"] is not None else "-",
+                     *(_pct(shapes[s]["recall"]) if s in shapes else "-" for s in SHAPES)])
+    return sentence, header, rows

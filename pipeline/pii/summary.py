@@ -161,4 +161,15 @@ def render_kvkk_markdown(pii: dict) -> str:
              ", ".join(f"{k.replace('_', ' ')} {v:,}" for k, v in item.items() if k not in ("topic", "level", "what"))]
             for item in risk["items"]]
     lines.append(table(["risk", "level", "what remains", "counted"], rows))
+    lines += ["", *_measured_markdown(risk.get("measured"))]
     return "\n".join(lines)
+
+
+def _measured_markdown(measured: dict | None) -> list[str]:
+    """The residual risk measured on the run's records (pipeline/pii/residual.py): a sentence and its table."""
+    from .residual import measured_text
+
+    if measured is None:  # a report from before the probe
+        return []
+    sentence, header, rows = measured_text(measured)
+    return [sentence] + (["", table(header, rows, numeric=(1, 2, 3, 4))] if rows else [])
