@@ -311,7 +311,7 @@ def check_residual(cfg, measured: dict) -> None:
     est = measured["records_with_name_left"]
     if est["high"] > cfg.residual_max:
         raise PiiPolicyError(
-            f"kvkk strict: residual risk over pii.residual_max={cfg.residual_max:g}: names planted into "
+            f"residual name risk over pii.residual_max={cfg.residual_max:g}: names planted into "
             f"{measured['copies']} copies of this run's records were left in {est['share']:.1%} of them "
             f"(95% CI {est['low']:.1%}-{est['high']:.1%}; recall {measured['recall']:.1%}), about "
             f"{est['estimate']:,} of {est['records']:,} records; see pii.residual_risk in report.json of a "
