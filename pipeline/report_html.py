@@ -681,10 +681,10 @@ def _pii(report: dict) -> str:
         body.append(_p("Fields stripped: " + ", ".join(f"{k} ({v})" for k, v in stripped.items())))
     risk = p.get("residual_risk") or {}
     if risk:
+        body.append(_residual_measured(risk.get("measured")))
         body.append(_titled_table(f"Residual risk: {e(risk.get('overall', ''))}", ["topic", "level", "what stays"],
                                   [[i.get("topic", ""), i.get("level", ""), i.get("what", "")]
                                    for i in risk.get("items", [])], tid="table-kvkk"))
-        body.append(_residual_measured(risk.get("measured")))
     return _section("pii", "".join(body))
 
 

@@ -280,7 +280,7 @@ def residual_summary(probe: dict | None, records_by_language: dict, cfg) -> dict
     """report.json's pii.residual_risk.measured from the probe's summed counters and the PII step's records per
     language. The records figure reads: had every record a name at such a place, about this many would keep
     one. Counts and shares only."""
-    if not cfg.residual_sample:
+    if not (cfg.enabled and cfg.residual_sample):
         return {"enabled": False}
     probe = probe or {}
     langs = sorted(k for k, v in probe.items() if isinstance(v, dict))

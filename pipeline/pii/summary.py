@@ -157,11 +157,13 @@ def render_kvkk_markdown(pii: dict) -> str:
                if counts]
     if bullets:
         lines += bullets + [""]
+    measured = _measured_markdown(risk.get("measured"))
+    if measured:
+        lines += measured + [""]
     rows = [[item["topic"], item["level"], item["what"],
              ", ".join(f"{k.replace('_', ' ')} {v:,}" for k, v in item.items() if k not in ("topic", "level", "what"))]
             for item in risk["items"]]
     lines.append(table(["risk", "level", "what remains", "counted"], rows))
-    lines += ["", *_measured_markdown(risk.get("measured"))]
     return "\n".join(lines)
 
 
