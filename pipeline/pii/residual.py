@@ -32,6 +32,8 @@ from .lang import detect_language
 from .step import PiiPolicyError, PiiStep
 from .text import load_data
 
+# copies held at once: a small run is probed many times per record, and its records may be large
+COPIES_AT_ONCE = 32
 PLANTS_PER_COPY = 2  # names planted in one copy: two places of one record, as a chat names a person twice
 _MIN_CASE_LETTERS = 20  # letters a text needs before its casing is taken as a style (all lower, ALL CAPS)
 _Z = 1.96  # 95%
@@ -87,6 +89,9 @@ class ResidualProbe(Step):
                 planted = self._plant(rec, rng)
                 if planted is not None:
                     plants.append(planted)
+                if len(plants) >= COPIES_AT_ONCE:
+                    self._measure(plants)
+                    plants = []
         if plants:
             self._measure(plants)
         return batch
