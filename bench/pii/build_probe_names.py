@@ -1,12 +1,15 @@
 """Build pipeline/data/pii/probe_names.json: the real names that the run's residual-risk probe
 (pipeline/pii/residual.py) plants into copies of the user's records.
 
-Source: the names-dataset package (3.3.1, MIT; a `bench` extra, never imported by pipeline/), its
+Source: the names-dataset package (3.3.1, MIT; a `bench` extra, never imported by pipeline/; wordfreq for
+the everyday-word filter), its
 first_names.pkl.gz and last_names.pkl.gz read directly (gzip + pickle: its NameDataset class loads GBs).
 Only the EVALUATION half of its names is used: half = blake2b(name.casefold(), digest_size=8)[0] & 1 == 1,
 the half that no recognizer list, context list or tuning may hold (issue 29's disjoint-source rule), so
 the probe measures what the detectors do on names they were never given. Names in the shipped gazetteer
-(pipeline/data/pii/names.json, Russian case endings stripped) are left out too.
+(pipeline/data/pii/names.json, Russian case endings stripped) and words of the other PII lists (context,
+address, fields) are left out too, and so are everyday words (wordfreq: Zipf >= WORD_ZIPF in the language
+or in English; the source holds "Never", "Street", "Двери", "Sağlık" as names).
 
 Per language (tr: TR+AZ, Latin; ru: RU+KZ, Cyrillic; en: US GB DE IN EG SA, Latin), first and last names
 in three rank buckets (best rank over the language's countries: top 100, 100-1k, 1k-10k), letters only,
@@ -23,6 +26,7 @@ import json
 import os
 import pickle
 import random
+import re
 import unicodedata
 from pathlib import Path
 
@@ -34,6 +38,8 @@ COUNTRIES = {"tr": ("TR", "AZ"), "ru": ("RU", "KZ"), "en": ("US", "GB", "DE", "I
 SCRIPT = {"tr": "LATIN", "ru": "CYRILLIC", "en": "LATIN"}
 BUCKETS = (("top100", 1, 100), ("100-1k", 101, 1000), ("1k-10k", 1001, 10000))
 PER_BUCKET = 200
+# about 30 per million words: "Never", "Street", "Двери", "Olur" go; "Лена", "Josh", "Шевченко" (3.8-4.3) stay
+WORD_ZIPF = 4.5
 SEED = 29
 # Russian case and gender endings the gazetteer strips before its look-up ("Абрамова" is "Абрамов" to it)
 _RU_ENDINGS = ("ого", "ому", "ой", "ым", "ом", "ая", "ую", "а", "у", "е", "ы")
@@ -69,12 +75,34 @@ def _ru_stem(word: str) -> str:
     return w
 
 
+def _strings(obj):
+    if isinstance(obj, str):
+        yield obj
+    elif isinstance(obj, dict):
+        for k, v in obj.items():
+            yield k
+            yield from _strings(v)
+    elif isinstance(obj, list):
+        for v in obj:
+            yield from _strings(v)
+
+
 def gazetteer_words() -> tuple[set[str], set[str]]:
-    """The shipped gazetteer's names, folded, and the stems of its Russian ones."""
+    """Every word of the shipped PII lists, folded, and the stems of the gazetteer's Russian names."""
     data = json.loads(GAZETTEER.read_text(encoding="utf-8"))
     words = {w.casefold() for key, values in data.items() if not key.startswith("_") for w in values}
+    for other in ("context.json", "address.json", "fields.json"):
+        lists = json.loads((GAZETTEER.parent / other).read_text(encoding="utf-8"))
+        words |= {w.casefold() for text in _strings(lists) for w in re.findall(r"\w+", text)}
     stems = {_ru_stem(w) for key in ("ru_first", "ru_middle", "ru_last") for w in data[key]}
     return words, stems
+
+
+def everyday_word(name: str, lang: str) -> bool:
+    from wordfreq import zipf_frequency
+
+    word = name.lower()
+    return max(zipf_frequency(word, lang), zipf_frequency(word, "en")) >= WORD_ZIPF
 
 
 def load(kind: str) -> dict:
@@ -101,6 +129,8 @@ def pick(table: dict, kind: str, lang: str, known: set[str], stems: set[str], rn
         if rank is None or rank > BUCKETS[-1][2] or not plausible(name, script) or not evaluation_half(name):
             continue
         if name.casefold() in known or (lang == "ru" and _ru_stem(name) in stems) or not keep(entry):
+            continue
+        if everyday_word(name, lang):
             continue
         bucket = next(b for b, lo, hi in BUCKETS if lo <= rank <= hi)
         by_bucket[bucket].append(name)
