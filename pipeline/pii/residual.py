@@ -354,3 +354,11 @@ def measured_text(measured: dict) -> tuple[str, list[str], list[list]]:
                      f"{e['estimate']:,} of {e['records']:,}" if e["estimate"] is not None else "-",
                      *(_pct(shapes[s]["recall"]) if s in shapes else "-" for s in SHAPES)])
     return sentence, header, rows
+
+
+def measured_line(measured: dict) -> str:
+    """The terminal's line after a run."""
+    est = measured["records_with_name_left"]
+    return (f"residual name risk: {_pct(est['share'])} of {measured['copies']:,} probe copies kept a planted name "
+            f"(95% CI {_pct(est['low'])}-{_pct(est['high'])}; recall {_pct(measured['recall'])}): had every record "
+            f"a name, about {est['estimate']:,} of {est['records']:,} would keep it; by language in report.md")
