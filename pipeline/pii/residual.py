@@ -39,12 +39,14 @@ _MIN_CASE_LETTERS = 20  # letters a text needs before its casing is taken as a s
 _Z = 1.96  # 95%
 _WORD = re.compile(r"\w+")
 
-# Where a name goes, per language: (shape, template). {full} is "First Last", {first} a first name alone.
-# A Russian template with {v} takes the verb's past-tense gender ending ("" or "а").
+# Where a name goes, per language: (shape, template). {full} is "First Last", {first} a first name alone,
+# {full_gen} the Turkish genitive ("Ayşe Çelik'in"). A Russian template with {v} takes the verb's past-tense
+# gender ending ("" or "а").
 _TEMPLATES = {
     "tr": (("cue", "Benim adım {full}."), ("cue", "Müşteri adı: {full}"), ("cue", "İsim soyisim: {full}"),
            ("cue", "Kayıt {full} adına açılmış."), ("subject", "{full} dün aradı."),
-           ("subject", "{full} siparişini tekrar sordu."), ("greeting", "Merhaba {first},"),
+           ("subject", "{full} siparişini tekrar sordu."), ("subject", "{full_gen} talebi iletildi."),
+           ("greeting", "Merhaba {first},"),
            ("greeting", "İyi günler {first} Hanım,"), ("signature", "Saygılarımla,\n{full}"),
            ("signature", "Teşekkürler,\n{first}")),
     "ru": (("cue", "Меня зовут {full}."), ("cue", "Клиент: {full}."), ("cue", "ФИО: {full}"),
@@ -141,8 +143,9 @@ class ResidualProbe(Step):
         last = rng.choice(rng.choice(names["last"]))
         if female:
             last = _feminine(last)
-        words = [first] if "{full}" not in template else [first, last]
-        return words, template.format(full=f"{first} {last}", first=first, v="а" if female else "")
+        words = [first, last] if "{full" in template else [first]
+        return words, template.format(full=f"{first} {last}", first=first, v="а" if female else "",
+                                      full_gen=f"{first} {last}'{_tr_genitive(last)}")
 
     # -- measuring
     def _measure(self, plants: list[tuple[dict, str, list]]) -> None:
@@ -207,6 +210,16 @@ def _feminine(surname: str) -> str:
         if surname.endswith(masc):
             return surname[: -len(masc)] + fem
     return surname
+
+
+_TR_HARMONY = {"a": "ı", "ı": "ı", "e": "i", "i": "i", "o": "u", "u": "u", "ö": "ü", "ü": "ü"}
+
+
+def _tr_genitive(word: str) -> str:
+    """The Turkish genitive suffix after the apostrophe, by vowel harmony: Çelik'in, Aydın'ın, Koç'un, Ata'nın."""
+    vowels = [ch for ch in word.lower() if ch in _TR_HARMONY]
+    vowel = _TR_HARMONY[vowels[-1]] if vowels else "i"
+    return ("n" if word.lower()[-1] in _TR_HARMONY else "") + vowel + "n"
 
 
 def _casing(text: str) -> str:
