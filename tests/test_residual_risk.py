@@ -175,7 +175,8 @@ def test_summary_schema_and_strict_threshold():
               "files": {}, "unreadable_inputs": [], "stages": {}, "shards": {"count": 0, "bytes": 0},
               "split": {"method": "hash"}, "pii": {"residual_risk": {"measured": measured}}}
     validate(report, "report")
-    report["pii"]["residual_risk"]["measured"] = residual_summary(None, {}, cfg.model_copy(update={"residual_sample": 0}))
+    off = cfg.model_copy(update={"residual_sample": 0})
+    report["pii"]["residual_risk"]["measured"] = residual_summary(None, {}, off)
     validate(report, "report")
     assert wilson(0, 100)[1] == pytest.approx(0.037, abs=0.001)  # the known 95% Wilson bound
     check_residual(cfg.model_copy(update={"kvkk": "strict", "residual_max": 0.1}), measured)  # 8.5% < 10%: passes

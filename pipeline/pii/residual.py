@@ -6,10 +6,11 @@ seeded sample of them (about pii.residual_sample copies over the run, drawn by a
 record id, so a rerun draws the same ones) it plants real names into COPIES at realistic places (after a cue,
 as a sentence's subject, in a greeting, in a signature), in the record's language and casing, runs a PII step
 of its own over the copies, and counts per language how many planted names had a word of three or more
-letters left. The copies live in this function only: they are never returned, written, logged or counted by
-content. The probe names (data/pii/probe_names.json) are the evaluation half of a real-name list that no
-recognizer list holds (bench/pii/build_probe_names.py), so the figure is what the detectors do on names they
-were never given, not on their own lists.
+letters left. Each name is drawn from a rank bucket (top 100, 100-1k, 1k-10k in its countries) chosen
+uniformly, so the long tail weighs as much as the common names. The copies live in this module only: they
+are never returned, written, logged or counted by content. The probe names (data/pii/probe_names.json) are
+the evaluation half of a real-name list that no recognizer list holds (bench/pii/build_probe_names.py), so
+the figure is what the detectors do on names they were never given, not on their own lists.
 
 It runs before the PII step so that the copies' unchanged strings are scanned once: the detector's text
 cache then gives the PII step their hits (its texts_cached counter includes them).
