@@ -2,11 +2,11 @@
 (pipeline/pii/residual.py) plants into copies of the user's records.
 
 Source: the names-dataset package (3.3.1, MIT; a `bench` extra, never imported by pipeline/; wordfreq for
-the everyday-word filter), its
-first_names.pkl.gz and last_names.pkl.gz read directly (gzip + pickle: its NameDataset class loads GBs).
-Only the EVALUATION half of its names is used: half = blake2b(name.casefold(), digest_size=8)[0] & 1 == 1,
-the half that no recognizer list, context list or tuning may hold (issue 29's disjoint-source rule), so
-the probe measures what the detectors do on names they were never given. Names in the shipped gazetteer
+the everyday-word filter), its first_names.pkl.gz and last_names.pkl.gz read directly (gzip + pickle: its
+NameDataset class loads GBs). Only the EVALUATION half of its names is used: blake2b(name.casefold(),
+digest_size=8)[0] & 1 == 1 for the name, its spelling without diacritics and, for a Russian surname, its
+feminine form (the probe plants that too): the half that no recognizer list, context list or tuning may hold
+(issue 29's disjoint-source rule), so the probe measures what the detectors do on names they were never given. Names in the shipped gazetteer
 (pipeline/data/pii/names.json, Russian case endings stripped) and words of the other PII lists (context,
 address, fields) are left out too, and so are everyday words (wordfreq: Zipf >= WORD_ZIPF in the language
 or in English; the source holds "Never", "Street", "Двери", "Sağlık" as names).
@@ -27,10 +27,14 @@ import os
 import pickle
 import random
 import re
+import sys
 import unicodedata
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+from pipeline.pii.residual import feminine_surname  # noqa: E402  (the form the probe writes)
+
 OUT = ROOT / "pipeline" / "data" / "pii" / "probe_names.json"
 GAZETTEER = ROOT / "pipeline" / "data" / "pii" / "names.json"
 
@@ -45,8 +49,27 @@ SEED = 29
 _RU_ENDINGS = ("ого", "ому", "ой", "ым", "ом", "ая", "ую", "а", "у", "е", "ы")
 
 
-def evaluation_half(name: str) -> bool:
-    return hashlib.blake2b(name.casefold().encode("utf-8"), digest_size=8).digest()[0] & 1 == 1
+_LATIN_FOLD = str.maketrans({"ı": "i", "İ": "I", "ə": "e", "Ə": "E"})
+
+
+def _half(name: str) -> int:
+    return hashlib.blake2b(name.casefold().encode("utf-8"), digest_size=8).digest()[0] & 1
+
+
+def spellings(name: str) -> set[str]:
+    """The name and its spelling without diacritics ("Güler" and "Guler", "Алёна" and "Алена"): a recognizer
+    that folds diacritics would find one through the other (the rule of bench/pii/realnames)."""
+    if all("CYRILLIC" in unicodedata.name(ch, "") for ch in name):
+        return {name, name.replace("ё", "е").replace("Ё", "Е")}  # not NFKD: it would make "й" an "и"
+    bare = "".join(ch for ch in unicodedata.normalize("NFKD", name.translate(_LATIN_FOLD))
+                   if not unicodedata.combining(ch))
+    return {name, bare}
+
+
+def evaluation_half(name: str, kind: str, lang: str) -> bool:
+    """Every spelling of the name, and of a Russian surname's feminine form, is in the evaluation half."""
+    forms = {name, feminine_surname(name)} if (kind, lang) == ("last", "ru") else {name}
+    return all(_half(s) == 1 for form in forms for s in spellings(form))
 
 
 _VOWELS = set("aeiouyıöüəâîûаеёиоуыэюяі")
@@ -126,7 +149,9 @@ def pick(table: dict, kind: str, lang: str, known: set[str], stems: set[str], rn
         if kind == "first" and not first_name_shaped(name):
             continue
         rank = best_rank(entry, countries)
-        if rank is None or rank > BUCKETS[-1][2] or not plausible(name, script) or not evaluation_half(name):
+        if rank is None or rank > BUCKETS[-1][2] or not plausible(name, script):
+            continue
+        if not evaluation_half(name, kind, lang):
             continue
         if name.casefold() in known or (lang == "ru" and _ru_stem(name) in stems) or not keep(entry):
             continue

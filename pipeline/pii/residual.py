@@ -143,7 +143,7 @@ class ResidualProbe(Step):
         first = rng.choice(rng.choice(names["first_f" if female else "first_m"] if lang == "ru" else names["first"]))
         last = rng.choice(rng.choice(names["last"]))
         if female:
-            last = _feminine(last)
+            last = feminine_surname(last)
         words = [first, last] if "{full" in template else [first]
         return words, template.format(full=f"{first} {last}", first=first, v="а" if female else "",
                                       full_gen=f"{first} {last}'{_tr_genitive(last)}")
@@ -206,7 +206,8 @@ def _set(rec: dict, slot: tuple, value: str) -> None:
 
 # --- the phrase ---------------------------------------------------------------------------------------------
 
-def _feminine(surname: str) -> str:
+def feminine_surname(surname: str) -> str:
+    """A Russian woman's form of a surname given in its masculine form (Абрамов -> Абрамова)."""
     for masc, fem in _RU_FEMININE:
         if surname.endswith(masc):
             return surname[: -len(masc)] + fem
