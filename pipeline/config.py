@@ -200,6 +200,15 @@ class PiiConfig(Section):
                               "strict, report fails the run when any are found.")
     salt_env: str = Field("PREPARE_PII_SALT", pattern=r"^[A-Za-z_][A-Za-z0-9_]*$", max_length=128,
                           description="Environment variable holding the pseudonym salt.")
+    residual_sample: int = Field(
+        300, ge=0, le=100_000,
+        description="Copies of the run's records (seeded by split.seed) into which real names no recognizer list "
+                    "holds are planted, to measure how many would survive the PII step (report: "
+                    "pii.residual_risk.measured); the copies are never written. 0 = off.")
+    residual_max: float = Field(
+        0.05, ge=0, le=1,
+        description="kvkk: strict fails the run when the upper 95% bound of the share of probe copies that keep a "
+                    "planted name is above this.")
 
     @field_validator("operators")
     @classmethod

@@ -15,8 +15,8 @@ from .numfmt import number
 from .shards import atomic_write_text
 from .stats import StageStats, merge_all
 
-STAGE_ORDER = ("read", "normalize", "clean", "quality", "language", "dedup", "canned", "pii", "lengths", "split",
-               "write")
+STAGE_ORDER = ("read", "normalize", "clean", "quality", "language", "dedup", "canned", "pii_residual", "pii",
+               "lengths", "split", "write")
 
 
 def _accounting(stages: dict[str, StageStats | dict]) -> dict:
@@ -93,7 +93,8 @@ def build_report(cfg: PrepareConfig, shard_results: list[dict], stages: dict[str
     if "pii" in stages:
         from .pii import kvkk_summary
 
-        report["pii"] = kvkk_summary(stages["pii"].counters, cfg.pii)
+        probe = stages.get("pii_residual")
+        report["pii"] = kvkk_summary(stages["pii"].counters, cfg.pii, probe.counters if probe else None)
     tokenizer = None
     if lengths is not None:
         from pipeline.lengths.tokenizer import resolve_tokenizer

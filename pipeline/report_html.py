@@ -681,10 +681,22 @@ def _pii(report: dict) -> str:
         body.append(_p("Fields stripped: " + ", ".join(f"{k} ({v})" for k, v in stripped.items())))
     risk = p.get("residual_risk") or {}
     if risk:
+        body.append(_residual_measured(risk.get("measured")))
         body.append(_titled_table(f"Residual risk: {e(risk.get('overall', ''))}", ["topic", "level", "what stays"],
                                   [[i.get("topic", ""), i.get("level", ""), i.get("what", "")]
                                    for i in risk.get("items", [])], tid="table-kvkk"))
     return _section("pii", "".join(body))
+
+
+def _residual_measured(measured: dict | None) -> str:
+    """The residual risk measured on the run's records (pipeline/pii/residual.py): a sentence and its table."""
+    from .pii.residual import measured_text
+
+    if measured is None:  # a report from before the probe
+        return ""
+    sentence, header, rows = measured_text(measured)
+    return _p(sentence) + _titled_table("Names planted into copies of this run's records", header, rows,
+                                        numeric=tuple(range(1, 5)), tid="table-pii-residual")
 
 
 @_needs("plan", "No GPU plan in this report (estimate off, or no lengths).")

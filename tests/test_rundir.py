@@ -113,6 +113,7 @@ def test_a_rerun_deletes_only_the_files_prepare_wrote(tmp_path):
         fh.write("{not json\n")  # quarantine/00001.jsonl
     cfg = fast_config(tmp_path, [src])
     cfg.write.shard_rows = 1
+    cfg.read.files_per_shard = 1  # a shard, and a quarantine file, per input file
     out = run_prepare(cfg, progress=False).run_dir
     first_shards = {p.name for p in (out / "train").glob("part-*")}
     assert (out / "quarantine" / "00001.jsonl").exists()
@@ -155,8 +156,9 @@ def test_a_second_run_into_a_busy_run_directory_fails_in_one_line(tmp_path):
     for i in range(4):
         write_docs(src / f"p{i}.jsonl", tag=f"part {i}")
     out = tmp_path / "run"
-    first = cli(str(src), "--out", str(out), "--workers", "1", cwd=tmp_path, env=slow_shards(2),
-                wait=False)
+    (tmp_path / "shards.json").write_text('{"read": {"files_per_shard": 1}}')  # four slow shards, not one
+    first = cli(str(src), "--out", str(out), "--workers", "1", "--config", str(tmp_path / "shards.json"),
+                cwd=tmp_path, env=slow_shards(2), wait=False)
     try:
         deadline = time.monotonic() + 120
         while not list((out / "work" / "results").glob("normalize-*.json")):

@@ -98,6 +98,11 @@ def summary_text(report: dict, manifest_uri: str | None, run_dir: str) -> str:
     from ..report import render_notes_text
 
     lines += render_notes_text(report) + leading_assistant_lines(report)
+    measured = ((report.get("pii") or {}).get("residual_risk") or {}).get("measured")
+    if measured and measured.get("copies"):
+        from ..pii.residual import measured_line
+
+        lines.append(measured_line(measured))
     lengths = report.get("lengths")
     if lengths:
         from ..lengths.draw import render_lengths_text

@@ -30,11 +30,14 @@ _RESIDUAL_NOTES = {
 }
 
 
-def kvkk_summary(counters: dict, cfg) -> dict:
+def kvkk_summary(counters: dict, cfg, probe: dict | None = None) -> dict:
     """What was found (counts per type and language), what was done with it, and what risk remains.
 
-    `counters` are the summed StageStats counters of the pii stage from all shards. No values.
+    `counters` are the summed StageStats counters of the pii stage from all shards, `probe` those of the
+    residual-risk probe (pipeline/pii/residual.py). No values.
     """
+    from .residual import residual_summary
+
     counters = counters or {}
     entities = {k: int(v) for k, v in sorted((counters.get("entities") or {}).items())}
     by_language = {lang: {k: int(v) for k, v in sorted(d.items())}
@@ -103,6 +106,8 @@ def kvkk_summary(counters: dict, cfg) -> dict:
             "overall": overall,
             "candidates_left_below_threshold": residual,
             "items": risks,
+            # names planted into copies of the run's records: how many the step would leave
+            "measured": residual_summary(probe, counters.get("records_by_language") or {}, cfg),
         },
         "records_by_language": {k: int(v) for k, v in sorted((counters.get("records_by_language") or {}).items())},
     }
@@ -152,8 +157,21 @@ def render_kvkk_markdown(pii: dict) -> str:
                if counts]
     if bullets:
         lines += bullets + [""]
+    measured = _measured_markdown(risk.get("measured"))
+    if measured:
+        lines += measured + [""]
     rows = [[item["topic"], item["level"], item["what"],
              ", ".join(f"{k.replace('_', ' ')} {v:,}" for k, v in item.items() if k not in ("topic", "level", "what"))]
             for item in risk["items"]]
     lines.append(table(["risk", "level", "what remains", "counted"], rows))
     return "\n".join(lines)
+
+
+def _measured_markdown(measured: dict | None) -> list[str]:
+    """The residual risk measured on the run's records (pipeline/pii/residual.py): a sentence and its table."""
+    from .residual import measured_text
+
+    if measured is None:  # a report from before the probe
+        return []
+    sentence, header, rows = measured_text(measured)
+    return [sentence] + (["", table(header, rows, numeric=(1, 2, 3, 4))] if rows else [])

@@ -358,7 +358,7 @@ def run_split(lang_paths: list[str], cfg: PrepareConfig, removed_paths: list[str
 
 def process_steps(cfg: PrepareConfig, removed: dict[int, str], has_eval: bool, salt: bytes | None,
                   token_cache: str | None, shard_index: int = 0, canned_drop: str | None = None,
-                  validation_ids: set[str] | None = None) -> list[Step]:
+                  validation_ids: set[str] | None = None, residual_rate: float = 0.0) -> list[Step]:
     steps: list[Step] = [dedup.DedupFilter(removed)]
     if canned_on(cfg):
         from ..quality import CannedStep
@@ -367,6 +367,10 @@ def process_steps(cfg: PrepareConfig, removed: dict[int, str], has_eval: bool, s
     if cfg.pii.enabled:  # PII routes each record by its meta.lang (phase 1's language step)
         from ..pii import PiiStep
 
+        if residual_rate:  # on copies of the records the PII step gets (pipeline/pii/residual.py)
+            from ..pii.residual import ResidualProbe
+
+            steps.append(ResidualProbe(cfg.pii, salt, cfg.split.seed, residual_rate))
         steps.append(PiiStep(cfg.pii, salt=salt))
     if cfg.lengths.enabled:
         from ..lengths.step import LengthStep
@@ -394,9 +398,10 @@ PROGRESS_STAGES = ("pii", "lengths")  # phase 3's stages with a progress line of
 @shard_errors("process")
 def process_shard(task: ShardTask, cfg: PrepareConfig, work_dir: str, removed_path: str | None,
                   has_eval: bool, token_cache: str | None, canned_drop: str | None = None,
-                  validation_path: str | None = None) -> dict:
-    """Drop the records the global dedup and the canned-answer cap removed, strip personal data, count tokens,
-    assign the split (from the stratified validation ids when validation_path is given)."""
+                  validation_path: str | None = None, residual_rate: float = 0.0) -> dict:
+    """Drop the records the global dedup and the canned-answer cap removed, strip personal data (with the
+    residual-risk probe at residual_rate copies per record), count tokens, assign the split (from the
+    stratified validation ids when validation_path is given)."""
     def file_hash(path: str | None) -> str | None:  # a global decision's file: part of the resume key
         return sha256_file(path) if path and os.path.exists(path) else None
 
@@ -404,9 +409,9 @@ def process_shard(task: ShardTask, cfg: PrepareConfig, work_dir: str, removed_pa
     salt_digest = hashlib.blake2b(salt, key=b"cache-key", digest_size=8).hexdigest() if salt else None
     validation_ids = read_validation_ids(validation_path) if validation_path else None
     steps = process_steps(cfg, dedup.removed_reasons(removed_path, task.index), has_eval, salt, token_cache,
-                          task.index, canned_drop, validation_ids)
+                          task.index, canned_drop, validation_ids, residual_rate)
     key = resume.key(_normalize_key(task, cfg), config_key(cfg, steps), has_eval, file_hash(removed_path),
-                     salt_digest, file_hash(canned_drop), file_hash(validation_path))
+                     salt_digest, file_hash(canned_drop), file_hash(validation_path), residual_rate)
     cached = resume.cached(work_dir, f"process-{task.index:05d}", key)
     counters = {name: ProgressFile(progress_dir(work_dir), name, task.index) for name in PROGRESS_STAGES}
     if cached is not None:

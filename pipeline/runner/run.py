@@ -144,11 +144,17 @@ def _run(cfg: PrepareConfig, executor: Executor, rundir: RunDir, readable: list[
     kept = candidates - (dedup_report or {}).get("counts", {}).get("total", 0) - (canned_report or {}).get("capped", 0)
     steps = {name: (name, "records", kept) for name, on in (("pii", cfg.pii.enabled), ("lengths", cfg.lengths.enabled))
              if on}
+    residual_rate = cfg.pii.residual_sample / kept if cfg.pii.enabled and kept else 0.0  # probe copies per record
     with stages(steps):
         processed = executor.map(process_shard, readable, "process", cfg=cfg, work_dir=str(work_dir),
                                  removed_path=removed_path, has_eval=has_eval, token_cache=token_cache,
-                                 canned_drop=canned_drop, validation_path=validation_path)
+                                 canned_drop=canned_drop, validation_path=validation_path,
+                                 residual_rate=residual_rate)
     shard_results = [_shard_result(a, b) for a, b in zip(results, processed)]
+    if cfg.pii.enabled:  # kvkk: strict on the measured residual risk, before any shard is written
+        from ..pii.residual import check_residual, measured_residual
+
+        check_residual(cfg.pii, measured_residual(cfg.pii, shard_results))
     tokenizer_name = next((r["tokenizer"] for r in processed if r.get("tokenizer")), None)
 
     # 4. once: lengths summary, the zero-trainable check, shards, plan, report, manifest last
