@@ -34,6 +34,15 @@ class Section(BaseModel):
         return value
 
 
+def refuse_unknown(keys, known, what: str) -> None:
+    """ValueError naming the first key that is not `known`: the close match where there is one, else the list."""
+    unknown = sorted(set(keys) - set(known))
+    if unknown:
+        close = difflib.get_close_matches(unknown[0], list(known), n=1)
+        hint = f"did you mean {close[0]!r}?" if close else f"known: {', '.join(known)}"
+        raise ValueError(f"unknown {what} {unknown[0]!r}; {hint}")
+
+
 class ReadConfig(Section):
     encoding: str = Field(
         "auto", description="Text encoding of every input (any Python codec name, e.g. cp1254, cp1251, utf-16); "
@@ -112,11 +121,7 @@ class FormatConfig(Section):
             return value
         from pipeline.formats import MAPPING_KEYS  # what convert_mapped reads; lazily: it imports pyarrow
 
-        unknown = sorted(set(value) - set(MAPPING_KEYS))
-        if unknown:
-            close = difflib.get_close_matches(unknown[0], MAPPING_KEYS, n=1)
-            hint = f"did you mean {close[0]!r}?" if close else f"known: {', '.join(MAPPING_KEYS)}"
-            raise ValueError(f"unknown mapping key {unknown[0]!r}; {hint}")
+        refuse_unknown(value, MAPPING_KEYS, "mapping key")
         if not ("text" in value or "messages" in value or {"prompt", "response"} <= set(value)):
             # otherwise every row is quarantined as bad_mapping, after the whole read
             raise ValueError("a mapping names the content: text, messages, or both prompt and response")
@@ -217,9 +222,7 @@ class PiiConfig(Section):
             return value
         from pipeline.pii.text import ENTITY_TYPES  # lazily: the PII package is large
 
-        unknown = sorted(set(value) - set(ENTITY_TYPES))
-        if unknown:
-            raise ValueError(f"unknown entity type {unknown[0]!r}; known: {', '.join(ENTITY_TYPES)}")
+        refuse_unknown(value, ENTITY_TYPES, "entity type")
         return value
 
 
