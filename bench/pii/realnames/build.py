@@ -23,7 +23,7 @@ PRIMARY = {
 }
 LATER_SHAPES = {"tr": ("later", "bey_hanim", "suffix"), "ru": ("later", "case"), "en": ("later",)}
 NAME_SHARE = 0.7  # of the records, those that carry a person
-_SLOT = re.compile(r"\{(full|first|last)(?::(\w+))?\}|\{a\}|\{mr\}|\{V\}|\[\[(.+?)\]\]", re.S)
+_SLOT = re.compile(r"\{(full|first|last)(?::(\w+))?\}|\{a\}|\{mr\}|\{bh(?::(\w+))?\}|\{V\}|\[\[(.+?)\]\]", re.S)
 _WORD = re.compile(r"[^\W_]+")
 
 
@@ -215,8 +215,11 @@ class Builder:
             if m.start() > pos:
                 segs.append((template[pos:m.start()], None))
             pos = m.end()
-            if m.group(3) is not None:  # [[hard negative]]
-                segs.append((m.group(3), {"kind": "negative"}))
+            if m.group(4) is not None:  # [[hard negative]]
+                segs.append((m.group(4), {"kind": "negative"}))
+            elif m.group(0).startswith("{bh"):
+                title = "Hanım" if p.gender == "F" else "Bey"
+                segs.append((title + (tr_suffix(title, m.group(3)) if m.group(3) else ""), None))
             elif m.group(0) == "{a}":
                 segs.append(("а" if p.gender == "F" else "", None))
             elif m.group(0) == "{mr}":
@@ -243,10 +246,12 @@ class Builder:
         group = group or shape
         if shape in ("lower", "caps"):
             group = self.rng.choice(("cue", "nocue"))
-        templates = texts.NAMES[lang][group]
+        templates = [t for t in texts.NAMES[lang][group] if t not in self._used] or texts.NAMES[lang][group]
         for _ in range(50):
-            segs = self.render(self.rng.choice(templates), lang, p, shape)
+            template = self.rng.choice(templates)
+            segs = self.render(template, lang, p, shape)
             if segs is not None:
+                self._used.add(template)  # a record says each sentence once
                 break
         else:
             segs = self.render(self.rng.choice(texts.NAMES[lang]["cue"]), lang, p, "cue")
@@ -334,6 +339,7 @@ class Builder:
 
     def _compose(self, idx: int, lang: str) -> dict | None:
         rng = self.rng
+        self._used: set[str] = set()
         chat = rng.random() < 0.6
         n_units = rng.choice((4, 4, 6, 8)) if chat else 1
         units: list[list] = [[] for _ in range(n_units)]  # per unit: sentences (lists of segments)

@@ -35,6 +35,7 @@ from realnames.build import LANGS, build, field_texts  # noqa: E402
 
 SALT = b"bench-salt-not-secret"
 _TOKEN = re.compile(r"[^\W_]+")
+_TITLES = frozenset(("Bey", "Hanım", "Mr", "Ms", "BEY", "HANIM", "bey", "hanım"))  # taken with a name: no harm
 SHAPES = ("cue", "nocue", "greeting", "signature", "lower", "caps", "suffix", "bey_hanim", "case", "later", "tool")
 BUCKET_NAMES = tuple(b for b, _, _ in name_pool.BUCKETS)
 NEG_KINDS = ("month_weekday", "city", "brand_firm", "product", "name_word", "code_fence", "code_inline", "url")
@@ -55,6 +56,36 @@ def run_stage(rows: list[dict], batch: int) -> tuple[dict, float, float]:
     for i in range(0, len(records), batch):
         out += step(records[i:i + batch])
     return {r["source"]["line"]: r for r in out}, time.perf_counter() - t, time.process_time() - c
+
+
+def run_plain_presidio(rows: list[dict]) -> tuple[dict, float, float]:
+    """The usual alternative, for comparison: Presidio as shipped (AnalyzerEngine with spaCy's small English
+    model, bench/pii/run.py's build_plain_analyzer) and its AnonymizerEngine's default replacement, on every
+    content string and every string value of tool-call arguments, as English."""
+    import copy
+
+    from presidio_anonymizer import AnonymizerEngine
+    from run import build_plain_analyzer  # bench/pii/run.py
+
+    t, c = time.perf_counter(), time.process_time()
+    analyzer, anonymizer = build_plain_analyzer(), AnonymizerEngine()
+
+    def clean(text: str) -> str:
+        found = analyzer.analyze(text=text, language="en")
+        return anonymizer.anonymize(text=text, analyzer_results=found).text if found else text
+
+    out = {}
+    for row in rows:
+        rec = copy.deepcopy(row["record"])
+        if rec.get("messages") is None:
+            rec["text"] = clean(rec["text"])
+        for m in rec.get("messages") or ():
+            m["content"] = clean(m["content"])
+            for call in m.get("tool_calls") or ():
+                args = call["function"]["arguments"]
+                call["function"]["arguments"] = {k: clean(v) if isinstance(v, str) else v for k, v in args.items()}
+        out[rec["source"]["line"]] = rec
+    return out, time.perf_counter() - t, time.process_time() - c
 
 
 # ---------------------------------------------------------------------------------------------- lists
@@ -139,23 +170,15 @@ def score(rows: list[dict], outputs: dict) -> dict:
                     kept = sum(len(toks[i][2]) for i in idx if left[i])
                     res["identifiers"].append({"lang": row["lang"], "type": lab["type"],
                                                "removed": kept <= 0.1 * chars, "value": lab["value"]})
-            # PERSON detections: runs of tokens replaced by a PERSON placeholder
-            i = 0
-            while i < len(toks):
-                if not person[i]:
-                    i += 1
-                    continue
-                j = i
-                while j < len(toks) and person[j]:
-                    j += 1
-                s, e = toks[i][0], toks[j - 1][1]
-                hit = [lab for lab in labs if lab["start"] < e and lab["end"] > s]
-                kinds = [lab["kind"] for lab in hit]
-                what = "name" if "name" in kinds else ("negative:" + next(lab["neg"] for lab in hit
-                                                                          if lab["kind"] == "negative")
-                                                      if "negative" in kinds else "identifier" if kinds else "other")
-                res["detections"].append({"lang": row["lang"], "what": what, "text": text[s:e]})
-                i = j
+            # words replaced by a PERSON placeholder, by what they were
+            for i, (s, e, word) in enumerate(toks):
+                if person[i]:
+                    hit = [lab for lab in labs if lab["start"] < e and lab["end"] > s]
+                    kinds = {lab["kind"]: lab for lab in hit}
+                    what = ("name" if "name" in kinds else "negative:" + kinds["negative"]["neg"]
+                            if "negative" in kinds else "identifier" if kinds else
+                            "title" if word in _TITLES else "other")
+                    res["detections"].append({"lang": row["lang"], "what": what, "text": word})
         if name_left is not None:
             res["records"].append({"lang": row["lang"], "left": name_left})
     return res
@@ -180,7 +203,8 @@ def _recall(items: list[dict], **where) -> tuple[int, int]:
     return sum(x["removed"] for x in sel), len(sel)
 
 
-def report(res: dict, rows: list[dict], wall: float, cpu: float, show_misses: int) -> tuple[list[str], list]:
+def report(res: dict, rows: list[dict], wall: float, cpu: float, show_misses: int,
+           presidio: bool = False) -> tuple[list[str], list]:
     names, lines = res["names"], []
     cols = LANGS + ("all",)
 
@@ -229,8 +253,9 @@ def report(res: dict, rows: list[dict], wall: float, cpu: float, show_misses: in
             return _ratio(sum(d["what"] == "name" for d in sel), len(sel))
         return str(sum(d["what"] == r for d in sel))
 
-    whats = ["precision", "other", "identifier"] + [f"negative:{k}" for k in NEG_KINDS]
-    lines += _table("PERSON detections: precision, and where the false ones fell (counts)", whats, cols, prec_cell)
+    whats = ["precision", "other", "title", "identifier"] + [f"negative:{k}" for k in NEG_KINDS]
+    lines += _table("Words replaced as a person: precision (share of them in a planted name), and where the others "
+                    "were (counts; other = ordinary words of the text, title = Bey, Hanım, Mr, Ms next to a name)", whats, cols, prec_cell)
 
     negs = res["negatives"]
 
@@ -281,8 +306,8 @@ def report(res: dict, rows: list[dict], wall: float, cpu: float, show_misses: in
     lines += t_lines + [""]
 
     n_chars = sum(len(t) for r in rows for t in field_texts(r["record"]).values())
-    lines.append(f"stage: {len(rows)} records, {n_chars} characters, {wall:.1f} s wall, {cpu:.1f} s CPU "
-                 f"(set-up included; {cpu / len(rows) * 1e3:.2f} ms CPU a record); records the stage removed: "
+    lines.append(f"{'plain Presidio' if presidio else 'stage'}: {len(rows)} records, {n_chars} characters, {wall:.1f} s wall, {cpu:.1f} s CPU "
+                 f"(engine set-up included; this process's CPU only); records the stage removed: "
                  f"{res['removed_records']}")
     if show_misses:
         lines += ["", "### Examples (evaluation-half names from a public list, planted in written text)", ""]
@@ -293,7 +318,7 @@ def report(res: dict, rows: list[dict], wall: float, cpu: float, show_misses: in
         for key in sorted(by):
             lines.append(f"missed {key[0]} {key[1]}: " + ", ".join(by[key][:show_misses]))
         fps = Counter((d["lang"], d["what"], d["text"]) for d in dets if d["what"] != "name")
-        lines.append("false PERSON: " + ", ".join(f"{lang} {w} {t!r} x{n}" for (lang, w, t), n in
+        lines.append("words wrongly replaced as a person: " + ", ".join(f"{lang} {w} {t!r} x{n}" for (lang, w, t), n in
                                                    fps.most_common(show_misses * 3)))
         negs_lost = Counter((x["lang"], x["kind"], x["value"]) for x in negs if not x["kept"])
         lines.append("negatives lost: " + ", ".join(f"{lang} {k} {v!r} x{n}" for (lang, k, v), n in
@@ -320,8 +345,10 @@ def _head(rows: list[dict], args) -> list[str]:
     idents = sum(lab["kind"] == "identifier" for r in rows for lab in r["labels"])
     negs = sum(lab["kind"] == "negative" for r in rows for lab in r["labels"])
     with_name = sum(any(lab["kind"] == "name" for lab in r["labels"]) for r in rows)
+    scored = ("plain Presidio with spaCy en_core_web_sm (not the PII stage); lists: " if args.presidio
+              else "stage scored: ")
     return [f"# Real-names evaluation (bench/pii/realnames/evaluate.py {' '.join(sys.argv[1:])})", "",
-            f"stage scored: {Path(pipeline.__file__).parent} ({rev}); names-dataset "
+            f"{scored}{Path(pipeline.__file__).parent} ({rev}); names-dataset "
             f"{metadata.version('names-dataset')}, evaluation half {name_pool.EVAL_HALF}; seed {args.seed}",
             f"{len(rows)} records ({sum(r['record']['kind'] == 'chat' for r in rows)} chats, "
             f"{sum(r['record']['kind'] == 'text' for r in rows)} CRM notes), {with_name} with a planted person; "
@@ -335,6 +362,8 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=29)
     ap.add_argument("--batch", type=int, default=500)
     ap.add_argument("--show-misses", type=int, default=None, help="examples per cell (default: 8 with --quick)")
+    ap.add_argument("--presidio", action="store_true", help="score plain Presidio with spaCy (the `bench` "
+                    "extra) instead of the PII stage")
     ap.add_argument("--out", default=None, help="also write the output here (default without --quick: "
                     "bench/pii/realnames_last_run.txt)")
     args = ap.parse_args()
@@ -342,9 +371,9 @@ def main() -> None:
     show = args.show_misses if args.show_misses is not None else (8 if args.quick else 0)
     pool = name_pool.load(ROOT / "runs" / "bench_pii")
     rows = build(pool, n, args.seed)
-    outputs, wall, cpu = run_stage(rows, args.batch)
+    outputs, wall, cpu = run_plain_presidio(rows) if args.presidio else run_stage(rows, args.batch)
     res = score(rows, outputs)
-    lines, _ = report(res, rows, wall, cpu, show)
+    lines, _ = report(res, rows, wall, cpu, show, args.presidio)
     text = "\n".join(_head(rows, args) + lines) + "\n"
     print(text, end="")
     out = args.out or (None if args.quick else str(HERE.parent / "realnames_last_run.txt"))

@@ -23,6 +23,7 @@ COUNTRIES = {"tr": ("TR", "AZ"), "ru": ("RU", "KZ"), "en": ("US", "GB", "DE", "I
 BUCKETS = (("top100", 1, 100), ("100-1k", 101, 1000), ("1k-10k", 1001, 10000))
 _LATIN = re.compile(r"[A-ZÇĞİÖŞÜƏÂÎÛÄÉ][a-zçğıöşüəâîûäöüéèáíóúñ]{2,}")
 _CYRILLIC = re.compile(r"[А-ЯЁ][а-яё]{2,}")
+_TRIPLE = re.compile(r"(.)\1\1", re.I)  # "Ттт", "Aaa": placeholders typed into a form, not names
 _SCRIPT = {"tr": _LATIN, "en": _LATIN, "ru": _CYRILLIC}
 
 
@@ -65,7 +66,8 @@ def extract(which: int = EVAL_HALF) -> dict:
                 for country in countries:
                     rank = ranks.get(country)
                     bucket = bucket_of(rank) if rank else None
-                    if bucket is None or not _SCRIPT[lang].fullmatch(name) or half(name) != which:
+                    if bucket is None or not _SCRIPT[lang].fullmatch(name) or _TRIPLE.search(name) \
+                            or half(name) != which:
                         continue
                     out[lang][country][kind].setdefault(bucket, []).append([name, rank, _gender(entry)])
         del table

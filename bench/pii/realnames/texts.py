@@ -3,7 +3,8 @@ tests are not written against them).
 
 Slots: {full} {first} {last}, optionally with a form: ":gen" ":dat" ":acc" ":abl" ":loc" (Turkish, an
 apostrophe and a suffix after the name), ":gen" ":dat" ":acc" ":ins" ":prep" (Russian, the name declined);
-{a} is "а" after a woman's name in Russian past-tense verbs, "" after a man's; {mr} is Mr. or Ms. {V} is an identifier.
+{a} is "а" after a woman's name in Russian past-tense verbs, "" after a man's; {mr} is Mr. or Ms.; {bh} is Bey or Hanım (with a
+case: "Bey'e", "Hanım'ı"). {V} is an identifier.
 [[...]] marks a hard negative (text that must stay).
 """
 from __future__ import annotations
@@ -25,17 +26,17 @@ NAMES = {
                   "Az önce {full} ile konuştum, yarın şubeye uğrayacak.",
                   "Kuryenin getirdiği paketi {full} teslim almış.",
                   "{full} aboneliğini iptal etmek istiyor ama cayma bedeli soruyor."],
-        "greeting": ["Merhaba {first} Hanım, talebinizi aldım.", "Merhaba {first} Bey, nasıl yardımcı olabilirim?",
-                     "Selam {first}, siparişin kargoya verildi.", "Günaydın {first} Hanım!",
-                     "İyi akşamlar {first} Bey, beklettiğim için kusura bakmayın.", "Tamamdır {first}, hallediyorum."],
+        "greeting": ["Merhaba {first} {bh}, talebinizi aldım.", "Merhaba {first} {bh}, nasıl yardımcı olabilirim?",
+                     "Selam {first}, siparişin kargoya verildi.", "Günaydın {first} {bh}!",
+                     "İyi akşamlar {first} {bh}, beklettiğim için kusura bakmayın.", "Tamamdır {first}, hallediyorum."],
         "signature": ["Saygılarımla,\n{full}", "İyi çalışmalar,\n{first}", "Teşekkürler,\n{full}\nMuhasebe birimi",
                       "Kolay gelsin.\n{full}"],
         # later mentions: the surname or the first name alone, plain, with Bey/Hanım, or with a suffix
         "later": ["{last} faturanın kopyasını istedi.", "Dosyayı {last} adına güncelledim.",
                   "{first} az önce tekrar yazdı.", "Not: {last} cuma gününe kadar bekleyebileceğini söyledi."],
-        "bey_hanim": ["{last} Bey'e bilgi verdim.", "{last} Hanım tekrar aradı.", "{first} Hanım'a dönüş yapılacak.",
-                      "{last} Bey iadeyi kabul etmedi.", "{first} Bey'in siparişi yolda.",
-                      "Yarın {last} Hanım'ı arayacağım."],
+        "bey_hanim": ["{last} {bh:dat} bilgi verdim.", "{last} {bh} tekrar aradı.", "{first} {bh:dat} dönüş yapılacak.",
+                      "{last} {bh} iadeyi kabul etmedi.", "{first} {bh:gen} siparişi yolda.",
+                      "Yarın {last} {bh:acc} arayacağım."],
         "suffix": ["{last:gen} talebi onaylandı.", "Kargoyu {last:dat} teslim ettik.", "{first:acc} aradım, açmadı.",
                    "Belgeleri {last:abl} aldım.", "Faturanın aslı {first:loc} kalmış.", "{last:gen} hattı dün kapandı."],
     },
