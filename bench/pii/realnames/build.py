@@ -318,7 +318,8 @@ class Builder:
             "TR": [f"+90 {n[:3]} {n[3:6]} {n[6:8]} {n[8:]}", f"0 {n[:3]} {n[3:6]} {n[6:8]} {n[8:]}",
                    f"0{n[:3]} {n[3:6]} {n[6:8]} {n[8:]}", f"0{n}", f"+90{n}", f"(0{n[:3]}) {n[3:6]} {n[6:]}"],
             "RU": [f"8 ({n[:3]}) {n[3:6]}-{n[6:8]}-{n[8:]}", f"+7 {n[:3]} {n[3:6]}-{n[6:8]}-{n[8:]}",
-                   f"+7 ({n[:3]}) {n[3:6]} {n[6:8]} {n[8:]}", f"8{n}", f"+7{n}", f"8-{n[:3]}-{n[3:6]}-{n[6:8]}-{n[8:]}"],
+                   f"+7 ({n[:3]}) {n[3:6]} {n[6:8]} {n[8:]}", f"8{n}", f"+7{n}",
+                   f"8-{n[:3]}-{n[3:6]}-{n[6:8]}-{n[8:]}"],
             "US": [f"{n[:3]}-{n[3:6]}-{n[6:]}", f"({n[:3]}) {n[3:6]}-{n[6:]}", f"+1 {n[:3]} {n[3:6]} {n[6:]}",
                    f"{n[:3]}.{n[3:6]}.{n[6:]}", f"+1-{n[:3]}-{n[3:6]}-{n[6:]}"],
             "GB": [f"0{n[:4]} {n[4:]}", f"+44 {n[:4]} {n[4:]}", f"+44 (0){n[:4]} {n[4:]}", f"0{n}"],
@@ -341,57 +342,76 @@ class Builder:
         rng = self.rng
         self._used: set[str] = set()
         chat = rng.random() < 0.6
-        n_units = rng.choice((4, 4, 6, 8)) if chat else 1
-        units: list[list] = [[] for _ in range(n_units)]  # per unit: sentences (lists of segments)
-        tool_unit, person = None, None
-        if rng.random() < NAME_SHARE:
-            person = self.person(lang)
-            shapes = PRIMARY[lang]
-            shape = rng.choices(list(shapes), weights=list(shapes.values()))[0]
-            if shape == "tool" and not chat:
-                shape = "cue"
-            first_at = 0 if chat else 0
-            if shape == "greeting":
-                if rng.random() < 0.5:  # introduced first, then greeted by the first name
-                    units[0].append(self.name_sentence(lang, person, "cue"))
-                    first_at = 1 if chat else 0
-                else:
-                    first_at = 1 if chat else 0
-                units[first_at].insert(0, self.name_sentence(lang, person, "greeting"))
-            elif shape == "signature":
-                units[0].append(self.name_sentence(lang, person, "signature"))
-            elif shape == "tool":
-                units[0].append(self.name_sentence(lang, person, "cue"))
-                tool_unit = 1
-            else:
-                units[0].append(self.name_sentence(lang, person, shape))
-            for _ in range(rng.choice((0, 1, 1, 2))):
-                later = rng.choice(LATER_SHAPES[lang])
-                at = rng.randint(min(first_at + 1, n_units - 1), n_units - 1)
-                units[at].append(self.name_sentence(lang, person, later))
-            if chat and rng.random() < 0.25 and shape != "greeting":
-                at = rng.choice([i for i in range(1, n_units, 2)])
-                units[at].insert(0, self.name_sentence(lang, person, "greeting"))
+        units: list[list] = [[] for _ in range(rng.choice((4, 4, 6, 8)) if chat else 1)]  # sentences per unit
+        person, tool_unit = self._plant_person(units, lang, chat) if rng.random() < NAME_SHARE else (None, None)
         for _ in range(rng.choice((1, 1, 2, 3))):
             self._put(units, self.negative_sentence(lang))
         for _ in range(rng.choice((0, 1, 1, 2, 3))):
             self._put(units, self.identifier_sentence(lang))
+        self._fill(units, lang, chat)
+        contents, labels = self._assemble(units, chat)
+        if person is not None:
+            self._person_labels(labels, person, lang)
+            if self._collides({f"m{i}" if chat else "text": c for i, c in enumerate(contents)}, labels, person):
+                return None
+        if chat:
+            msgs = [{"role": "user" if i % 2 == 0 else "assistant", "content": c} for i, c in enumerate(contents)]
+            if tool_unit is not None:
+                labels.append(self._tool_call(msgs[tool_unit], tool_unit, idx, person, lang))
+            rec = {"kind": "chat", "messages": msgs}
+        else:
+            rec = {"kind": "text", "text": contents[0]}
+        rec["source"] = {"file": "bench/pii/realnames.jsonl", "line": idx + 1}
+        return {"lang": lang, "record": rec, "labels": labels}
+
+    def _plant_person(self, units: list, lang: str, chat: bool) -> tuple[Person, int | None]:
+        """A person's first mention in a primary shape, later mentions after it; the unit of a tool call."""
+        rng, n_units = self.rng, len(units)
+        person = self.person(lang)
+        shapes = PRIMARY[lang]
+        shape = rng.choices(list(shapes), weights=list(shapes.values()))[0]
+        if shape == "tool" and not chat:
+            shape = "cue"
+        first_at, tool_unit = 0, None  # the unit of the first mention; later ones come after it
+        if shape == "greeting":  # the agent's turn opens with it, after the person's own intro or alone
+            if rng.random() < 0.5:
+                units[0].append(self.name_sentence(lang, person, "cue"))
+            first_at = 1 if chat else 0
+            units[first_at].insert(0, self.name_sentence(lang, person, "greeting"))
+        elif shape == "tool":  # the agent looks the customer up: the name in the text too, or only in the call
+            if rng.random() < 0.5:
+                units[0].append(self.name_sentence(lang, person, "cue"))
+            first_at = tool_unit = 1
+        else:
+            units[0].append(self.name_sentence(lang, person, shape))
+        for _ in range(rng.choice((0, 1, 1, 2))):
+            at = rng.randint(min(first_at + 1, n_units - 1), n_units - 1)
+            units[at].append(self.name_sentence(lang, person, rng.choice(LATER_SHAPES[lang])))
+        if chat and rng.random() < 0.25 and shape != "greeting":
+            units[rng.choice(range(1, n_units, 2))].insert(0, self.name_sentence(lang, person, "greeting"))
+        return person, tool_unit
+
+    def _fill(self, units: list, lang: str, chat: bool) -> None:
+        """Ordinary sentences around the planted ones; a signature closes its unit; a note gets a header."""
+        rng = self.rng
         for i, sents in enumerate(units):
             fill = (texts.FILL_USER if i % 2 == 0 else texts.FILL_AGENT)[lang] if chat else texts.FILL_NOTE[lang]
             for line in rng.sample(fill, rng.choice((1, 2)) if chat else rng.choice((2, 3, 4))):
                 sents.insert(rng.randint(0, len(sents)), [(line, None)])
-            # a signature closes its unit
-            sigs = [s for s in sents if any(lab and lab.get("shape") == "signature" for _, lab in s)]
-            for s in sigs:
-                sents.remove(s)
-                sents.append(s)
+            for sig in [s for s in sents if any(lab and lab.get("shape") == "signature" for _, lab in s)]:
+                sents.remove(sig)
+                sents.append(sig)
         if not chat:
             units[0].insert(0, [(rng.choice(texts.NOTE_HEADS[lang]) + f" #{rng.randint(10000, 99999)}:", None)])
+
+    @staticmethod
+    def _assemble(units: list, chat: bool) -> tuple[list[str], list[dict]]:
+        """Each unit's text, and the labels with their offsets in it."""
         contents, labels = [], []
         for fi, sents in enumerate(units):
             text = ""
             for si, segs in enumerate(sents):
-                if si:  # a line break after a sentence without a full stop (a "Name: value" line)
+                if si and not text.endswith("\n"):  # a line break after a "Name: value" line (no full stop)
                     text += "\n" if text[-1].isalnum() or "\n" in segs[0][0] or any(
                         lab and lab.get("shape") == "signature" for _, lab in segs) else " "
                 for seg, lab in segs:
@@ -400,27 +420,20 @@ class Builder:
                                        "end": len(text) + len(seg), "value": seg})
                     text += seg
             contents.append(text)
-        if person is not None:
-            self._person_labels(labels, person, lang)
-            if self._collides({f"m{i}" if chat else "text": c for i, c in enumerate(contents)}, labels, person):
-                return None
-        if chat:
-            msgs = [{"role": "user" if i % 2 == 0 else "assistant", "content": c} for i, c in enumerate(contents)]
-            if tool_unit is not None:
-                args = {"customer_name": person.full, "ticket": f"T-{rng.randint(100000, 999999)}",
-                        "note": texts.TOOL_NOTES[lang]}
-                msgs[tool_unit]["tool_calls"] = [{"type": "function", "id": f"call_{idx}",
-                                                  "function": {"name": "crm_update", "arguments": args}}]
-                field = json.dumps(args, ensure_ascii=False)
-                start = field.index(json.dumps(person.full, ensure_ascii=False)) + 1
-                labels.append({"kind": "name", "shape": "tool", "mention": "full", "field": f"t{tool_unit}.0",
-                               "start": start, "end": start + len(person.full), "value": person.full})
-                self._person_labels(labels, person, lang)
-            rec = {"kind": "chat", "messages": msgs}
-        else:
-            rec = {"kind": "text", "text": contents[0]}
-        rec["source"] = {"file": "bench/pii/realnames.jsonl", "line": idx + 1}
-        return {"lang": lang, "record": rec, "labels": labels}
+        return contents, labels
+
+    def _tool_call(self, msg: dict, unit: int, idx: int, p: Person, lang: str) -> dict:
+        """The assistant's CRM call with the customer's name in its arguments; the name's label."""
+        args = {"customer_name": p.full, "ticket": f"T-{self.rng.randint(100000, 999999)}",
+                "note": texts.TOOL_NOTES[lang]}
+        msg["tool_calls"] = [{"type": "function", "id": f"call_{idx}",
+                              "function": {"name": "crm_update", "arguments": args}}]
+        field = json.dumps(args, ensure_ascii=False)
+        start = field.index(json.dumps(p.full, ensure_ascii=False)) + 1
+        label = {"kind": "name", "shape": "tool", "mention": "full", "field": f"t{unit}.0", "start": start,
+                 "end": start + len(p.full), "value": p.full}
+        self._person_labels([label], p, lang)
+        return label
 
     def _put(self, units: list, sentence: list) -> None:
         units[self.rng.randrange(len(units))].append(sentence)

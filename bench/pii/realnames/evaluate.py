@@ -255,7 +255,8 @@ def report(res: dict, rows: list[dict], wall: float, cpu: float, show_misses: in
 
     whats = ["precision", "other", "title", "identifier"] + [f"negative:{k}" for k in NEG_KINDS]
     lines += _table("Words replaced as a person: precision (share of them in a planted name), and where the others "
-                    "were (counts; other = ordinary words of the text, title = Bey, Hanım, Mr, Ms next to a name)", whats, cols, prec_cell)
+                    "were (counts; other = ordinary words of the text, title = Bey, Hanım, Mr, Ms next to a name)",
+                    whats, cols, prec_cell)
 
     negs = res["negatives"]
 
@@ -306,7 +307,8 @@ def report(res: dict, rows: list[dict], wall: float, cpu: float, show_misses: in
     lines += t_lines + [""]
 
     n_chars = sum(len(t) for r in rows for t in field_texts(r["record"]).values())
-    lines.append(f"{'plain Presidio' if presidio else 'stage'}: {len(rows)} records, {n_chars} characters, {wall:.1f} s wall, {cpu:.1f} s CPU "
+    lines.append(f"{'plain Presidio' if presidio else 'stage'}: {len(rows)} records, {n_chars} characters, "
+                 f"{wall:.1f} s wall, {cpu:.1f} s CPU "
                  f"(engine set-up included; this process's CPU only); records the stage removed: "
                  f"{res['removed_records']}")
     if show_misses:

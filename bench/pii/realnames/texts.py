@@ -3,8 +3,8 @@ tests are not written against them).
 
 Slots: {full} {first} {last}, optionally with a form: ":gen" ":dat" ":acc" ":abl" ":loc" (Turkish, an
 apostrophe and a suffix after the name), ":gen" ":dat" ":acc" ":ins" ":prep" (Russian, the name declined);
-{a} is "а" after a woman's name in Russian past-tense verbs, "" after a man's; {mr} is Mr. or Ms.; {bh} is Bey or Hanım (with a
-case: "Bey'e", "Hanım'ı"). {V} is an identifier.
+{a} is "а" after a woman's name in Russian past-tense verbs, "" after a man's; {mr} is Mr. or Ms.; {bh} is
+Bey or Hanım (with a case: "Bey'e", "Hanım'ı"). {V} is an identifier.
 [[...]] marks a hard negative (text that must stay).
 """
 from __future__ import annotations
@@ -38,7 +38,8 @@ NAMES = {
                       "{last} {bh} iadeyi kabul etmedi.", "{first} {bh:gen} siparişi yolda.",
                       "Yarın {last} {bh:acc} arayacağım."],
         "suffix": ["{last:gen} talebi onaylandı.", "Kargoyu {last:dat} teslim ettik.", "{first:acc} aradım, açmadı.",
-                   "Belgeleri {last:abl} aldım.", "Faturanın aslı {first:loc} kalmış.", "{last:gen} hattı dün kapandı."],
+                   "Belgeleri {last:abl} aldım.", "Faturanın aslı {first:loc} kalmış.",
+                   "{last:gen} hattı dün kapandı."],
     },
     "ru": {
         "cue": ["Меня зовут {full}.", "ФИО: {full}", "Клиент: {full}", "Получатель — {full}.",
@@ -74,7 +75,8 @@ NAMES = {
         "greeting": ["Got it {first}", "Got it {first}, I'll check.", "Thanks {first}!", "Hi {first},",
                      "Hey {first}, quick question about the order.", "Sure thing {first}, one moment.",
                      "Good morning {first}!"],
-        "signature": ["Best,\n{full}", "Cheers,\n{first}", "Kind regards,\n{full}\nAccounts Payable", "Thanks,\n{full}"],
+        "signature": ["Best,\n{full}", "Cheers,\n{first}", "Kind regards,\n{full}\nAccounts Payable",
+                      "Thanks,\n{full}"],
         "later": ["{last} confirmed the new address.", "{first} will call back after lunch.",
                   "{mr} {last} agreed to the exchange.", "{mr} {last} asked for a copy of the receipt.",
                   "Told {first} the parcel is on its way."],
@@ -138,7 +140,8 @@ NEGATIVES = {
                           "[[Pazartesi]] kurye gelmedi.", "Teslimat [[Cuma]] gününe kaldı.",
                           "[[Ağustos]] sonunda taşınıyorum.", "Faturam [[Ocak]] ayında kesilmiş."],
         "city": ["Paket [[Denizli]] aktarma merkezinde.", "[[Manisa]] şubesi kapalıydı.",
-                 "Ürün [[Mersin]] deposundan çıkacak.", "Adresim [[Ordu]] merkezde.", "[[Batman]] için teslimat süresi ne?",
+                 "Ürün [[Mersin]] deposundan çıkacak.", "Adresim [[Ordu]] merkezde.",
+                 "[[Batman]] için teslimat süresi ne?",
                  "[[Aydın]] şubesine yönlendirildim."],
         "brand_firm": ["[[Tommy Hilfiger]] ceketin bedeni küçük geldi.", "[[Calvin Klein]] parfüm kutusu ezik.",
                        "[[Arçelik]] servisi randevu vermedi.", "[[LC Waikiki]] mağazasından değişim yaptım.",
@@ -157,13 +160,16 @@ NEGATIVES = {
                           "Заказ ждём к [[пятнице]]."],
         "city": ["Посылка в [[Королёв]] идёт неделю.", "[[Владимир]] — сортировочный центр, там задержка.",
                  "Отправили из [[Пушкино]].", "Склад в [[Кирове]] переполнен.", "Доставка в [[Ярославль]] бесплатная."],
-        "brand_firm": ["Купил куртку [[Tommy Hilfiger]], размер не подошёл.", "Духи [[Calvin Klein]] пришли без плёнки.",
+        "brand_firm": ["Купил куртку [[Tommy Hilfiger]], размер не подошёл.",
+                       "Духи [[Calvin Klein]] пришли без плёнки.",
                        "Отчёт [[Morgan Stanley]] обсуждали на встрече.", "Крем [[Ив Роше]] протёк.",
                        "Чек из [[Пятёрочки]] не пробился."],
-        "product": ["[[Лада Веста]] на гарантии.", "[[iPhone 15]] пришёл с царапиной.", "Чехол для [[Galaxy S23]] не подошёл."],
+        "product": ["[[Лада Веста]] на гарантии.", "[[iPhone 15]] пришёл с царапиной.",
+                    "Чехол для [[Galaxy S23]] не подошёл."],
         "name_word": ["[[Роза]] в букете завяла за день.", "[[Надежда]] на возврат ещё есть.",
                       "[[Вера]] в вашу службу пропала.", "Купил сорт [[Любовь]] для сада."],
-        "url": ["Трек: [[https://track.example.ru/status?id=RU4821]]", "Форма тут: [[https://help.example.ru/vozvrat]]"],
+        "url": ["Трек: [[https://track.example.ru/status?id=RU4821]]",
+                "Форма тут: [[https://help.example.ru/vozvrat]]"],
     },
     "en": {
         "month_weekday": ["[[May]] was a busy month for deliveries.", "Since [[April]] the price doubled.",
@@ -178,7 +184,8 @@ NEGATIVES = {
         "product": ["The [[iPhone 15]] screen is scratched.", "The [[Galaxy S23]] case doesn't fit.",
                     "[[PlayStation 5]] controller won't pair.", "Tyres for a [[Ford Focus]], please."],
         "name_word": ["The [[rose]] gold version is sold out.", "[[Bill]] me at the end of the month.",
-                      "[[Mark]] it as urgent please.", "[[Grace]] period ends Friday?", "I [[will]] wait for the courier."],
+                      "[[Mark]] it as urgent please.", "[[Grace]] period ends Friday?",
+                      "I [[will]] wait for the courier."],
         "url": ["Tracking: [[https://track.example.com/status?id=US48213]]",
                 "Filled in the form at [[https://help.example.com/returns/new]]"],
     },
