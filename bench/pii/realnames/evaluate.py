@@ -308,9 +308,7 @@ def report(res: dict, rows: list[dict], wall: float, cpu: float, show_misses: in
 
     n_chars = sum(len(t) for r in rows for t in field_texts(r["record"]).values())
     lines.append(f"{'plain Presidio' if presidio else 'stage'}: {len(rows)} records, {n_chars} characters, "
-                 f"{wall:.1f} s wall, {cpu:.1f} s CPU "
-                 f"(engine set-up included; this process's CPU only); records the stage removed: "
-                 f"{res['removed_records']}")
+                 f"{wall:.1f} s wall, {cpu:.1f} s CPU; records the stage removed: {res['removed_records']}")
     if show_misses:
         lines += ["", "### Examples (evaluation-half names from a public list, planted in written text)", ""]
         by = defaultdict(list)

@@ -13,10 +13,12 @@ import hashlib
 import json
 import pickle
 import re
+import unicodedata
 from importlib import metadata
 from pathlib import Path
 
 EVAL_HALF = 1
+POOL_RULES = 2  # bumped when extract()'s filters change: names the cache
 # countries per text language; Turkish text gets Turkish and Azerbaijani names (Latin), Russian text Russian
 # and Kazakh names (Cyrillic), English text the others (Latin spellings only)
 COUNTRIES = {"tr": ("TR", "AZ"), "ru": ("RU", "KZ"), "en": ("US", "GB", "DE", "IN", "EG", "SA")}
@@ -30,6 +32,24 @@ _SCRIPT = {"tr": _LATIN, "en": _LATIN, "ru": _CYRILLIC}
 def half(name: str) -> int:
     """0 or 1: the half a name belongs to (issue 29's disjoint-source rule)."""
     return hashlib.blake2b(name.casefold().encode("utf-8"), digest_size=8).digest()[0] & 1
+
+
+_LATIN_FOLD = str.maketrans({"ı": "i", "İ": "I", "ə": "e", "Ə": "E"})
+
+
+def spellings(name: str) -> set[str]:
+    """The name and the way it is typed without diacritics ("Güler" and "Guler", "Алёна" and "Алена"): a
+    recognizer that folds diacritics would find one through the other, so the evaluation takes a name only
+    when every spelling is in its half."""
+    if _CYRILLIC.fullmatch(name):
+        return {name, name.replace("ё", "е").replace("Ё", "Е")}  # not NFKD: it would make "й" an "и"
+    bare = "".join(ch for ch in unicodedata.normalize("NFKD", name.translate(_LATIN_FOLD))
+                   if not unicodedata.combining(ch))
+    return {name, bare}
+
+
+def in_half(name: str, which: int) -> bool:
+    return all(half(s) == which for s in spellings(name))
 
 
 def bucket_of(rank: int) -> str | None:
@@ -54,8 +74,9 @@ def _gender(entry: dict) -> str:
 
 
 def extract(which: int = EVAL_HALF) -> dict:
-    """{lang: {country: {"first"|"last": {bucket: [[name, rank, gender], ...]}}}} of the names in half `which`,
-    in the script of the text language, three letters or more, ranks up to 10,000. Sorted: deterministic."""
+    """{lang: {country: {"first"|"last": {bucket: [[name, rank, gender], ...]}}}} of the names in half `which`
+    (every spelling), in the script of the text language, three letters or more, ranks up to 10,000. Sorted:
+    deterministic."""
     out: dict = {lang: {c: {"first": {}, "last": {}} for c in cs} for lang, cs in COUNTRIES.items()}
     for kind in ("first", "last"):
         with gzip.open(_dataset_dir() / f"{kind}_names.pkl.gz", "rb") as fh:
@@ -67,7 +88,7 @@ def extract(which: int = EVAL_HALF) -> dict:
                     rank = ranks.get(country)
                     bucket = bucket_of(rank) if rank else None
                     if bucket is None or not _SCRIPT[lang].fullmatch(name) or _TRIPLE.search(name) \
-                            or half(name) != which:
+                            or not in_half(name, which):
                         continue
                     out[lang][country][kind].setdefault(bucket, []).append([name, rank, _gender(entry)])
         del table
@@ -84,7 +105,7 @@ def load(cache_dir: Path | None = None) -> dict:
     5-15 s to read, the cache 0.1 s."""
     version = metadata.version("names-dataset")
     if cache_dir is not None:
-        path = cache_dir / f"realnames_pool_{version}_half{EVAL_HALF}.json"
+        path = cache_dir / f"realnames_pool_{version}_half{EVAL_HALF}_{POOL_RULES}.json"
         if path.exists():
             return json.loads(path.read_text(encoding="utf-8"))
     pool = extract(EVAL_HALF)
