@@ -7,8 +7,6 @@ from pathlib import Path
 
 import pytest
 
-pytest.importorskip("names_dataset")  # the `bench` extra; `make test` installs it
-
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "bench" / "pii"))
 
@@ -18,13 +16,15 @@ from realnames.build import build, field_texts  # noqa: E402
 
 @pytest.fixture(scope="module")
 def pool():
-    return name_pool.extract(name_pool.EVAL_HALF)  # from the package's files, no cache
+    pytest.importorskip("names_dataset")  # the `bench` extra; `make test` installs it
+    return name_pool.extract(name_pool.EVAL_HALF)  # from the package's files, no cache (5-15 s)
 
 
 def _half(name: str) -> int:  # the rule as the shared notes state it
     return hashlib.blake2b(name.casefold().encode("utf-8"), digest_size=8).digest()[0] & 1
 
 
+@pytest.mark.slow
 def test_pool_holds_only_the_evaluation_half(pool):
     names = [row[0] for countries in pool.values() for kinds in countries.values() for buckets in kinds.values()
              for rows in buckets.values() for row in rows]
@@ -37,6 +37,7 @@ def test_pool_holds_only_the_evaluation_half(pool):
     assert {_half(n) for n in ("Ayşe", "Алёна", "Siddik", "Çelik", "Трофимова", "Smith")} == {0, 1}
 
 
+@pytest.mark.slow
 def test_the_set_is_deterministic_and_plants_only_evaluation_names(pool):
     rows = build(pool, 45, seed=5)
     again = build(pool, 45, seed=5)
