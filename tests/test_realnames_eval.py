@@ -50,7 +50,7 @@ def test_the_set_is_deterministic_and_plants_only_evaluation_names(pool):
         for lab in row["labels"]:
             assert fields[lab["field"]][lab["start"]:lab["end"]] == lab["value"]
             if lab["kind"] == "name":
-                assert all(_half(s) == 1 for w in lab["base"] for s in name_pool.spellings(w))
+                assert all(_half(s) == 1 for w in lab["drawn"] for s in name_pool.spellings(w))
 
 
 def test_pipeline_never_reads_the_name_source():

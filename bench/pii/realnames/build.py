@@ -23,7 +23,7 @@ PRIMARY = {
 }
 LATER_SHAPES = {"tr": ("later", "bey_hanim", "suffix"), "ru": ("later", "case"), "en": ("later",)}
 NAME_SHARE = 0.7  # of the records, those that carry a person
-_SLOT = re.compile(r"\{(full|first|last)(?::(\w+))?\}|\{a\}|\{mr\}|\{bh(?::(\w+))?\}|\{V\}|\[\[(.+?)\]\]", re.S)
+_SLOT = re.compile(r"\{(full|first|last|io|fio)(?::(\w+))?\}|\{a\}|\{mr\}|\{bh(?::(\w+))?\}|\{V\}|\[\[(.+?)\]\]", re.S)
 _WORD = re.compile(r"[^\W_]+")
 
 
@@ -136,12 +136,25 @@ def lower(text: str, lang: str) -> str:
 
 
 # ---------------------------------------------------------------------------------------------- people
-class Person:
-    __slots__ = ("first", "last", "gender", "country", "bucket", "ranks")
+def patronymic(father: str, gender: str) -> str | None:
+    """Отчество from a father's first name by the regular rules (Иван -> Иванович, Андрей -> Андреевна)."""
+    low = father.lower()
+    if low.endswith("ий"):
+        return father[:-2] + ("иевич" if gender == "M" else "иевна")
+    if low.endswith("й") or low[-1] in _SIBILANT:
+        return father.rstrip("й") + ("евич" if gender == "M" else "евна")
+    if low[-1] in "бвгдзклмнпрстфх":
+        return father + ("ович" if gender == "M" else "овна")
+    return None
 
-    def __init__(self, first, last, gender, country, bucket, ranks):
+
+class Person:
+    __slots__ = ("first", "last", "gender", "country", "bucket", "ranks", "middle")
+
+    def __init__(self, first, last, gender, country, bucket, ranks, middle=None):
         self.first, self.last, self.gender = first, last, gender
         self.country, self.bucket, self.ranks = country, bucket, ranks
+        self.middle = middle  # a Russian patronymic, or None
 
     @property
     def full(self) -> str:
@@ -180,14 +193,28 @@ class Builder:
                     break
             else:
                 continue
-            return Person(first, last, gender, country, bucket, (frank, lrank))
+            return Person(first, last, gender, country, bucket, (frank, lrank), self._patronymic(lang, country, gender))
         raise RuntimeError(f"no person drawn for {lang}")
+
+    def _patronymic(self, lang: str, country: str, gender: str) -> str | None:
+        """A patronymic from another evaluation-half man's name of the country, for Russian text."""
+        if lang != "ru":
+            return None
+        fathers = [r[0] for rows in self.pool[lang][country]["first"].values() for r in rows if r[2] == "M"]
+        for _ in range(20):
+            middle = patronymic(self.rng.choice(fathers), gender)
+            if middle:
+                return middle
+        return None
 
     # ------------------------------------------------------------------ sentences
     def _form(self, p: Person, lang: str, which: str, case: str | None) -> list | None:
         """Segments of one name mention: [(text, is_name_word)], or None when the form cannot be made."""
         words = {"full": [("first", p.first), ("last", p.last)], "first": [("first", p.first)],
-                 "last": [("last", p.last)]}[which]
+                 "last": [("last", p.last)], "io": [("first", p.first), ("middle", p.middle)],
+                 "fio": [("last", p.last), ("first", p.first), ("middle", p.middle)]}[which]
+        if p.middle is None and which in ("io", "fio"):
+            return None
         out = []
         for i, (kind, w) in enumerate(words):
             if i:
@@ -199,8 +226,8 @@ class Builder:
                     out += [(w, True), (tr_suffix(w, case), False)]
                 else:
                     out.append((w, True))
-            else:
-                form = (ru_first if kind == "first" else ru_last)(w, p.gender, case)
+            else:  # a patronymic declines as a surname in -ов/-ова does not; only nominative ones are planted
+                form = (ru_first if kind == "first" else ru_last)(w, p.gender, case) if kind != "middle" else None
                 if form is None:
                     return None
                 out.append((form, True))
@@ -357,7 +384,7 @@ class Builder:
         if chat:
             msgs = [{"role": "user" if i % 2 == 0 else "assistant", "content": c} for i, c in enumerate(contents)]
             if tool_unit is not None:
-                labels.append(self._tool_call(msgs[tool_unit], tool_unit, idx, person, lang))
+                labels += self._tool_call(msgs[tool_unit], tool_unit, idx, person, lang)
             rec = {"kind": "chat", "messages": msgs}
         else:
             rec = {"kind": "text", "text": contents[0]}
@@ -422,18 +449,29 @@ class Builder:
             contents.append(text)
         return contents, labels
 
-    def _tool_call(self, msg: dict, unit: int, idx: int, p: Person, lang: str) -> dict:
-        """The assistant's CRM call with the customer's name in its arguments; the name's label."""
+    def _tool_call(self, msg: dict, unit: int, idx: int, p: Person, lang: str) -> list[dict]:
+        """The assistant's CRM call with the customer's name in its arguments (under "customer_name", and in
+        the free-text note half of the time); the labels of the names."""
+        notes = texts.TOOL_NOTES[lang]
+        note = self.render(notes[0] if self.rng.random() < 0.5 else self.rng.choice(notes[1:]), lang, p, "tool") \
+            or self.render(notes[0], lang, p, "tool")  # a name the case rules do not cover
         args = {"customer_name": p.full, "ticket": f"T-{self.rng.randint(100000, 999999)}",
-                "note": texts.TOOL_NOTES[lang]}
+                "note": "".join(t for t, _ in note)}
         msg["tool_calls"] = [{"type": "function", "id": f"call_{idx}",
                               "function": {"name": "crm_update", "arguments": args}}]
         field = json.dumps(args, ensure_ascii=False)
         start = field.index(json.dumps(p.full, ensure_ascii=False)) + 1
-        label = {"kind": "name", "shape": "tool", "mention": "full", "field": f"t{unit}.0", "start": start,
-                 "end": start + len(p.full), "value": p.full}
-        self._person_labels([label], p, lang)
-        return label
+        labels = [{"kind": "name", "shape": "tool", "mention": "full", "start": start, "end": start + len(p.full),
+                   "value": p.full}]
+        pos = field.index(json.dumps(args["note"], ensure_ascii=False)) + 1
+        for text, lab in note:
+            if lab is not None:
+                labels.append({**lab, "start": pos, "end": pos + len(text), "value": text})
+            pos += len(text)
+        for lab in labels:
+            lab["field"] = f"t{unit}.0"
+        self._person_labels(labels, p, lang)
+        return labels
 
     def _put(self, units: list, sentence: list) -> None:
         units[self.rng.randrange(len(units))].append(sentence)
@@ -444,13 +482,15 @@ class Builder:
         for lab in labels:
             if lab["kind"] == "name" and "country" not in lab:
                 lab.update({"lang": lang, "country": p.country, "bucket": p.bucket,
-                            "base": {"full": [p.first, p.last], "first": [p.first], "last": [p.last]}[lab["mention"]]})
+                            "base": {"full": [p.first, p.last], "first": [p.first], "last": [p.last],
+                                     "io": [p.first, p.middle], "fio": [p.last, p.first, p.middle]}[lab["mention"]],
+                            "drawn": [p.first, p.last]})  # the words from the pool (a patronymic is made)
 
     @staticmethod
     def _collides(fields: dict, labels: list, p: Person) -> bool:
         """True when a word of the person's name (any form planted) is also a word of the other text."""
         name_words = {w.casefold() for lab in labels if lab["kind"] == "name" for w in _WORD.findall(lab["value"])}
-        name_words |= {p.first.casefold(), p.last.casefold()}
+        name_words |= {w.casefold() for w in (p.first, p.last, p.middle) if w}
         spans: dict = {}
         for lab in labels:
             if lab["kind"] == "name":

@@ -238,8 +238,9 @@ def report(res: dict, rows: list[dict], wall: float, cpu: float, show_misses: in
                     list(BUCKET_NAMES), cols, rec_cell("bucket"))
     lines += _table("Name recall, listed (every word in a name list of pipeline/data/pii/) or not",
                     ["listed", "partly", "unlisted"], cols, rec_cell("listed"))
-    lines += _table("Name recall per mention (the full name, the first name or the surname alone)",
-                    ["full", "first", "last"], cols, rec_cell("mention"))
+    lines += _table("Name recall per mention (the full name, the first name or the surname alone; Russian first "
+                    "name and patronymic, surname first name patronymic)", ["full", "first", "last", "io", "fio"], cols,
+                    rec_cell("mention"))
     unl = [x for x in names if x["listed"] == "unlisted"]
 
     def unl_cell(r, c):
@@ -389,10 +390,14 @@ def main() -> None:
     args = ap.parse_args()
     n = 300 if args.quick else args.records
     show = args.show_misses if args.show_misses is not None else (8 if args.quick else 0)
+    t0 = time.perf_counter()
     pool = name_pool.load(ROOT / "runs" / "bench_pii")
     rows = build(pool, n, args.seed)
+    t1 = time.perf_counter()
     outputs, wall, cpu = run_plain_presidio(rows) if args.presidio else run_stage(rows, args.batch)
+    t2 = time.perf_counter()
     res = score(rows, outputs)
+    print(f"(set built in {t1 - t0:.1f} s, scored in {time.perf_counter() - t2:.1f} s)", file=sys.stderr)
     lines, _ = report(res, rows, wall, cpu, show, args.presidio)
     text = "\n".join(_head(rows, args) + lines) + "\n"
     print(text, end="")

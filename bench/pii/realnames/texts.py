@@ -1,8 +1,9 @@
 """The sentences of the real-names evaluation: written for it and kept here only (the recognizers' rules and
 tests are not written against them).
 
-Slots: {full} {first} {last}, optionally with a form: ":gen" ":dat" ":acc" ":abl" ":loc" (Turkish, an
-apostrophe and a suffix after the name), ":gen" ":dat" ":acc" ":ins" ":prep" (Russian, the name declined);
+Slots: {full} {first} {last}, {io} (Russian: first name and patronymic), {fio} (surname, first name,
+patronymic), optionally with a form: ":gen" ":dat" ":acc" ":abl" ":loc" (Turkish, an apostrophe and a suffix
+after the name), ":gen" ":dat" ":acc" ":ins" ":prep" (Russian, the name declined);
 {a} is "а" after a woman's name in Russian past-tense verbs, "" after a man's; {mr} is Mr. or Ms.; {bh} is
 Bey or Hanım (with a case: "Bey'e", "Hanım'ı"). {V} is an identifier.
 [[...]] marks a hard negative (text that must stay).
@@ -45,17 +46,19 @@ NAMES = {
         "cue": ["Меня зовут {full}.", "ФИО: {full}", "Клиент: {full}", "Получатель — {full}.",
                 "Это {full}, пишу по поводу возврата.", "Здравствуйте, меня зовут {full}, заказ так и не пришёл.",
                 "Заказчик: {full}, оплата картой.", "Договор оформлен на {full}.",
-                "Контактное лицо: {full}", "Владелец номера — {full}."],
+                "Контактное лицо: {full}", "Владелец номера — {full}.", "ФИО: {fio}",
+                "Клиент: {fio}, договор от марта."],
         "nocue": ["{full} звонил{a} вчера насчёт возврата.", "{full} снова написал{a} в чат, ждёт ответа.",
                   "Вчера {full} забрал{a} посылку из пункта выдачи.", "{full} жалуется на задержку доставки.",
                   "Сегодня утром {full} оставил{a} отзыв на сайте.",
                   "Поговорили с {full:ins}, вопрос закрыт.", "{full} просит перенести доставку на субботу."],
         "greeting": ["Здравствуйте, {first}!", "Добрый день, {first}. Проверяю ваш заказ.", "Спасибо, {first}!",
                      "{first}, добрый вечер! Курьер уже выехал.", "Привет, {first}, всё получилось?",
-                     "Хорошо, {first}, передам коллегам."],
+                     "Хорошо, {first}, передам коллегам.", "Здравствуйте, {io}!", "{io}, добрый день!"],
         "signature": ["С уважением,\n{full}", "С уважением, {full}", "Спасибо!\n{first}",
                       "--\n{full}\nотдел продаж"],
         "later": ["{last} подтвердил{a} адрес.", "{first} перезвонит после обеда.", "Итог: {last} не против обмена.",
+                  "{io} просил{a} перезвонить.",
                   "Уточнил у {last:gen}, оплата прошла."],
         # Russian cases: the full name or the surname declined
         "case": ["Передайте {full:dat}, что посылка пришла.", "У {last:gen} не проходит оплата.",
@@ -78,13 +81,18 @@ NAMES = {
         "signature": ["Best,\n{full}", "Cheers,\n{first}", "Kind regards,\n{full}\nAccounts Payable",
                       "Thanks,\n{full}"],
         "later": ["{last} confirmed the new address.", "{first} will call back after lunch.",
-                  "{mr} {last} agreed to the exchange.", "{mr} {last} asked for a copy of the receipt.",
+                  "{mr} {last} agreed to the exchange.", "{last}'s order is on hold until Monday.",
+                  "{mr} {last} asked for a copy of the receipt.",
                   "Told {first} the parcel is on its way."],
     },
 }
 
 # the tool call an assistant turn makes with the customer's name in its arguments
-TOOL_NOTES = {"tr": "müşteri geri aranacak", "ru": "перезвонить клиенту", "en": "call the customer back"}
+# the call's free-text note: half of the time it names the person too ("tool" shape, in a value under no
+# person-named key)
+TOOL_NOTES = {"tr": ["müşteri geri aranacak", "{last} {bh:dat} iade bilgisi verilecek", "{first} yarın aranacak"],
+              "ru": ["перезвонить клиенту", "перезвонить {first:dat} завтра", "{last} ждёт возврат"],
+              "en": ["call the customer back", "call {first} back tomorrow", "{last} waits for the refund"]}
 
 # ---------------------------------------------------------------------------------------------- fillers
 FILL_USER = {
