@@ -169,55 +169,57 @@ def _inside(toks: list, start: int, end: int) -> list[int]:
 
 
 def score(rows: list[dict], outputs: dict) -> dict:
+    """Every planted label and every word replaced as a person, per record, from the stage's output."""
     lists, dictionary = listed_words(), morphology_names()
     res = {"names": [], "records": [], "negatives": [], "identifiers": [], "detections": [], "fence_words": 0,
            "fence_person": 0, "removed_records": 0, "dictionary": dictionary is not None}
     for row in rows:
-        rec = row["record"]
-        out_rec = outputs.get(rec["source"]["line"])
+        out_rec = outputs.get(row["record"]["source"]["line"])
         res["removed_records"] += out_rec is None
-        fields = field_texts(rec)
         out_fields = field_texts(out_rec) if out_rec is not None else {}
-        by_field = defaultdict(list)
-        for lab in row["labels"]:
-            by_field[lab["field"]].append(lab)
-        name_left = None
-        for key, text in fields.items():
+        n_names = len(res["names"])
+        for key, text in field_texts(row["record"]).items():
+            labs = [lab for lab in row["labels"] if lab["field"] == key]
             toks, left, person = align(text, out_fields.get(key))
-            labs = by_field.get(key, [])
             for lab in labs:
-                idx = _inside(toks, lab["start"], lab["end"])
-                if lab["kind"] == "name":
-                    gone = not any(left[i] for i in idx if sum(ch.isalpha() for ch in toks[i][2]) >= 3)
-                    res["names"].append({"lang": row["lang"], "shape": lab["shape"], "mention": lab["mention"],
-                                         "bucket": lab["bucket"], "country": lab["country"],
-                                         "listed": listed(lab["base"], lists, dictionary),
-                                         "in_json_lists": listed(lab["base"], lists), "removed": gone,
-                                         "value": lab["value"]})
-                    name_left = (name_left or False) or not gone
-                elif lab["kind"] == "negative":
-                    res["negatives"].append({"lang": row["lang"], "kind": lab["neg"],
-                                             "kept": all(left[i] for i in idx), "value": lab["value"]})
-                    if lab["neg"] == "code_fence":
-                        res["fence_words"] += len(idx)
-                        res["fence_person"] += sum(person[i] for i in idx)
-                else:
-                    chars = sum(len(toks[i][2]) for i in idx)
-                    kept = sum(len(toks[i][2]) for i in idx if left[i])
-                    res["identifiers"].append({"lang": row["lang"], "type": lab["type"],
-                                               "removed": kept <= 0.1 * chars, "value": lab["value"]})
-            # words replaced by a PERSON placeholder, by what they were
-            for i, (s, e, word) in enumerate(toks):
-                if person[i]:
-                    hit = [lab for lab in labs if lab["start"] < e and lab["end"] > s]
-                    kinds = {lab["kind"]: lab for lab in hit}
-                    what = ("name" if "name" in kinds else "negative:" + kinds["negative"]["neg"]
-                            if "negative" in kinds else "identifier" if kinds else
-                            "title" if word in _TITLES else "other")
-                    res["detections"].append({"lang": row["lang"], "what": what, "text": word})
-        if name_left is not None:
-            res["records"].append({"lang": row["lang"], "left": name_left})
+                _score_label(lab, row["lang"], toks, left, person, res, (lists, dictionary))
+            _person_words(labs, row["lang"], toks, person, res)
+        mentions = res["names"][n_names:]
+        if mentions:
+            res["records"].append({"lang": row["lang"], "left": not all(x["removed"] for x in mentions)})
     return res
+
+
+def _score_label(lab: dict, lang: str, toks: list, left: list, person: list, res: dict, lists) -> None:
+    idx = _inside(toks, lab["start"], lab["end"])
+    if lab["kind"] == "name":
+        gone = not any(left[i] for i in idx if sum(ch.isalpha() for ch in toks[i][2]) >= 3)
+        res["names"].append({"lang": lang, "shape": lab["shape"], "mention": lab["mention"], "bucket": lab["bucket"],
+                             "country": lab["country"], "listed": listed(lab["base"], *lists),
+                             "in_json_lists": listed(lab["base"], lists[0]), "removed": gone, "value": lab["value"]})
+    elif lab["kind"] == "negative":
+        res["negatives"].append({"lang": lang, "kind": lab["neg"], "kept": all(left[i] for i in idx),
+                                 "value": lab["value"]})
+        if lab["neg"] == "code_fence":
+            res["fence_words"] += len(idx)
+            res["fence_person"] += sum(person[i] for i in idx)
+    else:
+        chars = sum(len(toks[i][2]) for i in idx)
+        kept = sum(len(toks[i][2]) for i in idx if left[i])
+        res["identifiers"].append({"lang": lang, "type": lab["type"], "removed": kept <= 0.1 * chars,
+                                   "value": lab["value"]})
+
+
+def _person_words(labs: list, lang: str, toks: list, person: list, res: dict) -> None:
+    """Each word replaced by a PERSON placeholder, by what it was: a planted name, a hard negative, an
+    identifier, a title next to a name, or an ordinary word."""
+    for i, (s, e, word) in enumerate(toks):
+        if not person[i]:
+            continue
+        kinds = {lab["kind"]: lab for lab in labs if lab["start"] < e and lab["end"] > s}
+        what = ("name" if "name" in kinds else "negative:" + kinds["negative"]["neg"] if "negative" in kinds
+                else "identifier" if kinds else "title" if word in _TITLES else "other")
+        res["detections"].append({"lang": lang, "what": what, "text": word})
 
 
 # ---------------------------------------------------------------------------------------------- tables
