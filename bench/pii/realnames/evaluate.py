@@ -241,58 +241,60 @@ def _recall(items: list[dict], **where) -> tuple[int, int]:
     return sum(x["removed"] for x in sel), len(sel)
 
 
-def report(res: dict, rows: list[dict], wall: float, cpu: float, show_misses: int,
-           presidio: bool = False) -> tuple[list[str], list]:
-    names, lines = res["names"], []
-    cols = LANGS + ("all",)
+COLS = LANGS + ("all",)
 
-    def rec_cell(field):
-        def cell(r, c):
-            where = {field: r} if c == "all" else {field: r, "lang": c}
-            return _ratio(*_recall(names, **where))
-        return cell
 
-    lines += _table("Name recall per language and shape (mentions; removed = no word of 3+ letters left)",
-                    list(SHAPES), cols, rec_cell("shape"))
-    lines += _table("Name recall per language and rank bucket (the country's rank of the first name and surname)",
-                    list(BUCKET_NAMES), cols, rec_cell("bucket"))
-    by_dictionary = " or, Cyrillic, in pymorphy3's dictionary as a name (the stage reads it)"
-    title = ("Name recall, listed (every word in a name list of pipeline/data/pii/"
-             + (by_dictionary if res["dictionary"] else "") + ") or not")
-    lines += _table(title, ["listed", "partly", "unlisted"], cols, rec_cell("listed"))
-    if res["dictionary"]:
-        def json_cell(r, c):
-            where = {"in_json_lists": r} if c == "all" else {"in_json_lists": r, "lang": c}
-            return _ratio(*_recall(names, **where))
+def _share(items: list[dict], flag: str, **where):
+    """A table cell function: for (row, column), the share of `items` with `flag` set among those whose
+    fields match `where` with the row's value under the row key (the key of `where` given as None) and the
+    column's language ("all": any)."""
+    row_key = next(k for k, v in where.items() if v is None)
 
-        lines += _table("The same, the JSON lists only (the dictionary not counted)", ["listed", "partly", "unlisted"],
-                        cols, json_cell)
-    lines += _table("Name recall per mention (the full name, the first name or the surname alone; Russian first "
-                    "name and patronymic, surname first name patronymic)", ["full", "first", "last", "io", "fio"], cols,
-                    rec_cell("mention"))
+    def cell(r, c):
+        sel = [x for x in items if x[row_key] == r and (c == "all" or x["lang"] == c)
+               and all(x[k] == v for k, v in where.items() if v is not None)]
+        return _ratio(sum(x[flag] for x in sel), len(sel))
+    return cell
+
+
+def _name_tables(res: dict) -> list[str]:
+    names = res["names"]
     unl = [x for x in names if x["listed"] == "unlisted"]
-
-    def unl_cell(r, c):
-        where = {"shape": r} if c == "all" else {"shape": r, "lang": c}
-        return _ratio(*_recall(unl, **where))
-
-    lines += _table("Unlisted names: recall per language and shape", list(SHAPES), cols, unl_cell)
-    countries = sorted({x["country"] for x in names})
+    by_dictionary = " or, Cyrillic, in pymorphy3's dictionary as a name (the stage reads it)"
+    lines = _table("Name recall per language and shape (mentions; removed = no word of 3+ letters left)",
+                   list(SHAPES), COLS, _share(names, "removed", shape=None))
+    lines += _table("Name recall per language and rank bucket (the country's rank of the first name and surname)",
+                    list(BUCKET_NAMES), COLS, _share(names, "removed", bucket=None))
+    lines += _table("Name recall, listed (every word in a name list of pipeline/data/pii/"
+                    + (by_dictionary if res["dictionary"] else "") + ") or not",
+                    ["listed", "partly", "unlisted"], COLS, _share(names, "removed", listed=None))
+    if res["dictionary"]:
+        lines += _table("The same, the JSON lists only (the dictionary not counted)", ["listed", "partly", "unlisted"],
+                        COLS, _share(names, "removed", in_json_lists=None))
+    lines += _table("Name recall per mention (the full name, the first name or the surname alone; Russian first "
+                    "name and patronymic, surname first name patronymic)", ["full", "first", "last", "io", "fio"], COLS,
+                    _share(names, "removed", mention=None))
+    lines += _table("Unlisted names: recall per language and shape", list(SHAPES), COLS,
+                    _share(unl, "removed", shape=None))
 
     def country_cell(r, c):
         return _ratio(*_recall(names, country=r, bucket=c)) if c != "all" else _ratio(*_recall(names, country=r))
 
-    lines += _table("Name recall per country and rank bucket", countries, BUCKET_NAMES + ("all",), country_cell)
+    return lines + _table("Name recall per country and rank bucket", sorted({x["country"] for x in names}),
+                          BUCKET_NAMES + ("all",), country_cell)
 
-    recs = res["records"]
-    left = {lang: (sum(r["left"] for r in recs if r["lang"] == lang), sum(r["lang"] == lang for r in recs))
-            for lang in LANGS}
-    left_all = (sum(r["left"] for r in recs), len(recs))
-    lines += ["### Records with a word of a planted name left", "",
-              "| | " + " | ".join(cols) + " |", "|---" * (len(cols) + 1) + "|",
-              "| records | " + " | ".join(f"{a}/{b} ({a / b:.1%})" if b else "-"
-                                        for a, b in list(left.values()) + [left_all]) + " |", ""]
 
+def _left(recs: list[dict], lang: str | None = None) -> tuple[int, int]:
+    sel = [r for r in recs if lang is None or r["lang"] == lang]
+    return sum(r["left"] for r in sel), len(sel)
+
+
+def _other_tables(res: dict) -> list[str]:
+    """Records with a name left, words replaced as a person, hard negatives, identifiers."""
+    counts = [_left(res["records"], lang) for lang in LANGS] + [_left(res["records"])]
+    lines = ["### Records with a word of a planted name left", "", "| | " + " | ".join(COLS) + " |",
+             "|---" * (len(COLS) + 1) + "|",
+             "| records | " + " | ".join(f"{a}/{b} ({a / b:.1%})" if b else "-" for a, b in counts) + " |", ""]
     dets = res["detections"]
 
     def prec_cell(r, c):
@@ -304,84 +306,80 @@ def report(res: dict, rows: list[dict], wall: float, cpu: float, show_misses: in
     whats = ["precision", "other", "title", "identifier"] + [f"negative:{k}" for k in NEG_KINDS]
     lines += _table("Words replaced as a person: precision (share of them in a planted name), and where the others "
                     "were (counts; other = ordinary words of the text, title = Bey, Hanım, Mr, Ms next to a name)",
-                    whats, cols, prec_cell)
-
+                    whats, COLS, prec_cell)
     negs = res["negatives"]
-
-    def neg_cell(r, c):
-        sel = [x for x in negs if x["kind"] == r and (c == "all" or x["lang"] == c)]
-        return _ratio(sum(x["kept"] for x in sel), len(sel))
-
-    lines += _table("Hard negatives kept (every word left)", list(NEG_KINDS) + [], cols, neg_cell)
-    neg_all = (sum(x["kept"] for x in negs), len(negs))
-    lines += [f"all hard negatives kept: {_ratio(*neg_all)}; words inside code fences replaced as a person: "
-              f"{res['fence_person']} of {res['fence_words']}", ""]
-
+    lines += _table("Hard negatives kept (every word left)", list(NEG_KINDS), COLS, _share(negs, "kept", kind=None))
+    lines += [f"all hard negatives kept: {_ratio(sum(x['kept'] for x in negs), len(negs))}; words inside code fences "
+              f"replaced as a person: {res['fence_person']} of {res['fence_words']}", ""]
     ids = res["identifiers"]
-    types = sorted({x["type"] for x in ids})
+    return lines + _table("Identifier recall (removed: at most 10% of its letters and digits left)",
+                          sorted({x["type"] for x in ids}), COLS, _share(ids, "removed", type=None))
 
-    def id_cell(r, c):
-        sel = [x for x in ids if x["type"] == r and (c == "all" or x["lang"] == c)]
-        return _ratio(sum(x["removed"] for x in sel), len(sel))
 
-    lines += _table("Identifier recall (removed: at most 10% of its letters and digits left)", types, cols, id_cell)
-    id_all = (sum(x["removed"] for x in ids), len(ids))
+def _target(label: str, ok: int, n: int, goal: float, at_most: bool = False) -> str:
+    met = n and (ok / n <= goal if at_most else ok / n >= goal)
+    shown = f"{ok}/{n} ({ok / n:.1%})" if at_most and n else _ratio(ok, n)
+    return f"| {label} | {shown} | {'met' if met else 'NOT met'} |"
 
-    # ------------------------------------------------------------------ targets
-    def met(ok: bool) -> str:
-        return "met" if ok else "NOT met"
 
-    t_lines = ["### TARGETS (issue 29, item 4)", "", "| target | measured | |", "|---|---|---|"]
+def _targets(res: dict) -> list[str]:
+    names, negs, ids = res["names"], res["negatives"], res["identifiers"]
+    unl = [x for x in names if x["listed"] == "unlisted"]
+    t = TARGETS
+    lines = ["### TARGETS (issue 29, item 4)", "", "| target | measured | |", "|---|---|---|"]
     for lang in LANGS:
-        ok, n = _recall(unl, lang=lang)
-        t_lines.append(f"| names in none of the lists, {lang}: recall >= {TARGETS['unlisted']} | {_ratio(ok, n)} | "
-                       f"{met(n and ok / n >= TARGETS['unlisted'])} |")
+        lines.append(_target(f"names in none of the lists, {lang}: recall >= {t['unlisted']}",
+                             *_recall(unl, lang=lang), t["unlisted"]))
     if res["dictionary"]:  # for reading it against a run whose stage had no dictionary
         ok, n = _recall([x for x in names if x["in_json_lists"] == "unlisted"], lang="ru")
-        t_lines.append(f"| (the same, ru, names in pymorphy3's dictionary counted as unlisted) | {_ratio(ok, n)} | - |")
-    for shape in ("lower", "caps"):
-        ok, n = _recall(unl, shape=shape)
-        label = "lower case" if shape == "lower" else "ALL CAPS (the whole name)"
-        t_lines.append(f"| names in none of the lists, {label}: recall >= {TARGETS[shape]} | {_ratio(ok, n)} | "
-                       f"{met(n and ok / n >= TARGETS[shape])} |")
-    a, b = left_all
-    t_lines.append(f"| records with any word of a planted name left <= {TARGETS['records_left']:.0%} | "
-                   f"{a}/{b} ({a / b:.1%}) | {met(b and a / b <= TARGETS['records_left'])} |")
-    t_lines.append(f"| hard negatives kept >= {TARGETS['negatives']} | {_ratio(*neg_all)} | "
-                   f"{met(neg_all[1] and neg_all[0] / neg_all[1] >= TARGETS['negatives'])} |")
-    t_lines.append(f"| no word inside a code fence replaced as a person | {res['fence_person']} of "
-                   f"{res['fence_words']} | {met(res['fence_person'] == 0)} |")
-    t_lines.append(f"| identifiers: recall >= {TARGETS['identifiers']} | {_ratio(*id_all)} | "
-                   f"{met(id_all[1] and id_all[0] / id_all[1] >= TARGETS['identifiers'])} |")
-    t_lines.append("| speed: >= 20x plain Presidio per message on long chats, <= 35% of the CPU of bench/e2e | "
-                   "not measured here: bench/pii/run.py, bench/e2e | - |")
-    lines += t_lines + [""]
+        lines.append(f"| (the same, ru, names in pymorphy3's dictionary counted as unlisted) | {_ratio(ok, n)} | - |")
+    lines.append(_target(f"names in none of the lists, lower case: recall >= {t['lower']}",
+                         *_recall(unl, shape="lower"), t["lower"]))
+    lines.append(_target(f"names in none of the lists, ALL CAPS (the whole name): recall >= {t['caps']}",
+                         *_recall(unl, shape="caps"), t["caps"]))
+    lines.append(_target(f"records with any word of a planted name left <= {t['records_left']:.0%}",
+                         *_left(res["records"]), t["records_left"], at_most=True))
+    lines.append(_target(f"hard negatives kept >= {t['negatives']}", sum(x["kept"] for x in negs), len(negs),
+                         t["negatives"]))
+    lines.append(f"| no word inside a code fence replaced as a person | {res['fence_person']} of "
+                 f"{res['fence_words']} | {'met' if res['fence_person'] == 0 else 'NOT met'} |")
+    lines.append(_target(f"identifiers: recall >= {t['identifiers']}", sum(x["removed"] for x in ids), len(ids),
+                         t["identifiers"]))
+    lines.append("| speed: >= 20x plain Presidio per message on long chats, <= 35% of the CPU of bench/e2e | "
+                 "not measured here: bench/pii/run.py, bench/e2e | - |")
+    return lines + [""]
 
+
+def _examples(res: dict, n: int) -> list[str]:
+    """What was missed or taken wrongly, n per cell: for the detectors' work, not for the record."""
+    lines = ["", "### Examples (evaluation-half names from a public list, planted in written text)", ""]
+    by = defaultdict(list)
+    for x in res["names"]:
+        if not x["removed"]:
+            by[(x["lang"], x["shape"])].append(x["value"])
+    for key in sorted(by):
+        lines.append(f"missed {key[0]} {key[1]}: " + ", ".join(by[key][:n]))
+    wrong = Counter((d["lang"], d["what"], d["text"]) for d in res["detections"] if d["what"] != "name")
+    lines.append("words wrongly replaced as a person: " + ", ".join(
+        f"{lang} {w} {t!r} x{k}" for (lang, w, t), k in wrong.most_common(n * 3)))
+    lost = Counter((x["lang"], x["kind"], x["value"]) for x in res["negatives"] if not x["kept"])
+    lines.append("negatives lost: " + ", ".join(f"{lang} {kind} {v!r} x{k}" for (lang, kind, v), k in
+                                                lost.most_common(n * 3)))
+    missed = [x for x in res["identifiers"] if not x["removed"]]
+    example = {}
+    for x in missed:
+        example.setdefault((x["lang"], x["type"]), x["value"])
+    lines.append("identifiers missed: " + ", ".join(f"{lang} {t} x{k} e.g. {example[(lang, t)]!r}" for (lang, t), k in
+                                                    Counter((x["lang"], x["type"]) for x in missed).most_common()))
+    return lines
+
+
+def report(res: dict, rows: list[dict], wall: float, cpu: float, show_misses: int, presidio: bool = False) -> list:
     n_chars = sum(len(t) for r in rows for t in field_texts(r["record"]).values())
+    lines = _name_tables(res) + _other_tables(res) + _targets(res)
     lines.append(f"{'plain Presidio' if presidio else 'stage'}: {len(rows)} records, {n_chars} characters, "
                  f"{wall:.1f} s wall, {cpu:.1f} s CPU; records the stage removed: {res['removed_records']}")
-    if show_misses:
-        lines += ["", "### Examples (evaluation-half names from a public list, planted in written text)", ""]
-        by = defaultdict(list)
-        for x in names:
-            if not x["removed"]:
-                by[(x["lang"], x["shape"])].append(x["value"])
-        for key in sorted(by):
-            lines.append(f"missed {key[0]} {key[1]}: " + ", ".join(by[key][:show_misses]))
-        fps = Counter((d["lang"], d["what"], d["text"]) for d in dets if d["what"] != "name")
-        lines.append("words wrongly replaced as a person: " + ", ".join(f"{lang} {w} {t!r} x{n}" for (lang, w, t), n in
-                                                   fps.most_common(show_misses * 3)))
-        negs_lost = Counter((x["lang"], x["kind"], x["value"]) for x in negs if not x["kept"])
-        lines.append("negatives lost: " + ", ".join(f"{lang} {k} {v!r} x{n}" for (lang, k, v), n in
-                                                    negs_lost.most_common(show_misses * 3)))
-        ids_missed = Counter((x["lang"], x["type"]) for x in ids if not x["removed"])
-        examples = {}
-        for x in ids:
-            if not x["removed"]:
-                examples.setdefault((x["lang"], x["type"]), x["value"])
-        lines.append("identifiers missed: " + ", ".join(f"{lang} {t} x{n} e.g. {examples[(lang, t)]!r}"
-                                                        for (lang, t), n in ids_missed.most_common()))
-    return lines, t_lines
+    return lines + (_examples(res, show_misses) if show_misses else [])
 
 
 def _head(rows: list[dict], args) -> list[str]:
@@ -430,7 +428,7 @@ def main() -> None:
     t2 = time.perf_counter()
     res = score(rows, outputs)
     print(f"(set built in {t1 - t0:.1f} s, scored in {time.perf_counter() - t2:.1f} s)", file=sys.stderr)
-    lines, _ = report(res, rows, wall, cpu, show, args.presidio)
+    lines = report(res, rows, wall, cpu, show, args.presidio)
     text = "\n".join(_head(rows, args) + lines) + "\n"
     print(text, end="")
     out = args.out or (None if args.quick else str(HERE.parent / "realnames_last_run.txt"))
