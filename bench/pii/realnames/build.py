@@ -226,7 +226,7 @@ class Builder:
                     out += [(w, True), (tr_suffix(w, case), False)]
                 else:
                     out.append((w, True))
-            else:  # a patronymic declines as a surname in -ов/-ова does not; only nominative ones are planted
+            else:  # Russian; a patronymic is planted in the nominative only
                 form = (ru_first if kind == "first" else ru_last)(w, p.gender, case) if kind != "middle" else None
                 if form is None:
                     return None
