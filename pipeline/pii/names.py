@@ -22,6 +22,7 @@ from typing import NamedTuple
 
 from presidio_analyzer import LocalRecognizer
 
+from .name_signals import Rarity
 from .ner import entity_spans
 from .text import ContextWords, Hit, TextContext, fold, load_data, to_results
 
@@ -51,6 +52,7 @@ _WORD_TITLES = frozenset(("bay", "bayan", "miss"))
 # an article right before two or more capitalized words makes them a title or an organisation ("The Selfish
 # Gene", "the Rolling Stones"); one word after it may still be a family ("the Smiths")
 _ARTICLES = frozenset(("the", "a", "an"))
+_INDEFINITE = frozenset(("a", "an"))
 
 
 _GAP = " \t\u00a0:,-—–"
@@ -77,6 +79,16 @@ _HEADER = re.compile(r"[ \t]*(?:" + "|".join(re.escape(fold(w)) for w in _CTX["n
 _CUES_AFTER = re.compile("[ \u00a0]+(?:" + "|".join(
     re.escape(_norm_phrase(w.rstrip("*"))) + (r"\w*" if w.endswith("*") else "")
     for w in sorted(_CTX["name_cues_after"], key=len, reverse=True)) + r")(?!\w)")
+
+# "Aodhan Nizam called yesterday", "Bu hattı X kullanıyor": a verb right after words that are listed names or rare
+_VERBS_AFTER = re.compile("[ \u00a0]+(?:" + "|".join(
+    re.escape(_norm_phrase(w.rstrip("*"))) + (r"\w*" if w.endswith("*") else "")
+    for w in sorted(_CTX["name_verbs_after"], key=len, reverse=True)) + r")(?!\w)")
+# firms and brands named after a person, by their first word's key
+_BRANDS: dict[str, list[tuple[str, ...]]] = {}
+for _b in _CTX["name_brands"]:
+    _k = tuple(fold(w) for w in _b.split())
+    _BRANDS.setdefault(_k[0], []).append(_k)
 
 _LAT_UP = "A-ZÇĞİÖŞÜÂÊÎÔÛÉÈÁÍÓÚÑƏÄËÏÀÌÒÙÃÕÅØÆŒ"
 _LAT_LO = "a-zçğıöşüâêîôûéèáíóúñäëəïàìòùãõåøæœß"
@@ -236,15 +248,15 @@ def _acronym(tok: _Tok) -> bool:
     return len(tok.word) <= 3 and tok.word.isupper()
 
 
-def _after_article(text: str, start: int) -> bool:
-    """An article (the, The, a, an) and one space right before `start`."""
+def _after_article(text: str, start: int, articles: frozenset = _ARTICLES) -> bool:
+    """An article (the, The, a, an; or one of `articles`) and one space right before `start`."""
     if start < 2 or text[start - 1] != " ":
         return False
     k = start - 1
     j = k
     while j > 0 and text[j - 1].isalpha():
         j -= 1
-    return text[j:k].lower() in _ARTICLES and (j == 0 or not text[j - 1].isalnum())
+    return text[j:k].lower() in articles and (j == 0 or not text[j - 1].isalnum())
 
 
 def _after_place_word(text: str, toks: list, i: int) -> bool:
@@ -262,6 +274,25 @@ def _title_after(text: str, toks: list, j: int) -> bool:
 def _cue_after(ctx: TextContext, tok: _Tok) -> bool:
     """tok is followed by a phrase that names a person before it ("adına", "ile görüştüm")."""
     return tok.full_end == tok.end and _CUES_AFTER.match(ctx.norm, tok.end) is not None
+
+
+def _verb_after(ctx: TextContext, tok: _Tok) -> bool:
+    """tok is followed by a calling, writing or complaining verb ("called yesterday", "dün aradı")."""
+    return tok.full_end == tok.end and _VERBS_AFTER.match(ctx.norm, tok.end) is not None
+
+
+def _brand_end(text: str, toks: list, i: int) -> int:
+    """The index of the last token of a brand or firm named after a person that starts at toks[i] ("Tommy
+    Hilfiger", "Procter & Gamble"), or i - 1 when none starts there."""
+    for brand in _BRANDS.get(toks[i].key, ()):
+        j = i
+        for key in brand[1:]:
+            if j + 1 >= len(toks) or toks[j + 1].key != key or toks[j + 1].start - toks[j].full_end > 3:
+                break
+            j += 1
+        else:
+            return j
+    return i - 1
 
 
 def _surname_shaped_run(text: str, toks: list, i: int) -> bool:
@@ -320,9 +351,11 @@ class LatinNameRecognizer(PersonRecognizer):
         # first names that are everyday words of this language ("Evde", "Özel" in Turkish)
         self.common_words = TURKISH_WORDS if self.supported_language == "tr" else frozenset()
         self.ambiguous = LATIN_AMBIGUOUS | self.common_words
+        self.rarity = Rarity(self.supported_language if self.supported_language in ("tr", "en") else "en")
 
     def triggered(self, ctx: TextContext) -> bool:
-        return _LATIN_CAPITAL.search(ctx.text) is not None or not ctx.words.isdisjoint(_LOWER_FIRST)
+        return _LATIN_CAPITAL.search(ctx.text) is not None or not ctx.words.isdisjoint(_LOWER_FIRST) \
+            or not ctx.words.isdisjoint(_LOWER_INTRO_WORDS)
 
     def find(self, ctx: TextContext) -> list[Hit]:
         """Each capitalized token in turn: no name starts there (_starts_no_name), or the name that starts
@@ -334,15 +367,96 @@ class LatinNameRecognizer(PersonRecognizer):
         i = 0
         while i < len(toks):
             titled = _titled(ctx.text, toks, i)
-            if self._starts_no_name(ctx, toks, i, titled, surnames):
+            if len(toks[i].word) >= 3 and toks[i].word.isupper():
+                i, hit = self._caps_name_from(ctx, toks, i, titled)
+            elif self._starts_no_name(ctx, toks, i, titled, surnames):
                 i += 1
                 continue
-            i, hit = self._name_from(ctx, toks, i, titled, out)
+            else:
+                i, hit = self._name_from(ctx, toks, i, titled, out)
             if hit is not None:
                 out.append(hit)
-        if not ctx.words.isdisjoint(_LOWER_FIRST):
-            out += _lower_case_names(ctx)
+        if not ctx.words.isdisjoint(_LOWER_FIRST) or not ctx.words.isdisjoint(_LOWER_INTRO_WORDS):
+            lower = _lower_case_names(ctx, self.rarity, self.ambiguous)
+            out += [h for h in lower if not any(o.start < h.end and h.start < o.end for o in out)]
         return out
+
+    def _namelike(self, key: str) -> bool:
+        """A listed first name or surname, or a word rare in the language: a word a name may hold."""
+        return key in LATIN_FIRST or key in LATIN_LAST or self.rarity.rare(key)
+
+    def _may_be_name(self, key: str) -> bool:
+        """Beside a name-like word: any word but an everyday one (names the corpus holds often, "Hulusi")."""
+        return key in LATIN_FIRST or key in LATIN_LAST or not self.rarity.everyday(key)
+
+    def _run_of(self, ctx: TextContext, toks: list, i: int, caps: bool) -> int:
+        """The end (exclusive) of the run of up to three adjacent capitalized words from toks[i] on (in capitals
+        when `caps`) that may be a name's, no stop word or acronym among them."""
+        text = ctx.text
+        j = i
+        while j < len(toks) and j - i < 3 and (j == i or _adjacent(text, toks[j - 1], toks[j])):
+            tk = toks[j]
+            if tk.key in STOP or len(tk.key) < 2 or tk.word.isupper() != caps or not self._may_be_name(tk.key) \
+                    or (not caps and _acronym(tk)):
+                break
+            j += 1
+        return j
+
+    def _caps_name_from(self, ctx: TextContext, toks: list, i: int, titled: bool) -> tuple[int, Hit | None]:
+        """A name in capitals ("ADA LOVELACE REQUESTED A REFUND"): the run of adjacent capitalized words from
+        toks[i] on that are listed names or rare as words, all of them, not the surname alone; one such word
+        alone only after a title or an introduction, or when it is a listed first name that is no word."""
+        text = ctx.text
+        j = self._run_of(ctx, toks, i, True)
+        if j == i:
+            return i + 1, None
+        first = toks[i]
+        brand = _brand_end(text, toks, i)
+        if brand > i:
+            return brand + 1, None
+        if j - i >= 2 and any(self._namelike(tk.key) for tk in toks[i:j]):
+            known = any(tk.key in LATIN_FIRST or tk.key in LATIN_LAST for tk in toks[i:j])
+            score = 0.85 if known or titled or _context_before(ctx, first.start) else 0.7
+            return j, Hit(first.start, toks[j - 1].end, "PERSON", score, "gazetteer")
+        if titled or _strong_before(ctx, first.start) or _title_after(text, toks, i) \
+                or (first.key in LATIN_FIRST and first.key not in self.ambiguous and not self._common(first.key)):
+            return j, Hit(first.start, first.end, "PERSON", 0.6, "gazetteer")
+        return j, None
+
+    def _common(self, key: str) -> bool:
+        return not self.rarity.rare(key)
+
+    def _rare_run(self, ctx: TextContext, toks: list, i: int) -> bool:
+        """toks[i] starts two or three adjacent capitalized words that are listed names or rare as words, one of
+        them at least rare ("Aodhan Nizam wrote in"), with no other capitalized word glued before or after (a
+        longer proper noun); or one or more such words before a calling verb ("Siddik called yesterday")."""
+        text = ctx.text
+        t = toks[i]
+        if len(t.key) < 3 or t.word.isupper():
+            return False
+        if i > 0 and _adjacent(text, toks[i - 1], t) and not _sentence_initial(text, toks[i - 1].start) \
+                and toks[i - 1].key not in TITLES:
+            return False
+        j = self._run_of(ctx, toks, i, False) - 1
+        if j < i:
+            return False
+        if j + 1 < len(toks) and _adjacent(text, toks[j], toks[j + 1]) and toks[j + 1].key not in TITLES_AFTER \
+                and toks[j + 1].key not in NEVER:
+            return False  # "Kuala Lumpur Airport": part of a longer proper noun
+        if _verb_after(ctx, toks[j]) and any(self._namelike(tk.key) for tk in toks[i:j + 1]):
+            return True
+        if j == i or not any(self.rarity.rare(tk.key) for tk in toks[i:j + 1]):
+            return False
+        # at a sentence start the capital says nothing: the first word must itself be rare, and not an
+        # inflected everyday word ("Siparişinizi Trendyol üzerinden")
+        return not _sentence_initial(text, t.start) or (self.rarity.rare(t.key) and not self._inflected(t.key))
+
+    def _inflected(self, key: str) -> bool:
+        """A Turkish word whose stem (the word less up to five letters of suffixes) is a common word."""
+        if self.supported_language != "tr":
+            return False
+        common = self.rarity.common
+        return any(key[:k] in common for k in range(max(3, len(key) - 5), len(key)))
 
     def _starts_no_name(self, ctx: TextContext, toks: list, i: int, titled: bool, surnames: bool) -> bool:
         """toks[i] is a stop word, an acronym, a word before a full name, or a word outside the list with no
@@ -361,7 +475,7 @@ class LatinNameRecognizer(PersonRecognizer):
         if key in LATIN_FIRST or titled or (surnames and _surname_shaped_run(text, toks, i)) \
                 or _phrase_before(ctx, t.start, _PHRASES_STRONG) or _role_before(ctx, t.start):
             return False  # (_strong_before, inlined: once per capitalized word)
-        return not _unlisted_name_cued(ctx, toks, i)
+        return not _unlisted_name_cued(ctx, toks, i) and not self._rare_run(ctx, toks, i)
 
     def _name_from(self, ctx: TextContext, toks: list, i: int, titled: bool, out: list) -> tuple[int, Hit | None]:
         """The token to go on from, and the name starting at (or one word before) toks[i], unless its words
@@ -370,6 +484,9 @@ class LatinNameRecognizer(PersonRecognizer):
         text = ctx.text
         t = toks[i]
         n = len(toks)
+        brand = _brand_end(text, toks, i)
+        if brand > i or (brand == i and t.key in _BRANDS and (i + 1 == n or not _adjacent(text, t, toks[i + 1]))):
+            return brand + 1, None  # "Tommy Hilfiger", "Morgan Stanley": a firm named after a person
         # a surname that is also a place or company word ("Park", "Day", "Church") after a title or an
         # introduction: "Dear Patricia Park", "this is Katherine Day"
         stop_surname = i + 1 < n and toks[i + 1].key in STOP_SURNAMES and _adjacent(text, t, toks[i + 1]) \
@@ -385,6 +502,8 @@ class LatinNameRecognizer(PersonRecognizer):
         s = _name_start(text, toks, i, out)
         if (j > i or s < t.start) and not titled and _after_article(text, s):
             return j + 1, None  # "The Selfish Gene", "the Tampa Bay Lightning": a title or an organisation
+        if j == i and s == t.start and not titled and _after_article(text, s, _INDEFINITE):
+            return j + 1, None  # "an Oscar statuette", "a Ford": one person is not "a John"
         return j + 1, Hit(s, toks[j].end, "PERSON", self._score(ctx, toks, i, j, s, titled), "gazetteer")
 
     def _score(self, ctx: TextContext, toks: list, i: int, j: int, s: int, titled: bool) -> float:
@@ -393,7 +512,8 @@ class LatinNameRecognizer(PersonRecognizer):
         text = ctx.text
         key = toks[i].key
         is_first = key in LATIN_FIRST
-        context = titled or _context_before(ctx, s) or _title_after(text, toks, j) or _cue_after(ctx, toks[j])
+        context = titled or _context_before(ctx, s) or _title_after(text, toks, j) or _cue_after(ctx, toks[j]) \
+            or _verb_after(ctx, toks[j])
         if j > i or s < toks[i].start:
             known = any(tk.key in LATIN_FIRST or tk.key in LATIN_LAST for tk in toks[i + 1:j + 1]) or s < toks[i].start
             if context:
@@ -455,27 +575,53 @@ _LOWER_WORD = re.compile(rf"[{_LAT_LO}]+")
 _BOUNDED_WORD = re.compile(r"(?<![\w'’])[^\W\d_]+(?!\w)")
 
 
+# self-introductions after which people type their name in lower case; their last words gate the search
+_LOWER_INTROS = ("my name is", "my full name is", "name is", "i am", "i'm", "benim adım", "adım", "ismim",
+                 "adım soyadım", "merhaba ben", "selam ben", "ben", "this is", "isim soyisim", "ad soyad")
+_LOWER_INTRO_WORDS = frozenset(w for p in _LOWER_INTROS for w in (p.split()[-1], fold(p.split()[-1])))
+_LOWER_INTRO = re.compile(r"(?<!\w)(?:" + "|".join(re.escape(fold(p)).replace(r"\ ", "[ \u00a0]+")
+                                                   for p in sorted(_LOWER_INTROS, key=len, reverse=True))
+                          + rf")[ \u00a0,:]+([{_LAT_LO}]+)(?:[ \u00a0]([{_LAT_LO}]+))?(?![\w'’])")
+
+
+def _introduced_lower_case(ctx: TextContext, rarity: Rarity, ambiguous: frozenset) -> list[Hit]:
+    out = []
+    for m in _LOWER_INTRO.finditer(ctx.norm):
+        k1 = m.group(1)
+        if not ctx.text[m.start(1)].islower() or len(k1) < 3 or k1 in STOP or k1 in ambiguous \
+                or not (k1 in LATIN_FIRST or k1 in LATIN_LAST or rarity.rare(k1)):
+            continue
+        e = m.end(1)
+        k2 = m.group(2)
+        if k2 and len(k2) >= 2 and k2 not in STOP and (k2 in LATIN_LAST or k2 in LATIN_FIRST or not rarity.everyday(k2)):
+            e = m.end(2)
+        out.append(Hit(m.start(1), e, "PERSON", 0.7, "gazetteer"))
+    return out
+
+
 def may_hold_lower_case_name(text: str) -> bool:
     """For texts without a capital letter or digit (which the engine's prefilter would skip): a known first
     name among the words of their first and last 200 characters, where people introduce themselves and sign.
     str.split with the commonest punctuation blanked: a regex split of a whole 1 KB text costs 40 us, this 6."""
     part = text if len(text) <= 400 else text[:200] + " " + text[-200:]
-    part = part.lower().replace(",", " ").replace(".", " ").replace("!", " ").replace("?", " ")
-    return not _LOWER_FIRST.isdisjoint(part.split())
+    part = part.lower().replace(",", " ").replace(".", " ").replace("!", " ").replace("?", " ").split()
+    return not _LOWER_FIRST.isdisjoint(part) or not _LOWER_INTRO_WORDS.isdisjoint(part)
 
 
-def _lower_case_names(ctx: TextContext) -> list[Hit]:
+def _lower_case_names(ctx: TextContext, rarity: Rarity, ambiguous: frozenset) -> list[Hit]:
     """A known first name written in lower case counts only right after an introduction or greeting ("ben",
-    "my name is", "thanks"); a known surname in lower case right after it joins it."""
+    "my name is", "thanks"); a known surname in lower case right after it joins it. Right after a
+    self-introduction ("benim adım", "my name is"), one or two lower-case words that are listed names or rare
+    as words are a name too ("my name is aodhan nizam")."""
     text = ctx.text
-    out = []
+    out = _introduced_lower_case(ctx, rarity, ambiguous)
     if not any(word in text for word in ctx.words & _LOWER_FIRST):
         return out  # the words are lower-cased: most are names written with a capital
     # one pass over the words (a long document holds many first names; a search per name would be quadratic)
     for m in _BOUNDED_WORD.finditer(text):
         if m.group() in _LOWER_FIRST:
             s, e = m.span()
-            if not _strong_before(ctx, s):
+            if not _strong_before(ctx, s) or any(h.start <= s < h.end for h in out):
                 continue
             nxt = _LOWER_WORD.match(text, e + 1) if text[e:e + 1] == " " else None
             if nxt is not None and (k := fold(nxt.group())) in LATIN_LAST \
