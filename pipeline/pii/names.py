@@ -27,12 +27,17 @@ from .ner import entity_spans
 from .text import ContextWords, Hit, TextContext, fold, load_data, to_results
 
 _NAMES = load_data("names.json")
+# names-dataset first names and surnames (the allowed half, bench/pii/build_name_extension.py), folded: a name
+# word only beside another name-like word, never alone
+_NAMES_EXT = load_data("names_ext.json")
 _CTX = load_data("context.json")
 
 LATIN_FIRST = frozenset(fold(n) for n in _NAMES["latin_first"])
 LATIN_LAST = frozenset(fold(n) for n in _NAMES["latin_last"])
 LATIN_AMBIGUOUS = frozenset(fold(n) for n in _NAMES["latin_ambiguous"])
 TURKISH_WORDS = frozenset(fold(n) for n in _NAMES["latin_ambiguous_tr"])  # ambiguous in Turkish text only
+LISTED_EXT = frozenset(_NAMES_EXT["latin_first"] + _NAMES_EXT["latin_last"]) - LATIN_FIRST - LATIN_LAST \
+    - LATIN_AMBIGUOUS - TURKISH_WORDS
 PLACE_BEFORE = frozenset(fold(w) for w in _CTX["name_place_before"])
 NEVER = frozenset(fold(w) for w in _CTX["name_never"])  # never in a name, but may follow one
 # a place word that is also a surname ("West") is no stop word: "Steve West" is a name, "West Virginia" a place
@@ -381,31 +386,35 @@ class LatinNameRecognizer(PersonRecognizer):
             out += [h for h in lower if not any(o.start < h.end and h.start < o.end for o in out)]
         return out
 
-    def _namelike(self, key: str) -> bool:
-        """A listed first name or surname, or a word rare in the language: a word a name may hold."""
-        return key in LATIN_FIRST or key in LATIN_LAST or self.rarity.rare(key)
-
-    def _may_be_name(self, key: str) -> bool:
-        """Beside a name-like word: any word but an everyday one (names the corpus holds often, "Hulusi")."""
-        return key in LATIN_FIRST or key in LATIN_LAST or not self.rarity.everyday(key)
+    def _namelike(self, tok: _Tok) -> bool:
+        """A listed name (the gazetteer or its names-dataset extension), or a word rare as an ordinary word and
+        written as a name is ("Nizam", "NIZAM"; not "LanguageMost", two words glued)."""
+        key = tok.key
+        if key in LATIN_FIRST:
+            return True
+        # a surname that is also an everyday word says nothing ("English", "House")
+        return (self.rarity.rare(key) and (tok.word[1:].islower() or tok.word.isupper())) \
+            or ((key in LATIN_LAST or key in LISTED_EXT) and not self.rarity.everyday(key))
 
     def _run_of(self, ctx: TextContext, toks: list, i: int, caps: bool) -> int:
-        """The end (exclusive) of the run of up to three adjacent capitalized words from toks[i] on (in capitals
-        when `caps`) that may be a name's, no stop word or acronym among them."""
+        """The end (exclusive) of the run of up to three adjacent name-like words from toks[i] on (in capitals
+        when `caps`), no stop word or acronym among them. In capitals, a word that is no everyday word may join
+        ("MÜJDAT": a name the corpus holds often)."""
         text = ctx.text
         j = i
         while j < len(toks) and j - i < 3 and (j == i or _adjacent(text, toks[j - 1], toks[j])):
             tk = toks[j]
-            if tk.key in STOP or len(tk.key) < 2 or tk.word.isupper() != caps or not self._may_be_name(tk.key) \
-                    or (not caps and _acronym(tk)):
+            if tk.key in STOP or len(tk.key) < 2 or tk.word.isupper() != caps or (not caps and _acronym(tk)) \
+                    or not (self._namelike(tk) or (caps and not self.rarity.everyday(tk.key))):
                 break
             j += 1
         return j
 
     def _caps_name_from(self, ctx: TextContext, toks: list, i: int, titled: bool) -> tuple[int, Hit | None]:
-        """A name in capitals ("ADA LOVELACE REQUESTED A REFUND"): the run of adjacent capitalized words from
-        toks[i] on that are listed names or rare as words, all of them, not the surname alone; one such word
-        alone only after a title or an introduction, or when it is a listed first name that is no word."""
+        """A name in capitals ("ADA LOVELACE REQUESTED A REFUND"): the whole run of adjacent capitalized words
+        from toks[i] on that may be a name's, not the surname alone. Two or more words: with a listed name
+        among them, or in a line written all in capitals (a shouted line, not an acronym in prose: "ASCII
+        HTML"). One word alone: after a title or an introduction, or a listed first name that is no word."""
         text = ctx.text
         j = self._run_of(ctx, toks, i, True)
         if j == i:
@@ -414,49 +423,58 @@ class LatinNameRecognizer(PersonRecognizer):
         brand = _brand_end(text, toks, i)
         if brand > i:
             return brand + 1, None
-        if j - i >= 2 and any(self._namelike(tk.key) for tk in toks[i:j]):
-            known = any(tk.key in LATIN_FIRST or tk.key in LATIN_LAST for tk in toks[i:j])
-            score = 0.85 if known or titled or _context_before(ctx, first.start) else 0.7
+        listed = any(tk.key in LATIN_FIRST or tk.key in LATIN_LAST or tk.key in LISTED_EXT for tk in toks[i:j])
+        context = titled or _context_before(ctx, first.start)
+        if j - i >= 2 and any(self._namelike(tk) for tk in toks[i:j]) \
+                and (listed or context or _shouted_line(text, first.start)):
+            score = 0.85 if listed or context else 0.7
             return j, Hit(first.start, toks[j - 1].end, "PERSON", score, "gazetteer")
         if titled or _strong_before(ctx, first.start) or _title_after(text, toks, i) \
-                or (first.key in LATIN_FIRST and first.key not in self.ambiguous and not self._common(first.key)):
-            return j, Hit(first.start, first.end, "PERSON", 0.6, "gazetteer")
-        return j, None
-
-    def _common(self, key: str) -> bool:
-        return not self.rarity.rare(key)
+                or (first.key in LATIN_FIRST and first.key not in self.ambiguous and self.rarity.rare(first.key)):
+            return i + 1, Hit(first.start, first.end, "PERSON", 0.6, "gazetteer")
+        return i + 1, None
 
     def _rare_run(self, ctx: TextContext, toks: list, i: int) -> bool:
-        """toks[i] starts two or three adjacent capitalized words that are listed names or rare as words, one of
-        them at least rare ("Aodhan Nizam wrote in"), with no other capitalized word glued before or after (a
-        longer proper noun); or one or more such words before a calling verb ("Siddik called yesterday")."""
+        """toks[i] starts two or three adjacent name-like words (_namelike) with no other capitalized word glued
+        before or after (a longer proper noun): "Aodhan Nizam wrote in", "Hulusi Işıldar kullanıyor". Without
+        a listed word among them, not after a place preposition or an article ("in Kuala Lumpur", "the
+        Hittite Apaliunas"); one word alone only before a calling verb ("Siddik called yesterday")."""
         text = ctx.text
         t = toks[i]
         if len(t.key) < 3 or t.word.isupper():
             return False
+        initial = _sentence_initial(text, t.start)
         if i > 0 and _adjacent(text, toks[i - 1], t) and not _sentence_initial(text, toks[i - 1].start) \
                 and toks[i - 1].key not in TITLES:
             return False
-        j = self._run_of(ctx, toks, i, False) - 1
-        if j < i:
+        if self._namelike(t):
+            j = self._run_of(ctx, toks, i, False) - 1
+        elif not initial and not self.rarity.everyday(t.key) and t.word[1:].islower():
+            # capitalized mid-sentence, a name the corpus holds often ("Hulusi"), before a name-like word
+            j = self._run_of(ctx, toks, i + 1, False) - 1 if i + 1 < len(toks) and _adjacent(text, t, toks[i + 1]) \
+                else i
+        else:
             return False
         if j + 1 < len(toks) and _adjacent(text, toks[j], toks[j + 1]) and toks[j + 1].key not in TITLES_AFTER \
                 and toks[j + 1].key not in NEVER:
             return False  # "Kuala Lumpur Airport": part of a longer proper noun
-        if _verb_after(ctx, toks[j]) and any(self._namelike(tk.key) for tk in toks[i:j + 1]):
-            return True
-        if j == i or not any(self.rarity.rare(tk.key) for tk in toks[i:j + 1]):
-            return False
-        # at a sentence start the capital says nothing: the first word must itself be rare, and not an
-        # inflected everyday word ("Siparişinizi Trendyol üzerinden")
-        return not _sentence_initial(text, t.start) or (self.rarity.rare(t.key) and not self._inflected(t.key))
+        verb = _verb_after(ctx, toks[j])
+        if j == i:
+            return verb and self._namelike(t)
+        if initial and not (t.key in LATIN_FIRST or t.key in LATIN_LAST or t.key in LISTED_EXT) \
+                and self._inflected(t.key):
+            return verb  # "Siparişinizi Trendyol üzerinden": an inflected everyday word starts the sentence
+        listed = any((tk.key in LATIN_FIRST or tk.key in LATIN_LAST or tk.key in LISTED_EXT)
+                     and self.rarity.rare(tk.key)
+                     for tk in toks[i:j + 1])
+        return listed or verb or not _word_before_in(text, t.start, _THING_BEFORE)
 
     def _inflected(self, key: str) -> bool:
-        """A Turkish word whose stem (the word less up to five letters of suffixes) is a common word."""
-        if self.supported_language != "tr":
-            return False
+        """A word rare as such whose stem (less up to five letters of suffixes) is a common word: a Turkish
+        inflected form ("siparişinizi"), an English derived one ("prescribing")."""
         common = self.rarity.common
-        return any(key[:k] in common for k in range(max(3, len(key) - 5), len(key)))
+        return any(key[:k] in common or key[:k] + "e" in common for k in range(max(4, len(key) - 5), len(key)))
+
 
     def _starts_no_name(self, ctx: TextContext, toks: list, i: int, titled: bool, surnames: bool) -> bool:
         """toks[i] is a stop word, an acronym, a word before a full name, or a word outside the list with no
@@ -475,6 +493,8 @@ class LatinNameRecognizer(PersonRecognizer):
         if key in LATIN_FIRST or titled or (surnames and _surname_shaped_run(text, toks, i)) \
                 or _phrase_before(ctx, t.start, _PHRASES_STRONG) or _role_before(ctx, t.start):
             return False  # (_strong_before, inlined: once per capitalized word)
+        if _title_after(text, toks, i) and (key in self.ambiguous or self._namelike(t)):
+            return False  # "Işık Hanım tekrar aradı": a name word before Bey / Hanım, also at a sentence start
         return not _unlisted_name_cued(ctx, toks, i) and not self._rare_run(ctx, toks, i)
 
     def _name_from(self, ctx: TextContext, toks: list, i: int, titled: bool, out: list) -> tuple[int, Hit | None]:
@@ -536,6 +556,28 @@ class LatinNameRecognizer(PersonRecognizer):
         return 0.6
 
 
+# words before a capitalized pair that make it a place or a thing rather than a person ("in Kuala Lumpur")
+_THING_BEFORE = frozenset("in at near of into across via the a an".split())
+
+
+def _word_before_in(text: str, start: int, words: frozenset) -> bool:
+    """The lower-case word right before `start` (one space between) is one of `words`."""
+    if start < 2 or text[start - 1] != " ":
+        return False
+    j = start - 1
+    while j > 0 and text[j - 1].isalpha():
+        j -= 1
+    return text[j:start - 1] in words
+
+
+def _shouted_line(text: str, pos: int) -> bool:
+    """The line around `pos` (its first 200 characters each way) holds no lower-case letter."""
+    lo = text.rfind("\n", max(0, pos - 200), pos) + 1
+    hi = text.find("\n", pos, pos + 200)
+    line = text[lo if lo > 0 else max(0, pos - 200):hi if hi >= 0 else pos + 200]
+    return line.upper() == line
+
+
 def _unlisted_name_cued(ctx: TextContext, toks: list, i: int) -> bool:
     """Words outside the list from toks[i] on are a name when a title (Bey, Hanım) or a cue (adına) follows
     them; two words before the cue at a sentence start are the name, not three ("Fatura Anar Baharlı adına")."""
@@ -589,11 +631,12 @@ def _introduced_lower_case(ctx: TextContext, rarity: Rarity, ambiguous: frozense
     for m in _LOWER_INTRO.finditer(ctx.norm):
         k1 = m.group(1)
         if not ctx.text[m.start(1)].islower() or len(k1) < 3 or k1 in STOP or k1 in ambiguous \
-                or not (k1 in LATIN_FIRST or k1 in LATIN_LAST or rarity.rare(k1)):
+                or not (k1 in LATIN_FIRST or k1 in LATIN_LAST or k1 in LISTED_EXT or rarity.rare(k1)):
             continue
         e = m.end(1)
         k2 = m.group(2)
-        if k2 and len(k2) >= 2 and k2 not in STOP and (k2 in LATIN_LAST or k2 in LATIN_FIRST or not rarity.everyday(k2)):
+        if k2 and len(k2) >= 2 and k2 not in STOP and (k2 in LATIN_LAST or k2 in LATIN_FIRST or k2 in LISTED_EXT
+                                                      or not rarity.everyday(k2)):
             e = m.end(2)
         out.append(Hit(m.start(1), e, "PERSON", 0.7, "gazetteer"))
     return out
