@@ -617,28 +617,61 @@ _LOWER_WORD = re.compile(rf"[{_LAT_LO}]+")
 _BOUNDED_WORD = re.compile(r"(?<![\w'’])[^\W\d_]+(?!\w)")
 
 
-# self-introductions after which people type their name in lower case; their last words gate the search
+# after these (every strong introduction and cue, and a few self-introductions) a name may be typed in lower
+# case ("müşteri adı: ayşe yılmaz", "my name is john smith"); a verb after two lower-case words that are names
+# or rare as words makes them a name too ("ayşe yılmaz dün aradı")
 _LOWER_INTROS = ("my name is", "my full name is", "name is", "i am", "i'm", "benim adım", "adım", "ismim",
                  "adım soyadım", "merhaba ben", "selam ben", "ben", "this is", "isim soyisim", "ad soyad")
-_LOWER_INTRO_WORDS = frozenset(w for p in _LOWER_INTROS for w in (p.split()[-1], fold(p.split()[-1])))
-_LOWER_INTRO = re.compile(r"(?<!\w)(?:" + "|".join(re.escape(fold(p)).replace(r"\ ", "[ \u00a0]+")
-                                                   for p in sorted(_LOWER_INTROS, key=len, reverse=True))
-                          + rf")[ \u00a0,:]+([{_LAT_LO}]+)(?:[ \u00a0]([{_LAT_LO}]+))?(?![\w'’])")
+_LOWER_CUES = sorted({p for p in _PHRASES_STRONG | {fold(p) for p in _LOWER_INTROS}
+                      if not re.search("[а-яё]", p)}, key=len, reverse=True)
+_LOWER_INTRO_WORDS = frozenset(w for p in _LOWER_CUES for w in p.split() if len(w) >= 3) | {"ben"} \
+    | frozenset(w.rstrip("*") for v in _CTX["name_verbs_after"] for w in v.split()[:1] if len(w) >= 3)
+_LOWER_INTRO_WORDS = _LOWER_INTRO_WORDS | frozenset(fold(w) for w in _LOWER_INTRO_WORDS)
+
+
+def _i_dotted(phrase: str) -> str:
+    """A regex for a folded phrase that also matches it lower-cased from Turkish capitals ("İsim".lower() is
+    "i" and a combining dot) and with punctuation between its words."""
+    words = [re.escape(w).replace("i", "i\u0307?") for w in phrase.split()]
+    return "[ \u00a0,:;-]+".join(words)
+
+
+# the words after the cue in a look-ahead: the next search starts right after the cue ("hi my name is ...")
+_LOWER_INTRO = re.compile(r"(?<!\w)(?:" + "|".join(_i_dotted(p) for p in _LOWER_CUES)
+                          + rf")(?=[ \u00a0,:;-]+([{_LAT_LO}]+)(?:[ \u00a0]([{_LAT_LO}]+))?(?![\w'’]))")
+_LOWER_WORD_BEFORE = re.compile(rf"([{_LAT_LO}]+)[ \u00a0]([{_LAT_LO}]+)$")
+
+
+def _lower_name_word(key: str, rarity: Rarity, ambiguous: frozenset) -> bool:
+    """A lower-case word that may be a name's: a listed name or rare as a word, no everyday or stop word."""
+    if len(key) < 3 or key in STOP or key in ambiguous or key in _NOT_LOWER_NAME:
+        return False
+    if key in LATIN_FIRST:
+        return True  # "ahmet": frequent in the corpus as a name, no word
+    return not rarity.everyday(key) and (key in LATIN_LAST or key in LISTED_EXT or rarity.rare(key))
+
+
+_NOT_LOWER_NAME = frozenset("the and bir ile için gibi".split())
 
 
 def _introduced_lower_case(ctx: TextContext, rarity: Rarity, ambiguous: frozenset) -> list[Hit]:
+    norm, text = ctx.norm, ctx.text
     out = []
-    for m in _LOWER_INTRO.finditer(ctx.norm):
-        k1 = m.group(1)
-        if not ctx.text[m.start(1)].islower() or len(k1) < 3 or k1 in STOP or k1 in ambiguous \
-                or not (k1 in LATIN_FIRST or k1 in LATIN_LAST or k1 in LISTED_EXT or rarity.rare(k1)):
+    for m in _LOWER_INTRO.finditer(norm):
+        if not text[m.start(1)].islower() or not _lower_name_word(m.group(1), rarity, ambiguous):
             continue
         e = m.end(1)
         k2 = m.group(2)
-        if k2 and len(k2) >= 2 and k2 not in STOP and (k2 in LATIN_LAST or k2 in LATIN_FIRST or k2 in LISTED_EXT
-                                                      or not rarity.everyday(k2)):
-            e = m.end(2)
+        if k2 and (_lower_name_word(k2, rarity, ambiguous) or (k2 in LATIN_LAST and k2 not in STOP and k2 not in ambiguous)):
+            e = m.end(2)  # a listed surname after the first name, everyday or not ("john smith")
         out.append(Hit(m.start(1), e, "PERSON", 0.7, "gazetteer"))
+    for m in _VERBS_AFTER.finditer(norm):
+        w = _LOWER_WORD_BEFORE.search(norm, max(0, m.start() - 60), m.start())
+        if w is None or not text[w.start(1)].islower() or (w.start(1) > 0 and norm[w.start(1) - 1].isalnum()):
+            continue
+        if _lower_name_word(w.group(1), rarity, ambiguous) and _lower_name_word(w.group(2), rarity, ambiguous) \
+                and not any(h.start <= w.start(1) < h.end for h in out):
+            out.append(Hit(w.start(1), w.end(2), "PERSON", 0.7, "gazetteer"))
     return out
 
 
