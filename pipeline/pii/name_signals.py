@@ -49,15 +49,15 @@ def _load_common(lang: str) -> None:
 
 
 class Rarity:
-    """rare(key): the folded word is common neither in the text's language nor in English; everyday(key): it is
-    very common in one of them."""
+    """rare(key): the folded word is common neither in the text's language nor in Turkish or English (chats mix
+    them, and a short text's language guess is often wrong); everyday(key): it is very common in one of them."""
 
     __slots__ = ("common", "everyday_words")
 
     def __init__(self, lang: str):
-        self.common = common_words(lang) | (common_words("en") if lang != "en" else frozenset())
-        self.everyday_words = common_words(lang, EVERYDAY_ZIPF) \
-            | (common_words("en", EVERYDAY_ZIPF) if lang != "en" else frozenset())
+        langs = {lang, "tr", "en"}
+        self.common = frozenset().union(*(common_words(x) for x in langs))
+        self.everyday_words = frozenset().union(*(common_words(x, EVERYDAY_ZIPF) for x in langs))
 
     def rare(self, key: str) -> bool:
         return key not in self.common

@@ -405,10 +405,25 @@ class LatinNameRecognizer(PersonRecognizer):
         while j < len(toks) and j - i < 3 and (j == i or _adjacent(text, toks[j - 1], toks[j])):
             tk = toks[j]
             if tk.key in STOP or len(tk.key) < 2 or tk.word.isupper() != caps or (not caps and _acronym(tk)) \
-                    or not (self._namelike(tk) or (caps and not self.rarity.everyday(tk.key))):
+                    or tk.key in _CUE_WORDS:
+                break
+            if not (self._caps_name_word(tk.key) or (j > i and self._caps_first_name(toks[i].key))
+                    if caps else self._namelike(tk)):
                 break
             j += 1
         return j
+
+    def _caps_name_word(self, key: str) -> bool:
+        """In capitals: a listed name that is no word of the lists of ambiguous ones ("SMITH", "JOHN"), or a word
+        that is no everyday word ("MÜJDAT": a name the corpus holds often)."""
+        if key in self.ambiguous:
+            return False
+        return key in LATIN_FIRST or key in LATIN_LAST or key in LISTED_EXT or not self.rarity.everyday(key)
+
+    def _caps_first_name(self, key: str) -> bool:
+        """A listed first name that is no word: any capitalized word after it in the run is its surname
+        ("MEHMET ÇELİK")."""
+        return key in LATIN_FIRST and key not in self.ambiguous
 
     def _caps_name_from(self, ctx: TextContext, toks: list, i: int, titled: bool) -> tuple[int, Hit | None]:
         """A name in capitals ("ADA LOVELACE REQUESTED A REFUND"): the whole run of adjacent capitalized words
@@ -417,15 +432,20 @@ class LatinNameRecognizer(PersonRecognizer):
         HTML"). One word alone: after a title or an introduction, or a listed first name that is no word."""
         text = ctx.text
         j = self._run_of(ctx, toks, i, True)
+        if j == i and toks[i].key in LATIN_FIRST and i + 1 < len(toks) and _adjacent(text, toks[i], toks[i + 1]) \
+                and toks[i + 1].word.isupper():
+            j = self._run_of(ctx, toks, i + 1, True)  # "ADA LOVELACE": a first name that is also a word, a surname
+            j = i if j == i + 1 else j
         if j == i:
             return i + 1, None
         first = toks[i]
         brand = _brand_end(text, toks, i)
         if brand > i:
             return brand + 1, None
-        listed = any(tk.key in LATIN_FIRST or tk.key in LATIN_LAST or tk.key in LISTED_EXT for tk in toks[i:j])
+        listed = any((tk.key in LATIN_FIRST or tk.key in LATIN_LAST or tk.key in LISTED_EXT)
+                     and tk.key not in self.ambiguous for tk in toks[i:j])
         context = titled or _context_before(ctx, first.start)
-        if j - i >= 2 and any(self._namelike(tk) for tk in toks[i:j]) \
+        if j - i >= 2 and (listed or any(self._namelike(tk) for tk in toks[i:j])) \
                 and (listed or context or _shouted_line(text, first.start)):
             score = 0.85 if listed or context else 0.7
             return j, Hit(first.start, toks[j - 1].end, "PERSON", score, "gazetteer")
@@ -555,6 +575,10 @@ class LatinNameRecognizer(PersonRecognizer):
             return 0.5
         return 0.6
 
+
+# one-word cues and verbs: never a word of a name ("SİPARİŞ JOHN SMITH ADINA")
+_CUE_WORDS = frozenset(_norm_phrase(w.rstrip("*")) for w in _CTX["name_cues_after"] + _CTX["name_verbs_after"]
+                       if " " not in w.strip())
 
 # words before a capitalized pair that make it a place or a thing rather than a person ("in Kuala Lumpur")
 _THING_BEFORE = frozenset("in at near of into across via the a an".split())
