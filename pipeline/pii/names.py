@@ -444,11 +444,13 @@ class LatinNameRecognizer(PersonRecognizer):
             return brand + 1, None
         listed = any((tk.key in LATIN_FIRST or tk.key in LATIN_LAST or tk.key in LISTED_EXT)
                      and tk.key not in self.ambiguous for tk in toks[i:j])
-        context = titled or _context_before(ctx, first.start)
-        if j - i >= 2 and (listed or any(self._namelike(tk) for tk in toks[i:j])) \
-                and (listed or context or _shouted_line(text, first.start)):
-            score = 0.85 if listed or context else 0.7
-            return j, Hit(first.start, toks[j - 1].end, "PERSON", score, "gazetteer")
+        context = titled or _context_before(ctx, first.start) or _verb_after(ctx, toks[j - 1])
+        if j - i >= 2:
+            if (listed or any(self._namelike(tk) for tk in toks[i:j])) \
+                    and (listed or context or _shouted(text, first.start, toks[j - 1].end)):
+                score = 0.85 if listed or context else 0.7
+                return j, Hit(first.start, toks[j - 1].end, "PERSON", score, "gazetteer")
+            return j, None  # not a surname alone either
         if titled or _strong_before(ctx, first.start) or _title_after(text, toks, i) \
                 or (first.key in LATIN_FIRST and first.key not in self.ambiguous and self.rarity.rare(first.key)):
             return i + 1, Hit(first.start, first.end, "PERSON", 0.6, "gazetteer")
@@ -594,12 +596,17 @@ def _word_before_in(text: str, start: int, words: frozenset) -> bool:
     return text[j:start - 1] in words
 
 
-def _shouted_line(text: str, pos: int) -> bool:
-    """The line around `pos` (its first 200 characters each way) holds no lower-case letter."""
-    lo = text.rfind("\n", max(0, pos - 200), pos) + 1
-    hi = text.find("\n", pos, pos + 200)
-    line = text[lo if lo > 0 else max(0, pos - 200):hi if hi >= 0 else pos + 200]
-    return line.upper() == line
+def _shouted(text: str, start: int, end: int) -> bool:
+    """The words right around start..end (three each way, the same line) are written in capitals too, one of
+    them at least an ordinary word's length: a shouted sentence ("YESTERDAY X Y EMAILED TWICE"), not an acronym
+    in prose ("the ASCII HTML table")."""
+    lo = text.rfind("\n", max(0, start - 40), start) + 1 or max(0, start - 40)
+    hi = text.find("\n", end, end + 40)
+    hi = hi if hi >= 0 else min(len(text), end + 40)
+    near = text[lo:start].split()[-3:] + text[end:hi].split()[:3]
+    words = [w.strip(".,:;!?()\"'") for w in near]
+    words = [w for w in words if w.isalpha()]
+    return bool(words) and all(w.isupper() for w in words) and any(len(w) >= 4 for w in words)
 
 
 def _unlisted_name_cued(ctx: TextContext, toks: list, i: int) -> bool:
@@ -666,13 +673,14 @@ _LOWER_INTRO = re.compile(r"(?<!\w)(?:" + "|".join(_i_dotted(p) for p in _LOWER_
 _LOWER_WORD_BEFORE = re.compile(rf"([{_LAT_LO}]+)[ \u00a0]([{_LAT_LO}]+)$")
 
 
-def _lower_name_word(key: str, rarity: Rarity, ambiguous: frozenset) -> bool:
-    """A lower-case word that may be a name's: a listed name or rare as a word, no everyday or stop word."""
-    if len(key) < 3 or key in STOP or key in ambiguous or key in _NOT_LOWER_NAME:
+def _lower_name_word(key: str, rarity: Rarity, ambiguous: frozenset, cued: bool = False) -> bool:
+    """A lower-case word that may be a name's: a listed name (one that is also a word only right after a cue),
+    or a word rare as a word; no everyday word unless listed, no stop word."""
+    if len(key) < 3 or key in STOP or key in _NOT_LOWER_NAME or (key in ambiguous and not cued):
         return False
-    if key in LATIN_FIRST:
-        return True  # "ahmet": frequent in the corpus as a name, no word
-    return not rarity.everyday(key) and (key in LATIN_LAST or key in LISTED_EXT or rarity.rare(key))
+    if key in LATIN_FIRST or key in LATIN_LAST:
+        return True  # "ahmet", "davis": frequent in the corpus as names
+    return not rarity.everyday(key) and (key in LISTED_EXT or rarity.rare(key))
 
 
 _NOT_LOWER_NAME = frozenset("the and bir ile için gibi".split())
@@ -682,21 +690,28 @@ def _introduced_lower_case(ctx: TextContext, rarity: Rarity, ambiguous: frozense
     norm, text = ctx.norm, ctx.text
     out = []
     for m in _LOWER_INTRO.finditer(norm):
-        if not text[m.start(1)].islower() or not _lower_name_word(m.group(1), rarity, ambiguous):
+        if not text[m.start(1)].islower() or not _lower_name_word(m.group(1), rarity, ambiguous, True):
             continue
         e = m.end(1)
-        k2 = m.group(2)
-        if k2 and (_lower_name_word(k2, rarity, ambiguous) or (k2 in LATIN_LAST and k2 not in STOP and k2 not in ambiguous)):
-            e = m.end(2)  # a listed surname after the first name, everyday or not ("john smith")
+        if m.group(2) and _lower_name_word(m.group(2), rarity, ambiguous, True):
+            e = m.end(2)
         out.append(Hit(m.start(1), e, "PERSON", 0.7, "gazetteer"))
-    for m in _VERBS_AFTER.finditer(norm):
-        w = _LOWER_WORD_BEFORE.search(norm, max(0, m.start() - 60), m.start())
-        if w is None or not text[w.start(1)].islower() or (w.start(1) > 0 and norm[w.start(1) - 1].isalnum()):
-            continue
-        if _lower_name_word(w.group(1), rarity, ambiguous) and _lower_name_word(w.group(2), rarity, ambiguous) \
-                and not any(h.start <= w.start(1) < h.end for h in out):
-            out.append(Hit(w.start(1), w.end(2), "PERSON", 0.7, "gazetteer"))
-    return out
+    for rx in (_VERBS_AFTER, _CUES_AFTER):
+        for m in rx.finditer(norm):
+            w = _LOWER_WORD_BEFORE.search(norm, max(0, m.start() - 60), m.start())
+            if w is None or not text[w.start(1)].islower() or (w.start(1) > 0 and norm[w.start(1) - 1].isalnum()):
+                continue
+            if _lower_name_word(w.group(1), rarity, ambiguous) and _lower_name_word(w.group(2), rarity, ambiguous):
+                out.append(Hit(w.start(1), w.end(2), "PERSON", 0.7, "gazetteer"))
+    if len(out) < 2:
+        return out
+    merged: list[Hit] = []
+    for h in sorted(out):
+        if merged and h.start < merged[-1].end:
+            merged[-1] = merged[-1]._replace(end=max(h.end, merged[-1].end))
+        else:
+            merged.append(h)
+    return merged
 
 
 def may_hold_lower_case_name(text: str) -> bool:
@@ -710,9 +725,10 @@ def may_hold_lower_case_name(text: str) -> bool:
 
 def _lower_case_names(ctx: TextContext, rarity: Rarity, ambiguous: frozenset) -> list[Hit]:
     """A known first name written in lower case counts only right after an introduction or greeting ("ben",
-    "my name is", "thanks"); a known surname in lower case right after it joins it. Right after a
-    self-introduction ("benim adım", "my name is"), one or two lower-case words that are listed names or rare
-    as words are a name too ("my name is aodhan nizam")."""
+    "my name is", "thanks"); a known surname in lower case right after it joins it. Right after any strong
+    introduction or cue ("müşteri adı:", "my name is"), one or two lower-case words that are listed names or
+    rare as words are a name too ("my name is aodhan nizam"), and so are two such words before a calling verb
+    or a cue after a name ("ayşe yılmaz dün aradı", "... ile konuştum")."""
     text = ctx.text
     out = _introduced_lower_case(ctx, rarity, ambiguous)
     if not any(word in text for word in ctx.words & _LOWER_FIRST):
