@@ -653,11 +653,15 @@ _BOUNDED_WORD = re.compile(r"(?<![\w'’])[^\W\d_]+(?!\w)")
 # or rare as words makes them a name too ("ayşe yılmaz dün aradı")
 _LOWER_INTROS = ("my name is", "my full name is", "name is", "i am", "i'm", "benim adım", "adım", "ismim",
                  "adım soyadım", "merhaba ben", "selam ben", "ben", "this is", "isim soyisim", "ad soyad")
+# a job or role word alone ("customer; escalate to ...") says too little before a lower-case word
 _LOWER_CUES = sorted({p for p in _PHRASES_STRONG | {fold(p) for p in _LOWER_INTROS}
-                      if not re.search("[а-яё]", p)}, key=len, reverse=True)
-_LOWER_INTRO_WORDS = frozenset(w for p in _LOWER_CUES for w in p.split() if len(w) >= 3) | {"ben"} \
-    | frozenset(w.rstrip("*") for v in _CTX["name_verbs_after"] for w in v.split()[:1] if len(w) >= 3)
-_LOWER_INTRO_WORDS = _LOWER_INTRO_WORDS | frozenset(fold(w) for w in _LOWER_INTRO_WORDS)
+                      if not re.search("[а-яё]", p) and p not in _ROLES
+                      and p not in ("customer", "client", "müşteri", "musteri", "müşterimiz")}, key=len, reverse=True)
+_LOWER_CUE_WORDS = frozenset(w for p in _LOWER_CUES for w in p.split() if len(w) >= 3) | {"ben"}
+_LOWER_CUE_WORDS = _LOWER_CUE_WORDS | frozenset(fold(w) for w in _LOWER_CUE_WORDS)
+_LOWER_VERB_WORDS = frozenset(f for v in _CTX["name_verbs_after"] + _CTX["name_cues_after"]
+                              for w in v.split()[:1] if len(w) >= 3 for f in (w.rstrip("*"), fold(w.rstrip("*"))))
+_LOWER_INTRO_WORDS = _LOWER_CUE_WORDS | _LOWER_VERB_WORDS
 
 
 def _i_dotted(phrase: str) -> str:
@@ -667,8 +671,23 @@ def _i_dotted(phrase: str) -> str:
     return "[ \u00a0,:;-]+".join(words)
 
 
+def _by_first_letter(phrases: list[str]) -> str:
+    """An alternation of the phrases grouped by their first letter: the regex engine then tries one group per
+    position instead of every phrase (a hundred and more)."""
+    groups: dict[str, list[str]] = {}
+    for p in phrases:
+        groups.setdefault(p[0], []).append(_i_dotted(p)[len(re.escape(p[0])):] if p[0] != "i" else _i_dotted(p))
+    parts = []
+    for first, rests in groups.items():
+        if first == "i":
+            parts.append("(?:" + "|".join(rests) + ")")
+        else:
+            parts.append(re.escape(first) + "(?:" + "|".join(rests) + ")")
+    return "|".join(parts)
+
+
 # the words after the cue in a look-ahead: the next search starts right after the cue ("hi my name is ...")
-_LOWER_INTRO = re.compile(r"(?<!\w)(?:" + "|".join(_i_dotted(p) for p in _LOWER_CUES)
+_LOWER_INTRO = re.compile(r"(?<!\w)(?:" + _by_first_letter(_LOWER_CUES)
                           + rf")(?=[ \u00a0,:;-]+([{_LAT_LO}]+)(?:[ \u00a0]([{_LAT_LO}]+))?(?![\w'’]))")
 _LOWER_WORD_BEFORE = re.compile(rf"([{_LAT_LO}]+)[ \u00a0]([{_LAT_LO}]+)$")
 
@@ -695,6 +714,8 @@ def _introduced_lower_case(ctx: TextContext, rarity: Rarity, ambiguous: frozense
         e = m.end(1)
         if m.group(2) and _lower_name_word(m.group(2), rarity, ambiguous, True):
             e = m.end(2)
+        elif m.group(1) in ambiguous:
+            continue  # "ben evde değilim": a word that is also a name, alone after a cue, is the word
         out.append(Hit(m.start(1), e, "PERSON", 0.7, "gazetteer"))
     for rx in (_VERBS_AFTER, _CUES_AFTER):
         for m in rx.finditer(norm):
@@ -720,7 +741,9 @@ def may_hold_lower_case_name(text: str) -> bool:
     str.split with the commonest punctuation blanked: a regex split of a whole 1 KB text costs 40 us, this 6."""
     part = text if len(text) <= 400 else text[:200] + " " + text[-200:]
     part = part.lower().replace(",", " ").replace(".", " ").replace("!", " ").replace("?", " ").split()
-    return not _LOWER_FIRST.isdisjoint(part) or not _LOWER_INTRO_WORDS.isdisjoint(part)
+    # a cue before a word, or a verb after two ("tamam, teşekkürler" holds no name)
+    return not _LOWER_FIRST.isdisjoint(part) or not _LOWER_CUE_WORDS.isdisjoint(part[:-1]) \
+        or not _LOWER_VERB_WORDS.isdisjoint(part[2:])
 
 
 def _lower_case_names(ctx: TextContext, rarity: Rarity, ambiguous: frozenset) -> list[Hit]:
