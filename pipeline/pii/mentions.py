@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-from .names import (_LAT_LO, _LAT_UP, LATIN_AMBIGUOUS, LATIN_FIRST, LATIN_LAST, NEVER, OFFICES, PLACE_BEFORE, RU_AMBIGUOUS, STOP,
+from .names import (_LAT_LO, _LAT_UP, LATIN_AMBIGUOUS, LATIN_FIRST, LATIN_LAST, LISTED_EXT, NEVER, OFFICES, PLACE_BEFORE, RU_AMBIGUOUS, STOP,
                     TITLES, TITLES_AFTER, TURKISH_WORDS, _CTX, _SURNAME_ENDINGS, _sentence_initial,
                     ru_name_kind)
 from .name_signals import common_words
@@ -329,8 +329,10 @@ def find_mentions(text: str, book: NameBook, kept: list[Hit]) -> list[Hit]:
         if initial and key in _AMBIGUOUS and not _TITLE_OR_SUFFIX.match(text, e):
             continue  # "Rose ...", "Kara ...": a capital at a sentence start says nothing, unless a title or an
             # apostrophe suffix follows ("Deniz Hanım", "Derya'nın")
-        if text[s].islower() and (key in _AMBIGUOUS or _everyday_word(key)) and not _TITLE_OR_SUFFIX.match(text, e):
-            continue  # "the rose is red", "çelik kapı": in lower case a word, unless "çelik bey", "çelik'in"
+        if text[s].islower() and (key in _AMBIGUOUS or _everyday_word(key) or not _listed_any(key)) \
+                and not _TITLE_OR_SUFFIX.match(text, e):
+            continue  # "the rose is red", "çelik kapı", "anarchism": in lower case a word, unless a listed name
+            # or "çelik bey", "çelik'in"
         if _inside_other_noun(text, s, e, book, initial):
             continue
         out.append(Hit(s, e, "PERSON", 0.8, "record"))
@@ -339,6 +341,11 @@ def find_mentions(text: str, book: NameBook, kept: list[Hit]) -> list[Hit]:
 
 _TITLE_OR_SUFFIX = re.compile(r"['’]\w|[ \u00a0](?:" + "|".join(sorted(map(re.escape, (
     w for w in _CTX["name_titles_after"])), key=len, reverse=True)) + r")(?!\w)", re.I)
+
+
+def _listed_any(key: str) -> bool:
+    """A Latin first name or surname of the gazetteer or its names-dataset extension."""
+    return key in LATIN_FIRST or key in LATIN_LAST or key in LISTED_EXT
 
 
 def _everyday_word(key: str) -> bool:
