@@ -1,6 +1,7 @@
 """Build pipeline/data/pii/names_ext.json: first names and surnames from names-dataset 3.3.1 (MIT; real-world
 frequencies per country), the ALLOWED half only (issue 29's disjoint-source rule: half 0 of
-blake2b(name.casefold()); half 1 is the evaluation's and never enters a recognizer; a key that a half-1 name folds to as well is left out).
+blake2b(name.casefold()); half 1 is the evaluation's and never enters a recognizer; a key that a half-1 name
+folds to as well is left out).
 
 Countries: TR, AZ (Turkish text), US, GB, DE, IN, EG, SA (English text); ranks up to 10,000 in one of them.
 A name that is an everyday word (wordfreq Zipf >= 4.3 in Turkish or English: "Master", "Florida") is left

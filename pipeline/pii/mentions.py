@@ -19,9 +19,9 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-from .names import (_LAT_LO, _LAT_UP, LATIN_AMBIGUOUS, LATIN_FIRST, LATIN_LAST, LISTED_EXT, NEVER, OFFICES, PLACE_BEFORE, RU_AMBIGUOUS, STOP,
-                    TITLES, TITLES_AFTER, TURKISH_WORDS, _CTX, _SURNAME_ENDINGS, _sentence_initial,
-                    ru_name_kind)
+from .names import (_LAT_LO, _LAT_UP, LATIN_AMBIGUOUS, LATIN_FIRST, LATIN_LAST, LISTED_EXT, NEVER, OFFICES,
+                    PLACE_BEFORE, RU_AMBIGUOUS, STOP, TITLES, TITLES_AFTER, TURKISH_WORDS, _CTX, _SURNAME_ENDINGS,
+                    _sentence_initial, ru_name_kind)
 from .name_signals import common_words
 from .text import Hit, fold
 
@@ -256,9 +256,9 @@ def _mention_forms(words: tuple[str, ...]) -> tuple[tuple[tuple[str, ...], bool]
 
 
 def _latin_forms(w: str) -> tuple[str, ...]:
-    """A Latin name word as written, in capitals and in lower case, each also the Turkish way (İ/ı): "Çelik",
-    "ÇELİK", "ÇELIK", "çelik"; "Işık", "IŞIK", "ışık". A lower-case form only for a word of four letters or more
-    (a short one is too often another word)."""
+    """A Latin name word as written, in capitals and in lower case, each also the Turkish way (İ/ı):
+    "Çelik", "ÇELİK", "ÇELIK", "çelik"; "Işık", "IŞIK", "ışık". A lower-case form only for a word of four
+    letters or more (a short one is too often another word)."""
     forms = [w, w.upper(), w.replace("i", "İ").replace("ı", "I").upper()]
     if len(w) >= 4:
         forms += [w.lower(), w.replace("I", "ı").replace("İ", "i").lower()]

@@ -656,7 +656,8 @@ _LOWER_INTROS = ("my name is", "my full name is", "name is", "i am", "i'm", "ben
 # a job or role word alone ("customer; escalate to ...") says too little before a lower-case word
 _LOWER_CUES = sorted({p for p in _PHRASES_STRONG | {fold(p) for p in _LOWER_INTROS}
                       if not re.search("[а-яё]", p) and p not in _ROLES
-                      and p not in ("customer", "client", "müşteri", "musteri", "müşterimiz")}, key=len, reverse=True)
+                      and p not in ("customer", "client", "müşteri", "musteri", "müşterimiz")},
+                     key=len, reverse=True)
 _LOWER_CUE_WORDS = frozenset(w for p in _LOWER_CUES for w in p.split() if len(w) >= 3) | {"ben"}
 _LOWER_CUE_WORDS = _LOWER_CUE_WORDS | frozenset(fold(w) for w in _LOWER_CUE_WORDS)
 _LOWER_VERB_WORDS = frozenset(f for v in _CTX["name_verbs_after"] + _CTX["name_cues_after"]
