@@ -19,9 +19,10 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-from .names import (_LAT_LO, _LAT_UP, LATIN_AMBIGUOUS, LATIN_FIRST, LATIN_LAST, NEVER, OFFICES, PLACE_BEFORE, RU_AMBIGUOUS, STOP,
-                    TITLES, TITLES_AFTER, TURKISH_WORDS, _CTX, _SURNAME_ENDINGS, _sentence_initial,
-                    ru_name_kind)
+from .names import (_LAT_LO, _LAT_UP, LATIN_AMBIGUOUS, LATIN_FIRST, LATIN_LAST, LISTED_EXT, NEVER, OFFICES,
+                    PLACE_BEFORE, RU_AMBIGUOUS, STOP, TITLES, TITLES_AFTER, TURKISH_WORDS, _CTX, _SURNAME_ENDINGS,
+                    _sentence_initial, ru_name_kind)
+from .name_signals import common_words
 from .text import Hit, fold
 
 _UP = _LAT_UP + "А-ЯЁ"
@@ -250,8 +251,18 @@ def _mention_forms(words: tuple[str, ...]) -> tuple[tuple[tuple[str, ...], bool]
             stem = w[:-1] if w[-1] in _RU_STEM_END and len(w) > 3 else w
             out.append(((stem, stem.upper()), True))
         else:
-            out.append(((w, w.upper()), False))
+            out.append((_latin_forms(w), False))
     return tuple(out)
+
+
+def _latin_forms(w: str) -> tuple[str, ...]:
+    """A Latin name word as written, in capitals and in lower case, each also the Turkish way (İ/ı):
+    "Çelik", "ÇELİK", "ÇELIK", "çelik"; "Işık", "IŞIK", "ışık". A lower-case form only for a word of four
+    letters or more (a short one is too often another word)."""
+    forms = [w, w.upper(), w.replace("i", "İ").replace("ı", "I").upper()]
+    if len(w) >= 4:
+        forms += [w.lower(), w.replace("I", "ı").replace("İ", "i").lower()]
+    return tuple(dict.fromkeys(forms))
 
 
 _WORD_CHAR = re.compile(r"\w")
@@ -318,6 +329,10 @@ def find_mentions(text: str, book: NameBook, kept: list[Hit]) -> list[Hit]:
         if initial and key in _AMBIGUOUS and not _TITLE_OR_SUFFIX.match(text, e):
             continue  # "Rose ...", "Kara ...": a capital at a sentence start says nothing, unless a title or an
             # apostrophe suffix follows ("Deniz Hanım", "Derya'nın")
+        if text[s].islower() and (key in _AMBIGUOUS or _everyday_word(key) or not _listed_any(key)) \
+                and not _TITLE_OR_SUFFIX.match(text, e):
+            continue  # "the rose is red", "çelik kapı", "anarchism": in lower case a word, unless a listed name
+            # or "çelik bey", "çelik'in"
         if _inside_other_noun(text, s, e, book, initial):
             continue
         out.append(Hit(s, e, "PERSON", 0.8, "record"))
@@ -325,7 +340,17 @@ def find_mentions(text: str, book: NameBook, kept: list[Hit]) -> list[Hit]:
 
 
 _TITLE_OR_SUFFIX = re.compile(r"['’]\w|[ \u00a0](?:" + "|".join(sorted(map(re.escape, (
-    w for w in _CTX["name_titles_after"])), key=len, reverse=True)) + r")(?!\w)")
+    w for w in _CTX["name_titles_after"])), key=len, reverse=True)) + r")(?!\w)", re.I)
+
+
+def _listed_any(key: str) -> bool:
+    """A Latin first name or surname of the gazetteer or its names-dataset extension."""
+    return key in LATIN_FIRST or key in LATIN_LAST or key in LISTED_EXT
+
+
+def _everyday_word(key: str) -> bool:
+    """A common word of Turkish or English (wordfreq, see name_signals)."""
+    return key in common_words("tr") or key in common_words("en")
 
 
 def _listed(word: str, key: str) -> bool:

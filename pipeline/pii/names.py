@@ -22,16 +22,22 @@ from typing import NamedTuple
 
 from presidio_analyzer import LocalRecognizer
 
+from .name_signals import Rarity
 from .ner import entity_spans
 from .text import ContextWords, Hit, TextContext, fold, load_data, to_results
 
 _NAMES = load_data("names.json")
+# names-dataset first names and surnames (the allowed half, bench/pii/build_name_extension.py), folded: a name
+# word only beside another name-like word, never alone
+_NAMES_EXT = load_data("names_ext.json")
 _CTX = load_data("context.json")
 
 LATIN_FIRST = frozenset(fold(n) for n in _NAMES["latin_first"])
 LATIN_LAST = frozenset(fold(n) for n in _NAMES["latin_last"])
 LATIN_AMBIGUOUS = frozenset(fold(n) for n in _NAMES["latin_ambiguous"])
 TURKISH_WORDS = frozenset(fold(n) for n in _NAMES["latin_ambiguous_tr"])  # ambiguous in Turkish text only
+LISTED_EXT = frozenset(_NAMES_EXT["latin_first"] + _NAMES_EXT["latin_last"]) - LATIN_FIRST - LATIN_LAST \
+    - LATIN_AMBIGUOUS - TURKISH_WORDS
 PLACE_BEFORE = frozenset(fold(w) for w in _CTX["name_place_before"])
 NEVER = frozenset(fold(w) for w in _CTX["name_never"])  # never in a name, but may follow one
 # a place word that is also a surname ("West") is no stop word: "Steve West" is a name, "West Virginia" a place
@@ -51,6 +57,7 @@ _WORD_TITLES = frozenset(("bay", "bayan", "miss"))
 # an article right before two or more capitalized words makes them a title or an organisation ("The Selfish
 # Gene", "the Rolling Stones"); one word after it may still be a family ("the Smiths")
 _ARTICLES = frozenset(("the", "a", "an"))
+_INDEFINITE = frozenset(("a", "an"))
 
 
 _GAP = " \t\u00a0:,-—–"
@@ -77,6 +84,16 @@ _HEADER = re.compile(r"[ \t]*(?:" + "|".join(re.escape(fold(w)) for w in _CTX["n
 _CUES_AFTER = re.compile("[ \u00a0]+(?:" + "|".join(
     re.escape(_norm_phrase(w.rstrip("*"))) + (r"\w*" if w.endswith("*") else "")
     for w in sorted(_CTX["name_cues_after"], key=len, reverse=True)) + r")(?!\w)")
+
+# "Aodhan Nizam called yesterday", "Bu hattı X kullanıyor": a verb right after words that are listed names or rare
+_VERBS_AFTER = re.compile("[ \u00a0]+(?:" + "|".join(
+    re.escape(_norm_phrase(w.rstrip("*"))) + (r"\w*" if w.endswith("*") else "")
+    for w in sorted(_CTX["name_verbs_after"], key=len, reverse=True)) + r")(?!\w)")
+# firms and brands named after a person, by their first word's key
+_BRANDS: dict[str, list[tuple[str, ...]]] = {}
+for _b in _CTX["name_brands"]:
+    _k = tuple(fold(w) for w in _b.split())
+    _BRANDS.setdefault(_k[0], []).append(_k)
 
 _LAT_UP = "A-ZÇĞİÖŞÜÂÊÎÔÛÉÈÁÍÓÚÑƏÄËÏÀÌÒÙÃÕÅØÆŒ"
 _LAT_LO = "a-zçğıöşüâêîôûéèáíóúñäëəïàìòùãõåøæœß"
@@ -236,15 +253,15 @@ def _acronym(tok: _Tok) -> bool:
     return len(tok.word) <= 3 and tok.word.isupper()
 
 
-def _after_article(text: str, start: int) -> bool:
-    """An article (the, The, a, an) and one space right before `start`."""
+def _after_article(text: str, start: int, articles: frozenset = _ARTICLES) -> bool:
+    """An article (the, The, a, an; or one of `articles`) and one space right before `start`."""
     if start < 2 or text[start - 1] != " ":
         return False
     k = start - 1
     j = k
     while j > 0 and text[j - 1].isalpha():
         j -= 1
-    return text[j:k].lower() in _ARTICLES and (j == 0 or not text[j - 1].isalnum())
+    return text[j:k].lower() in articles and (j == 0 or not text[j - 1].isalnum())
 
 
 def _after_place_word(text: str, toks: list, i: int) -> bool:
@@ -262,6 +279,25 @@ def _title_after(text: str, toks: list, j: int) -> bool:
 def _cue_after(ctx: TextContext, tok: _Tok) -> bool:
     """tok is followed by a phrase that names a person before it ("adına", "ile görüştüm")."""
     return tok.full_end == tok.end and _CUES_AFTER.match(ctx.norm, tok.end) is not None
+
+
+def _verb_after(ctx: TextContext, tok: _Tok) -> bool:
+    """tok is followed by a calling, writing or complaining verb ("called yesterday", "dün aradı")."""
+    return tok.full_end == tok.end and _VERBS_AFTER.match(ctx.norm, tok.end) is not None
+
+
+def _brand_end(text: str, toks: list, i: int) -> int:
+    """The index of the last token of a brand or firm named after a person that starts at toks[i] ("Tommy
+    Hilfiger", "Procter & Gamble"), or i - 1 when none starts there."""
+    for brand in _BRANDS.get(toks[i].key, ()):
+        j = i
+        for key in brand[1:]:
+            if j + 1 >= len(toks) or toks[j + 1].key != key or toks[j + 1].start - toks[j].full_end > 3:
+                break
+            j += 1
+        else:
+            return j
+    return i - 1
 
 
 def _surname_shaped_run(text: str, toks: list, i: int) -> bool:
@@ -320,9 +356,11 @@ class LatinNameRecognizer(PersonRecognizer):
         # first names that are everyday words of this language ("Evde", "Özel" in Turkish)
         self.common_words = TURKISH_WORDS if self.supported_language == "tr" else frozenset()
         self.ambiguous = LATIN_AMBIGUOUS | self.common_words
+        self.rarity = Rarity(self.supported_language if self.supported_language in ("tr", "en") else "en")
 
     def triggered(self, ctx: TextContext) -> bool:
-        return _LATIN_CAPITAL.search(ctx.text) is not None or not ctx.words.isdisjoint(_LOWER_FIRST)
+        return _LATIN_CAPITAL.search(ctx.text) is not None or not ctx.words.isdisjoint(_LOWER_FIRST) \
+            or not ctx.words.isdisjoint(_LOWER_INTRO_WORDS)
 
     def find(self, ctx: TextContext) -> list[Hit]:
         """Each capitalized token in turn: no name starts there (_starts_no_name), or the name that starts
@@ -334,15 +372,131 @@ class LatinNameRecognizer(PersonRecognizer):
         i = 0
         while i < len(toks):
             titled = _titled(ctx.text, toks, i)
-            if self._starts_no_name(ctx, toks, i, titled, surnames):
+            if len(toks[i].word) >= 3 and toks[i].word.isupper():
+                i, hit = self._caps_name_from(ctx, toks, i, titled)
+            elif self._starts_no_name(ctx, toks, i, titled, surnames):
                 i += 1
                 continue
-            i, hit = self._name_from(ctx, toks, i, titled, out)
+            else:
+                i, hit = self._name_from(ctx, toks, i, titled, out)
             if hit is not None:
                 out.append(hit)
-        if not ctx.words.isdisjoint(_LOWER_FIRST):
-            out += _lower_case_names(ctx)
+        if not ctx.words.isdisjoint(_LOWER_FIRST) or not ctx.words.isdisjoint(_LOWER_INTRO_WORDS):
+            lower = _lower_case_names(ctx, self.rarity, self.ambiguous)
+            out += [h for h in lower if not any(o.start < h.end and h.start < o.end for o in out)]
         return out
+
+    def _namelike(self, tok: _Tok) -> bool:
+        """A listed name (the gazetteer or its names-dataset extension), or a word rare as an ordinary word and
+        written as a name is ("Nizam", "NIZAM"; not "LanguageMost", two words glued)."""
+        key = tok.key
+        if key in LATIN_FIRST:
+            return True
+        # a surname that is also an everyday word says nothing ("English", "House")
+        return (self.rarity.rare(key) and (tok.word[1:].islower() or tok.word.isupper())) \
+            or ((key in LATIN_LAST or key in LISTED_EXT) and not self.rarity.everyday(key))
+
+    def _run_of(self, ctx: TextContext, toks: list, i: int, caps: bool) -> int:
+        """The end (exclusive) of the run of up to three adjacent name-like words from toks[i] on (in capitals
+        when `caps`), no stop word or acronym among them. In capitals, a word that is no everyday word may join
+        ("MÜJDAT": a name the corpus holds often)."""
+        text = ctx.text
+        j = i
+        while j < len(toks) and j - i < 3 and (j == i or _adjacent(text, toks[j - 1], toks[j])):
+            tk = toks[j]
+            if tk.key in STOP or len(tk.key) < 2 or tk.word.isupper() != caps or (not caps and _acronym(tk)) \
+                    or tk.key in _CUE_WORDS:
+                break
+            if not (self._caps_name_word(tk.key) or (j > i and self._caps_first_name(toks[i].key))
+                    if caps else self._namelike(tk)):
+                break
+            j += 1
+        return j
+
+    def _caps_name_word(self, key: str) -> bool:
+        """In capitals: a listed name that is no word of the lists of ambiguous ones ("SMITH", "JOHN"), or a word
+        that is no everyday word ("MÜJDAT": a name the corpus holds often)."""
+        if key in self.ambiguous:
+            return False
+        return key in LATIN_FIRST or key in LATIN_LAST or key in LISTED_EXT or not self.rarity.everyday(key)
+
+    def _caps_first_name(self, key: str) -> bool:
+        """A listed first name that is no word: any capitalized word after it in the run is its surname
+        ("MEHMET ÇELİK")."""
+        return key in LATIN_FIRST and key not in self.ambiguous
+
+    def _caps_name_from(self, ctx: TextContext, toks: list, i: int, titled: bool) -> tuple[int, Hit | None]:
+        """A name in capitals ("ADA LOVELACE REQUESTED A REFUND"): the whole run of adjacent capitalized words
+        from toks[i] on that may be a name's, not the surname alone. Two or more words: with a listed name
+        among them, or in a line written all in capitals (a shouted line, not an acronym in prose: "ASCII
+        HTML"). One word alone: after a title or an introduction, or a listed first name that is no word."""
+        text = ctx.text
+        j = self._run_of(ctx, toks, i, True)
+        if j == i and toks[i].key in LATIN_FIRST and i + 1 < len(toks) and _adjacent(text, toks[i], toks[i + 1]) \
+                and toks[i + 1].word.isupper():
+            j = self._run_of(ctx, toks, i + 1, True)  # "ADA LOVELACE": a first name that is also a word, a surname
+            j = i if j == i + 1 else j
+        if j == i:
+            return i + 1, None
+        first = toks[i]
+        brand = _brand_end(text, toks, i)
+        if brand > i:
+            return brand + 1, None
+        listed = any((tk.key in LATIN_FIRST or tk.key in LATIN_LAST or tk.key in LISTED_EXT)
+                     and tk.key not in self.ambiguous for tk in toks[i:j])
+        context = titled or _context_before(ctx, first.start) or _verb_after(ctx, toks[j - 1])
+        if j - i >= 2:
+            if (listed or any(self._namelike(tk) for tk in toks[i:j])) \
+                    and (listed or context or _shouted(text, first.start, toks[j - 1].end)):
+                score = 0.85 if listed or context else 0.7
+                return j, Hit(first.start, toks[j - 1].end, "PERSON", score, "gazetteer")
+            return j, None  # not a surname alone either
+        if titled or _strong_before(ctx, first.start) or _title_after(text, toks, i) \
+                or (first.key in LATIN_FIRST and first.key not in self.ambiguous and self.rarity.rare(first.key)):
+            return i + 1, Hit(first.start, first.end, "PERSON", 0.6, "gazetteer")
+        return i + 1, None
+
+    def _rare_run(self, ctx: TextContext, toks: list, i: int) -> bool:
+        """toks[i] starts two or three adjacent name-like words (_namelike) with no other capitalized word glued
+        before or after (a longer proper noun): "Aodhan Nizam wrote in", "Hulusi Işıldar kullanıyor". Without
+        a listed word among them, not after a place preposition or an article ("in Kuala Lumpur", "the
+        Hittite Apaliunas"); one word alone only before a calling verb ("Siddik called yesterday")."""
+        text = ctx.text
+        t = toks[i]
+        if len(t.key) < 3 or t.word.isupper():
+            return False
+        initial = _sentence_initial(text, t.start)
+        if i > 0 and _adjacent(text, toks[i - 1], t) and not _sentence_initial(text, toks[i - 1].start) \
+                and toks[i - 1].key not in TITLES:
+            return False
+        if self._namelike(t):
+            j = self._run_of(ctx, toks, i, False) - 1
+        elif not initial and not self.rarity.everyday(t.key) and t.word[1:].islower():
+            # capitalized mid-sentence, a name the corpus holds often ("Hulusi"), before a name-like word
+            j = self._run_of(ctx, toks, i + 1, False) - 1 if i + 1 < len(toks) and _adjacent(text, t, toks[i + 1]) \
+                else i
+        else:
+            return False
+        if j + 1 < len(toks) and _adjacent(text, toks[j], toks[j + 1]) and toks[j + 1].key not in TITLES_AFTER \
+                and toks[j + 1].key not in NEVER:
+            return False  # "Kuala Lumpur Airport": part of a longer proper noun
+        verb = _verb_after(ctx, toks[j])
+        if j == i:
+            return verb and self._namelike(t)
+        if initial and not (t.key in LATIN_FIRST or t.key in LATIN_LAST or t.key in LISTED_EXT) \
+                and self._inflected(t.key):
+            return verb  # "Siparişinizi Trendyol üzerinden": an inflected everyday word starts the sentence
+        listed = any((tk.key in LATIN_FIRST or tk.key in LATIN_LAST or tk.key in LISTED_EXT)
+                     and self.rarity.rare(tk.key)
+                     for tk in toks[i:j + 1])
+        return listed or verb or not _word_before_in(text, t.start, _THING_BEFORE)
+
+    def _inflected(self, key: str) -> bool:
+        """A word rare as such whose stem (less up to five letters of suffixes) is a common word: a Turkish
+        inflected form ("siparişinizi"), an English derived one ("prescribing")."""
+        common = self.rarity.common
+        return any(key[:k] in common or key[:k] + "e" in common for k in range(max(4, len(key) - 5), len(key)))
+
 
     def _starts_no_name(self, ctx: TextContext, toks: list, i: int, titled: bool, surnames: bool) -> bool:
         """toks[i] is a stop word, an acronym, a word before a full name, or a word outside the list with no
@@ -361,7 +515,9 @@ class LatinNameRecognizer(PersonRecognizer):
         if key in LATIN_FIRST or titled or (surnames and _surname_shaped_run(text, toks, i)) \
                 or _phrase_before(ctx, t.start, _PHRASES_STRONG) or _role_before(ctx, t.start):
             return False  # (_strong_before, inlined: once per capitalized word)
-        return not _unlisted_name_cued(ctx, toks, i)
+        if _title_after(text, toks, i) and (key in self.ambiguous or self._namelike(t)):
+            return False  # "Işık Hanım tekrar aradı": a name word before Bey / Hanım, also at a sentence start
+        return not _unlisted_name_cued(ctx, toks, i) and not self._rare_run(ctx, toks, i)
 
     def _name_from(self, ctx: TextContext, toks: list, i: int, titled: bool, out: list) -> tuple[int, Hit | None]:
         """The token to go on from, and the name starting at (or one word before) toks[i], unless its words
@@ -370,6 +526,9 @@ class LatinNameRecognizer(PersonRecognizer):
         text = ctx.text
         t = toks[i]
         n = len(toks)
+        brand = _brand_end(text, toks, i)
+        if brand > i or (brand == i and t.key in _BRANDS and (i + 1 == n or not _adjacent(text, t, toks[i + 1]))):
+            return brand + 1, None  # "Tommy Hilfiger", "Morgan Stanley": a firm named after a person
         # a surname that is also a place or company word ("Park", "Day", "Church") after a title or an
         # introduction: "Dear Patricia Park", "this is Katherine Day"
         stop_surname = i + 1 < n and toks[i + 1].key in STOP_SURNAMES and _adjacent(text, t, toks[i + 1]) \
@@ -385,6 +544,8 @@ class LatinNameRecognizer(PersonRecognizer):
         s = _name_start(text, toks, i, out)
         if (j > i or s < t.start) and not titled and _after_article(text, s):
             return j + 1, None  # "The Selfish Gene", "the Tampa Bay Lightning": a title or an organisation
+        if j == i and s == t.start and not titled and _after_article(text, s, _INDEFINITE):
+            return j + 1, None  # "an Oscar statuette", "a Ford": one person is not "a John"
         return j + 1, Hit(s, toks[j].end, "PERSON", self._score(ctx, toks, i, j, s, titled), "gazetteer")
 
     def _score(self, ctx: TextContext, toks: list, i: int, j: int, s: int, titled: bool) -> float:
@@ -393,7 +554,8 @@ class LatinNameRecognizer(PersonRecognizer):
         text = ctx.text
         key = toks[i].key
         is_first = key in LATIN_FIRST
-        context = titled or _context_before(ctx, s) or _title_after(text, toks, j) or _cue_after(ctx, toks[j])
+        context = titled or _context_before(ctx, s) or _title_after(text, toks, j) or _cue_after(ctx, toks[j]) \
+            or _verb_after(ctx, toks[j])
         if j > i or s < toks[i].start:
             known = any(tk.key in LATIN_FIRST or tk.key in LATIN_LAST for tk in toks[i + 1:j + 1]) or s < toks[i].start
             if context:
@@ -414,6 +576,37 @@ class LatinNameRecognizer(PersonRecognizer):
         if _sentence_initial(text, s):
             return 0.5
         return 0.6
+
+
+# one-word cues and verbs: never a word of a name ("SİPARİŞ JOHN SMITH ADINA")
+_CUE_WORDS = frozenset(_norm_phrase(w.rstrip("*")) for w in _CTX["name_cues_after"] + _CTX["name_verbs_after"]
+                       if " " not in w.strip())
+
+# words before a capitalized pair that make it a place or a thing rather than a person ("in Kuala Lumpur")
+_THING_BEFORE = frozenset("in at near of into across via the a an".split())
+
+
+def _word_before_in(text: str, start: int, words: frozenset) -> bool:
+    """The lower-case word right before `start` (one space between) is one of `words`."""
+    if start < 2 or text[start - 1] != " ":
+        return False
+    j = start - 1
+    while j > 0 and text[j - 1].isalpha():
+        j -= 1
+    return text[j:start - 1] in words
+
+
+def _shouted(text: str, start: int, end: int) -> bool:
+    """The words right around start..end (three each way, the same line) are written in capitals too, one of
+    them at least an ordinary word's length: a shouted sentence ("YESTERDAY X Y EMAILED TWICE"), not an acronym
+    in prose ("the ASCII HTML table")."""
+    lo = text.rfind("\n", max(0, start - 40), start) + 1 or max(0, start - 40)
+    hi = text.find("\n", end, end + 40)
+    hi = hi if hi >= 0 else min(len(text), end + 40)
+    near = text[lo:start].split()[-3:] + text[end:hi].split()[:3]
+    words = [w.strip(".,:;!?()\"'") for w in near]
+    words = [w for w in words if w.isalpha()]
+    return bool(words) and all(w.isupper() for w in words) and any(len(w) >= 4 for w in words)
 
 
 def _unlisted_name_cued(ctx: TextContext, toks: list, i: int) -> bool:
@@ -455,27 +648,120 @@ _LOWER_WORD = re.compile(rf"[{_LAT_LO}]+")
 _BOUNDED_WORD = re.compile(r"(?<![\w'’])[^\W\d_]+(?!\w)")
 
 
+# after these (every strong introduction and cue, and a few self-introductions) a name may be typed in lower
+# case ("müşteri adı: ayşe yılmaz", "my name is john smith"); a verb after two lower-case words that are names
+# or rare as words makes them a name too ("ayşe yılmaz dün aradı")
+_LOWER_INTROS = ("my name is", "my full name is", "name is", "i am", "i'm", "benim adım", "adım", "ismim",
+                 "adım soyadım", "merhaba ben", "selam ben", "ben", "this is", "isim soyisim", "ad soyad")
+# a job or role word alone ("customer; escalate to ...") says too little before a lower-case word
+_LOWER_CUES = sorted({p for p in _PHRASES_STRONG | {fold(p) for p in _LOWER_INTROS}
+                      if not re.search("[а-яё]", p) and p not in _ROLES
+                      and p not in ("customer", "client", "müşteri", "musteri", "müşterimiz")},
+                     key=len, reverse=True)
+_LOWER_CUE_WORDS = frozenset(w for p in _LOWER_CUES for w in p.split() if len(w) >= 3) | {"ben"}
+_LOWER_CUE_WORDS = _LOWER_CUE_WORDS | frozenset(fold(w) for w in _LOWER_CUE_WORDS)
+_LOWER_VERB_WORDS = frozenset(f for v in _CTX["name_verbs_after"] + _CTX["name_cues_after"]
+                              for w in v.split()[:1] if len(w) >= 3 for f in (w.rstrip("*"), fold(w.rstrip("*"))))
+_LOWER_INTRO_WORDS = _LOWER_CUE_WORDS | _LOWER_VERB_WORDS
+
+
+def _i_dotted(phrase: str) -> str:
+    """A regex for a folded phrase that also matches it lower-cased from Turkish capitals ("İsim".lower() is
+    "i" and a combining dot) and with punctuation between its words."""
+    words = [re.escape(w).replace("i", "i\u0307?") for w in phrase.split()]
+    return "[ \u00a0,:;-]+".join(words)
+
+
+def _by_first_letter(phrases: list[str]) -> str:
+    """An alternation of the phrases grouped by their first letter: the regex engine then tries one group per
+    position instead of every phrase (a hundred and more)."""
+    groups: dict[str, list[str]] = {}
+    for p in phrases:
+        groups.setdefault(p[0], []).append(_i_dotted(p)[len(re.escape(p[0])):] if p[0] != "i" else _i_dotted(p))
+    parts = []
+    for first, rests in groups.items():
+        if first == "i":
+            parts.append("(?:" + "|".join(rests) + ")")
+        else:
+            parts.append(re.escape(first) + "(?:" + "|".join(rests) + ")")
+    return "|".join(parts)
+
+
+# the words after the cue in a look-ahead: the next search starts right after the cue ("hi my name is ...")
+_LOWER_INTRO = re.compile(r"(?<!\w)(?:" + _by_first_letter(_LOWER_CUES)
+                          + rf")(?=[ \u00a0,:;-]+([{_LAT_LO}]+)(?:[ \u00a0]([{_LAT_LO}]+))?(?![\w'’]))")
+_LOWER_WORD_BEFORE = re.compile(rf"([{_LAT_LO}]+)[ \u00a0]([{_LAT_LO}]+)$")
+
+
+def _lower_name_word(key: str, rarity: Rarity, ambiguous: frozenset, cued: bool = False) -> bool:
+    """A lower-case word that may be a name's: a listed name (one that is also a word only right after a cue),
+    or a word rare as a word; no everyday word unless listed, no stop word."""
+    if len(key) < 3 or key in STOP or key in _NOT_LOWER_NAME or (key in ambiguous and not cued):
+        return False
+    if key in LATIN_FIRST or key in LATIN_LAST:
+        return True  # "ahmet", "davis": frequent in the corpus as names
+    return not rarity.everyday(key) and (key in LISTED_EXT or rarity.rare(key))
+
+
+_NOT_LOWER_NAME = frozenset("the and bir ile için gibi".split())
+
+
+def _introduced_lower_case(ctx: TextContext, rarity: Rarity, ambiguous: frozenset) -> list[Hit]:
+    norm, text = ctx.norm, ctx.text
+    out = []
+    for m in _LOWER_INTRO.finditer(norm):
+        if not text[m.start(1)].islower() or not _lower_name_word(m.group(1), rarity, ambiguous, True):
+            continue
+        e = m.end(1)
+        if m.group(2) and _lower_name_word(m.group(2), rarity, ambiguous, True):
+            e = m.end(2)
+        elif m.group(1) in ambiguous:
+            continue  # "ben evde değilim": a word that is also a name, alone after a cue, is the word
+        out.append(Hit(m.start(1), e, "PERSON", 0.7, "gazetteer"))
+    for rx in (_VERBS_AFTER, _CUES_AFTER):
+        for m in rx.finditer(norm):
+            w = _LOWER_WORD_BEFORE.search(norm, max(0, m.start() - 60), m.start())
+            if w is None or not text[w.start(1)].islower() or (w.start(1) > 0 and norm[w.start(1) - 1].isalnum()):
+                continue
+            if _lower_name_word(w.group(1), rarity, ambiguous) and _lower_name_word(w.group(2), rarity, ambiguous):
+                out.append(Hit(w.start(1), w.end(2), "PERSON", 0.7, "gazetteer"))
+    if len(out) < 2:
+        return out
+    merged: list[Hit] = []
+    for h in sorted(out):
+        if merged and h.start < merged[-1].end:
+            merged[-1] = merged[-1]._replace(end=max(h.end, merged[-1].end))
+        else:
+            merged.append(h)
+    return merged
+
+
 def may_hold_lower_case_name(text: str) -> bool:
     """For texts without a capital letter or digit (which the engine's prefilter would skip): a known first
     name among the words of their first and last 200 characters, where people introduce themselves and sign.
     str.split with the commonest punctuation blanked: a regex split of a whole 1 KB text costs 40 us, this 6."""
     part = text if len(text) <= 400 else text[:200] + " " + text[-200:]
-    part = part.lower().replace(",", " ").replace(".", " ").replace("!", " ").replace("?", " ")
-    return not _LOWER_FIRST.isdisjoint(part.split())
+    part = part.lower().replace(",", " ").replace(".", " ").replace("!", " ").replace("?", " ").split()
+    # a cue before a word, or a verb after two ("tamam, teşekkürler" holds no name)
+    return not _LOWER_FIRST.isdisjoint(part) or not _LOWER_CUE_WORDS.isdisjoint(part[:-1]) \
+        or not _LOWER_VERB_WORDS.isdisjoint(part[2:])
 
 
-def _lower_case_names(ctx: TextContext) -> list[Hit]:
+def _lower_case_names(ctx: TextContext, rarity: Rarity, ambiguous: frozenset) -> list[Hit]:
     """A known first name written in lower case counts only right after an introduction or greeting ("ben",
-    "my name is", "thanks"); a known surname in lower case right after it joins it."""
+    "my name is", "thanks"); a known surname in lower case right after it joins it. Right after any strong
+    introduction or cue ("müşteri adı:", "my name is"), one or two lower-case words that are listed names or
+    rare as words are a name too ("my name is aodhan nizam"), and so are two such words before a calling verb
+    or a cue after a name ("ayşe yılmaz dün aradı", "... ile konuştum")."""
     text = ctx.text
-    out = []
+    out = _introduced_lower_case(ctx, rarity, ambiguous)
     if not any(word in text for word in ctx.words & _LOWER_FIRST):
         return out  # the words are lower-cased: most are names written with a capital
     # one pass over the words (a long document holds many first names; a search per name would be quadratic)
     for m in _BOUNDED_WORD.finditer(text):
         if m.group() in _LOWER_FIRST:
             s, e = m.span()
-            if not _strong_before(ctx, s):
+            if not _strong_before(ctx, s) or any(h.start <= s < h.end for h in out):
                 continue
             nxt = _LOWER_WORD.match(text, e + 1) if text[e:e + 1] == " " else None
             if nxt is not None and (k := fold(nxt.group())) in LATIN_LAST \

@@ -19,6 +19,7 @@ from ..lang import pii_language
 from .lang import detect_language
 from .names import _sentence_initial
 from .mentions import NameBook, drop_named_things, expand, find_mentions
+from .name_signals import code_spans, outside
 from .operators import Operators
 from .special import get_special_detector, record_special, strict_message
 from .text import Hit
@@ -272,13 +273,16 @@ class PiiStep(Step):
         threshold = self.cfg.score_threshold
         plans = []
         for u in units:
-            kept, residual = resolve(next(found), threshold)
+            raw = next(found)
+            code = code_spans(u.text) if u.kind != "number" and raw else []
+            # code and URLs are not searched for names: identifiers in them still are
+            kept, residual = resolve(outside(raw, code), threshold)
             if u.kind == "number":
                 # a number is replaced whole or not at all
                 kept = [Hit(0, len(u.text), h.entity, h.score, h.method) for h in kept[:1]]
             else:
                 kept = expand(u.text, drop_named_things(u.text, kept))
-            plans.append([u, kept, residual])
+            plans.append([u, kept, residual, code])
         for f in fields:
             if f.entity in ("PERSON", "USER_ID"):
                 value = f.value.strip()
@@ -287,7 +291,7 @@ class PiiStep(Step):
                 elif _PHONE_VALUE.fullmatch(value) and checks.phone_region(value, lang) is not None:
                     f.entity = "PHONE"
         book = NameBook()
-        for u, kept, _ in plans:
+        for u, kept, _, _ in plans:
             for h in kept:
                 if h.entity == "PERSON":
                     book.add(u.text[h.start:h.end], u.text[h.end:h.end + 2], _sentence_initial(u.text, h.start))
@@ -296,14 +300,14 @@ class PiiStep(Step):
                 book.add(f.value)
         if book:
             for p in plans:
-                u, kept, residual = p
+                u, kept, residual, code = p
                 if u.kind == "number":
                     continue
-                extra = find_mentions(u.text, book, kept)
+                extra = find_mentions(u.text, book, kept + [Hit(s, e, "CODE", 0.0, "code") for s, e in code])
                 if extra:
                     p[1] = kept = expand(u.text, kept + extra)
                     p[2] = [r for r in residual if not any(r.start < k.end and k.start < r.end for k in kept)]
-        return plans, book
+        return [p[:3] for p in plans], book
 
     # ------------------------------------------------------------------------------------------------
     def _collect(self, rec: dict, stats) -> "_Collected":
