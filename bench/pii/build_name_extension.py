@@ -43,17 +43,20 @@ def main() -> None:
     out = {"_source": "names-dataset 3.3.1 (MIT), half 0 of blake2b(casefold) only, countries "
                       f"{' '.join(COUNTRIES)}, rank <= {MAX_RANK}, everyday words left out "
                       "(bench/pii/build_name_extension.py)"}
-    for kind in ("first", "last"):
-        names = pickle.load(gzip.open(src / f"{kind}_names.pkl.gz"))
-        keep, evaluation = set(), set()
+    tables = {kind: pickle.load(gzip.open(src / f"{kind}_names.pkl.gz")) for kind in ("first", "last")}
+    # every key any half-1 name folds to, of either kind, any rank or country: a surname of the evaluation
+    # folds to the key of an allowed first name as well ("Akinci"), and the stage folds before it looks up
+    evaluation = {fold(name) for names in tables.values() for name in names if half(name) == 1}
+    for kind, names in tables.items():
+        keep = set()
         for name, info in names.items():
             rank = info.get("rank") or {}
             if not any(rank.get(c, MAX_RANK + 1) <= MAX_RANK for c in COUNTRIES):
                 continue
             if not _LATIN.fullmatch(name) or not all(ord(c) < 0x370 for c in name):
                 continue
-            (keep if half(name) == 0 else evaluation).add(fold(name))
-        # a folded key that an evaluation name also folds to ("Işın" and "Isin") stays out
+            if half(name) == 0:
+                keep.add(fold(name))
         out[f"latin_{kind}"] = sorted(keep - evaluation - everyday)
     OUT.write_text(json.dumps(out, ensure_ascii=False, indent=0) + "\n", encoding="utf-8")
     print({k: len(v) for k, v in out.items() if k != "_source"}, OUT.stat().st_size, "bytes")
