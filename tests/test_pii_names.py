@@ -202,13 +202,13 @@ def test_a_sentence_initial_word_in_a_span_does_not_split_the_person():
 
 def _reference_mention_regex(words):
     """The alternation the mention scan used to compile per name book: _mention_spans must give its spans."""
-    from pipeline.pii.mentions import _RU_CASE, _RU_STEM_END
+    from pipeline.pii.mentions import _RU_CASE
+    from pipeline.pii.ru_morph import mention_forms
 
     alts = []
     for w in words:
         if re.search("[а-яёА-ЯЁ]", w):
-            stem = w[:-1] if w[-1] in _RU_STEM_END and len(w) > 3 else w
-            alts.append(f"(?:{re.escape(stem)}|{re.escape(stem.upper())}){_RU_CASE}")
+            alts.append("(?:" + "|".join(map(re.escape, mention_forms(w))) + f"){_RU_CASE}")
         else:
             alts.append(f"(?:{re.escape(w)}|{re.escape(w.upper())})")
     return re.compile(r"(?<![\w'’\-.@/])(?:" + "|".join(alts) + r")(?![\w@])")

@@ -22,6 +22,7 @@ from functools import lru_cache
 from .names import (_LAT_LO, _LAT_UP, LATIN_AMBIGUOUS, LATIN_FIRST, LATIN_LAST, NEVER, OFFICES, PLACE_BEFORE, RU_AMBIGUOUS, STOP,
                     TITLES, TITLES_AFTER, TURKISH_WORDS, _CTX, _SURNAME_ENDINGS, _sentence_initial,
                     ru_name_kind)
+from .ru_morph import mention_forms as ru_mention_forms
 from .text import Hit, fold
 
 _UP = _LAT_UP + "А-ЯЁ"
@@ -51,7 +52,6 @@ _NOT_ALONE = STOP | NEVER | TITLES | TITLES_AFTER | OFFICES | PLACE_BEFORE | _NO
 _AMBIGUOUS = LATIN_AMBIGUOUS | TURKISH_WORDS | RU_AMBIGUOUS
 _RUN_ON = re.compile(rf"[ \u00a0][{_LO}]")  # the span goes on into a sentence: a lower-case word after it
 _NAME_WORD = re.compile(rf"[{_UP}][{_LO}]+(?:-[{_UP}][{_LO}]+)?|[{_UP}]{{2,}}")
-_RU_STEM_END = "аяйьоеы"
 _RU_CASE = "(?:а|я|у|ю|ом|ем|ым|им|ой|ей|е|ы|и|ого|его|ому|ему|ую|юю|ою|ею|ов|ев|ой|ых|их|ым|ыми|ими|ам|ям|ах|ях)?"
 
 
@@ -247,8 +247,7 @@ def _mention_forms(words: tuple[str, ...]) -> tuple[tuple[tuple[str, ...], bool]
     out = []
     for w in words:
         if _CYR.search(w):
-            stem = w[:-1] if w[-1] in _RU_STEM_END and len(w) > 3 else w
-            out.append(((stem, stem.upper()), True))
+            out.append((ru_mention_forms(w), True))
         else:
             out.append(((w, w.upper()), False))
     return tuple(out)

@@ -22,8 +22,9 @@ from typing import NamedTuple
 
 from presidio_analyzer import LocalRecognizer
 
+from . import ru_morph
 from .ner import entity_spans
-from .text import ContextWords, Hit, TextContext, fold, load_data, to_results
+from .text import NON_WORD, ContextWords, Hit, TextContext, fold, load_data, to_results
 
 _NAMES = load_data("names.json")
 _CTX = load_data("context.json")
@@ -537,6 +538,9 @@ def ru_name_kind(word: str) -> str | None:
                 for kind, names in (("middle", RU_MIDDLE), ("first", RU_FIRST), ("last", RU_LAST)):
                     if cand in names:
                         return kind
+    kind = ru_morph.name_kind(w)  # the dictionary: names the lists lack, in any case form
+    if kind is not None:
+        return kind
     if _RU_PATRONYMIC.search(w):
         return "middle"
     if len(w) >= 5 and _RU_SURNAME.search(w):
@@ -588,7 +592,7 @@ class RussianNameGazetteer(PersonRecognizer):
                 # an unknown word directly before a surname or patronymic (a first name the list lacks),
                 # or right after "меня зовут", "Получатель:", "Курьер"
                 nxt = toks[i + 1] if i + 1 < n else None
-                if t.key in _RU_STOP or t.word.isupper():
+                if t.key in _RU_STOP or t.word.isupper() or ru_morph.not_a_name(t.word):
                     i += 1
                     continue
                 k2 = ""
@@ -596,7 +600,8 @@ class RussianNameGazetteer(PersonRecognizer):
                     k2 = kinds.get(nxt.start)
                     if k2 is None:
                         k2 = kinds[nxt.start] = ru_name_kind(nxt.word) or ""
-                if k2 not in ("middle", "last", "surname_like") and not _strong_before(ctx, t.start):
+                if k2 not in ("middle", "last", "surname_like") and not _strong_before(ctx, t.start) \
+                        and not _ru_cued(ctx, t.start, t.end):
                     i += 1
                     continue
                 kind = "unknown"
@@ -608,13 +613,14 @@ class RussianNameGazetteer(PersonRecognizer):
                     k2 = kinds[toks[j + 1].start] = ru_name_kind(toks[j + 1].word) or ""
                 if not k2:
                     nt = toks[j + 1]
-                    if kind != "unknown" or nt.word.isupper() or nt.key in _RU_STOP or not _strong_before(ctx, t.start):
+                    if kind != "unknown" or nt.word.isupper() or nt.key in _RU_STOP or ru_morph.not_a_name(nt.word) \
+                            or not _strong_before(ctx, t.start):
                         break
                     k2 = "unknown"  # "Получатель: Юхим Таран": both words unknown, the introduction decides
                 chain_kinds.append(k2)
                 j += 1
             s, e = t.start, toks[j].end
-            ctx_near = _RU_NAME_CONTEXT.near(ctx.norm, s, e, 32) or _context_before(ctx, s)
+            ctx_near = _RU_NAME_CONTEXT.near(ctx.norm, s, e, 32) or _context_before(ctx, s) or _ru_cued(ctx, s, e)
             strong = [k for k in chain_kinds if k in ("first", "middle", "last")]
             initial = _sentence_initial(text, s)
             # "Роман Толстого" at a sentence start, no name context: a book as much as a person
@@ -640,8 +646,12 @@ class RussianNameGazetteer(PersonRecognizer):
                 score = 0.35
             if score > 0.45 and _common_noun_use(text, s, e):
                 score = 0.45  # a residual candidate only
+            if j == i and _place_use(text, t):
+                score = 0.3  # "во Владимире", "в Королёве": the city
             out.append(Hit(s, e, "PERSON", score, "gazetteer"))
             i = j + 1
+        if _RU_LOWER.search(text) is not None:
+            out += _ru_lower_case_names(ctx)
         return out
 
     def natasha_windows(self, ctx: TextContext, covered: list[Hit], words: int = 2) -> list[tuple[int, int]]:
@@ -688,6 +698,96 @@ class RussianNameGazetteer(PersonRecognizer):
 
 
 _PLACE_PREPOSITIONS = frozenset("в во на из через по под над за при до".split())
+
+
+# A Russian name's context besides the intros: a greeting right before it ("Здравствуйте, Алёна!"), a verb of
+# calling, writing, asking or complaining before it ("звонила Оксана", "передайте Трофимовой") or after it
+# ("Жанболат звонил"). Matched in the folded text.
+_RU_GREETING_BEFORE = re.compile(
+    r"(?<!\w)(?:здравствуй(?:те)?|привет(?:ствую)?|добрый (?:день|вечер)|доброе утро|доброго (?:дня|времени суток)"
+    r"|спасибо|благодарю|до свидания|хорошего дня)[ \u00a0]*[,!]?[ \u00a0]*$")
+_RU_VERB_STEMS = r"(?:(?:по|пере)?звони|написа|пиш|жалова|пожалова|обрати|(?:по)?проси|спрашива|уточня|сказа|ответи)"
+_RU_VERB_BEFORE = re.compile(
+    r"(?<!\w)(?:" + _RU_VERB_STEMS + r"[а-яё]{0,5}|передайте|передай|сообщите|свяжитесь с|связаться с|"
+    r"поговорите с|поговорил[аи]? с|от имени|со слов|для)[ \u00a0]+$")
+_RU_VERB_AFTER = re.compile(r"[ \u00a0]+" + _RU_VERB_STEMS + r"[а-яё]{0,5}(?!\w)")
+
+
+def _ru_cued(ctx: TextContext, start: int, end: int) -> bool:
+    """A greeting or a verb of calling/writing/complaining right before the name, or such a verb right after."""
+    norm = ctx.norm
+    before = norm[max(0, start - 32):start]
+    if _RU_GREETING_BEFORE.search(before) is not None or _RU_VERB_BEFORE.search(before) is not None:
+        return True
+    return _RU_VERB_AFTER.match(norm, end) is not None
+
+
+def _place_use(text: str, tok: _Tok) -> bool:
+    """A word the dictionary also reads as a place, right after a place preposition: "во Владимире", "из
+    Королёва", "в Пушкине" are the city, not the person."""
+    prev = text[max(0, tok.start - 8):tok.start].split()
+    return bool(prev) and prev[-1].lower() in _PLACE_PREPOSITIONS and ru_morph.place_after_preposition(tok.word)
+
+
+# Names typed in lower case ("меня зовут оксана трофимова", "здравствуйте, алёна"): a name word after an
+# intro, greeting or calling verb, or a listed first name followed by a surname or patronymic.
+_RU_LOWER = re.compile(r"(?<![А-ЯЁа-яё])[а-яё]{3,}")
+_RU_LOWER_WORD = re.compile(r"(?<![\w'’-])[а-яё]{2,}(?:-[а-яё]{2,})?(?![\w'’])")
+_RU_LOWER_CUE = re.compile(
+    r"зовут|фио|уважением|здравств|привет|добр|спасибо|благодар|звони|написа|пиш|жалова|обрати|проси|спрашива|"
+    r"передай|сообщите|свяж|связат|поговори|получател|отправител|клиент|курьер|менеджер|оператор")
+_RU_FIRST_LOWER = frozenset(n for n in RU_FIRST if n not in RU_AMBIGUOUS and len(n) > 2)
+
+
+def may_hold_lower_case_ru_name(text: str) -> bool:
+    """For texts without a capital letter or digit (the engine's prefilter skips them otherwise): Cyrillic text
+    with a cue word or a listed first name in lower case."""
+    if _RU_LOWER.search(text) is None:
+        return False
+    low = text.lower()
+    return _RU_LOWER_CUE.search(low) is not None or not _RU_FIRST_LOWER.isdisjoint(NON_WORD.split(low))
+
+
+def _ru_lower_kind(word: str) -> str:
+    """The kind of a lower-case word as a name part: the dictionary's (Name/Surn/Patr as its likeliest
+    reading), or a surname/patronymic ending."""
+    if word.replace("ё", "е") in RU_AMBIGUOUS or word in _RU_STOP:
+        return ""
+    return ru_name_kind(word) or ""
+
+
+def _ru_lower_case_names(ctx: TextContext) -> list[Hit]:
+    """Russian names in lower case: one to three name words right after an intro, greeting or calling verb;
+    anywhere, a listed first name followed by a surname or patronymic ("оксана трофимова")."""
+    text = ctx.text
+    cue = _RU_LOWER_CUE.search(ctx.norm) is not None
+    if not cue and _RU_FIRST_LOWER.isdisjoint(ctx.words):
+        return []
+    out: list[Hit] = []
+    pos = 0
+    for m in _RU_LOWER_WORD.finditer(text):
+        s, e = m.span()
+        if s < pos:
+            continue
+        w = m.group()
+        listed = w.replace("ё", "е") in _RU_FIRST_LOWER
+        cued = cue and (_strong_before(ctx, s) or _ru_cued(ctx, s, e))
+        if not listed and not cued:
+            continue
+        kind = _ru_lower_kind(w)
+        if kind not in ("first", "middle", "last"):
+            continue
+        end, words = e, 1
+        while words < 3:
+            nxt = _RU_LOWER_WORD.match(text, end + 1) if text[end:end + 1] == " " else None
+            if nxt is None or _ru_lower_kind(nxt.group()) not in ("first", "middle", "last", "surname_like"):
+                break
+            end, words = nxt.end(), words + 1
+        if words == 1 and not cued:
+            continue
+        out.append(Hit(s, end, "PERSON", 0.75 if cued else 0.7, "morph"))
+        pos = end
+    return out
 
 
 def _cued_unknown(ctx: TextContext, toks: list[_Tok], idx: int, kinds: dict) -> bool:
@@ -850,11 +950,17 @@ def _without_stop_words(text: str, start: int, stop: int) -> tuple[int, int]:
     """A name natasha tagged, less the stop words it ran on into at either end (a sentence without its full
     stop); a span of stop words alone is left to _plausible."""
     words = [(start + m.start(), start + m.end()) for m in re.finditer(r"\S+", text[start:stop])]
-    while len(words) > 1 and text[words[-1][0]:words[-1][1]].lower().strip(",.!?") in _RU_STOP:
+    while len(words) > 1 and _no_name_word(text[words[-1][0]:words[-1][1]]):
         words.pop()
-    while len(words) > 1 and text[words[0][0]:words[0][1]].lower().strip(",.!?") in _RU_STOP:
+    while len(words) > 1 and _no_name_word(text[words[0][0]:words[0][1]]):
         words.pop(0)
     return words[0][0], words[-1][1]
+
+
+def _no_name_word(word: str) -> bool:
+    """A stop word, or a word the dictionary knows only as a verb, adverb, pronoun... ("Передайте")."""
+    word = word.strip(",.!?")
+    return word.lower() in _RU_STOP or ru_morph.not_a_name(word)
 
 
 def _plausible(span: str) -> bool:
@@ -862,6 +968,6 @@ def _plausible(span: str) -> bool:
     if " " in span.strip():
         return True
     word = span.strip()
-    if word.lower() in _RU_STOP or ("-" in word and word.split("-", 1)[1][:1].islower()):
+    if _no_name_word(word) or ("-" in word and word.split("-", 1)[1][:1].islower()):
         return False
     return not (_VERB_END.search(word.lower()) and ru_name_kind(word) is None)
