@@ -722,6 +722,15 @@ def _ru_cued(ctx: TextContext, start: int, end: int) -> bool:
     return _RU_VERB_AFTER.match(norm, end) is not None
 
 
+_NEXT_WORD = re.compile(r"[ \u00a0]+[а-яё]+(?:-[а-яё]+)?(?!\w)")
+
+
+def _ru_verb_after_next(norm: str, end: int) -> bool:
+    """A verb of calling/writing/asking after the word that follows: "лукерья черникова просила"."""
+    m = _NEXT_WORD.match(norm, end)
+    return m is not None and _RU_VERB_AFTER.match(norm, m.end()) is not None
+
+
 def _place_use(text: str, tok: _Tok) -> bool:
     """A word the dictionary also reads as a place, right after a place preposition: "во Владимире", "из
     Королёва", "в Пушкине" are the city, not the person."""
@@ -771,7 +780,7 @@ def _ru_lower_case_names(ctx: TextContext) -> list[Hit]:
             continue
         w = m.group()
         listed = w.replace("ё", "е") in _RU_FIRST_LOWER
-        cued = cue and (_strong_before(ctx, s) or _ru_cued(ctx, s, e))
+        cued = cue and (_strong_before(ctx, s) or _ru_cued(ctx, s, e) or _ru_verb_after_next(ctx.norm, e))
         if not listed and not cued:
             continue
         kind = _ru_lower_kind(w)
