@@ -61,3 +61,8 @@ def test_identifier_shapes_are_found(detector, lang, text, value, entity):
 ])
 def test_numbers_that_are_not_identifiers_stay(detector, lang, text):
     assert kept(detector, text, lang) == []
+
+
+def test_german_area_code_slash_is_a_phone_not_a_fraction(detector):
+    assert kept(detector, "Handy: 0151/57390093, ab 18 Uhr", "en") == [("0151/57390093", "PHONE")]
+    assert kept(detector, "ratio 3/4 and 12/2024", "en") == []

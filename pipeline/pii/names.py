@@ -591,17 +591,23 @@ class RussianNameGazetteer(PersonRecognizer):
             if not kind:
                 # an unknown word directly before a surname or patronymic (a first name the list lacks),
                 # or right after "меня зовут", "Получатель:", "Курьер"
+                # in capitals, or after a greeting or verb only, a word the dictionary lacks ("ТИАНА
+                # ДРУЖИНИНА", "Здравствуйте, Кенжекул"): not one it knows as an ordinary word ("Клиенту звонили")
                 nxt = toks[i + 1] if i + 1 < n else None
-                if t.key in _RU_STOP or t.word.isupper() or ru_morph.not_a_name(t.word):
+                if t.key in _RU_STOP or ru_morph.not_a_name(t.word):
                     i += 1
                     continue
+                unheard = not ru_morph.ordinary_word(t.word)
                 k2 = ""
-                if nxt is not None and _adjacent(text, t, nxt):
+                if nxt is not None and _adjacent(text, t, nxt) and (unheard or not t.word.isupper()):
                     k2 = kinds.get(nxt.start)
                     if k2 is None:
                         k2 = kinds[nxt.start] = ru_name_kind(nxt.word) or ""
+                if t.word.isupper() and not (k2 in ("middle", "last", "surname_like") and nxt.word.isupper()):
+                    i += 1
+                    continue
                 if k2 not in ("middle", "last", "surname_like") and not _strong_before(ctx, t.start) \
-                        and not _ru_cued(ctx, t.start, t.end):
+                        and not (unheard and _ru_cued(ctx, t.start, t.end)):
                     i += 1
                     continue
                 kind = "unknown"
@@ -648,6 +654,10 @@ class RussianNameGazetteer(PersonRecognizer):
                 score = 0.45  # a residual candidate only
             if j == i and _place_use(text, t):
                 score = 0.3  # "во Владимире", "в Королёве": the city
+            elif j == i and initial and not ctx_near and ru_morph.reading(t.word).place > 0:
+                score = 0.4  # "Владимир — сортировочный центр": a city as much as a name, nothing says which
+            elif j == i and kind == "first" and _after_thing(text, toks, i):
+                score = 0.4  # "Лада Веста": a model after its brand
             out.append(Hit(s, e, "PERSON", score, "gazetteer"))
             i = j + 1
         if _RU_LOWER.search(text) is not None:
@@ -705,7 +715,9 @@ _PLACE_PREPOSITIONS = frozenset("в во на из через по под над
 # ("Жанболат звонил"). Matched in the folded text.
 _RU_GREETING_BEFORE = re.compile(
     r"(?<!\w)(?:здравствуй(?:те)?|привет(?:ствую)?|добрый (?:день|вечер)|доброе утро|доброго (?:дня|времени суток)"
-    r"|спасибо|благодарю|до свидания|хорошего дня)[ \u00a0]*[,!]?[ \u00a0]*$")
+    r"|спасибо|благодарю|до свидания|хорошего дня|хорошо|понятно|отлично|конечно)[ \u00a0]*[,!]?[ \u00a0]*$")
+# the name before the greeting: "Кенжекул, добрый вечер!"
+_RU_GREETING_AFTER = re.compile(r"[ \u00a0]*,[ \u00a0]*(?:здравствуй|привет|добр(?:ый|ое|ого)|спасибо)")
 _RU_VERB_STEMS = r"(?:(?:по|пере)?звони|написа|пиш|жалова|пожалова|обрати|(?:по)?проси|спрашива|уточня|сказа|ответи)"
 _RU_VERB_BEFORE = re.compile(
     r"(?<!\w)(?:" + _RU_VERB_STEMS + r"[а-яё]{0,5}|передайте|передай|сообщите|свяжитесь с|связаться с|"
@@ -719,7 +731,7 @@ def _ru_cued(ctx: TextContext, start: int, end: int) -> bool:
     before = norm[max(0, start - 32):start]
     if _RU_GREETING_BEFORE.search(before) is not None or _RU_VERB_BEFORE.search(before) is not None:
         return True
-    return _RU_VERB_AFTER.match(norm, end) is not None
+    return _RU_VERB_AFTER.match(norm, end) is not None or _RU_GREETING_AFTER.match(norm, end) is not None
 
 
 _NEXT_WORD = re.compile(r"[ \u00a0]+[а-яё]+(?:-[а-яё]+)?(?!\w)")
@@ -729,6 +741,15 @@ def _ru_verb_after_next(norm: str, end: int) -> bool:
     """A verb of calling/writing/asking after the word that follows: "лукерья черникова просила"."""
     m = _NEXT_WORD.match(norm, end)
     return m is not None and _RU_VERB_AFTER.match(norm, m.end()) is not None
+
+
+# makes whose models carry first names ("Лада Веста", "Лада Калина", "Волга Сайбер")
+_RU_MAKES = frozenset("лада ваз уаз газ газель камаз волга москвич ока нива".split())
+
+
+def _after_thing(text: str, toks: list, i: int) -> bool:
+    """toks[i] follows a car make, one space between: "Лада Веста" is a car."""
+    return i > 0 and toks[i - 1].key in _RU_MAKES and _adjacent(text, toks[i - 1], toks[i])
 
 
 def _place_use(text: str, tok: _Tok) -> bool:
@@ -745,6 +766,9 @@ _RU_LOWER_WORD = re.compile(r"(?<![\w'’-])[а-яё]{2,}(?:-[а-яё]{2,})?(?![
 _RU_LOWER_CUE = re.compile(
     r"зовут|фио|уважением|здравств|привет|добр|спасибо|благодар|звони|написа|пиш|жалова|обрати|проси|спрашива|"
     r"передай|сообщите|свяж|связат|поговори|получател|отправител|клиент|курьер|менеджер|оператор")
+_RU_LOWER_SURNAME_AFTER = re.compile(
+    r" [а-яё]{2,}(?:(?:ов|ев|ёв|ин|ын)(?:а|у|ым|ой|е|ою)?|(?:ович|евич|овна|евна|ична)[а-яё]{0,3}|енко|[юч]?ук|дзе|швили"
+    r"|ск(?:ий|ая|ого|ой|ому|ую|им))(?![\w-])")
 _RU_FIRST_LOWER = frozenset(n for n in RU_FIRST if n not in RU_AMBIGUOUS and len(n) > 2)
 
 
@@ -754,7 +778,8 @@ def may_hold_lower_case_ru_name(text: str) -> bool:
     if _RU_LOWER.search(text) is None:
         return False
     low = text.lower()
-    return _RU_LOWER_CUE.search(low) is not None or not _RU_FIRST_LOWER.isdisjoint(NON_WORD.split(low))
+    return _RU_LOWER_CUE.search(low) is not None or not _RU_FIRST_LOWER.isdisjoint(NON_WORD.split(low)) \
+        or _RU_LOWER_SURNAME_AFTER.search(low) is not None
 
 
 def _ru_lower_kind(word: str) -> str:
@@ -766,11 +791,12 @@ def _ru_lower_kind(word: str) -> str:
 
 
 def _ru_lower_case_names(ctx: TextContext) -> list[Hit]:
-    """Russian names in lower case: one to three name words right after an intro, greeting or calling verb;
-    anywhere, a listed first name followed by a surname or patronymic ("оксана трофимова")."""
+    """Russian names in lower case: one to three name words right after an intro, greeting or calling verb
+    (after "меня зовут" / "фио:" also words the dictionary lacks or knows otherwise, before a surname:
+    "канат абдрахманов"); anywhere, a first name followed by a surname or patronymic ("оксана трофимова")."""
     text = ctx.text
     cue = _RU_LOWER_CUE.search(ctx.norm) is not None
-    if not cue and _RU_FIRST_LOWER.isdisjoint(ctx.words):
+    if not cue and _RU_FIRST_LOWER.isdisjoint(ctx.words) and _RU_LOWER_SURNAME_AFTER.search(text) is None:
         return []
     out: list[Hit] = []
     pos = 0
@@ -779,20 +805,24 @@ def _ru_lower_case_names(ctx: TextContext) -> list[Hit]:
         if s < pos:
             continue
         w = m.group()
-        listed = w.replace("ё", "е") in _RU_FIRST_LOWER
-        cued = cue and (_strong_before(ctx, s) or _ru_cued(ctx, s, e) or _ru_verb_after_next(ctx.norm, e))
-        if not listed and not cued:
+        pair = _RU_LOWER_SURNAME_AFTER.match(text, e) is not None  # the cheap shape test before the dictionary
+        intro = cue and _strong_before(ctx, s)
+        cued = intro or cue and (_ru_cued(ctx, s, e) or _ru_verb_after_next(ctx.norm, e))
+        if not (pair or cued or w.replace("ё", "е") in _RU_FIRST_LOWER):
             continue
         kind = _ru_lower_kind(w)
-        if kind not in ("first", "middle", "last"):
-            continue
         end, words = e, 1
         while words < 3:
             nxt = _RU_LOWER_WORD.match(text, end + 1) if text[end:end + 1] == " " else None
             if nxt is None or _ru_lower_kind(nxt.group()) not in ("first", "middle", "last", "surname_like"):
                 break
             end, words = nxt.end(), words + 1
-        if words == 1 and not cued:
+        if kind not in ("first", "middle", "last"):
+            # after an introduction: a word the dictionary lacks, or any word but a verb, pronoun... before a
+            # surname ("меня зовут канат абдрахманов", "фио: орынкул моминова")
+            if not intro or w in _RU_STOP or ru_morph.not_a_name(w) or (words == 1 and ru_morph.ordinary_word(w)):
+                continue
+        elif words == 1 and not cued:
             continue
         out.append(Hit(s, end, "PERSON", 0.75 if cued else 0.7, "morph"))
         pos = end

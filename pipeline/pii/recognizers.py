@@ -379,6 +379,12 @@ def _dotted_nanp(groups) -> bool:
     return tuple(b - a for a, b in groups) == (3, 3, 4)
 
 
+def _area_slash(text: str, groups) -> bool:
+    """An area code with its trunk 0, a slash and the number, as Germans write it: "0151/57390093", "030/1234567"
+    (no date or fraction has ten digits or more in two groups)."""
+    return len(groups) == 2 and text[groups[0][0]] == "0" and 3 <= groups[0][1] - groups[0][0] <= 5
+
+
 class PhoneNumberRecognizer(PiiRecognizer):
     """Phones validated by `phonenumbers`: international (+/00, any country), TR (0 5xx ..., 0 2xx ...),
     RU (8 9xx ..., 8 4xx ...), US/GB. Unformatted 10-11 digit numbers score lower."""
@@ -409,8 +415,9 @@ class PhoneNumberRecognizer(PiiRecognizer):
             seps = {text[run.groups[k][1]:run.groups[k + 1][0]] for k in range(i, j)}
             if j - i == 3 and seps == {"."} and all(b - a <= 3 for a, b in run.groups[i:j + 1]):
                 continue  # an IPv4 address
-            if seps == {"/"} or seps == {"."} and j - i == 2 and not _dotted_nanp(run.groups[i:j + 1]):
-                continue  # a date or a fraction; not 305.880.5327
+            if seps == {"/"} and not _area_slash(text, run.groups[i:j + 1]) \
+                    or seps == {"."} and j - i == 2 and not _dotted_nanp(run.groups[i:j + 1]):
+                continue  # a date or a fraction; not 305.880.5327 or 0151/57390093
             if "/" in seps and "." in seps:
                 continue  # a decimal number next to a date ("70.8750 11/25/2013"): no phone mixes the two
             if _TIME_AFTER.match(text, run.groups[j][1]) or _time_before(text, run.groups[i][0]):

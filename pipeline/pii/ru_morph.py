@@ -83,6 +83,14 @@ def name_kind(word: str) -> str | None:
     return reading(word).kind
 
 
+def ordinary_word(word: str) -> bool:
+    """The dictionary knows the word, and never as a name ("Клиенту", "Канат" as a rope is known too, but
+    "Канат" has no name reading there): a capitalized word outside the lists that is not such a word may be
+    a name the dictionary lacks ("Кенжекул", "Тиана")."""
+    r = reading(word)
+    return r.known and r.name == 0.0
+
+
 def not_a_name(word: str) -> bool:
     """A capitalized word the dictionary knows only as a verb, adverb, pronoun, interjection...: it starts a
     sentence ("Передайте", "Спасибо", "Сегодня") and is no first name the lists lack."""
