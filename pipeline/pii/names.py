@@ -718,7 +718,7 @@ _RU_GREETING_BEFORE = re.compile(
     r"|спасибо|благодарю|до свидания|хорошего дня|хорошо|понятно|отлично|конечно)[ \u00a0]*[,!]?[ \u00a0]*$")
 # the name before the greeting: "Кенжекул, добрый вечер!"
 _RU_GREETING_AFTER = re.compile(r"[ \u00a0]*,[ \u00a0]*(?:здравствуй|привет|добр(?:ый|ое|ого)|спасибо)")
-_RU_VERB_STEMS = r"(?:(?:по|пере)?звони|написа|пиш|жалова|пожалова|обрати|(?:по)?проси|спрашива|уточня|сказа|ответи)"
+_RU_VERB_STEMS = r"(?:(?:по|пере)?звони|написа|пиш|жалова|жалу|пожалова|обрати|(?:по)?проси|спрашива|уточня|сказа|ответи)"
 _RU_VERB_BEFORE = re.compile(
     r"(?<!\w)(?:" + _RU_VERB_STEMS + r"[а-яё]{0,5}|передайте|передай|сообщите|свяжитесь с|связаться с|"
     r"поговорите с|поговорил[аи]? с|от имени|со слов|для)[ \u00a0]+$")
@@ -765,7 +765,7 @@ _RU_LOWER = re.compile(r"(?<![А-ЯЁа-яё])[а-яё]{3,}")
 _RU_LOWER_WORD = re.compile(r"(?<![\w'’-])[а-яё]{2,}(?:-[а-яё]{2,})?(?![\w'’])")
 _RU_LOWER_CUE = re.compile(
     r"зовут|фио|уважением|здравств|привет|добр|спасибо|благодар|звони|написа|пиш|жалова|обрати|проси|спрашива|"
-    r"передай|сообщите|свяж|связат|поговори|получател|отправител|клиент|курьер|менеджер|оператор")
+    r"передай|сообщите|свяж|связат|поговори|получател|отправител|клиент|курьер|менеджер|оператор|жалу")
 _RU_LOWER_SURNAME_AFTER = re.compile(
     r" [а-яё]{2,}(?:(?:ов|ев|ёв|ин|ын)(?:а|у|ым|ой|е|ою)?|(?:ович|евич|овна|евна|ична)[а-яё]{0,3}|енко|[юч]?ук|дзе|швили"
     r"|ск(?:ий|ая|ого|ой|ому|ую|им))(?![\w-])")
@@ -787,7 +787,10 @@ def _ru_lower_kind(word: str) -> str:
     reading), or a surname/patronymic ending."""
     if word.replace("ё", "е") in RU_AMBIGUOUS or word in _RU_STOP:
         return ""
-    return ru_name_kind(word) or ""
+    kind = ru_name_kind(word) or ""
+    if kind == "surname_like" and (ru_morph.ordinary_word(word) or ru_morph.not_a_name(word)):
+        return ""  # "снова", "готова": the ending alone says little in lower case
+    return kind
 
 
 def _ru_lower_case_names(ctx: TextContext) -> list[Hit]:
@@ -814,10 +817,14 @@ def _ru_lower_case_names(ctx: TextContext) -> list[Hit]:
         end, words = e, 1
         while words < 3:
             nxt = _RU_LOWER_WORD.match(text, end + 1) if text[end:end + 1] == " " else None
-            if nxt is None or _ru_lower_kind(nxt.group()) not in ("first", "middle", "last", "surname_like"):
+            if nxt is None or _ru_lower_kind(nxt.group()) not in ("first", "middle", "last", "surname_like") \
+                    and not (kind == "first" and ru_morph.guessed_name(nxt.group())):
                 break
             end, words = nxt.end(), words + 1
-        if kind not in ("first", "middle", "last"):
+        # before a surname, a word with any name reading ("вики нурматова", "витом муханбетовым") or a guessed one
+        some_name = words > 1 and w not in _RU_STOP and w.replace("ё", "е") not in RU_AMBIGUOUS \
+            and (ru_morph.guessed_name(w) or ru_morph.reading(w).name > 0)
+        if kind not in ("first", "middle", "last") and not some_name:
             # after an introduction: a word the dictionary lacks, or any word but a verb, pronoun... before a
             # surname ("меня зовут канат абдрахманов", "фио: орынкул моминова")
             if not intro or w in _RU_STOP or ru_morph.not_a_name(w) or (words == 1 and ru_morph.ordinary_word(w)):

@@ -84,11 +84,18 @@ def name_kind(word: str) -> str | None:
 
 
 def ordinary_word(word: str) -> bool:
-    """The dictionary knows the word, and never as a name ("Клиенту", "Канат" as a rope is known too, but
-    "Канат" has no name reading there): a capitalized word outside the lists that is not such a word may be
-    a name the dictionary lacks ("Кенжекул", "Тиана")."""
+    """The dictionary knows the word, and never as a name or place ("Клиенту", "Канат"): a capitalized word
+    outside the lists that is not such a word may be a name the dictionary lacks ("Кенжекул", "Тиана",
+    "ТАЛАС" before a surname)."""
     r = reading(word)
-    return r.known and r.name == 0.0
+    return r.known and r.name == 0.0 and r.place == 0.0
+
+
+def guessed_name(word: str) -> bool:
+    """The dictionary lacks the word, and its guess from the ending is a name ("скиба", "салтанат"): weak
+    (brands get such guesses too: "Леруа", "Мазда"), so it counts only beside a surname or a name."""
+    r = reading(word)
+    return not r.known and r.name >= 0.5
 
 
 def not_a_name(word: str) -> bool:
