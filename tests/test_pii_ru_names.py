@@ -94,6 +94,17 @@ def test_a_capitalized_verb_before_a_name_stays():
     assert "Синицын" not in out, out
 
 
+@pytest.mark.parametrize("text, name", [
+    ("Хочу узнать статус. Клиент Спас Гайдай снова позвонил.", ("Спас", "Гайдай")),  # a verb's shape mid-sentence
+    ("Тел.: 8 (993) 867-69-93 Курьер Дарьяна Таран приедет завтра.", ("Дарьяна", "Таран")),  # a word after a name
+])
+def test_after_a_role_word_the_whole_name_goes(text, name):
+    """Faker uk_UA names (bench/pii's) that the dictionary reads otherwise: a capitalized verb form mid-sentence
+    ("Спас") and a known word after a dictionary first name ("Таран") stay in the name after a role word."""
+    out = redact(text)
+    assert not [w for w in name if w in out], out
+
+
 def test_a_mention_takes_every_case_form_of_the_name():
     """A later mention is searched in the dictionary's case forms: a stem and an ending miss ё/е and the
     fleeting vowel ("Пётр" -> "Петру", "Петром")."""

@@ -237,7 +237,8 @@ class NameBook:
 
 _CYR = re.compile("[а-яёА-ЯЁ]")
 _NOT_AFTER = frozenset("'’-.@/")  # with \w: what a mention may not follow
-_RU_ENDING = re.compile(_RU_CASE + r"(?![\w@])")  # a case ending, then what a mention may not precede
+# a case ending (in capitals too: "ПЕТРОМ"), then what a mention may not precede
+_RU_ENDING = re.compile(_RU_CASE + r"(?![\w@])", re.IGNORECASE)
 
 
 @lru_cache(maxsize=4096)

@@ -594,8 +594,8 @@ class RussianNameGazetteer(PersonRecognizer):
                 # in capitals, or after a greeting or verb only, a word the dictionary lacks ("ТИАНА
                 # ДРУЖИНИНА", "Здравствуйте, Кенжекул"): not one it knows as an ordinary word ("Клиенту звонили")
                 nxt = toks[i + 1] if i + 1 < n else None
-                if t.key in _RU_STOP or ru_morph.not_a_name(t.word):
-                    i += 1
+                if t.key in _RU_STOP or ru_morph.not_a_name(t.word) and _sentence_initial(text, t.start):
+                    i += 1  # a verb or adverb starts the sentence ("Передайте"); mid-sentence a capital says name
                     continue
                 unheard = not ru_morph.ordinary_word(t.word)
                 k2 = ""
@@ -619,10 +619,11 @@ class RussianNameGazetteer(PersonRecognizer):
                     k2 = kinds[toks[j + 1].start] = ru_name_kind(toks[j + 1].word) or ""
                 if not k2:
                     nt = toks[j + 1]
-                    if kind != "unknown" or nt.word.isupper() or nt.key in _RU_STOP or ru_morph.not_a_name(nt.word) \
+                    if nt.word.isupper() or nt.key in _RU_STOP or ru_morph.not_a_name(nt.word) \
                             or not _strong_before(ctx, t.start):
                         break
-                    k2 = "unknown"  # "Получатель: Юхим Таран": both words unknown, the introduction decides
+                    # "Получатель: Юхим Таран", "Курьер Ганна Бабко": the introduction decides
+                    k2 = "unknown"
                 chain_kinds.append(k2)
                 j += 1
             s, e = t.start, toks[j].end
@@ -796,22 +797,21 @@ def _ru_lower_kind(word: str) -> str:
 def _ru_lower_case_names(ctx: TextContext) -> list[Hit]:
     """Russian names in lower case: one to three name words right after an intro, greeting or calling verb
     (after "меня зовут" / "фио:" also words the dictionary lacks or knows otherwise, before a surname:
-    "канат абдрахманов"); anywhere, a first name followed by a surname or patronymic ("оксана трофимова")."""
+    "канат абдрахманов"); anywhere, a first name followed by a surname or patronymic ("оксана трофимова").
+    Only the words where such a name may start are looked at (_ru_lower_starts), not every word of the text."""
     text = ctx.text
     cue = _RU_LOWER_CUE.search(ctx.norm) is not None
-    if not cue and _RU_FIRST_LOWER.isdisjoint(ctx.words) and _RU_LOWER_SURNAME_AFTER.search(text) is None:
-        return []
     out: list[Hit] = []
     pos = 0
-    for m in _RU_LOWER_WORD.finditer(text):
-        s, e = m.span()
-        if s < pos:
+    for s in _ru_lower_starts(ctx, cue):
+        m = _RU_LOWER_WORD.match(text, s)
+        if s < pos or m is None:
             continue
+        e = m.end()
         w = m.group()
-        pair = _RU_LOWER_SURNAME_AFTER.match(text, e) is not None  # the cheap shape test before the dictionary
         intro = cue and _strong_before(ctx, s)
         cued = intro or cue and (_ru_cued(ctx, s, e) or _ru_verb_after_next(ctx.norm, e))
-        if not (pair or cued or w.replace("ё", "е") in _RU_FIRST_LOWER):
+        if not (cued or _RU_LOWER_SURNAME_AFTER.match(text, e) or w.replace("ё", "е") in _RU_FIRST_LOWER):
             continue
         kind = _ru_lower_kind(w)
         end, words = e, 1
@@ -834,6 +834,44 @@ def _ru_lower_case_names(ctx: TextContext) -> list[Hit]:
         out.append(Hit(s, end, "PERSON", 0.75 if cued else 0.7, "morph"))
         pos = end
     return out
+
+
+# where a cue ends and the name after it may start ("меня зовут ", "здравствуйте, ", "звонила ")
+_RU_CUE_END = re.compile(
+    r"(?:зовут|фио|уважением|здравствуй(?:те)?|привет|добрый (?:день|вечер)|доброе утро|спасибо|благодарю|хорошо"
+    r"|получател[ьи]|отправител[ьи]|клиент(?:ка)?|курьер|менеджер|оператор|передайте|сообщите|"
+    r"(?:по|пере)?звонил[аи]?|написал[аи]?|пожаловал(?:ся|ась|ись)|обратил(?:ся|ась|ись)|(?:по)?просил[аи]?"
+    r"|спрашивал[аи]?|поговорил[аи]? с|свяжитесь с|связаться с)[ \u00a0:,—–-]+(?=[а-яё])")
+_RU_VERB_AHEAD = re.compile(r"[ \u00a0]" + _RU_VERB_STEMS + r"[а-яё]{0,5}(?!\w)")
+_RU_LOWER_BEFORE = re.compile(r"(?<![а-яё\w-])[а-яё]{2,}(?:-[а-яё]{2,})?[ \u00a0]$")
+
+
+def _ru_lower_starts(ctx: TextContext, cue: bool) -> list[int]:
+    """Where a lower-case name may start, in order: after a cue; one or two words before a calling verb or
+    before a surname-shaped word; at a listed first name."""
+    text, norm = ctx.text, ctx.norm
+    starts: set[int] = set()
+
+    def words_before(k: int, n: int) -> None:
+        for _ in range(n):
+            m = _RU_LOWER_BEFORE.search(text, max(0, k - 40), k)
+            if m is None:
+                return
+            starts.add(m.start())
+            k = m.start()
+
+    if cue:
+        starts.update(m.end() for m in _RU_CUE_END.finditer(norm))
+        for m in _RU_VERB_AHEAD.finditer(norm):
+            words_before(m.start() + 1, 2)
+    for m in _RU_LOWER_SURNAME_AFTER.finditer(text):
+        words_before(m.start() + 1, 1)
+    for w in _RU_FIRST_LOWER.intersection(ctx.words):
+        k = text.find(w)
+        while k >= 0:
+            starts.add(k)
+            k = text.find(w, k + 1)
+    return sorted(starts)
 
 
 def _cued_unknown(ctx: TextContext, toks: list[_Tok], idx: int, kinds: dict) -> bool:
@@ -982,8 +1020,9 @@ class NatashaPersonRecognizer(PersonRecognizer):
                     if ru_name_kind(word) is None or (word.lower().replace("ё", "е") in RU_AMBIGUOUS
                                                       and _sentence_initial(text, start)):
                         score = 0.45  # a lone unknown or ambiguous word: a residual candidate only
-                if score > 0.45 and _common_noun_use(text, start, stop):
-                    score = 0.45
+                if score > 0.45 and (_common_noun_use(text, start, stop)
+                                     or _common_noun_use(text, _word_start_before(text, start), stop)):
+                    score = 0.45  # "Роман Толстого" tagged from "Толстого" on: the novel
                 hits.append(Hit(start, stop, "PERSON", score, "natasha"))
             out.append(tuple(hits))
         return out
@@ -1001,6 +1040,16 @@ def _without_stop_words(text: str, start: int, stop: int) -> tuple[int, int]:
     while len(words) > 1 and _no_name_word(text[words[0][0]:words[0][1]]):
         words.pop(0)
     return words[0][0], words[-1][1]
+
+
+def _word_start_before(text: str, start: int) -> int:
+    """Where the word one space before `start` begins (`start` itself when there is none)."""
+    if start < 2 or text[start - 1] != " " or not text[start - 2].isalpha():
+        return start
+    k = start - 2
+    while k > 0 and text[k - 1].isalpha():
+        k -= 1
+    return k
 
 
 def _no_name_word(word: str) -> bool:

@@ -9,6 +9,7 @@ costs well under one.
 """
 from __future__ import annotations
 
+import os
 import re
 import threading
 from functools import lru_cache
@@ -60,6 +61,8 @@ def reading(word: str) -> Reading:
     place = 0.0
     for p in parses:
         tag = p.tag
+        if "plur" in tag and "Surn" not in tag:
+            continue  # "Маркет" read as the genitive plural of "Марка": no one is named in the plural
         for gram, kind in _KIND:
             if gram in tag:
                 shares[kind] += p.score
@@ -136,8 +139,16 @@ _STEM_END = "аяйьоеы"
 
 @lru_cache(maxsize=8192)
 def mention_forms(word: str) -> tuple[str, ...]:
-    """The written forms a later mention of a Cyrillic name word is searched for (each may take a case ending
-    after it): its stem, as written and in capitals, then the dictionary's case forms of it."""
+    """The written forms a later mention of a Cyrillic name word is searched for, each followed by an optional
+    case ending: its stem as written and in capitals, and where the dictionary's case forms of a first name
+    start otherwise (a fleeting vowel, ё written е: "Павел" -> "Павл", "Пётр" -> "Петр"), their stem too."""
     stem = word[:-1] if word[-1] in _STEM_END and len(word) > 3 else word
-    forms = (stem, stem.upper())
-    return forms + tuple(f for f in case_forms(word) + tuple(f.upper() for f in case_forms(word)) if f not in forms)
+    forms = [stem, stem.upper()]
+    if reading(word).kind == "first":  # surnames and patronymics decline regularly from their stem
+        other = [f for f in case_forms(word) if not f.startswith(stem) and not f.startswith(stem.upper())]
+        if other:
+            alt = os.path.commonprefix([f.lower() for f in other])
+            if len(alt) >= 2:
+                alt = word[:1] + alt[1:] if not word.isupper() else alt.upper()
+                forms += [f for f in (alt, alt.upper()) if f not in forms]
+    return tuple(forms)
