@@ -661,7 +661,7 @@ class RussianNameGazetteer(PersonRecognizer):
                 score = 0.4  # "Лада Веста": a model after its brand
             out.append(Hit(s, e, "PERSON", score, "gazetteer"))
             i = j + 1
-        if _RU_LOWER.search(text) is not None:
+        if _typed_in_lower_case(ctx):
             out += _ru_lower_case_names(ctx)
         return out
 
@@ -771,6 +771,17 @@ _RU_LOWER_SURNAME_AFTER = re.compile(
     r" [а-яё]{2,}(?:(?:ов|ев|ёв|ин|ын)(?:а|у|ым|ой|е|ою)?|(?:ович|евич|овна|евна|ична)[а-яё]{0,3}|енко|[юч]?ук|дзе|швили"
     r"|ск(?:ий|ая|ого|ой|ому|ую|им))(?![\w-])")
 _RU_FIRST_LOWER = frozenset(n for n in RU_FIRST if n not in RU_AMBIGUOUS and len(n) > 2)
+
+
+# a sentence that starts in lower case: the text is typed so, and a name in it may be too
+_LOWER_SENTENCE_START = re.compile(r"[.!?\n][ \u00a0]*[а-яё]|^[ \u00a0]*[а-яё]")
+
+
+def _typed_in_lower_case(ctx: TextContext) -> bool:
+    """Whether the lower-case pass is worth its cost (~40 us for a text of 700 characters): a sentence starts in
+    lower case, or an introduction that a lower-case name follows as often as not ("меня зовут", "фио")."""
+    norm = ctx.norm
+    return "зовут" in norm or "фио" in norm or _LOWER_SENTENCE_START.search(ctx.text) is not None
 
 
 def may_hold_lower_case_ru_name(text: str) -> bool:
