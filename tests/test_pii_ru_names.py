@@ -71,6 +71,8 @@ def test_names_outside_the_lists_in_any_case_form(text, name):
     ("лукерья черникова просила перезвонить после обеда", ("Лукерья", "Черникова")),
     ("вчера айбала ахметжанова забрала посылку", ("Айбала", "Ахметжанова")),
     ("меня зовут тимерлан кудайбергенов.", ("Тимерлан", "Кудайбергенов")),
+    # a CRM note: capitalized, the field after the colon typed in lower case
+    ("Запись звонка #12926: вчера айбала ахметжанова забрала посылку.", ("Айбала", "Ахметжанова")),
 ])
 def test_names_typed_in_lower_case(text, name):
     out = redact(text)

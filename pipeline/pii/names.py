@@ -773,8 +773,8 @@ _RU_LOWER_SURNAME_AFTER = re.compile(
 _RU_FIRST_LOWER = frozenset(n for n in RU_FIRST if n not in RU_AMBIGUOUS and len(n) > 2)
 
 
-# a sentence that starts in lower case: the text is typed so, and a name in it may be too
-_LOWER_SENTENCE_START = re.compile(r"[.!?\n][ \u00a0]*[а-яё]|^[ \u00a0]*[а-яё]")
+# a sentence or a field after a colon that starts in lower case: the text is typed so, and a name in it may be too
+_LOWER_SENTENCE_START = re.compile(r"[.!?:;\n][ \u00a0]*[а-яё]|^[ \u00a0]*[а-яё]")
 
 
 def _typed_in_lower_case(ctx: TextContext) -> bool:
