@@ -66,3 +66,19 @@ def test_numbers_that_are_not_identifiers_stay(detector, lang, text):
 def test_german_area_code_slash_is_a_phone_not_a_fraction(detector):
     assert kept(detector, "Handy: 0151/57390093, ab 18 Uhr", "en") == [("0151/57390093", "PHONE")]
     assert kept(detector, "ratio 3/4 and 12/2024", "en") == []
+
+
+@pytest.mark.parametrize("lang, text, value, entity", [
+    # the negative word sits inside a line of its own, code or a URL, above the identifier
+    ("tr", "Takip linki: https://kargo.example.com.tr/takip?no=TRK48213\n39653227984 numaralı TC ile kayıt var mı?",
+     "39653227984", "TCKN"),
+    ("tr", "```sql\nSELECT Name FROM world ORDER BY Name;\n```\nBana (0531) 021 7500 numarasından ulaşın.",
+     "(0531) 021 7500", "PHONE"),
+])
+def test_a_negative_word_on_a_line_above_does_not_lower_an_identifier(detector, lang, text, value, entity):
+    assert (value, entity) in kept(detector, text, lang)
+
+
+def test_a_negative_label_that_ends_the_line_above_still_lowers(detector):
+    """"Sipariş no:" alone on its line labels the number under it: an order number, not a phone."""
+    assert kept(detector, "Sipariş no:\n0531 021 7500", "tr") == []

@@ -103,7 +103,7 @@ class PiiRecognizer(LocalRecognizer):
         lo = ctx.scope_start(s, WIN_BEFORE)
         pos_end = self.pos.last_end(norm, s, s - lo)
         neg_end = NEGATIVE.last_end(norm, s, min(NEG_WIN, s - lo))
-        if neg_end > pos_end and not ctx.number_between(neg_end, s):
+        if neg_end > pos_end and not ctx.number_between(neg_end, s) and _labels_across_lines(norm, neg_end, s):
             # "kimlik no ... sipariş no 123": the nearer word decides
             score = (base if without is None else without) - penalty
         elif pos_end >= 0 and not ctx.number_between(pos_end, s):
@@ -122,6 +122,16 @@ class PiiRecognizer(LocalRecognizer):
 
     def hit(self, s: int, e: int, score: float, method: str = "pattern") -> Hit:
         return Hit(s, e, self.ENTITY, score, method)
+
+
+def _labels_across_lines(norm: str, word_end: int, s: int) -> bool:
+    """A context word on an earlier line than the candidate at `s` belongs to it only as a label that ends its
+    line ("Sipariş no:\n123..."), not inside a line of its own ("ORDER BY Name;" in code, "?no=TRK48213")."""
+    k = norm.find("\n", word_end, s)
+    if k < 0:
+        return True
+    rest = norm[word_end:k]
+    return len(rest) <= 16 and not any(c.isdigit() or c in ";=?/(){}[]`" for c in rest)
 
 
 def _group_text(ctx: TextContext, g) -> str:
