@@ -1,7 +1,9 @@
 """Person names.
 
 * Russian: natasha's NER (its wheel ships the model; nothing is downloaded) as a Presidio recognizer, plus
-  a gazetteer of Russian first names, patronymics and surnames (Faker ru_RU lists, case endings stripped).
+  a gazetteer of Russian first names, patronymics and surnames (Faker ru_RU lists, case endings stripped)
+  and pymorphy3's dictionary beyond the lists (ru_morph.py: names in any case form, in capitals, in lower
+  case after a cue or before a surname; verbs, cities after a place preposition and car models are none).
 * Turkish and English: no NER model can be installed offline, so a gazetteer (Faker tr_TR/en_US/de_DE/fr_FR/
   it_IT/es_ES first and last names, pipeline/data/pii/names.json) with context rules: a known first name
   followed by capitalized words, a title before (Sayın, Mr., Dr., г-н) or after (Bey, Hanım), an introduction
