@@ -1030,9 +1030,9 @@ class NatashaPersonRecognizer(PersonRecognizer):
                 score = self.SCORE
                 single = word.split()
                 if len(single) == 1 and not _RU_NAME_CONTEXT.near(fold(text), start, stop, 32):
-                    if ru_name_kind(word) is None or (word.lower().replace("ё", "е") in RU_AMBIGUOUS
-                                                      and _sentence_initial(text, start)):
-                        score = 0.45  # a lone unknown or ambiguous word: a residual candidate only
+                    if ru_name_kind(word) is None or _sentence_initial(text, start) and (
+                            word.lower().replace("ё", "е") in RU_AMBIGUOUS or ru_morph.reading(word).place > 0):
+                        score = 0.45  # a lone unknown, ambiguous or city word ("Владимир — ..."): a residual only
                 if score > 0.45 and (_common_noun_use(text, start, stop)
                                      or _common_noun_use(text, _word_start_before(text, start), stop)):
                     score = 0.45  # "Роман Толстого" tagged from "Толстого" on: the novel
