@@ -210,6 +210,9 @@ _PHONE_REGIONS_BY_LANG = {"tr": ("TR", "RU", "US"), "ru": ("RU", "TR", "US"), "e
 # These regions' national numbers have at most ten digits, so eleven hold a trunk prefix (0, 8, 1) or a
 # country code (1, 7, 44, 90) first (tests/test_pii_recognizers.py checks phonenumbers on the others)
 _ELEVEN_DIGIT_STARTS = frozenset(("0", "1", "7", "8", "44", "90"))
+# Regions read only with their trunk prefix 0, after the language's own (a German number is written 0151 ...
+# at home; without the 0 its eleven digits would read as anything). India's ten-digit mobiles need no prefix.
+_TRUNK_REGIONS = ("DE", "IN")
 
 
 @lru_cache(maxsize=65536)
@@ -232,7 +235,12 @@ def phone_lookup(value: str, lang: str = "en") -> "tuple[phonenumbers.PhoneNumbe
         return (num, region or "") if phonenumbers.is_valid_number_for_region(num, region) else None
     if len(d) == 11 and d[0] not in _ELEVEN_DIGIT_STARTS and d[:2] not in _ELEVEN_DIGIT_STARTS:
         return None  # a TCKN or a SNILS, not a phone: skips three to four parses
-    for default in _PHONE_REGIONS_BY_LANG.get(lang, _PHONE_REGIONS_BY_LANG["en"]):
+    regions = _PHONE_REGIONS_BY_LANG.get(lang, _PHONE_REGIONS_BY_LANG["en"])
+    if d[0] == "0":
+        regions = regions + _TRUNK_REGIONS
+    elif len(d) == 10 and lang == "en":
+        regions = regions + ("IN",)
+    for default in regions:
         try:
             num = phonenumbers.parse(d, default)
         except phonenumbers.NumberParseException:

@@ -27,7 +27,7 @@ from ..env import set_defaults
 set_defaults()  # before presidio: no network at import
 
 from .names import (LatinNameRecognizer, NatashaPersonRecognizer, RussianNameGazetteer,  # noqa: E402
-                    may_hold_lower_case_name)
+                    may_hold_lower_case_name, may_hold_lower_case_ru_name)
 from .recognizers import IDENTIFIER_RECOGNIZERS  # noqa: E402
 from .text import Hit, TextContext  # noqa: E402
 
@@ -52,7 +52,7 @@ def may_hold_pii(text: str) -> bool:
     """The prefilter: False for a text in which no recognizer can find anything (the step skips such keys
     and short values before they become work for the detector)."""
     return len(text) >= 4 and (_QUICK.search(text) is not None or may_hold_lower_case_name(text)
-                               or _spelled_email_hint(text))
+                               or may_hold_lower_case_ru_name(text) or _spelled_email_hint(text))
 
 
 # hits of recently scanned texts, per process: at most this many texts of at most this many characters

@@ -23,6 +23,7 @@ from .names import (_LAT_LO, _LAT_UP, LATIN_AMBIGUOUS, LATIN_FIRST, LATIN_LAST, 
                     PLACE_BEFORE, RU_AMBIGUOUS, STOP, TITLES, TITLES_AFTER, TURKISH_WORDS, _CTX, _SURNAME_ENDINGS,
                     _sentence_initial, ru_name_kind)
 from .name_signals import common_words
+from .ru_morph import mention_forms as ru_mention_forms
 from .text import Hit, fold
 
 _UP = _LAT_UP + "А-ЯЁ"
@@ -52,7 +53,6 @@ _NOT_ALONE = STOP | NEVER | TITLES | TITLES_AFTER | OFFICES | PLACE_BEFORE | _NO
 _AMBIGUOUS = LATIN_AMBIGUOUS | TURKISH_WORDS | RU_AMBIGUOUS
 _RUN_ON = re.compile(rf"[ \u00a0][{_LO}]")  # the span goes on into a sentence: a lower-case word after it
 _NAME_WORD = re.compile(rf"[{_UP}][{_LO}]+(?:-[{_UP}][{_LO}]+)?|[{_UP}]{{2,}}")
-_RU_STEM_END = "аяйьоеы"
 _RU_CASE = "(?:а|я|у|ю|ом|ем|ым|им|ой|ей|е|ы|и|ого|его|ому|ему|ую|юю|ою|ею|ов|ев|ой|ых|их|ым|ыми|ими|ам|ям|ах|ях)?"
 
 
@@ -238,7 +238,8 @@ class NameBook:
 
 _CYR = re.compile("[а-яёА-ЯЁ]")
 _NOT_AFTER = frozenset("'’-.@/")  # with \w: what a mention may not follow
-_RU_ENDING = re.compile(_RU_CASE + r"(?![\w@])")  # a case ending, then what a mention may not precede
+# a case ending (in capitals too: "ПЕТРОМ"), then what a mention may not precede
+_RU_ENDING = re.compile(_RU_CASE + r"(?![\w@])", re.IGNORECASE)
 
 
 @lru_cache(maxsize=4096)
@@ -248,8 +249,7 @@ def _mention_forms(words: tuple[str, ...]) -> tuple[tuple[tuple[str, ...], bool]
     out = []
     for w in words:
         if _CYR.search(w):
-            stem = w[:-1] if w[-1] in _RU_STEM_END and len(w) > 3 else w
-            out.append(((stem, stem.upper()), True))
+            out.append((ru_mention_forms(w), True))
         else:
             out.append((_latin_forms(w), False))
     return tuple(out)

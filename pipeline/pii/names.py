@@ -1,7 +1,9 @@
 """Person names.
 
 * Russian: natasha's NER (its wheel ships the model; nothing is downloaded) as a Presidio recognizer, plus
-  a gazetteer of Russian first names, patronymics and surnames (Faker ru_RU lists, case endings stripped).
+  a gazetteer of Russian first names, patronymics and surnames (Faker ru_RU lists, case endings stripped)
+  and pymorphy3's dictionary beyond the lists (ru_morph.py: names in any case form, in capitals, in lower
+  case after a cue or before a surname; verbs, cities after a place preposition and car models are none).
 * Turkish and English: no NER model can be installed offline, so a gazetteer (Faker tr_TR/en_US/de_DE/fr_FR/
   it_IT/es_ES first and last names, pipeline/data/pii/names.json) with context rules: a known first name
   followed by capitalized words, a title before (Sayın, Mr., Dr., г-н) or after (Bey, Hanım), an introduction
@@ -22,9 +24,10 @@ from typing import NamedTuple
 
 from presidio_analyzer import LocalRecognizer
 
+from . import ru_morph
 from .name_signals import Rarity
 from .ner import entity_spans
-from .text import ContextWords, Hit, TextContext, fold, load_data, to_results
+from .text import NON_WORD, ContextWords, Hit, TextContext, fold, load_data, to_results
 
 _NAMES = load_data("names.json")
 # names-dataset first names and surnames (the allowed half, bench/pii/build_name_extension.py), folded: a name
@@ -823,6 +826,9 @@ def ru_name_kind(word: str) -> str | None:
                 for kind, names in (("middle", RU_MIDDLE), ("first", RU_FIRST), ("last", RU_LAST)):
                     if cand in names:
                         return kind
+    kind = ru_morph.name_kind(w)  # the dictionary: names the lists lack, in any case form
+    if kind is not None:
+        return kind
     if _RU_PATRONYMIC.search(w):
         return "middle"
     if len(w) >= 5 and _RU_SURNAME.search(w):
@@ -873,16 +879,23 @@ class RussianNameGazetteer(PersonRecognizer):
             if not kind:
                 # an unknown word directly before a surname or patronymic (a first name the list lacks),
                 # or right after "меня зовут", "Получатель:", "Курьер"
+                # in capitals, or after a greeting or verb only, a word the dictionary lacks ("ТИАНА
+                # ДРУЖИНИНА", "Здравствуйте, Кенжекул"): not one it knows as an ordinary word ("Клиенту звонили")
                 nxt = toks[i + 1] if i + 1 < n else None
-                if t.key in _RU_STOP or t.word.isupper():
-                    i += 1
+                if t.key in _RU_STOP or ru_morph.not_a_name(t.word) and _sentence_initial(text, t.start):
+                    i += 1  # a verb or adverb starts the sentence ("Передайте"); mid-sentence a capital says name
                     continue
+                unheard = not ru_morph.ordinary_word(t.word)
                 k2 = ""
-                if nxt is not None and _adjacent(text, t, nxt):
+                if nxt is not None and _adjacent(text, t, nxt) and (unheard or not t.word.isupper()):
                     k2 = kinds.get(nxt.start)
                     if k2 is None:
                         k2 = kinds[nxt.start] = ru_name_kind(nxt.word) or ""
-                if k2 not in ("middle", "last", "surname_like") and not _strong_before(ctx, t.start):
+                if t.word.isupper() and not (k2 in ("middle", "last", "surname_like") and nxt.word.isupper()):
+                    i += 1
+                    continue
+                if k2 not in ("middle", "last", "surname_like") and not _strong_before(ctx, t.start) \
+                        and not (unheard and _ru_cued(ctx, t.start, t.end)):
                     i += 1
                     continue
                 kind = "unknown"
@@ -894,13 +907,15 @@ class RussianNameGazetteer(PersonRecognizer):
                     k2 = kinds[toks[j + 1].start] = ru_name_kind(toks[j + 1].word) or ""
                 if not k2:
                     nt = toks[j + 1]
-                    if kind != "unknown" or nt.word.isupper() or nt.key in _RU_STOP or not _strong_before(ctx, t.start):
+                    if nt.word.isupper() or nt.key in _RU_STOP or ru_morph.not_a_name(nt.word) \
+                            or not _strong_before(ctx, t.start):
                         break
-                    k2 = "unknown"  # "Получатель: Юхим Таран": both words unknown, the introduction decides
+                    # "Получатель: Юхим Таран", "Курьер Ганна Бабко": the introduction decides
+                    k2 = "unknown"
                 chain_kinds.append(k2)
                 j += 1
             s, e = t.start, toks[j].end
-            ctx_near = _RU_NAME_CONTEXT.near(ctx.norm, s, e, 32) or _context_before(ctx, s)
+            ctx_near = _RU_NAME_CONTEXT.near(ctx.norm, s, e, 32) or _context_before(ctx, s) or _ru_cued(ctx, s, e)
             strong = [k for k in chain_kinds if k in ("first", "middle", "last")]
             initial = _sentence_initial(text, s)
             # "Роман Толстого" at a sentence start, no name context: a book as much as a person
@@ -926,8 +941,16 @@ class RussianNameGazetteer(PersonRecognizer):
                 score = 0.35
             if score > 0.45 and _common_noun_use(text, s, e):
                 score = 0.45  # a residual candidate only
+            if j == i and _place_use(text, t):
+                score = 0.3  # "во Владимире", "в Королёве": the city
+            elif j == i and initial and not ctx_near and ru_morph.reading(t.word).place > 0:
+                score = 0.4  # "Владимир — сортировочный центр": a city as much as a name, nothing says which
+            elif j == i and kind == "first" and _after_thing(text, toks, i):
+                score = 0.4  # "Лада Веста": a model after its brand
             out.append(Hit(s, e, "PERSON", score, "gazetteer"))
             i = j + 1
+        if _typed_in_lower_case(ctx):
+            out += _ru_lower_case_names(ctx)
         return out
 
     def natasha_windows(self, ctx: TextContext, covered: list[Hit], words: int = 2) -> list[tuple[int, int]]:
@@ -974,6 +997,180 @@ class RussianNameGazetteer(PersonRecognizer):
 
 
 _PLACE_PREPOSITIONS = frozenset("в во на из через по под над за при до".split())
+
+
+# A Russian name's context besides the intros: a greeting right before it ("Здравствуйте, Алёна!"), a verb of
+# calling, writing, asking or complaining before it ("звонила Оксана", "передайте Трофимовой") or after it
+# ("Жанболат звонил"). Matched in the folded text.
+_RU_GREETING_BEFORE = re.compile(
+    r"(?<!\w)(?:здравствуй(?:те)?|привет(?:ствую)?|добрый (?:день|вечер)|доброе утро|доброго (?:дня|времени суток)"
+    r"|спасибо|благодарю|до свидания|хорошего дня|хорошо|понятно|отлично|конечно)[ \u00a0]*[,!]?[ \u00a0]*$")
+# the name before the greeting: "Кенжекул, добрый вечер!"
+_RU_GREETING_AFTER = re.compile(r"[ \u00a0]*,[ \u00a0]*(?:здравствуй|привет|добр(?:ый|ое|ого)|спасибо)")
+_RU_VERB_STEMS = r"(?:(?:по|пере)?звони|написа|пиш|жалова|жалу|пожалова|обрати|(?:по)?проси|спрашива|уточня|сказа|ответи)"
+_RU_VERB_BEFORE = re.compile(
+    r"(?<!\w)(?:" + _RU_VERB_STEMS + r"[а-яё]{0,5}|передайте|передай|сообщите|свяжитесь с|связаться с|"
+    r"поговорите с|поговорил[аи]? с|от имени|со слов|для)[ \u00a0]+$")
+_RU_VERB_AFTER = re.compile(r"[ \u00a0]+" + _RU_VERB_STEMS + r"[а-яё]{0,5}(?!\w)")
+
+
+def _ru_cued(ctx: TextContext, start: int, end: int) -> bool:
+    """A greeting or a verb of calling/writing/complaining right before the name, or such a verb right after."""
+    norm = ctx.norm
+    before = norm[max(0, start - 32):start]
+    if _RU_GREETING_BEFORE.search(before) is not None or _RU_VERB_BEFORE.search(before) is not None:
+        return True
+    return _RU_VERB_AFTER.match(norm, end) is not None or _RU_GREETING_AFTER.match(norm, end) is not None
+
+
+_NEXT_WORD = re.compile(r"[ \u00a0]+[а-яё]+(?:-[а-яё]+)?(?!\w)")
+
+
+def _ru_verb_after_next(norm: str, end: int) -> bool:
+    """A verb of calling/writing/asking after the word that follows: "лукерья черникова просила"."""
+    m = _NEXT_WORD.match(norm, end)
+    return m is not None and _RU_VERB_AFTER.match(norm, m.end()) is not None
+
+
+# makes whose models carry first names ("Лада Веста", "Лада Калина", "Волга Сайбер")
+_RU_MAKES = frozenset("лада ваз уаз газ газель камаз волга москвич ока нива".split())
+
+
+def _after_thing(text: str, toks: list, i: int) -> bool:
+    """toks[i] follows a car make, one space between: "Лада Веста" is a car."""
+    return i > 0 and toks[i - 1].key in _RU_MAKES and _adjacent(text, toks[i - 1], toks[i])
+
+
+def _place_use(text: str, tok: _Tok) -> bool:
+    """A word the dictionary also reads as a place, right after a place preposition: "во Владимире", "из
+    Королёва", "в Пушкине" are the city, not the person."""
+    prev = text[max(0, tok.start - 8):tok.start].split()
+    return bool(prev) and prev[-1].lower() in _PLACE_PREPOSITIONS and ru_morph.place_after_preposition(tok.word)
+
+
+# Names typed in lower case ("меня зовут оксана трофимова", "здравствуйте, алёна"): a name word after an
+# intro, greeting or calling verb, or a listed first name followed by a surname or patronymic.
+_RU_LOWER = re.compile(r"(?<![А-ЯЁа-яё])[а-яё]{3,}")
+_RU_LOWER_WORD = re.compile(r"(?<![\w'’-])[а-яё]{2,}(?:-[а-яё]{2,})?(?![\w'’])")
+_RU_LOWER_CUE = re.compile(
+    r"зовут|фио|уважением|здравств|привет|добр|спасибо|благодар|звони|написа|пиш|жалова|обрати|проси|спрашива|"
+    r"передай|сообщите|свяж|связат|поговори|получател|отправител|клиент|курьер|менеджер|оператор|жалу")
+_RU_LOWER_SURNAME_AFTER = re.compile(
+    r" [а-яё]{2,}(?:(?:ов|ев|ёв|ин|ын)(?:а|у|ым|ой|е|ою)?|(?:ович|евич|овна|евна|ична)[а-яё]{0,3}|енко|[юч]?ук|дзе|швили"
+    r"|ск(?:ий|ая|ого|ой|ому|ую|им))(?![\w-])")
+_RU_FIRST_LOWER = frozenset(n for n in RU_FIRST if n not in RU_AMBIGUOUS and len(n) > 2)
+
+
+# a sentence or a field after a colon that starts in lower case: the text is typed so, and a name in it may be too
+_LOWER_SENTENCE_START = re.compile(r"[.!?:;\n][ \u00a0]*[а-яё]|^[ \u00a0]*[а-яё]")
+
+
+def _typed_in_lower_case(ctx: TextContext) -> bool:
+    """Whether the lower-case pass is worth its cost (~40 us for a text of 700 characters): a sentence starts in
+    lower case, or an introduction that a lower-case name follows as often as not ("меня зовут", "фио")."""
+    norm = ctx.norm
+    return "зовут" in norm or "фио" in norm or _LOWER_SENTENCE_START.search(ctx.text) is not None
+
+
+def may_hold_lower_case_ru_name(text: str) -> bool:
+    """For texts without a capital letter or digit (the engine's prefilter skips them otherwise): Cyrillic text
+    with a cue word or a listed first name in lower case."""
+    if _RU_LOWER.search(text) is None:
+        return False
+    low = text.lower()
+    return _RU_LOWER_CUE.search(low) is not None or not _RU_FIRST_LOWER.isdisjoint(NON_WORD.split(low)) \
+        or _RU_LOWER_SURNAME_AFTER.search(low) is not None
+
+
+def _ru_lower_kind(word: str) -> str:
+    """The kind of a lower-case word as a name part: the dictionary's (Name/Surn/Patr as its likeliest
+    reading), or a surname/patronymic ending."""
+    if word.replace("ё", "е") in RU_AMBIGUOUS or word in _RU_STOP:
+        return ""
+    kind = ru_name_kind(word) or ""
+    if kind == "surname_like" and (ru_morph.ordinary_word(word) or ru_morph.not_a_name(word)):
+        return ""  # "снова", "готова": the ending alone says little in lower case
+    return kind
+
+
+def _ru_lower_case_names(ctx: TextContext) -> list[Hit]:
+    """Russian names in lower case: one to three name words right after an intro, greeting or calling verb
+    (after "меня зовут" / "фио:" also words the dictionary lacks or knows otherwise, before a surname:
+    "канат абдрахманов"); anywhere, a first name followed by a surname or patronymic ("оксана трофимова").
+    Only the words where such a name may start are looked at (_ru_lower_starts), not every word of the text."""
+    text = ctx.text
+    cue = _RU_LOWER_CUE.search(ctx.norm) is not None
+    out: list[Hit] = []
+    pos = 0
+    for s in _ru_lower_starts(ctx, cue):
+        m = _RU_LOWER_WORD.match(text, s)
+        if s < pos or m is None:
+            continue
+        e = m.end()
+        w = m.group()
+        intro = cue and _strong_before(ctx, s)
+        cued = intro or cue and (_ru_cued(ctx, s, e) or _ru_verb_after_next(ctx.norm, e))
+        if not (cued or _RU_LOWER_SURNAME_AFTER.match(text, e) or w.replace("ё", "е") in _RU_FIRST_LOWER):
+            continue
+        kind = _ru_lower_kind(w)
+        end, words = e, 1
+        while words < 3:
+            nxt = _RU_LOWER_WORD.match(text, end + 1) if text[end:end + 1] == " " else None
+            if nxt is None or _ru_lower_kind(nxt.group()) not in ("first", "middle", "last", "surname_like") \
+                    and not (kind == "first" and ru_morph.guessed_name(nxt.group())):
+                break
+            end, words = nxt.end(), words + 1
+        # before a surname, a word with any name reading ("вики нурматова", "витом муханбетовым") or a guessed one
+        some_name = words > 1 and w not in _RU_STOP and w.replace("ё", "е") not in RU_AMBIGUOUS \
+            and (ru_morph.guessed_name(w) or ru_morph.reading(w).name > 0)
+        if kind not in ("first", "middle", "last") and not some_name:
+            # after an introduction: a word the dictionary lacks, or any word but a verb, pronoun... before a
+            # surname ("меня зовут канат абдрахманов", "фио: орынкул моминова")
+            if not intro or w in _RU_STOP or ru_morph.not_a_name(w) or (words == 1 and ru_morph.ordinary_word(w)):
+                continue
+        elif words == 1 and not cued:
+            continue
+        out.append(Hit(s, end, "PERSON", 0.75 if cued else 0.7, "morph"))
+        pos = end
+    return out
+
+
+# where a cue ends and the name after it may start ("меня зовут ", "здравствуйте, ", "звонила ")
+_RU_CUE_END = re.compile(
+    r"(?:зовут|фио|уважением|здравствуй(?:те)?|привет|добрый (?:день|вечер)|доброе утро|спасибо|благодарю|хорошо"
+    r"|получател[ьи]|отправител[ьи]|клиент(?:ка)?|курьер|менеджер|оператор|передайте|сообщите|"
+    r"(?:по|пере)?звонил[аи]?|написал[аи]?|пожаловал(?:ся|ась|ись)|обратил(?:ся|ась|ись)|(?:по)?просил[аи]?"
+    r"|спрашивал[аи]?|поговорил[аи]? с|свяжитесь с|связаться с)[ \u00a0:,—–-]+(?=[а-яё])")
+_RU_VERB_AHEAD = re.compile(r"[ \u00a0]" + _RU_VERB_STEMS + r"[а-яё]{0,5}(?!\w)")
+_RU_LOWER_BEFORE = re.compile(r"(?<![а-яё\w-])[а-яё]{2,}(?:-[а-яё]{2,})?[ \u00a0]$")
+
+
+def _ru_lower_starts(ctx: TextContext, cue: bool) -> list[int]:
+    """Where a lower-case name may start, in order: after a cue; one or two words before a calling verb or
+    before a surname-shaped word; at a listed first name."""
+    text, norm = ctx.text, ctx.norm
+    starts: set[int] = set()
+
+    def words_before(k: int, n: int) -> None:
+        for _ in range(n):
+            m = _RU_LOWER_BEFORE.search(text, max(0, k - 40), k)
+            if m is None:
+                return
+            starts.add(m.start())
+            k = m.start()
+
+    if cue:
+        starts.update(m.end() for m in _RU_CUE_END.finditer(norm))
+        for m in _RU_VERB_AHEAD.finditer(norm):
+            words_before(m.start() + 1, 2)
+    for m in _RU_LOWER_SURNAME_AFTER.finditer(text):
+        words_before(m.start() + 1, 1)
+    for w in _RU_FIRST_LOWER.intersection(ctx.words):
+        k = text.find(w)
+        while k >= 0:
+            starts.add(k)
+            k = text.find(w, k + 1)
+    return sorted(starts)
 
 
 def _cued_unknown(ctx: TextContext, toks: list[_Tok], idx: int, kinds: dict) -> bool:
@@ -1119,11 +1316,12 @@ class NatashaPersonRecognizer(PersonRecognizer):
                 score = self.SCORE
                 single = word.split()
                 if len(single) == 1 and not _RU_NAME_CONTEXT.near(fold(text), start, stop, 32):
-                    if ru_name_kind(word) is None or (word.lower().replace("ё", "е") in RU_AMBIGUOUS
-                                                      and _sentence_initial(text, start)):
-                        score = 0.45  # a lone unknown or ambiguous word: a residual candidate only
-                if score > 0.45 and _common_noun_use(text, start, stop):
-                    score = 0.45
+                    if ru_name_kind(word) is None or _sentence_initial(text, start) and (
+                            word.lower().replace("ё", "е") in RU_AMBIGUOUS or ru_morph.reading(word).place > 0):
+                        score = 0.45  # a lone unknown, ambiguous or city word ("Владимир — ..."): a residual only
+                if score > 0.45 and (_common_noun_use(text, start, stop)
+                                     or _common_noun_use(text, _word_start_before(text, start), stop)):
+                    score = 0.45  # "Роман Толстого" tagged from "Толстого" on: the novel
                 hits.append(Hit(start, stop, "PERSON", score, "natasha"))
             out.append(tuple(hits))
         return out
@@ -1136,11 +1334,27 @@ def _without_stop_words(text: str, start: int, stop: int) -> tuple[int, int]:
     """A name natasha tagged, less the stop words it ran on into at either end (a sentence without its full
     stop); a span of stop words alone is left to _plausible."""
     words = [(start + m.start(), start + m.end()) for m in re.finditer(r"\S+", text[start:stop])]
-    while len(words) > 1 and text[words[-1][0]:words[-1][1]].lower().strip(",.!?") in _RU_STOP:
+    while len(words) > 1 and _no_name_word(text[words[-1][0]:words[-1][1]]):
         words.pop()
-    while len(words) > 1 and text[words[0][0]:words[0][1]].lower().strip(",.!?") in _RU_STOP:
+    while len(words) > 1 and _no_name_word(text[words[0][0]:words[0][1]]):
         words.pop(0)
     return words[0][0], words[-1][1]
+
+
+def _word_start_before(text: str, start: int) -> int:
+    """Where the word one space before `start` begins (`start` itself when there is none)."""
+    if start < 2 or text[start - 1] != " " or not text[start - 2].isalpha():
+        return start
+    k = start - 2
+    while k > 0 and text[k - 1].isalpha():
+        k -= 1
+    return k
+
+
+def _no_name_word(word: str) -> bool:
+    """A stop word, or a word the dictionary knows only as a verb, adverb, pronoun... ("Передайте")."""
+    word = word.strip(",.!?")
+    return word.lower() in _RU_STOP or ru_morph.not_a_name(word)
 
 
 def _plausible(span: str) -> bool:
@@ -1148,6 +1362,6 @@ def _plausible(span: str) -> bool:
     if " " in span.strip():
         return True
     word = span.strip()
-    if word.lower() in _RU_STOP or ("-" in word and word.split("-", 1)[1][:1].islower()):
+    if _no_name_word(word) or ("-" in word and word.split("-", 1)[1][:1].islower()):
         return False
     return not (_VERB_END.search(word.lower()) and ru_name_kind(word) is None)

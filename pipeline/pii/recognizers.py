@@ -103,7 +103,7 @@ class PiiRecognizer(LocalRecognizer):
         lo = ctx.scope_start(s, WIN_BEFORE)
         pos_end = self.pos.last_end(norm, s, s - lo)
         neg_end = NEGATIVE.last_end(norm, s, min(NEG_WIN, s - lo))
-        if neg_end > pos_end and not ctx.number_between(neg_end, s):
+        if neg_end > pos_end and not ctx.number_between(neg_end, s) and _labels_across_lines(norm, neg_end, s):
             # "kimlik no ... sipariş no 123": the nearer word decides
             score = (base if without is None else without) - penalty
         elif pos_end >= 0 and not ctx.number_between(pos_end, s):
@@ -122,6 +122,16 @@ class PiiRecognizer(LocalRecognizer):
 
     def hit(self, s: int, e: int, score: float, method: str = "pattern") -> Hit:
         return Hit(s, e, self.ENTITY, score, method)
+
+
+def _labels_across_lines(norm: str, word_end: int, s: int) -> bool:
+    """A context word on an earlier line than the candidate at `s` belongs to it only as a label that ends its
+    line ("Sipariş no:\n123..."), not inside a line of its own ("ORDER BY Name;" in code, "?no=TRK48213")."""
+    k = norm.find("\n", word_end, s)
+    if k < 0:
+        return True
+    rest = norm[word_end:k]
+    return len(rest) <= 16 and not any(c.isdigit() or c in ";=?/(){}[]`" for c in rest)
 
 
 def _group_text(ctx: TextContext, g) -> str:
@@ -374,6 +384,17 @@ def _time_before(text: str, start: int) -> bool:
         re.match(r"\d{1,2}:\d\d", text[max(0, start - 6):start - 1][-5:]) is not None
 
 
+def _dotted_nanp(groups) -> bool:
+    """Three groups of 3, 3 and 4 digits: a North American number written with dots, no date's shape."""
+    return tuple(b - a for a, b in groups) == (3, 3, 4)
+
+
+def _area_slash(text: str, groups) -> bool:
+    """An area code with its trunk 0, a slash and the number, as Germans write it: "0151/57390093", "030/1234567"
+    (no date or fraction has ten digits or more in two groups)."""
+    return len(groups) == 2 and text[groups[0][0]] == "0" and 3 <= groups[0][1] - groups[0][0] <= 5
+
+
 class PhoneNumberRecognizer(PiiRecognizer):
     """Phones validated by `phonenumbers`: international (+/00, any country), TR (0 5xx ..., 0 2xx ...),
     RU (8 9xx ..., 8 4xx ...), US/GB. Unformatted 10-11 digit numbers score lower."""
@@ -391,7 +412,7 @@ class PhoneNumberRecognizer(PiiRecognizer):
                 continue
             plus = run.plus and i == 0
             bare_country = False
-            if not plus and len(d) > 11 and not d.startswith("00"):
+            if not plus and len(d) > 11 and not d.startswith("0"):
                 # a national number has at most 11 digits with its trunk prefix; longer, it may be an international
                 # one without its "+" (905321234567, as WhatsApp exports write them) from this language's country
                 if not d.startswith(_HOME_CODES.get(ctx.lang, ())):
@@ -404,8 +425,9 @@ class PhoneNumberRecognizer(PiiRecognizer):
             seps = {text[run.groups[k][1]:run.groups[k + 1][0]] for k in range(i, j)}
             if j - i == 3 and seps == {"."} and all(b - a <= 3 for a, b in run.groups[i:j + 1]):
                 continue  # an IPv4 address
-            if seps == {"/"} or seps == {"."} and j - i == 2:
-                continue  # a date or a fraction
+            if seps == {"/"} and not _area_slash(text, run.groups[i:j + 1]) \
+                    or seps == {"."} and j - i == 2 and not _dotted_nanp(run.groups[i:j + 1]):
+                continue  # a date or a fraction; not 305.880.5327 or 0151/57390093
             if "/" in seps and "." in seps:
                 continue  # a decimal number next to a date ("70.8750 11/25/2013"): no phone mixes the two
             if _TIME_AFTER.match(text, run.groups[j][1]) or _time_before(text, run.groups[i][0]):
@@ -588,13 +610,22 @@ class PassportRecognizer(PiiRecognizer):
                      r"(?:[ \u00a0№#]{1,3}|[ \u00a0]+(?i:номер|ном\.|no\.?)[ \u00a0]*)\d{6}"
                      r"|\d{2}[ \u00a0]\d{7}|\d{10}|\d{9})(?![\d\w])")
     _LATIN = re.compile(r"(?<![\w])[A-Z]{1,2}[ \u00a0]?\d{7,8}(?![\w])")
+    AFTER = 24  # "45 10 123456 выдан ОВД ..."
+    # the internal passport's own groupings, series then number: "45 10 123456" and "4510 123456"; in Russian
+    # text they are a passport without a context word too (other numbers are not grouped so)
+    _RU_OWN = re.compile(r"\d\d[ \u00a0]\d\d[ \u00a0]\d{6}|\d{4}[ \u00a0]\d{6}")
+    _OWN_BASE = {3: 0.6, 2: 0.5}  # by the number of groups
+
+    def _russian(self, ctx) -> bool:
+        return ctx.lang == "ru" or _CYRILLIC.search(ctx.text) is not None
 
     def triggered(self, ctx):
-        return self.pos.search(ctx.norm)
+        return self.pos.search(ctx.norm) or (self._russian(ctx) and self._RU_OWN.search(ctx.text) is not None)
 
     def find(self, ctx):
         out = []
         text = ctx.text
+        russian = self._russian(ctx)
         for rx, spaced_base in ((self._RU, 0.3), (self._LATIN, 0.3)):
             for m in rx.finditer(text):
                 s, e = m.span()
@@ -603,6 +634,8 @@ class PassportRecognizer(PiiRecognizer):
                     continue
                 contiguous = value.isdigit()
                 base = 0.15 if contiguous else spaced_base
+                if russian and rx is self._RU and self._RU_OWN.fullmatch(value):
+                    base = self._OWN_BASE[len(value.split())]
                 score = self.context_score(ctx, s, e, base, bonus=0.6 if not contiguous else 0.7)
                 out.append(self.hit(s, e, score))
         return out
@@ -686,6 +719,46 @@ class LicensePlateRecognizer(PiiRecognizer):
             spaced = bool(m.group(2)) and bool(m.group(4))
             base = 0.6 if spaced else 0.4
             out.append(self.hit(s, e, self.context_score(ctx, s, e, base, bonus=0.35)))
+        return out
+
+
+# the twelve letters Russian plates use (those that look alike in Latin script), as typed in either script
+_RU_PLATE_LETTERS = "АВЕКМНОРСТУХABEKMHOPCTYX"
+
+
+class RuLicensePlateRecognizer(PiiRecognizer):
+    """Russian plates: a letter, three digits, two letters and the region (2 or 3 digits, optionally RUS):
+    "К334НТ 177", "А123ВС77", "а 123 вс 77". In Cyrillic letters the shape is distinctive; in Latin look-alikes
+    ("A123BC77", a part number as much as a plate) or in lower case it needs a plate word (госномер, номер
+    машины, plate)."""
+
+    ENTITY = "LICENSE_PLATE"
+    NEEDS_A_DIGIT = True
+    AFTER = 16
+    _RE = re.compile(rf"(?<![\w])([{_RU_PLATE_LETTERS}])[ \u00a0]?(\d{{3}})[ \u00a0]?([{_RU_PLATE_LETTERS}]{{2}})"
+                     rf"[ \u00a0]?(\d{{2}}|[1-9]\d{{2}})(?:[ \u00a0]?(?:RUS|rus))?(?![\w])", re.IGNORECASE)
+    _HINT = re.compile(r"\d{3}[ \u00a0]?[^\W\d_]{2}[ \u00a0]?\d\d")  # its necessary part
+
+    def __init__(self, language="en"):
+        super().__init__(language)
+        self.pos = positive("LICENSE_PLATE")
+
+    def triggered(self, ctx):
+        return self._HINT.search(ctx.text) is not None
+
+    def find(self, ctx):
+        out = []
+        for m in self._RE.finditer(ctx.text):
+            if m.group(2) == "000":
+                continue
+            letters = m.group(1) + m.group(3)
+            cyrillic = _CYRILLIC.search(letters) is not None
+            latin = any("A" <= c <= "Z" or "a" <= c <= "z" for c in letters)
+            if cyrillic and latin:
+                continue  # mixed scripts: no plate is typed so
+            s, e = m.span()
+            base = 0.75 if cyrillic and letters.isupper() else 0.35
+            out.append(self.hit(s, e, self.context_score(ctx, s, e, base, bonus=0.5)))
         return out
 
 
@@ -915,5 +988,5 @@ class SecretRecognizer(PiiRecognizer):
 IDENTIFIER_RECOGNIZERS = (
     TcknRecognizer, VknRecognizer, InnRecognizer, SnilsRecognizer, OgrnRecognizer, PaymentCardRecognizer,
     PhoneNumberRecognizer, IbanMod97Recognizer, EmailAddressRecognizer, IpAddressRecognizer, PassportRecognizer,
-    LicensePlateRecognizer, DateOfBirthRecognizer, AddressRecognizer, SecretRecognizer, SsnRecognizer,
+    LicensePlateRecognizer, RuLicensePlateRecognizer, DateOfBirthRecognizer, AddressRecognizer, SecretRecognizer, SsnRecognizer,
 )
