@@ -171,3 +171,25 @@ def test_checkpoints_with_copied_file_times_are_one_line(tmp_path, capsys, monke
     code, err, _ = calibrate_cli(tmp_path, folder, capsys)
     assert code == 2 and err.count("\n") == 1 and "they are not the training's (copied or pulled" in err
     assert not (tmp_path / "store.json").exists()
+
+
+@pytest.mark.parametrize("resumed", [
+    [trl_entry(20, 10 * TOKENS_PER_STEP) | {"resumed_from_step": 10}, trl_entry(30, 20 * TOKENS_PER_STEP)],
+    [trl_entry(s, (s - 10) * TOKENS_PER_STEP) for s in (15, 20, 25, 30)],    # unmarked: num_tokens drops
+])
+def test_a_resumed_trials_train_runtime_times_only_the_steps_since_the_resume(tmp_path, capsys, monkeypatch,
+                                                                              resumed):
+    """save_state() after a run resumed from checkpoint-10: train_runtime is the 20 steps of this run."""
+    monkeypatch.setenv("PREPARE_CALIBRATION", str(tmp_path / "store.json"))
+    plan(tmp_path)
+    history = [trl_entry(5, 5 * TOKENS_PER_STEP), trl_entry(10, 10 * TOKENS_PER_STEP),
+               {"eval_loss": 1.5, "step": 10, "epoch": 0.17}, *resumed,
+               {"epoch": 0.5, "step": 30, "total_flos": 1e15, "train_loss": 1.4, "train_runtime": 50.0,
+                "train_samples_per_second": 4.8, "train_steps_per_second": 0.6}]
+    folder = tmp_path / "trial"
+    folder.mkdir()
+    (folder / "trainer_state.json").write_text(json.dumps({"global_step": 30, "log_history": history}))
+    code, err, out = calibrate_cli(tmp_path, folder, capsys, "--json")
+    assert code == 0, err
+    m = json.loads(out)["measured"]
+    assert m["step_seconds"] == pytest.approx(50.0 / 20) and "the resume" in m["source"]

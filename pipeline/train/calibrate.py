@@ -121,21 +121,36 @@ NOT_GPU = ("cpu", "mps")   # what S3Checkpoints records off CUDA: a speed that s
 
 def _segments(entries: list) -> list[list]:
     """The log entries split into run segments: a resumed run restarts trl's num_tokens counter (and
-    S3Checkpoints marks its first entry), so a drop in step or num_tokens starts a new segment."""
-    segments: list[list] = []
+    S3Checkpoints marks its first entry), so a training entry (one with a loss) whose step or num_tokens is
+    below the last one's starts a new segment; evaluation and end-of-run entries repeat a step and stay."""
+    segments: list[list] = [[]]
     last = None
     for at, e in entries:
-        step, tokens = e.get("step"), e.get("num_tokens")
-        resumed = last is not None and (
-            "resumed_from_step" in e
-            or (isinstance(step, (int, float)) and isinstance(last.get("step"), (int, float)) and step <= last["step"])
-            or (isinstance(tokens, (int, float)) and isinstance(last.get("num_tokens"), (int, float))
-                and tokens < last["num_tokens"]))
-        if not segments or resumed:
-            segments.append([])
+        if "loss" in e:
+            if last is not None and ("resumed_from_step" in e or _below(e, last, "step")
+                                     or _below(e, last, "num_tokens")):
+                segments.append([])
+            last = e
         segments[-1].append((at, e))
-        last = e
     return segments
+
+
+def _below(entry: dict, last: dict, key: str) -> bool:
+    new, old = entry.get(key), last.get(key)
+    numbers = all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in (new, old))
+    return numbers and (new <= old if key == "step" else new < old)
+
+
+def _resumed_at(segments: list[list]) -> int:
+    """The step the last run segment resumed from (0: not resumed): train_runtime times only that run. The
+    callback records it; else the last logged step before it (the state loaded from checkpoint-N logs up to N)."""
+    if len(segments) < 2:
+        return 0
+    first = segments[-1][0][1]
+    if "resumed_from_step" in first:
+        return _number(first["resumed_from_step"], f"{segments[-1][0][0]}.resumed_from_step", STEPS, integer=True)
+    steps = [e["step"] for _, e in segments[-2] if isinstance(e.get("step"), int) and not isinstance(e["step"], bool)]
+    return max(steps, default=0)
 
 
 def _logged_step_seconds(segments: list[list]) -> list[tuple[float, int]]:
@@ -198,8 +213,11 @@ def measure(state: dict, where: str = "trainer_state.json", trial: Path | None =
     end = next(((at, e) for at, e in reversed(entries) if "train_runtime" in e), None)
     if not timed and end and global_step:
         runtime = _number(end[1]["train_runtime"], f"{end[0]}.train_runtime", RUNTIME_SECONDS, " seconds")
-        timed = [(runtime / global_step, global_step)]
-        source = "train_runtime / global_step (includes evaluation and saving)"
+        begun = _resumed_at(segments)
+        if global_step > begun:
+            timed = [(runtime / (global_step - begun), global_step - begun)]
+            source = (f"train_runtime / (global_step - {begun}, the resume)" if begun else
+                      "train_runtime / global_step") + " (includes evaluation and saving)"
     if not timed and trial is not None:
         pairs = checkpoint_step_seconds(trial)
         if pairs:
