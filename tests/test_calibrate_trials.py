@@ -193,3 +193,24 @@ def test_a_resumed_trials_train_runtime_times_only_the_steps_since_the_resume(tm
     assert code == 0, err
     m = json.loads(out)["measured"]
     assert m["step_seconds"] == pytest.approx(50.0 / 20) and "the resume" in m["source"]
+
+
+def test_a_trial_far_beyond_any_cards_error_is_not_stored(tmp_path, capsys, monkeypatch):
+    """A CPU trial on the sync route records no device: its x20 is printed, and stored for no later plan."""
+    monkeypatch.setenv("PREPARE_CALIBRATION", str(tmp_path / "store.json"))
+    plan(tmp_path, step_seconds=2.0)
+    code, err, out = calibrate_cli(tmp_path, sync_route_trial(tmp_path, seconds_per_step=40.0), capsys)
+    assert code == 0, err
+    assert "the trial is 1903% slower than planned" in out and "not stored: x20 the plan's step time" in out
+    assert not (tmp_path / "store.json").exists()
+
+
+def test_a_cpu_point_stored_by_earlier_versions_corrects_no_plan(tmp_path, monkeypatch):
+    from pipeline.plan.measured import measured_slowdown
+
+    store = tmp_path / "store.json"
+    store.write_text(json.dumps([{"model": "Llama-3.1-8B", "method": "qlora", "gpu": "L4", "slowdown": 13559.0},
+                                 {"model": "Llama-3.1-8B", "method": "qlora", "gpu": "A40", "slowdown": 1.2}]))
+    monkeypatch.setenv("PREPARE_CALIBRATION", str(store))
+    assert measured_slowdown("Llama-3.1-8B", "qlora", "L4") is None
+    assert measured_slowdown("Llama-3.1-8B", "qlora", "A40") == {"slowdown": 1.2, "points": 1}

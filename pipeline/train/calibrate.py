@@ -17,7 +17,7 @@ import statistics
 import time
 from pathlib import Path
 
-from pipeline.plan.measured import store_path
+from pipeline.plan.measured import plausible, store_path
 from .emit import PLAN_NAME
 
 
@@ -333,7 +333,10 @@ def calibrate(trial_dir: str | Path, plan_path: str | None = None, record: bool 
     if not m["devices"]:
         result["warning"] = (f"the trial recorded no device (no S3Checkpoints callback): taken to have run on "
                              f"the plan's {est['gpu']}")
-    if record:
+    if not plausible(result["slowdown"]):
+        result["not_stored"] = (f"x{result['slowdown']:.3g} the plan's step time is beyond any card's estimate "
+                                f"error (a CPU run, or a broken trial?): later plans keep their estimate")
+    elif record:
         stored, dropped = _record(result)
         result["stored"] = str(stored)
         if dropped:
@@ -369,7 +372,8 @@ def _record(result: dict) -> tuple[Path, int]:
     points = points if isinstance(points, list) else []
     kept = [p for p in points if _finite(p)]
     dropped = len(points) - len(kept)
-    kept.append({**result["key"], "measured_step_seconds": result["measured"]["step_seconds"],
+    kept.append({**result["key"], "devices": result["measured"]["devices"],
+                 "measured_step_seconds": result["measured"]["step_seconds"],
                  "planned_step_seconds": result["plan"]["step_seconds"], "slowdown": result["slowdown"],
                  "tokens_per_second": result["measured"]["tokens_per_second"],
                  "peak_memory_reserved_gib": result["measured"]["peak_memory_reserved_gib"],
@@ -414,6 +418,8 @@ def render(result: dict) -> str:
                      "S3Checkpoints callback)")
     if result.get("warning"):
         lines.append("warning: " + result["warning"])
+    if result.get("not_stored"):
+        lines.append("not stored: " + result["not_stored"])
     if result.get("stored"):
         lines.append(f"stored the measured point in {result['stored']}")
     if result.get("store_dropped"):
