@@ -47,7 +47,8 @@ def test_a_trial_on_another_card_is_refused_in_one_line(tmp_path, capsys, monkey
 
 
 @pytest.mark.parametrize("card, device", [("A100", "NVIDIA A100-SXM4-80GB"), ("H100", "NVIDIA H100 80GB HBM3"),
-                                          ("RTX 4090", "NVIDIA GeForce RTX 4090"), ("L4", "NVIDIA L4")])
+                                          ("RTX 4090", "NVIDIA GeForce RTX 4090"), ("L4", "NVIDIA L4"),
+                                          ("A100 80GB", "NVIDIA A100-SXM4-80GB")])
 def test_the_cuda_name_of_the_planned_card_matches_it(card, device):
     from pipeline.train.calibrate import same_card
 

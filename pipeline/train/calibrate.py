@@ -187,11 +187,15 @@ def checkpoint_step_seconds(trial: Path) -> list[tuple[float, int]]:
     from .checkpoints import listing, step_of
 
     folders = sorted((p for p in trial.glob("checkpoint-*") if step_of(p.name) and p.is_dir()
-                      and not p.is_symlink() and (p / "trainer_state.json").is_file()), key=lambda p: step_of(p.name))
+                      and not p.is_symlink() and (p / "trainer_state.json").is_file()
+                      and not (p / "trainer_state.json").is_symlink()), key=lambda p: step_of(p.name))
     marks = []
     for folder in folders:
-        times = [(folder / rel).stat().st_mtime for rel in listing(folder).files]
-        marks.append((step_of(folder.name), min(times), (folder / "trainer_state.json").stat().st_mtime))
+        try:
+            times = [(folder / rel).stat().st_mtime for rel in listing(folder).files]
+            marks.append((step_of(folder.name), min(times), (folder / "trainer_state.json").stat().st_mtime))
+        except (OSError, ValueError):   # deleted meanwhile by a running trainer (save_total_limit)
+            continue
     return [((begun - saved) / (step_b - step_a), step_b - step_a)
             for (step_a, _, saved), (step_b, begun, _) in zip(marks, marks[1:])]
 
@@ -246,11 +250,10 @@ def measure(state: dict, where: str = "trainer_state.json", trial: Path | None =
 
 
 def same_card(card: str, device: str) -> bool:
-    """The catalog card's name is a run of whole words of the CUDA device name: A100 in "NVIDIA A100-SXM4-80GB",
-    RTX 4090 in "NVIDIA GeForce RTX 4090", but not L4 in "NVIDIA L40S"."""
-    card_words, device_words = re.findall(r"[a-z0-9]+", card.lower()), re.findall(r"[a-z0-9]+", device.lower())
-    n = len(card_words)
-    return n > 0 and any(device_words[i:i + n] == card_words for i in range(len(device_words) - n + 1))
+    """Every word of the catalog card's name is a whole word of the CUDA device name: A100 in "NVIDIA
+    A100-SXM4-80GB", RTX 4090 in "NVIDIA GeForce RTX 4090", but not L4 in "NVIDIA L40S"."""
+    card_words = set(re.findall(r"[a-z0-9]+", card.lower()))
+    return bool(card_words) and card_words <= set(re.findall(r"[a-z0-9]+", device.lower()))
 
 
 def _plan_step_seconds(plan: dict, where: str) -> float:
