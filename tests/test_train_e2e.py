@@ -150,6 +150,6 @@ def test_run_emit_train_checkpoint_pull_resume_calibrate(tmp_path, bucket, capsy
     assert main(["calibrate", str(pulled), "--plan", str(emit / "prepare-plan.json"), "--json"]) == 0
     result = json.loads(capsys.readouterr().out)
     assert result["measured"]["steps"] == resumed_at and result["measured"]["step_seconds"] > 0
-    assert result["corrected"]["hours"] == pytest.approx(
-        plan["total_steps"] * result["measured"]["step_seconds"] / 3600, abs=0.01)
-    assert json.loads((tmp_path / "calibration.json").read_text())[-1]["model"] == plan["model_spec"]
+    # a CPU trial's speed is no measurement of the planned card: labelled, nothing corrected or stored
+    assert result["measured"]["devices"] == ["cpu"] and result["off_gpu"] == "cpu"
+    assert "corrected" not in result and not (tmp_path / "calibration.json").exists()

@@ -78,6 +78,9 @@ def test_trl_config_parses_with_trl_and_carries_the_estimate(tmp_path, run_dir, 
     # no more than 30 minutes of estimated work between checkpoints
     assert sft.save_steps * plan["step_seconds"] <= 30 * 60 and sft.eval_steps == sft.save_steps
     assert plan["framework"] == "hf"
+    # unrounded: calibrate divides by it (rounded to 0.1 ms, a small model's step read 0)
+    assert plan["step_seconds"] == (plan["packing"]["tokens_per_epoch"] * plan["epochs"]
+                                    / est["tokens_per_second"] / plan["total_steps"])
 
 
 def _cuda() -> bool:

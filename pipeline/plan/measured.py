@@ -11,6 +11,15 @@ import statistics
 from pathlib import Path
 
 
+# A trial this far from its plan measured something else than the planned card (the CPU, a broken trial): the
+# estimate is within 2x of published runs, so a point outside corrects no plan (earlier versions stored CPU trials).
+PLAUSIBLE_SLOWDOWN = (0.1, 10.0)
+
+
+def plausible(slowdown: float) -> bool:
+    return PLAUSIBLE_SLOWDOWN[0] <= slowdown <= PLAUSIBLE_SLOWDOWN[1]
+
+
 def store_path() -> Path:
     return Path(os.environ.get("PREPARE_CALIBRATION") or Path.home() / ".cache" / "prepare" / "calibration.json")
 
@@ -30,7 +39,7 @@ def measured_slowdown(model: str, method: str, gpu: str, points: list[dict] | No
     points = load_points() if points is None else points
     ratios = [float(p["slowdown"]) for p in points
               if p.get("model") == model and p.get("method") == method and p.get("gpu") == gpu
-              and isinstance(p.get("slowdown"), (int, float)) and p["slowdown"] > 0]
+              and isinstance(p.get("slowdown"), (int, float)) and plausible(p["slowdown"])]
     if not ratios:
         return None
     return {"slowdown": round(statistics.median(ratios), 4), "points": len(ratios)}

@@ -43,6 +43,7 @@ class S3Checkpoints(TrainerCallback):
         self._thread: threading.Thread | None = None
         self._last_step_time: float | None = None
         self._window: list[float] = []
+        self._resumed_from: int | None = None
 
     # ------------------------------------------------------------------ background upload
     def _worker(self) -> None:
@@ -76,6 +77,8 @@ class S3Checkpoints(TrainerCallback):
         if state.is_world_process_zero:
             self._start()
         self._last_step_time = time.perf_counter()
+        # a resumed run starts trl's num_tokens again from 0: calibrate counts tokens per run segment
+        self._resumed_from = state.global_step or None
 
     def on_step_end(self, args, state, control, **kwargs):
         now = time.perf_counter()
@@ -94,13 +97,18 @@ class S3Checkpoints(TrainerCallback):
             entry["step_seconds"] = round(sum(self._window) / len(self._window), 6)
             entry["steps_timed"] = len(self._window)
             self._window = []
+            if self._resumed_from is not None:
+                entry["resumed_from_step"] = self._resumed_from
+                self._resumed_from = None
+            device = _device(args)
+            if device:
+                entry["device"] = device
             try:
                 import torch
 
                 if torch.cuda.is_available():
                     entry["peak_memory_reserved_gib"] = round(torch.cuda.max_memory_reserved() / 1024**3, 3)
                     entry["peak_memory_allocated_gib"] = round(torch.cuda.max_memory_allocated() / 1024**3, 3)
-                    entry["device"] = torch.cuda.get_device_name()
             except Exception:  # noqa: BLE001 - a measurement, never a reason to stop training
                 pass
 
@@ -150,3 +158,17 @@ class S3Checkpoints(TrainerCallback):
 def _state_dict(state) -> dict:
     return {"log_history": state.log_history, "best_model_checkpoint": state.best_model_checkpoint,
             "best_metric": state.best_metric, "global_step": state.global_step}
+
+
+def _device(args) -> str | None:
+    """The card the step times were measured on (torch.cuda.get_device_name), or the kind of device ("cpu",
+    "mps") off CUDA: calibrate stores only a measurement of the planned card."""
+    try:
+        import torch
+
+        device = args.device
+        if device.type == "cuda":
+            return torch.cuda.get_device_name(device)
+        return device.type
+    except Exception:  # noqa: BLE001 - a measurement, never a reason to stop training
+        return None

@@ -198,7 +198,7 @@ def build_spec(cfg, result: dict, *, trainer: str, shards: dict, global_batch: s
                    "validation": shards["validation"], "rows": shards["rows"]},
         "eval": bool(shards["validation"]),
         "save_steps": save_steps, "eval_steps": save_steps, "checkpoint_minutes": checkpoint_minutes,
-        "steps_per_epoch": steps_per_epoch, "total_steps": total_steps, "step_seconds": round(step_seconds, 4),
+        "steps_per_epoch": steps_per_epoch, "total_steps": total_steps, "step_seconds": step_seconds,
         "output_dir": trainer_output,
         "estimate": {"gpu": rec["gpu"], "count": cards, "micro_batch_fit": rec["micro_batch"],
                      "hours": rec["hours"], "cost_usd": rec["cost_usd"], "cost_text": rec["cost_text"],
