@@ -247,7 +247,7 @@ def check_workers(cfg: PrepareConfig, dask_address: str) -> None:
                                      f"{WORKERS_TIMEOUT} s") from None
             client.run(quiet_environment)
             views = client.run(worker_view, paths, cfg.out, token, cfg.pii.salt_env, on_error="return")
-        check_worker_views(cfg, views, cfg.out)
+        check_worker_views(cfg, views, cfg.out, token)
     finally:
         remove_probe(cfg.out, token, created)
 

@@ -197,13 +197,14 @@ def absolute_paths(cfg: PrepareConfig) -> PrepareConfig:
     return cfg.model_copy(update=update)
 
 
-def salt_digest(value: str | None) -> str | None:
-    """What a worker reports of its salt: a keyed hash that tells equal salts apart, not the salt."""
+def salt_digest(value: str | None, token: str) -> str | None:
+    """What a worker reports of its salt: a hash keyed with the probe's one-time token, which tells equal salts
+    apart and is of no use in another run; never the salt."""
     if not value:
         return None
     import hashlib
 
-    return hashlib.blake2b(value.encode("utf-8", "surrogatepass"), key=b"prepare-salt-probe", digest_size=16).hexdigest()
+    return hashlib.blake2b(value.encode("utf-8", "surrogatepass"), key=token.encode(), digest_size=16).hexdigest()
 
 
 def _visible(item: str) -> bool:
@@ -217,8 +218,8 @@ def worker_view(paths: list[str], probe_dir: str, token: str, salt_env: str) -> 
     client (reads the client's probe file, writes its own and reads it back; the client then sees it)."""
     import uuid
 
-    view: dict = {"missing": [p for p in paths if not _visible(p)], "salt": salt_digest(os.environ.get(salt_env)),
-                  "shared": None, "wrote": None}
+    view: dict = {"missing": [p for p in paths if not _visible(p)], "shared": None, "wrote": None,
+                  "salt": salt_digest(os.environ.get(salt_env), token)}
     probe = Path(probe_dir) / f"{PROBE_PREFIX}{token}"
     try:
         if probe.read_text() != token:
@@ -261,10 +262,10 @@ def remove_probe(probe_dir: str, token: str, created: bool) -> None:
             pass
 
 
-def check_worker_views(cfg: PrepareConfig, views: dict, probe_dir: str) -> None:
+def check_worker_views(cfg: PrepareConfig, views: dict, probe_dir: str, token: str) -> None:
     """One line for the first worker that cannot run this run: an error in the probe, a path it cannot see, a
     run directory it does not share with this machine, a PII salt other than this machine's."""
-    mine = salt_digest(os.environ.get(cfg.pii.salt_env))
+    mine = salt_digest(os.environ.get(cfg.pii.salt_env), token)
     env = cfg.pii.salt_env
     for worker, view in sorted(views.items()):
         where = f"the Dask worker {worker}"

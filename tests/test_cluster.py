@@ -151,17 +151,18 @@ def test_servers_the_project_starts_have_telemetry_off(tmp_path):
 # The checks themselves, on what workers report (pipeline.preflight.worker_view), without a cluster.
 
 def views_of(tmp_path, salt_env=SALT, **worker_env):
-    """What one worker in this process reports, its environment patched with worker_env."""
+    """What one worker in this process reports, its environment patched with worker_env; and the probe token."""
     from pipeline.preflight import worker_view, write_probe
 
     token, _ = write_probe(str(tmp_path / "out"))
     saved = {k: os.environ.get(k) for k in worker_env}
     os.environ.update(worker_env)
     try:
-        return {"tcp://10.0.0.7:4000": worker_view([str(tmp_path / "data")], str(tmp_path / "out"), token, salt_env)}
+        view = worker_view([str(tmp_path / "data")], str(tmp_path / "out"), token, salt_env)
     finally:
         for k, v in saved.items():
             os.environ.pop(k) if v is None else os.environ.__setitem__(k, v)
+    return {"tcp://10.0.0.7:4000": view}, token
 
 
 def pii_config(tmp_path):
@@ -170,13 +171,14 @@ def pii_config(tmp_path):
     return PrepareConfig(inputs=[str(tmp_path / "data")], out=str(tmp_path / "out"))
 
 
-def test_a_worker_that_cannot_see_an_input_is_named(tmp_path, monkeypatch):
+def test_a_worker_that_cannot_see_an_input_is_named(tmp_path):
     from pipeline.preflight import PreflightError, check_worker_views
 
     cfg = pii_config(tmp_path)
     cfg.pii.enabled = False  # the label of a name holding personal data needs the PII engine (seconds to load)
+    views, token = views_of(tmp_path)
     with pytest.raises(PreflightError, match=r"^the Dask worker tcp://10.0.0.7:4000 cannot see .*data; every worker"):
-        check_worker_views(cfg, views_of(tmp_path), cfg.out)
+        check_worker_views(cfg, views, cfg.out, token)
 
 
 def test_a_worker_with_another_salt_or_run_directory_fails(tmp_path, monkeypatch):
@@ -185,18 +187,19 @@ def test_a_worker_with_another_salt_or_run_directory_fails(tmp_path, monkeypatch
     (tmp_path / "data").mkdir()
     cfg = pii_config(tmp_path)
     monkeypatch.setenv(SALT, "salt-here")
+    views, token = views_of(tmp_path, **{SALT: "salt-there"})
     with pytest.raises(PreflightError, match=f"^{SALT} on the Dask worker tcp://10.0.0.7:4000 differs") as err:
-        check_worker_views(cfg, views_of(tmp_path, **{SALT: "salt-there"}), cfg.out)
+        check_worker_views(cfg, views, cfg.out, token)
     assert "salt-here" not in str(err.value) and "salt-there" not in str(err.value)
     monkeypatch.delenv(SALT)
     with pytest.raises(PreflightError, match=f"^{SALT} is set on the Dask worker .* but not here"):
-        check_worker_views(cfg, views_of(tmp_path, **{SALT: "salt-there"}), cfg.out)
-    check_worker_views(cfg, views_of(tmp_path), cfg.out)  # no salt anywhere: the run's own, in the shared work/
-    views = views_of(tmp_path)
+        check_worker_views(cfg, views, cfg.out, token)
+    views, token = views_of(tmp_path)
+    check_worker_views(cfg, views, cfg.out, token)  # no salt anywhere: the run's own, in the shared work/
     for view in views.values():  # as if the worker wrote into a folder of its own at the same path
         (tmp_path / "out" / view["wrote"]).unlink()
     with pytest.raises(PreflightError, match="writes to a .* of its own .* --out must be a folder that every worker"):
-        check_worker_views(cfg, views, cfg.out)
+        check_worker_views(cfg, views, cfg.out, token)
 
 
 def test_paths_handed_to_workers_are_absolute(tmp_path, monkeypatch):
