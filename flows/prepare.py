@@ -218,14 +218,15 @@ def run_flow(cfg: PrepareConfig, dask_address: str | None = None) -> RunResult:
     return RunResult(report, run_dir, out["manifest_uri"], out["upload"])
 
 
-WORKERS_TIMEOUT = 60  # seconds: the scheduler answers and at least one worker has joined
+SCHEDULER_TIMEOUT = 20  # seconds for the scheduler to answer (a typo in --dask-address fails after this)
+WORKERS_TIMEOUT = 60  # seconds for a first worker to join
 
 
 def check_workers(cfg: PrepareConfig, dask_address: str) -> None:
     """Before the flow starts: every worker of the cluster sees the inputs, shares --out with this machine and,
     with the PII step on, has this machine's salt (pii.salt_env; a digest is compared, the salt never leaves
     a process). One probe per worker (Client.run, outside the task graph), which also sets OFFLINE_ENV there
-    before Prefect is imported. A worker that joins later is not probed."""
+    (before a fresh worker imports Prefect for its first task). A worker that joins later is not probed."""
     from distributed import Client
 
     from flows import quiet_environment
@@ -235,7 +236,7 @@ def check_workers(cfg: PrepareConfig, dask_address: str) -> None:
     token, created = write_probe(cfg.out)
     try:
         try:
-            client = Client(dask_address, timeout=WORKERS_TIMEOUT, set_as_default=False)
+            client = Client(dask_address, timeout=SCHEDULER_TIMEOUT, set_as_default=False)
         except (OSError, TimeoutError) as exc:
             raise PreflightError(f"--dask-address {dask_address}: cannot reach the Dask scheduler "
                                  f"({type(exc).__name__})") from None
