@@ -24,7 +24,7 @@ from pydantic import BaseModel
 
 from pipeline.config import PrepareConfig, merge_config
 from pipeline.numfmt import number
-from pipeline.preflight import preflight
+from pipeline.preflight import PreflightError, absolute_paths, preflight
 from pipeline.report import render_notes_text
 from pipeline.runner import RunResult, run_prepare
 
@@ -205,6 +205,8 @@ def run_flow(cfg: PrepareConfig, dask_address: str | None = None) -> RunResult:
     if dask_address:
         from prefect_dask import DaskTaskRunner
 
+        cfg = absolute_paths(cfg)  # the flow hands paths to workers started in other folders
+        check_workers(cfg, dask_address)
         runner = DaskTaskRunner(address=dask_address)
     state = prepare.with_options(task_runner=runner)(cfg, return_state=True)
     out = state.result()
@@ -214,6 +216,41 @@ def run_flow(cfg: PrepareConfig, dask_address: str | None = None) -> RunResult:
     run_dir = Path(out["run_dir"])
     report = json.loads((run_dir / "report.json").read_text())
     return RunResult(report, run_dir, out["manifest_uri"], out["upload"])
+
+
+SCHEDULER_TIMEOUT = 20  # seconds for the scheduler to answer (a typo in --dask-address fails after this)
+WORKERS_TIMEOUT = 60  # seconds for a first worker to join
+
+
+def check_workers(cfg: PrepareConfig, dask_address: str) -> None:
+    """Before the flow starts: every worker of the cluster sees the inputs, shares --out with this machine and,
+    with the PII step on, has this machine's salt (pii.salt_env; a digest is compared, the salt never leaves
+    a process). One probe per worker (Client.run, outside the task graph), which also sets OFFLINE_ENV there
+    (before a fresh worker imports Prefect for its first task). A worker that joins later is not probed."""
+    from distributed import Client
+
+    from flows import quiet_environment
+    from pipeline.preflight import check_worker_views, remove_probe, worker_view, write_probe
+
+    paths = [p for p in [*cfg.inputs, *cfg.validation_inputs] if not p.startswith("s3://")]
+    token, created = write_probe(cfg.out)
+    try:
+        try:
+            client = Client(dask_address, timeout=SCHEDULER_TIMEOUT, set_as_default=False)
+        except (OSError, TimeoutError) as exc:
+            raise PreflightError(f"--dask-address {dask_address}: cannot reach the Dask scheduler "
+                                 f"({type(exc).__name__})") from None
+        with client:
+            try:
+                client.wait_for_workers(1, timeout=WORKERS_TIMEOUT)
+            except TimeoutError:
+                raise PreflightError(f"--dask-address {dask_address}: no Dask worker joined the scheduler within "
+                                     f"{WORKERS_TIMEOUT} s") from None
+            client.run(quiet_environment)
+            views = client.run(worker_view, paths, cfg.out, token, cfg.pii.salt_env, on_error="return")
+        check_worker_views(cfg, views, cfg.out, token)
+    finally:
+        remove_probe(cfg.out, token, created)
 
 
 def serve(limit: int = 2, defaults: PrepareConfig | None = None) -> None:

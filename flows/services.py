@@ -12,6 +12,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
 
+from flows import OFFLINE_ENV
+
 BIN = Path(sys.executable).parent
 
 
@@ -66,8 +68,8 @@ def moto_server(log: Path | None = None) -> Iterator[str]:
 
 def prefect_env(home: Path, port: int) -> dict[str, str]:
     return {"PREFECT_HOME": str(home), "PREFECT_API_URL": f"http://127.0.0.1:{port}/api",
-            "PREFECT_SERVER_ANALYTICS_ENABLED": "false", "PREFECT_RUNNER_POLL_FREQUENCY": "2",
-            "PREFECT_LOGGING_LEVEL": "WARNING", "DO_NOT_TRACK": "1"}
+            "PREFECT_RUNNER_POLL_FREQUENCY": "2", "PREFECT_LOGGING_LEVEL": "WARNING",
+            **{key: os.environ.get(key, value) for key, value in OFFLINE_ENV.items()}}
 
 
 @contextmanager

@@ -171,3 +171,128 @@ def refuse_empty_run(cfg: PrepareConfig, run_dir: str | Path, report: dict) -> N
     (Path(run_dir) / "manifest.json").unlink(missing_ok=True)
     raise PrepareError(f"no usable record, nothing written as a dataset (see {Path(run_dir) / 'report.json'}): "
                        f"{shown or 'no input'}; --allow-empty to accept an empty run")
+
+
+# Checks of a cluster's workers, before any shard task (the Prefect flow on Dask, flows.prepare.check_workers):
+# worker_view runs in every worker process (distributed's Client.run) and says what that worker sees;
+# check_worker_views compares it with this machine. Workers get paths, never records, so a path must mean the
+# same file on every machine and the PII salt must be the same in every process.
+
+PROBE_PREFIX = ".prepare-probe-"
+
+
+def absolute_paths(cfg: PrepareConfig) -> PrepareConfig:
+    """Inputs, validation inputs, --out and a local tokenizer or model config as absolute paths; s3:// URIs and
+    hub ids as given. A worker started in another folder would read a relative path against its own folder."""
+    def local(item: str) -> str:
+        return item if item.startswith("s3://") else os.path.abspath(os.path.expanduser(item))
+
+    def if_local(name: str | None) -> str | None:
+        return local(name) if name and os.path.exists(os.path.expanduser(name)) else name
+
+    update = {"inputs": [local(i) for i in cfg.inputs], "out": local(cfg.out),
+              "validation_inputs": [local(i) for i in cfg.validation_inputs],
+              "lengths": cfg.lengths.model_copy(update={"tokenizer": if_local(cfg.lengths.tokenizer)}),
+              "estimate": cfg.estimate.model_copy(update={"model": if_local(cfg.estimate.model)})}
+    return cfg.model_copy(update=update)
+
+
+def salt_digest(value: str | None, token: str) -> str | None:
+    """What a worker reports of its salt: a hash keyed with the probe's one-time token, which tells equal salts
+    apart and is of no use in another run; never the salt."""
+    if not value:
+        return None
+    import hashlib
+
+    return hashlib.blake2b(value.encode("utf-8", "surrogatepass"), key=token.encode(), digest_size=16).hexdigest()
+
+
+def _visible(item: str) -> bool:
+    import glob
+
+    return bool(glob.glob(item, recursive=True)) if glob.has_magic(item) else os.access(item, os.R_OK)
+
+
+def worker_view(paths: list[str], probe_dir: str, token: str, salt_env: str) -> dict:
+    """Run in a worker: the paths it cannot see, a digest of its salt, and whether it shares probe_dir with the
+    client (reads the client's probe file, writes its own and reads it back; the client then sees it)."""
+    import uuid
+
+    view: dict = {"missing": [p for p in paths if not _visible(p)], "shared": None, "wrote": None,
+                  "salt": salt_digest(os.environ.get(salt_env), token)}
+    probe = Path(probe_dir) / f"{PROBE_PREFIX}{token}"
+    try:
+        if probe.read_text() != token:
+            view["shared"] = f"reads another probe file at {probe} (is {probe_dir} a copy, not a shared folder?)"
+            return view
+        mine = probe.with_name(f"{probe.name}-{uuid.uuid4().hex}")
+        mine.write_text(token)
+        view["wrote"] = mine.name
+        if mine.read_text() != token:
+            view["shared"] = f"cannot read back what it wrote in {probe_dir}"
+    except OSError as exc:
+        view["shared"] = f"cannot read and write {probe_dir} ({exc.strerror or type(exc).__name__})"
+    return view
+
+
+def write_probe(probe_dir: str) -> tuple[str, bool]:
+    """The client's probe file in probe_dir (created if missing); returns its token and whether the folder was
+    created here."""
+    import secrets
+
+    folder = Path(probe_dir)
+    created = not folder.exists()
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        token = secrets.token_hex(8)
+        (folder / f"{PROBE_PREFIX}{token}").write_text(token)
+    except OSError as exc:
+        raise PreflightError(f"{probe_dir}: cannot write the run directory ({exc.strerror})") from None
+    return token, created
+
+
+def remove_probe(probe_dir: str, token: str, created: bool) -> None:
+    folder = Path(probe_dir)
+    for path in folder.glob(f"{PROBE_PREFIX}{token}*"):
+        path.unlink(missing_ok=True)
+    if created:
+        try:
+            folder.rmdir()
+        except OSError:
+            pass
+
+
+def check_worker_views(cfg: PrepareConfig, views: dict, probe_dir: str, token: str) -> None:
+    """One line for the first worker that cannot run this run: an error in the probe, a path it cannot see, a
+    run directory it does not share with this machine, a PII salt other than this machine's."""
+    mine = salt_digest(os.environ.get(cfg.pii.salt_env), token)
+    env = cfg.pii.salt_env
+    for worker, view in sorted(views.items()):
+        where = f"the Dask worker {worker}"
+        if not isinstance(view, dict):
+            raise PreflightError(f"{where} failed the check before the run ({type(view).__name__})")
+        if view["missing"]:
+            raise PreflightError(f"{where} cannot see {_shown_path(view['missing'][0], cfg)}; every worker needs "
+                                 "the inputs and --out at the same path as this machine (a shared folder)")
+        if view["shared"] is None and not (Path(probe_dir) / view["wrote"]).exists():
+            view["shared"] = f"writes to a {probe_dir} of its own (its probe file is not seen here)"
+        if view["shared"]:
+            raise PreflightError(f"{where} {view['shared']}; --out must be a folder that every worker and this "
+                                 "machine share at the same path")
+        if cfg.pii.enabled and view["salt"] != mine:
+            if not view["salt"]:
+                why = f"{env} is set here but not on {where}; export it before starting `dask worker`"
+            elif not mine:
+                why = f"{env} is set on {where} but not here; export the same value here, or unset it on the workers"
+            else:
+                why = f"{env} on {where} differs from this machine's; set the same value everywhere"
+            raise PreflightError(f"{why} (one salt per run: pseudonyms must match across shards)")
+
+
+def _shown_path(path: str, cfg: PrepareConfig) -> str:
+    """A path for a message: an input whose name holds personal data as its label (readers.NameMap)."""
+    from .readers import NameMap, name_holds_pii, printable_name
+
+    if cfg.pii.enabled and path != cfg.out and name_holds_pii(Path(path).name, cfg):
+        return NameMap.of(cfg.out).label(path)
+    return printable_name(path)

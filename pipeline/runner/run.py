@@ -140,7 +140,8 @@ def _run(cfg: PrepareConfig, executor: Executor, rundir: RunDir, readable: list[
             lang_paths=[str(work_paths(work_dir, r["index"])["langs"]) for r in results if r["has_langs"]])
 
     # 3. per shard: dedup filter -> canned cap -> pii -> lengths -> split
-    token_cache = str(Path(os.environ.get("PREPARE_CACHE", ".cache/prepare")) / "tokens")
+    # absolute: workers of a cluster run in folders of their own
+    token_cache = str(Path(os.environ.get("PREPARE_CACHE", ".cache/prepare")).absolute() / "tokens")
     kept = candidates - (dedup_report or {}).get("counts", {}).get("total", 0) - (canned_report or {}).get("capped", 0)
     steps = {name: (name, "records", kept) for name, on in (("pii", cfg.pii.enabled), ("lengths", cfg.lengths.enabled))
              if on}
