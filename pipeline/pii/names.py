@@ -29,6 +29,9 @@ from .name_signals import Rarity
 from .ner import entity_spans
 from .text import NON_WORD, ContextWords, Hit, TextContext, fold, load_data, to_results
 
+# A name found by rarity alone (no list, no context): under the 0.7 a title-cased file name needs
+# (readers.names), where every word is capitalized and capitalization says nothing ("Img Src")
+RARE_ONLY_SCORE = 0.65
 _NAMES = load_data("names.json")
 # names-dataset first names and surnames (the allowed half, bench/pii/build_name_extension.py), folded: a name
 # word only beside another name-like word, never alone
@@ -451,7 +454,7 @@ class LatinNameRecognizer(PersonRecognizer):
         if j - i >= 2:
             if (listed or any(self._namelike(tk) for tk in toks[i:j])) \
                     and (listed or context or _shouted(text, first.start, toks[j - 1].end)):
-                score = 0.85 if listed or context else 0.7
+                score = 0.85 if listed or context else RARE_ONLY_SCORE
                 return j, Hit(first.start, toks[j - 1].end, "PERSON", score, "gazetteer")
             return j, None  # not a surname alone either
         if titled or _strong_before(ctx, first.start) or _title_after(text, toks, i) \
@@ -569,7 +572,7 @@ class LatinNameRecognizer(PersonRecognizer):
                 return 0.45
             if is_first:
                 return 0.75
-            return 0.7  # unknown words after "my name is", "Hesap sahibi" ...
+            return RARE_ONLY_SCORE  # unknown words, name-like by rarity alone
         if context and is_first:
             return 0.8
         if context:
