@@ -29,6 +29,7 @@ import re
 from ..lang import pii_language
 from ..stats import merge_counters
 from ..step import Step
+from ..textnorm import content_chars
 from .lang import detect_language
 from .step import PiiPolicyError, PiiStep
 from .text import load_data
@@ -71,6 +72,12 @@ def _probe_names() -> dict:
             for lang, entry in data.items() if not lang.startswith("_")}
 
 
+# Records longer than this are not sampled: the probe's copies of one 8 MiB record (a run of one record
+# takes residual_sample copies of it) cost 300 PII passes over it (about 8 minutes); names are found in a
+# window of text, so the sample of shorter records measures the same detectors.
+PROBE_MAX_CHARS = 64 * 1024
+
+
 class ResidualProbe(Step):
     name = "pii_residual"
     config_sections = ("pii", "split")
@@ -87,6 +94,8 @@ class ResidualProbe(Step):
     def process(self, batch: list[dict]) -> list[dict]:
         plants: list[tuple[dict, str, list]] = []  # (copy, language, its plants)
         for rec in batch:
+            if content_chars(rec) > PROBE_MAX_CHARS:
+                continue  # not sampled: a copy costs a PII pass over the whole record
             for k in range(self._copies(rec)):
                 rng = random.Random(self._digest(rec, f"copy{k}"))
                 planted = self._plant(rec, rng)
