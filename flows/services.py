@@ -36,7 +36,8 @@ def wait_http(url: str, timeout: float, proc: subprocess.Popen | None = None) ->
     raise TimeoutError(f"{url} did not answer within {timeout:.0f} s")
 
 
-def _stop(proc: subprocess.Popen) -> None:
+def stop_process(proc: subprocess.Popen) -> None:
+    """Terminate, then kill after 15 s: a server this module (or a test) started."""
     if proc.poll() is None:
         proc.terminate()
         try:
@@ -63,7 +64,7 @@ def moto_server(log: Path | None = None) -> Iterator[str]:
         wait_http(f"{endpoint}/moto-api/", 60, proc)
         yield endpoint
     finally:
-        _stop(proc)
+        stop_process(proc)
 
 
 def prefect_env(home: Path, port: int) -> dict[str, str]:
@@ -85,4 +86,4 @@ def prefect_server(home: Path, log: Path | None = None) -> Iterator[dict[str, st
         wait_http(f"http://127.0.0.1:{port}/api/health", 120, proc)
         yield prefect_env(home, port)
     finally:
-        _stop(proc)
+        stop_process(proc)

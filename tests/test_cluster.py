@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from flows.services import BIN, free_port
+from flows.services import BIN, free_port, stop_process
 from tests.test_resilience import make_inputs
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -32,16 +32,6 @@ def wait_port(port: int, proc: subprocess.Popen, timeout: float = 60) -> None:
         except OSError:
             time.sleep(0.3)
     raise TimeoutError(f"the scheduler on port {port} did not answer within {timeout:.0f} s")
-
-
-def stop(proc: subprocess.Popen) -> None:
-    if proc.poll() is None:
-        proc.terminate()
-        try:
-            proc.wait(15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(15)
 
 
 @pytest.fixture(scope="module")
@@ -68,7 +58,7 @@ def cluster(tmp_path_factory):
         yield address
     finally:
         for proc in reversed(procs):
-            stop(proc)
+            stop_process(proc)
         log.close()
 
 
