@@ -34,7 +34,7 @@ $(TRAIN_STAMP): $(TRACE_STAMP)
 	for w in $(VENV)/train-parsers/wheels/*.whl; do $(PY) -m zipfile -e "$$w" $(VENV)/train-parsers/src; done
 	@rm -f $(VENV)/.installed-train-*; touch $(TRAIN_STAMP)
 
-# tests/test_report_html.py opens report.html in Debian's headless chromium: installed here where missing
+# tests/integration/test_report_html.py opens report.html in Debian's headless chromium: installed here where missing
 # (it skips, naming why, where it cannot be)
 test: $(TRAIN_STAMP)
 	-@sh tests/install_chromium.sh
@@ -53,7 +53,7 @@ bench-pii: $(STAMP)
 	$(PY) bench/pii/run.py | tee bench/pii/last_run.txt
 
 schemas: $(STAMP)
-	$(PY) -c "import json; from pipeline.config import config_json_schema; open('schemas/config.schema.json','w').write(json.dumps(config_json_schema(), indent=2) + '\n')"
+	$(PY) -c "import json; from pipeline.core.config import config_json_schema; open('schemas/config.schema.json','w').write(json.dumps(config_json_schema(), indent=2) + '\n')"
 
 clean:
 	rm -rf runs .prefect .cache .pytest_cache

@@ -1,10 +1,10 @@
 """Refit the framework constants of pipeline.plan.memory on the published measurements and print the per-point error.
 
-    python bench/calibrate_memory.py            # fit, print, write pipeline/data/memory_constants.json
+    python bench/calibrate_memory.py            # fit, print, write pipeline/resources/memory_constants.json
     python bench/calibrate_memory.py --check    # print the errors of the stored constants only
 
 The fit minimizes the mean squared log error (relative error, symmetric for over- and under-estimates) over all
-points marked use=true in pipeline/data/vram_calibration.json, inside the bounds in memory_constants.json, with a
+points marked use=true in pipeline/resources/vram_calibration.json, inside the bounds in memory_constants.json, with a
 bounded pattern search (no scipy needed). Points are never weighted or adjusted one by one.
 """
 from __future__ import annotations

@@ -13,16 +13,16 @@ def register(sub) -> None:
 
 
 def cmd_serve(args) -> int:
-    from pipeline.config import load_config
+    from pipeline.core.config import load_config
 
-    from .prepare import DEMO_DEFAULTS, serve  # the Prefect front end
+    from flows.prepare import DEMO_DEFAULTS, serve  # the Prefect front end
 
     defaults = DEMO_DEFAULTS
     if args.config or args.s3:
         defaults = load_config(args.config, {"s3": args.s3})
         defaults.inputs = defaults.inputs or DEMO_DEFAULTS.inputs
     if defaults.s3:
-        from pipeline.s3 import check_destination_uri
+        from pipeline.core.s3 import check_destination_uri
 
         check_destination_uri(defaults.s3)
     serve(limit=args.limit, defaults=defaults)

@@ -22,10 +22,10 @@ from prefect.utilities.annotations import unmapped
 
 from pydantic import BaseModel
 
-from pipeline.config import PrepareConfig, merge_config
-from pipeline.numfmt import number
-from pipeline.preflight import PreflightError, absolute_paths, preflight
-from pipeline.report import render_notes_text
+from pipeline.core.config import PrepareConfig, merge_config
+from pipeline.core.numfmt import number
+from pipeline.runner.preflight import PreflightError, absolute_paths, preflight
+from pipeline.report.build import render_notes_text
 from pipeline.runner import RunResult, run_prepare
 
 DEMO_DEFAULTS = PrepareConfig(inputs=["sample_data"], out="runs/demo")
@@ -55,7 +55,7 @@ def prepare(params: PrepareConfig = DEMO_DEFAULTS) -> dict:
     try:
         params = with_real_names(with_deployment_defaults(params))
         preflight(params, log=logger.warning)  # model, tokenizer, S3 destination: before a record is read
-        # each stage's count and rate go to the flow run's log (pipeline.progress), every
+        # each stage's count and rate go to the flow run's log (pipeline.core.progress), every
         # PREPARE_PROGRESS_INTERVAL seconds and at the end of the stage
         result = run_prepare(params, executor=PrefectExecutor(), progress=True, log=logger.info)
     except Exception as exc:
@@ -140,7 +140,7 @@ def labelled_parameters(cfg: PrepareConfig) -> dict:
     """The parameters as Prefect stores them: every input whose name holds personal data is its label (the PII
     engine's verdict, as for the run's outputs). The server keeps a deployment's and a flow run's parameters as
     given; the map from labels back to names stays in the local file beside the run directory (names_file)."""
-    from pipeline.readers import NameMap, redact_items
+    from pipeline.data.readers import NameMap, redact_items
 
     params = cfg.model_dump(mode="json")
     if not cfg.pii.enabled:
@@ -155,7 +155,7 @@ def labelled_parameters(cfg: PrepareConfig) -> dict:
 
 def with_real_names(params: PrepareConfig) -> PrepareConfig:
     """The labels in a run's inputs mapped back to the names they stand for (the local map of params.out)."""
-    from pipeline.readers import NameMap
+    from pipeline.data.readers import NameMap
 
     names = NameMap.of(params.out).names
     real = {key: [names.get(item, item) for item in getattr(params, key)] for key in ("inputs", "validation_inputs")}
@@ -165,9 +165,9 @@ def with_real_names(params: PrepareConfig) -> PrepareConfig:
 def publish(result: RunResult) -> None:
     """Artifacts for the Prefect UI: the whole report, the accounting table, the KVKK summary, lengths and the
     GPU plan."""
-    from pipeline.markdown import text
-    from pipeline.report import render_markdown
-    from pipeline.report_html import html_locations
+    from pipeline.core.markdown import text
+    from pipeline.report.build import render_markdown
+    from pipeline.report.html import html_locations
 
     report = result.report
     html = html_locations(result.run_dir, result.manifest_uri)
@@ -184,12 +184,12 @@ def publish(result: RunResult) -> None:
     create_table_artifact(key="prepare-accounting", table=rows or [{"reason": "none", "records": 0}],
                           description=f"{counts['input']} in, {counts['kept']} kept")
     if "pii" in report:
-        from pipeline.pii import render_kvkk_markdown
+        from pipeline.data.pii import render_kvkk_markdown
 
         create_markdown_artifact(key="prepare-kvkk", markdown=render_kvkk_markdown(report["pii"]),
                                  description="personal data found, what was done with it, residual risk")
     if "lengths" in report:
-        from pipeline.lengths.draw import render_lengths_markdown
+        from pipeline.data.lengths.draw import render_lengths_markdown
 
         create_markdown_artifact(key="prepare-token-lengths", markdown=render_lengths_markdown(report["lengths"]))
     if "plan" in report:
@@ -230,7 +230,7 @@ def check_workers(cfg: PrepareConfig, dask_address: str) -> None:
     from distributed import Client
 
     from flows import quiet_environment
-    from pipeline.preflight import check_worker_views, remove_probe, worker_view, write_probe
+    from pipeline.runner.preflight import check_worker_views, remove_probe, worker_view, write_probe
 
     paths = [p for p in [*cfg.inputs, *cfg.validation_inputs] if not p.startswith("s3://")]
     token, created = write_probe(cfg.out)

@@ -1,4 +1,5 @@
 import os
+import sys
 import uuid
 from pathlib import Path
 
@@ -13,6 +14,10 @@ SHARED = ROOT.parent / "shared"
 PEER_FORMATS = SHARED / "peer_formats"
 SAMPLE_DATA = ROOT / "sample_data"
 SERVER_FIXTURES = {"s3_endpoint", "bucket", "prefect_api"}  # moto S3 and Prefect servers (below)
+# tests/ mirrors the wings (tests/data, tests/plan, ...), with whole runs in tests/e2e, servers in
+# tests/integration and Hypothesis in tests/fuzz; a few modules share helpers across folders (test_cli_errors'
+# cli(), test_flow's log reader), so every folder is importable by module name, as in one flat folder
+sys.path[:0] = [str(p) for p in sorted(Path(__file__).parent.iterdir()) if p.is_dir() and any(p.glob("test_*.py"))]
 
 
 def pytest_collection_modifyitems(session, config, items):
@@ -95,7 +100,7 @@ def read_flow_artifacts() -> list:
 
 def fast_config(tmp_path, inputs, **overrides):
     """A config with the slow stages off, for tests about reading and accounting."""
-    from pipeline.config import PrepareConfig
+    from pipeline.core.config import PrepareConfig
 
     cfg = PrepareConfig(inputs=[str(i) for i in inputs], out=str(tmp_path / "run"), workers=1, **overrides)
     cfg.pii.enabled = cfg.lengths.enabled = cfg.estimate.enabled = False
@@ -107,7 +112,7 @@ def worked_example_tokens() -> int:
     takes 20 hours on one A40 by the planner's own throughput model."""
     from pipeline.plan.gpus import flops_per_token, load_catalog
     from pipeline.plan.memory import lora_param_count
-    from pipeline.plan.models import load_model_spec
+    from pipeline.core.models import load_model_spec
 
     catalog = load_catalog()
     a40 = catalog.get("A40")

@@ -1,5 +1,5 @@
 #!/bin/sh
-# Debian's chromium for the report.html browser test (tests/test_report_html.py); nothing to do where it is
+# Debian's chromium for the report.html browser test (tests/integration/test_report_html.py); nothing to do where it is
 # installed. Exits non-zero, with the reason on stderr, where it cannot be installed: that test then skips.
 command -v chromium >/dev/null 2>&1 && exit 0
 if [ "$(id -u)" != 0 ]; then echo "chromium is not installed and installing it needs root (apt-get)" >&2; exit 1; fi

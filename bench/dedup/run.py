@@ -1,4 +1,4 @@
-"""Benchmark of pipeline.dedup on a synthetic corpus with planted duplicates, against a plain datasketch loop.
+"""Benchmark of pipeline.data.dedup on a synthetic corpus with planted duplicates, against a plain datasketch loop.
 
     .venv/bin/python bench/dedup/run.py                    # 100k records (+1% validation records)
     .venv/bin/python bench/dedup/run.py --records 1000000  # the 1M run
@@ -49,7 +49,7 @@ def _rss_mb() -> float:
 
 def _gen_shard(args):
     seed, start, stop, n_train, path, shape = args
-    from pipeline.records import to_table
+    from pipeline.core.records import to_table
 
     records, truth = C.make_shard(seed, start, stop, n_train, Path(path).stem + ".jsonl", shape)
     table = to_table(records, extra={"_order": pa.int64(), "_eval": pa.bool_()})
@@ -82,9 +82,9 @@ def ensure_corpus(data_dir: Path, n_train: int, n_eval: int, seed: int, shard_ro
 
 def _keys_task(args):
     shard_path, key_path, cfg_json = args
-    from pipeline.config import DedupConfig
-    from pipeline.dedup import compute_keys, write_keys
-    from pipeline.records import from_table
+    from pipeline.core.config import DedupConfig
+    from pipeline.data.dedup import compute_keys, write_keys
+    from pipeline.core.records import from_table
 
     cfg = DedupConfig.model_validate_json(cfg_json)
     t0 = time.perf_counter()
@@ -100,8 +100,8 @@ def _keys_task(args):
 
 def _global_task(args):
     key_paths, cfg_json, work_dir = args
-    from pipeline.config import DedupConfig
-    from pipeline.dedup import find_duplicates
+    from pipeline.core.config import DedupConfig
+    from pipeline.data.dedup import find_duplicates
 
     cfg = DedupConfig.model_validate_json(cfg_json)
     t, c = time.perf_counter(), time.process_time()
@@ -120,7 +120,7 @@ def baseline(records: list[dict], ngram: int = 5) -> dict:
     """The plain loop: per record one MinHash, update() per shingle, one LSH query + insert."""
     from datasketch import MinHash, MinHashLSH
 
-    from pipeline.dedup import trainer_text
+    from pipeline.data.dedup import trainer_text
 
     word = re.compile(r"\w+")
     lsh = MinHashLSH(threshold=0.8, num_perm=128)
@@ -144,7 +144,7 @@ def bulk_reference(records: list[dict], ngram: int = 5) -> dict:
     import xxhash
     from datasketch import MinHash
 
-    from pipeline.dedup import trainer_text
+    from pipeline.data.dedup import trainer_text
 
     word = re.compile(r"\w+")
     t, c = time.perf_counter(), time.process_time()
@@ -159,7 +159,7 @@ def bulk_reference(records: list[dict], ngram: int = 5) -> dict:
 
 
 def our_signatures_single(records: list[dict], cfg) -> dict:
-    from pipeline.dedup import compute_keys
+    from pipeline.data.dedup import compute_keys
 
     compute_keys(records[:50], cfg)  # warm caches (word-char table, permutations)
     t, c = time.perf_counter(), time.process_time()
@@ -240,7 +240,7 @@ def main(argv=None) -> dict:
     ap.add_argument("--keep", default="first", choices=["first", "longest", "most_turns"])
     args = ap.parse_args(argv)
 
-    from pipeline.config import DedupConfig
+    from pipeline.core.config import DedupConfig
 
     cfg = DedupConfig(keep=args.keep)
     n_eval = max(1, args.records // 100)
@@ -304,7 +304,7 @@ def main(argv=None) -> dict:
         "quality": quality,
     }
     if args.baseline:
-        from pipeline.records import from_table
+        from pipeline.core.records import from_table
 
         sub = from_table(pq.read_table(shards[0]).slice(0, args.baseline))
         base = baseline(sub)

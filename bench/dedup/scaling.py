@@ -2,7 +2,7 @@
 
     .venv/bin/python bench/dedup/scaling.py                                   # templated + neardup, n = 25k
     .venv/bin/python bench/dedup/scaling.py --records 30000 --shapes templated planted
-    git show <rev>:pipeline/dedup/clusters.py > /tmp/old.py
+    git show <rev>:pipeline/data/dedup/clusters.py > /tmp/old.py
     .venv/bin/python bench/dedup/scaling.py --compare-with /tmp/old.py       # the same key files, both versions
 
 Per shape and size: the corpus (cached in /tmp/dedup_bench like run.py's), the keys per shard in --workers
@@ -34,16 +34,16 @@ def _global(args):
     key_paths, work_dir, impl = args
     import pyarrow as pa
 
-    from pipeline.config import DedupConfig
+    from pipeline.core.config import DedupConfig
 
     if impl:
-        spec = importlib.util.spec_from_file_location("pipeline.dedup._compared_clusters", impl)
+        spec = importlib.util.spec_from_file_location("pipeline.data.dedup._compared_clusters", impl)
         mod = importlib.util.module_from_spec(spec)
         sys.modules[spec.name] = mod
         spec.loader.exec_module(mod)
         find = mod.find_duplicates
     else:
-        from pipeline.dedup import find_duplicates as find
+        from pipeline.data.dedup import find_duplicates as find
     t, c = time.perf_counter(), time.process_time()
     result = find(key_paths, DedupConfig(), work_dir)
     seconds, cpu = time.perf_counter() - t, time.process_time() - c
@@ -57,7 +57,7 @@ def measure(shape: str, n_train: int, args, ctx) -> dict:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from pipeline.config import DedupConfig
+    from pipeline.core.config import DedupConfig
 
     tag = f"{n_train}_{args.seed}" if shape == "planted" else f"{shape}_{n_train}_{args.seed}"
     data_dir, work_dir = Path(f"/tmp/dedup_bench/{tag}"), Path(f"/tmp/dedup_bench/work_{tag}")

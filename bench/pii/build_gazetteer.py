@@ -1,4 +1,4 @@
-"""Build pipeline/data/pii/names.json from Faker's tr_TR, en_US and ru_RU name lists, plus the de_DE, fr_FR,
+"""Build pipeline/resources/pii/names.json from Faker's tr_TR, en_US and ru_RU name lists, plus the de_DE, fr_FR,
 it_IT and es_ES ones for the Latin-script list (customers and staff named Giuseppe or Brigitte write in English
 too). bench/pii/generate.py draws its out-of-list names from locales not used here.
 

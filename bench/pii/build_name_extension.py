@@ -1,4 +1,4 @@
-"""Build pipeline/data/pii/names_ext.json: first names and surnames from names-dataset 3.3.1 (MIT; real-world
+"""Build pipeline/resources/pii/names_ext.json: first names and surnames from names-dataset 3.3.1 (MIT; real-world
 frequencies per country), the ALLOWED half only (issue 29's disjoint-source rule: half 0 of
 blake2b(name.casefold()); half 1 is the evaluation's and never enters a recognizer; a key that a half-1 name
 folds to as well is left out).
@@ -35,8 +35,8 @@ def half(name: str) -> int:
 def main() -> None:
     import names_dataset
 
-    from pipeline.pii.name_signals import EVERYDAY_ZIPF, common_words
-    from pipeline.pii.text import fold
+    from pipeline.data.pii.name_signals import EVERYDAY_ZIPF, common_words
+    from pipeline.data.pii.text import fold
 
     everyday = common_words("tr", EVERYDAY_ZIPF) | common_words("en", EVERYDAY_ZIPF)
     src = Path(os.path.dirname(names_dataset.__file__)) / "v3"

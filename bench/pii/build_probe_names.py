@@ -1,5 +1,5 @@
-"""Build pipeline/data/pii/probe_names.json: the real names that the run's residual-risk probe
-(pipeline/pii/residual.py) plants into copies of the user's records.
+"""Build pipeline/resources/pii/probe_names.json: the real names that the run's residual-risk probe
+(pipeline/data/pii/residual.py) plants into copies of the user's records.
 
 Source: the names-dataset package (3.3.1, MIT; a `bench` extra, never imported by pipeline/; wordfreq for
 the everyday-word filter), its first_names.pkl.gz and last_names.pkl.gz read directly (gzip + pickle: its
@@ -7,7 +7,7 @@ NameDataset class loads GBs). Only the EVALUATION half of its names is used: bla
 digest_size=8)[0] & 1 == 1 for the name, its spelling without diacritics and, for a Russian surname, its
 feminine form (the probe plants that too): the half that no recognizer list, context list or tuning may hold
 (issue 29's disjoint-source rule), so the probe measures what the detectors do on names they were never given. Names in the shipped gazetteer
-(pipeline/data/pii/names.json, Russian case endings stripped) and words of the other PII lists (context,
+(pipeline/resources/pii/names.json, Russian case endings stripped) and words of the other PII lists (context,
 address, fields) are left out too, and so are everyday words (wordfreq: Zipf >= WORD_ZIPF in the language
 or in English; the source holds "Never", "Street", "Двери", "Sağlık" as names).
 
@@ -33,7 +33,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
-from pipeline.pii.residual import feminine_surname  # noqa: E402  (the form the probe writes)
+from pipeline.data.pii.residual import feminine_surname  # noqa: E402  (the form the probe writes)
 
 OUT = ROOT / "pipeline" / "data" / "pii" / "probe_names.json"
 GAZETTEER = ROOT / "pipeline" / "data" / "pii" / "names.json"

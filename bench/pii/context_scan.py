@@ -28,9 +28,9 @@ sys.path.insert(0, str(HERE))
 
 def record_calls(records: list[dict]) -> tuple[list, dict]:
     """(method name, ContextWords, args) of every call the stage makes, and the lists by id."""
-    from pipeline.config import PiiConfig
-    from pipeline.pii import PiiStep
-    from pipeline.pii import text as text_module
+    from pipeline.core.config import PiiConfig
+    from pipeline.data.pii import PiiStep
+    from pipeline.data.pii import text as text_module
 
     calls: list = []
     lists: dict = {}

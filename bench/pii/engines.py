@@ -30,7 +30,7 @@ def _texts(n: int) -> list[str]:
 
 
 def _word_lists():
-    from pipeline.pii import recognizers as R
+    from pipeline.data.pii import recognizers as R
 
     lists = {f"positive:{e}": R.positive(e) for e in R._CTX["positive"]}
     lists["negative"] = R.NEGATIVE
@@ -124,7 +124,7 @@ def measure_words(norms: list[str]) -> list[tuple[str, float, float, str]]:
 
 
 def _recognizer_patterns() -> list[tuple[str, re.Pattern]]:
-    from pipeline.pii import names, recognizers as R, text
+    from pipeline.data.pii import names, recognizers as R, text
 
     out = []
     for mod in (R, names, text):
@@ -181,7 +181,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--records", type=int, default=900)
     args = ap.parse_args()
-    from pipeline.pii.text import fold
+    from pipeline.data.pii.text import fold
 
     norms = [fold(t) for t in _texts(args.records)]
     chars = sum(map(len, norms))

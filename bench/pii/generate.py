@@ -31,8 +31,8 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from pipeline.pii import checks  # noqa: E402  (only to reject accidental valid "bad" values)
-from pipeline.records import record_id  # noqa: E402
+from pipeline.data.pii import checks  # noqa: E402  (only to reject accidental valid "bad" values)
+from pipeline.core.records import record_id  # noqa: E402
 
 _DOB_FROM, _DOB_TO = datetime.date(1940, 1, 1), datetime.date(2008, 1, 1)
 
@@ -205,7 +205,7 @@ class Generator:
 
         self.tr_first = list(COMMON_TR_FIRST)
         self.tr_last = list(COMMON_TR_LAST)
-        names = json.loads((ROOT / "pipeline/data/pii/names.json").read_text(encoding="utf-8"))
+        names = json.loads((ROOT / "pipeline/resources/pii/names.json").read_text(encoding="utf-8"))
         self.latin_known = {n.lower() for n in names["latin_first"]}
         self.ru_known = {n.lower() for n in names["ru_first"] + names["ru_last"] + names["ru_middle"]}
 

@@ -1,6 +1,6 @@
 """Recall of person names outside the gazetteer in phrasings the name rules were NOT tuned on.
 
-run.py's sentence templates are also where the context phrases of pipeline/data/pii/context.json were
+run.py's sentence templates are also where the context phrases of pipeline/resources/pii/context.json were
 checked, so its out-of-vocabulary figure (az_AZ names in Turkish, nl/sv/da/fi names in English, uk_UA
 names in Russian) flatters the rules. The templates below were written once, before any rule was changed
 against them, and are not to be tuned on: this prints how a name the lists lack fares in unseen phrasing,
@@ -45,7 +45,7 @@ SEEN = {"Müşteri temsilcisi {v} çok yardımcı oldu.", "Your agent {v} was gr
 
 def natasha_everywhere() -> None:
     """This process's natasha tags each Russian text whole, not the cheap pass's windows (the comparison)."""
-    from pipeline.pii.names import RussianNameGazetteer
+    from pipeline.data.pii.names import RussianNameGazetteer
 
     RussianNameGazetteer.natasha_windows = lambda self, ctx, covered, words=2: [(0, len(ctx.text))]
 
@@ -54,7 +54,7 @@ def heldout(n_per_template: int, seed: int, whole: bool = False) -> dict:
     """(lang, template) -> [names found, names] over names outside the lists."""
     from generate import Generator
 
-    from pipeline.pii.engine import get_detector, resolve
+    from pipeline.data.pii.engine import get_detector, resolve
 
     if whole:
         natasha_everywhere()
@@ -94,10 +94,10 @@ def stage_side(whole: bool, records: int, name_records: int, seed: int) -> dict:
     from generate import generate, generate_names
     from run import SALT, score
 
-    import pipeline.pii.engine  # noqa: F401  imports outside the timer
-    from pipeline.config import PiiConfig
-    from pipeline.pii import PiiStep
-    from pipeline.pii.names import NatashaPersonRecognizer
+    import pipeline.data.pii.engine  # noqa: F401  imports outside the timer
+    from pipeline.core.config import PiiConfig
+    from pipeline.data.pii import PiiStep
+    from pipeline.data.pii.names import NatashaPersonRecognizer
 
     if whole:
         natasha_everywhere()

@@ -39,7 +39,7 @@ def main() -> None:
     ap.add_argument("--chars", type=int, default=100_000, help="n: the shorter text's length")
     args = ap.parse_args()
 
-    from pipeline.pii.engine import get_detector
+    from pipeline.data.pii.engine import get_detector
 
     det = get_detector(("tr", "ru", "en"))
     det.detect([("Иван Петров, +90 532 123 45 67", "ru")])  # set-up and natasha's load outside the timer

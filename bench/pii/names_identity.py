@@ -33,11 +33,11 @@ def main() -> None:
     from heldout_names import TEMPLATES
     from run import SALT, field_texts
 
-    from pipeline.config import PiiConfig
-    from pipeline.pii import PiiStep
-    from pipeline.pii.engine import get_detector, resolve
-    from pipeline.pii.names import LatinNameRecognizer, NatashaPersonRecognizer, RussianNameGazetteer
-    from pipeline.pii.text import TextContext
+    from pipeline.core.config import PiiConfig
+    from pipeline.data.pii import PiiStep
+    from pipeline.data.pii.engine import get_detector, resolve
+    from pipeline.data.pii.names import LatinNameRecognizer, NatashaPersonRecognizer, RussianNameGazetteer
+    from pipeline.data.pii.text import TextContext
 
     rows = generate(args.records, args.seed) + generate_names(args.name_records, args.seed)
     records = [r["record"] for r in rows]

@@ -112,8 +112,8 @@ def main() -> None:
     if args.speed:
         speed(Path(args.peer), args.chars)
         return
-    from pipeline.pii.engine import get_detector, resolve
-    from pipeline.pii.lang import detect_language
+    from pipeline.data.pii.engine import get_detector, resolve
+    from pipeline.data.pii.lang import detect_language
 
     texts = peer_texts(Path(args.peer))
     detector = get_detector(("tr", "ru", "en"))

@@ -28,7 +28,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(HERE))
 
-from pipeline.env import set_defaults  # noqa: E402
+from pipeline.core.env import set_defaults  # noqa: E402
 
 set_defaults()  # before Presidio is imported, here and in the spawned children (they import this module)
 
@@ -47,10 +47,10 @@ def _loc_index(loc: tuple) -> int:
 
 def measure_stage(rows: list[dict], batch_size: int) -> dict:
     """The pipeline's PII stage: PiiStep.process over batches, in a fresh process."""
-    import pipeline.pii.engine  # noqa: F401  imports outside the timer (both sides)
-    from pipeline.config import PiiConfig
-    from pipeline.pii import PiiStep
-    from pipeline.stats import StageStats
+    import pipeline.data.pii.engine  # noqa: F401  imports outside the timer (both sides)
+    from pipeline.core.config import PiiConfig
+    from pipeline.data.pii import PiiStep
+    from pipeline.core.stats import StageStats
 
     records = [copy.deepcopy(r["record"]) for r in rows]
     stats = StageStats("pii")
@@ -70,7 +70,7 @@ def measure_stage(rows: list[dict], batch_size: int) -> dict:
     # the same records again on the warm engine: steady-state speed. The caches keyed by content (hits of
     # repeated texts, natasha's window tags, phone parses) are emptied first, so that repeating the
     # records does not flatter it
-    from pipeline.pii import checks, names
+    from pipeline.data.pii import checks, names
 
     step.detector.clear_cache()
     names.clear_window_cache()
@@ -106,8 +106,8 @@ def name_outputs(rows: list[dict], outputs: list[dict], step) -> dict:
     column are left, whether the e-mail under a person-named key became <EMAIL>, and, run again with the
     pseudonym operator (outside the timers), in how many chats all mentions of the one planted person got one
     token."""
-    from pipeline.config import PiiConfig
-    from pipeline.pii import PiiStep
+    from pipeline.core.config import PiiConfig
+    from pipeline.data.pii import PiiStep
 
     by_id = {o["id"]: o for o in outputs}
     sel = [r for r in rows if r.get("name_set")]
@@ -165,8 +165,8 @@ def measure_baseline(rows: list[dict], mode: str, per_message: bool = False) -> 
     language is unknown: natasha only sits in the Russian registry); mode "detected" one call with the language
     the step's own script heuristic picks. Mode "plain": Presidio as shipped (build_plain_analyzer), every text
     as English. A record's content fields are joined into one call, or with `per_message` analyzed one by one."""
-    import pipeline.pii.engine as engine
-    from pipeline.pii.lang import detect_language
+    import pipeline.data.pii.engine as engine
+    from pipeline.data.pii.lang import detect_language
 
     langs = ("tr", "ru", "en")
     texts = [field_texts(r["record"]) for r in rows]

@@ -34,8 +34,8 @@ def main() -> None:
     sys.path.insert(0, str(HERE))
     from generate import generate, generate_names
 
-    from pipeline.config import PiiConfig
-    from pipeline.pii import PiiStep
+    from pipeline.core.config import PiiConfig
+    from pipeline.data.pii import PiiStep
 
     rows = generate(args.records, args.seed) + generate_names(args.name_records, args.seed)
     records = [r["record"] for r in rows]

@@ -1,4 +1,4 @@
-"""KVKK special categories (pipeline/pii/special.py): recall and precision per category and language (per
+"""KVKK special categories (pipeline/data/pii/special.py): recall and precision per category and language (per
 record: a category found or not) on a generated set (planted mentions about a person in support-chat filler, hard negatives with the same words as
 products, places and topics, and paraphrases outside the lexicon that count against recall), and the
 detector's cost per record as a ratio of the PII stage's (PiiStep.process) on the same records, one process.
@@ -16,9 +16,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from pipeline.config import PiiConfig  # noqa: E402
-from pipeline.pii import PiiStep  # noqa: E402
-from pipeline.pii.special import CATEGORIES, get_special_detector  # noqa: E402
+from pipeline.core.config import PiiConfig  # noqa: E402
+from pipeline.data.pii import PiiStep  # noqa: E402
+from pipeline.data.pii.special import CATEGORIES, get_special_detector  # noqa: E402
 
 SUBJ = {"en": ["I", "My husband", "The customer", "My mother", "He", "She", "Our client", "The patient"],
         "tr": ["Müşteri", "Annem", "Eşim", "Kardeşim", "Hastamız", "Oğlum", "Çalışanımız", "Babam"],

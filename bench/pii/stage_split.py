@@ -47,10 +47,10 @@ def main() -> None:
 
     rows = generate(args.records, args.seed) + generate_names(args.name_records, args.seed)
     records = [copy.deepcopy(r["record"]) for r in rows]
-    import pipeline.pii.engine  # noqa: F401  imports outside the timer, as in run.py
-    from pipeline.config import PiiConfig
-    from pipeline.pii import PiiStep
-    from pipeline.pii import step as step_module
+    import pipeline.data.pii.engine  # noqa: F401  imports outside the timer, as in run.py
+    from pipeline.core.config import PiiConfig
+    from pipeline.data.pii import PiiStep
+    from pipeline.data.pii import step as step_module
 
     acc: Counter = Counter()
     c0 = time.process_time()

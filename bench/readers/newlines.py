@@ -16,9 +16,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from pipeline.config import PrepareConfig  # noqa: E402
-from pipeline.normalize import Normalizer  # noqa: E402
-from pipeline.readers import describe  # noqa: E402
+from pipeline.core.config import PrepareConfig  # noqa: E402
+from pipeline.data.normalize import Normalizer  # noqa: E402
+from pipeline.data.readers import describe  # noqa: E402
 
 
 def timed(path: Path) -> tuple[float, int]:

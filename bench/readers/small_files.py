@@ -15,7 +15,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from pipeline.config import PrepareConfig  # noqa: E402
+from pipeline.core.config import PrepareConfig  # noqa: E402
 from pipeline.runner import run_prepare  # noqa: E402
 
 

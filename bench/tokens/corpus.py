@@ -105,7 +105,7 @@ def make_record(index: int, seed: int = 0) -> dict:
     for t in range(turns):
         msgs.append({"role": "user", "content": _words(rng, lang, _length(rng, 45))})
         if kind == "chat" and rng.random() < 0.05:
-            # the record form (pipeline/records.py): transformers' tool-call form, arguments an object, the
+            # the record form (pipeline/core/records.py): transformers' tool-call form, arguments an object, the
             # tool result with the call's id and name, and the tool's definition in `tools`
             call_id = f"call{index}x{t}"
             msgs.append({"role": "assistant", "content": "",

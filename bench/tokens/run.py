@@ -1,4 +1,4 @@
-"""Benchmark of the token-length stage (pipeline.lengths.step.LengthStep) against a plain per-record loop.
+"""Benchmark of the token-length stage (pipeline.data.lengths.step.LengthStep) against a plain per-record loop.
 
     .venv/bin/python bench/tokens/run.py                          # 100k records, baseline on 10k of them
     .venv/bin/python bench/tokens/run.py --records 20000 --baseline 2000    # quick
@@ -41,7 +41,7 @@ from corpus import make_records  # noqa: E402
 
 
 def baseline(records: list[dict], handle) -> tuple[list[tuple[int, int]], float]:
-    from pipeline.lengths.tokenizer import is_chat, template_messages
+    from pipeline.data.lengths.tokenizer import is_chat, template_messages
 
     tok = handle.tokenizer
     template = handle.template
@@ -73,9 +73,9 @@ def baseline_tekken(records: list[dict], handle) -> tuple[list[tuple[int, int]],
 def _worker(path: str, tokenizer: str | None, cache: str, batch: int, barrier, queue) -> None:
     """One of --workers processes: load its share, load the tokenizer, wait for the others, measure."""
     sys.path.insert(0, str(ROOT))
-    from pipeline.config import LengthsConfig
-    from pipeline.lengths.step import LengthStep
-    from pipeline.stats import StageStats
+    from pipeline.core.config import LengthsConfig
+    from pipeline.data.lengths.step import LengthStep
+    from pipeline.core.stats import StageStats
 
     with open(path, "rb") as f:
         records = pickle.load(f)
@@ -123,9 +123,9 @@ with open({data!r}, "rb") as f:
     records = pickle.load(f)
 t1 = time.perf_counter()
 c1 = time.process_time()
-from pipeline.config import LengthsConfig
-from pipeline.lengths.step import LengthStep
-from pipeline.stats import StageStats
+from pipeline.core.config import LengthsConfig
+from pipeline.data.lengths.step import LengthStep
+from pipeline.core.stats import StageStats
 step = LengthStep(LengthsConfig(tokenizer={tokenizer!r}), {cache!r})
 stats = StageStats("lengths")
 for i in range(0, len(records), {batch}):
@@ -149,9 +149,9 @@ def main() -> int:
     ap.add_argument("--out", default=str(Path(__file__).resolve().parent / "last_run.json"))
     args = ap.parse_args()
 
-    from pipeline.config import LengthsConfig
-    from pipeline.lengths.step import LengthStep
-    from pipeline.stats import StageStats
+    from pipeline.core.config import LengthsConfig
+    from pipeline.data.lengths.step import LengthStep
+    from pipeline.core.stats import StageStats
 
     load_at_start = [round(x, 2) for x in os.getloadavg()]
     t = time.perf_counter()

@@ -25,7 +25,7 @@ sys.path.insert(0, str(ROOT))
 
 from pipeline.plan.memory import GIB, estimate_memory  # noqa: E402
 from pipeline.plan.setup import TrainingSetup
-from pipeline.plan.models import load_model_spec, spec_from_config  # noqa: E402
+from pipeline.core.models import load_model_spec, spec_from_config  # noqa: E402
 
 HERE = Path(__file__).parent
 OUT = HERE / "grid.json"

@@ -12,8 +12,8 @@ import argparse
 import os
 import sys
 
-from .errors import EXIT_ERROR, EXIT_INTERRUPTED, EXIT_POLICY, UserError, describe_error, fail, internal_error
-from .run import config_from_args, summary_text
+from pipeline.cli.errors import EXIT_ERROR, EXIT_INTERRUPTED, EXIT_POLICY, UserError, describe_error, fail, internal_error
+from pipeline.cli.run import config_from_args, summary_text
 
 __all__ = ["EXIT_ERROR", "EXIT_POLICY", "UserError", "build_parser", "config_from_args", "describe_error", "fail",
            "main", "summary_text"]
@@ -24,7 +24,7 @@ COMMANDS_GROUP = "prepare.commands"  # entry points: name = "module:register", r
 def build_parser() -> argparse.ArgumentParser:
     from importlib.metadata import entry_points
 
-    from . import catalog, estimate, precheck, run, show, train
+    from pipeline.cli import catalog, estimate, precheck, run, show, train
 
     parser = argparse.ArgumentParser(prog="prepare", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)

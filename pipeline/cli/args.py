@@ -27,7 +27,7 @@ def field_help(model, name: str, default: str | None = None) -> str:
 
 def config_field(key: str):
     """(section model, field name) of a dotted config key such as "estimate.model"."""
-    from ..config import PrepareConfig
+    from pipeline.core.config import PrepareConfig
 
     model, *path = PrepareConfig, *key.split(".")
     for name in path[:-1]:
@@ -81,7 +81,7 @@ def config_overrides(args: argparse.Namespace) -> tuple[dict, dict[str, str]]:
 
 
 def add_method_argument(p: argparse.ArgumentParser, **kwargs) -> None:
-    from ..config import EstimateConfig
+    from pipeline.core.config import EstimateConfig
 
     kwargs.setdefault("help", "fine-tuning method: full, lora (16-bit base) or qlora (4-bit NF4 base)")
     p.add_argument("--method", choices=literal_choices(EstimateConfig, "method"), **kwargs)

@@ -26,15 +26,15 @@ def disk_full_message(exc: OSError, where: str | None = None) -> str:
 
 def describe_error(exc: BaseException) -> tuple[str | None, int]:
     """(one line for the user, exit code) for the errors a user can cause and fix; (None, 2) for a bug."""
-    from ..config import ConfigError
-    from ..preflight import PreflightError, disk_full
-    from ..readers import UnreadableInput
-    from ..rundir import PrepareError
-    from ..s3 import S3Error
+    from pipeline.core.config import ConfigError
+    from pipeline.runner.preflight import PreflightError, disk_full
+    from pipeline.data.readers import UnreadableInput
+    from pipeline.core.errors import PrepareError
+    from pipeline.core.s3 import S3Error
 
     # the class is looked up where it is defined, without importing the PII engine: an exception of that class
     # exists only once its module is loaded (a worker's exception is unpickled through it)
-    pii = sys.modules.get("pipeline.pii.step")
+    pii = sys.modules.get("pipeline.data.pii.step")
     if pii is not None and isinstance(exc, pii.PiiPolicyError):
         return f"kvkk strict policy: {exc}", EXIT_POLICY
     if isinstance(exc, (ConfigError, PreflightError, UnreadableInput, PrepareError, S3Error, UserError)):

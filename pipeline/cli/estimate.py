@@ -6,11 +6,11 @@ import argparse
 import json
 import sys
 
-from ..config import EstimateConfig
-from ..plan.memory import GIB, MemoryEstimate, estimate_memory
-from ..plan.setup import PRECISIONS, SHARDING, TrainingSetup
-from .args import add_json_argument, add_method_argument, field_help, literal_choices
-from .errors import UserError
+from pipeline.core.config import EstimateConfig
+from pipeline.plan.memory import GIB, MemoryEstimate, estimate_memory
+from pipeline.plan.setup import PRECISIONS, SHARDING, TrainingSetup
+from pipeline.cli.args import add_json_argument, add_method_argument, field_help, literal_choices
+from pipeline.cli.errors import UserError
 
 DEFAULT_LORA_RANK = 16
 DEFAULT_LORA_TARGETS = "all-linear"
@@ -62,7 +62,7 @@ def cmd_estimate(args: argparse.Namespace) -> int:
         print(f"note: {', '.join(lora_flags)} ignored with --method full", file=sys.stderr)
     if args.sharding and args.gpus < 2:
         print(f"note: --sharding {args.sharding} ignored with one GPU", file=sys.stderr)
-    from ..preflight import check_model
+    from pipeline.runner.preflight import check_model
 
     check_model(args.model)  # a typo: one line with the close matches, not the whole catalog
     try:
@@ -96,7 +96,7 @@ def cmd_estimate(args: argparse.Namespace) -> int:
 def _trace(args: argparse.Namespace):
     """The traced step for the same settings, with the --framework preset's code path and the --cross-entropy loss;
     one GPU only (the tracer runs no collective). torch is imported here."""
-    from ..plan.trace import INSTALL_HINT, trace_available, trace_step
+    from pipeline.plan.trace import INSTALL_HINT, trace_available, trace_step
 
     if not trace_available():
         raise ValueError(INSTALL_HINT)

@@ -1,14 +1,14 @@
 """`prepare precheck`: on a CPU, without torch, in seconds: token lengths, max length, VRAM, the recommended GPU
-with time and cost (pipeline.plan.precheck does the work)."""
+with time and cost (pipeline.runner.precheck does the work)."""
 from __future__ import annotations
 
 import argparse
 import json
 import sys
 
-from .args import (add_config_argument, add_config_flag, add_encoding_flag, add_json_argument, add_plan_arguments,
+from pipeline.cli.args import (add_config_argument, add_config_flag, add_encoding_flag, add_json_argument, add_plan_arguments,
                    config_overrides)
-from .errors import UserError
+from pipeline.cli.errors import UserError
 
 
 def register(sub) -> None:
@@ -31,28 +31,28 @@ def register(sub) -> None:
     p.add_argument("--trace", action="store_true",
                    help="also trace the real training step at the chosen length (needs the 'trace' extra)")
     add_plan_arguments(p)
-    from ..train.emit import add_emit_arguments  # --emit: the trainer config of this plan
+    from pipeline.train.emit import add_emit_arguments  # --emit: the trainer config of this plan
 
     add_emit_arguments(p)
     p.set_defaults(func=cmd_precheck)
 
 
 def cmd_precheck(args: argparse.Namespace) -> int:
-    from ..plan.precheck import run_precheck
+    from pipeline.runner.precheck import run_precheck
 
     cfg = precheck_config(args)  # every check that needs no data, before the data is read
     traced = None
     try:
         result = run_precheck(cfg, args.sample, progress=True)
         if args.emit:
-            from ..train.emit import emit_from_precheck
+            from pipeline.train.emit import emit_from_precheck
 
             for path in emit_from_precheck(args, cfg, result):
                 print(f"wrote {path}", file=sys.stderr)
         if args.trace:
             traced = _trace_plan(cfg, result)
         if args.html:
-            from ..report_html import precheck_report, write_html
+            from pipeline.report.html import precheck_report, write_html
 
             write_html(args.html, precheck_report(result), title="Prepare precheck report")
     except (ValueError, FileNotFoundError, RuntimeError) as exc:
@@ -63,8 +63,8 @@ def cmd_precheck(args: argparse.Namespace) -> int:
             out["trace"] = traced.to_dict()
         print(json.dumps(out, ensure_ascii=False, default=float))
         return 0
-    from ..lengths.draw import render_lengths_text
-    from ..plan.gpus import render_plan_text
+    from pipeline.data.lengths.draw import render_lengths_text
+    from pipeline.plan.gpus import render_plan_text
 
     measured = "all measured" if result["exact"] else f"{result['sampled']} sampled"
     counts = result["counts"]
@@ -75,14 +75,14 @@ def cmd_precheck(args: argparse.Namespace) -> int:
         print(f"skipped {len(counts['unreadable'])} unreadable input(s): "
               + ", ".join(f"{u['file']} ({u['reason']})" for u in counts["unreadable"]))
     print(render_lengths_text(result["tokens"]))
-    from ..lengths.untrained import untrained_line
+    from pipeline.data.lengths.untrained import untrained_line
 
     line = untrained_line(result["untrained"])
     if line:  # the same line as `prepare run`
         print(line)
     print(render_plan_text(result["plan"]))
     if traced is not None:
-        from .estimate import render_trace_text
+        from pipeline.cli.estimate import render_trace_text
 
         print(render_trace_text(traced), end="")
         print(f"analytical peak allocated {result['memory']['peak_allocated_gib']:.2f} GiB for the same step")
@@ -92,8 +92,8 @@ def cmd_precheck(args: argparse.Namespace) -> int:
 def precheck_config(args: argparse.Namespace):
     """The config of this precheck, after every check that needs no data (flags, config, model, tokenizer,
     --trace, --emit); the approximate-tokenizer warning, if any, is printed once, after them."""
-    from ..config import load_config, merge_config
-    from ..preflight import check_model, check_tokenizer
+    from pipeline.core.config import load_config, merge_config
+    from pipeline.runner.preflight import check_model, check_tokenizer
 
     if args.sample < 1:
         raise UserError(f"--sample must be at least 1 (got {args.sample})")
@@ -102,13 +102,13 @@ def precheck_config(args: argparse.Namespace):
     if not cfg.inputs:
         raise UserError("no inputs: give files, folders, globs or s3:// URIs, or inputs in --config")
     if args.emit:  # the trainer's preset is estimated: what is run is what was estimated
-        from ..train.emit import check_emit_arguments, framework_for
+        from pipeline.train.emit import check_emit_arguments, framework_for
 
         check_emit_arguments(args)
         given = cfg.estimate.framework if "framework" in cfg.estimate.model_fields_set else None  # flag or file
         cfg = merge_config(cfg, {"estimate": {"framework": framework_for(args.emit, given)}})
     if args.trace:
-        from ..plan.trace import INSTALL_HINT, trace_available
+        from pipeline.plan.trace import INSTALL_HINT, trace_available
 
         if not trace_available():
             raise UserError(INSTALL_HINT)
@@ -122,7 +122,7 @@ def precheck_config(args: argparse.Namespace):
 def _trace_plan(cfg, result: dict):
     """The traced step of the plan's headline estimate: its length, micro-batch and estimator settings, with the
     framework preset and loss the plan estimated; one GPU only (the tracer runs no collective)."""
-    from ..plan.trace import trace_step
+    from pipeline.plan.trace import trace_step
 
     s = result["memory"]["settings"]
     if s.get("gpus", 1) > 1:

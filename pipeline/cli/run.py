@@ -9,12 +9,12 @@ import sys
 import threading
 from typing import TYPE_CHECKING
 
-from .args import (add_config_argument, add_config_flag, add_encoding_flag, add_json_argument, add_plan_arguments,
+from pipeline.cli.args import (add_config_argument, add_config_flag, add_encoding_flag, add_json_argument, add_plan_arguments,
                    config_overrides)
-from .errors import UserError, disk_full_message
+from pipeline.cli.errors import UserError, disk_full_message
 
 if TYPE_CHECKING:  # the config module imports pydantic: loaded only when a command needs it
-    from ..config import PrepareConfig
+    from pipeline.core.config import PrepareConfig
 
 STAGES = ("dedup", "pii", "lengths", "estimate")
 # front ends that run the pipeline elsewhere register here (flows: the Prefect flow on a Dask cluster); the
@@ -67,7 +67,7 @@ def add_run_arguments(p: argparse.ArgumentParser) -> None:
 
 def config_from_args(args: argparse.Namespace) -> PrepareConfig:
     """The --config file with the flags given merged over it; every value is validated once, here (ConfigError)."""
-    from ..config import load_config
+    from pipeline.core.config import load_config
 
     cfg = load_config(args.config, *config_overrides(args))
     if not cfg.inputs:
@@ -77,14 +77,14 @@ def config_from_args(args: argparse.Namespace) -> PrepareConfig:
 
 def leading_assistant_lines(report: dict) -> list[str]:
     """What formats.leading_assistant did to chats whose assistant spoke first (a run-wide note)."""
-    from ..formats import leading_assistant_note
+    from pipeline.data.formats import leading_assistant_note
 
     leading = leading_assistant_note(((report["stages"].get("normalize") or {}).get("counters") or {}))
     return [f"note: {leading}"] if leading else []
 
 
 def summary_text(report: dict, manifest_uri: str | None, run_dir: str) -> str:
-    from ..numfmt import number
+    from pipeline.core.numfmt import number
 
     c = report["counts"]
     lines = [f"run directory: {run_dir}",
@@ -95,27 +95,27 @@ def summary_text(report: dict, manifest_uri: str | None, run_dir: str) -> str:
         lines.append(f"  dropped   {reason:<22} {number(n)}")
     for reason, n in c["quarantined_by_reason"].items():
         lines.append(f"  quarantined {reason:<20} {number(n)}")
-    from ..report import render_notes_text
+    from pipeline.report.build import render_notes_text
 
     lines += render_notes_text(report) + leading_assistant_lines(report)
     measured = ((report.get("pii") or {}).get("residual_risk") or {}).get("measured")
     if measured and measured.get("copies"):
-        from ..pii.residual import measured_line
+        from pipeline.data.pii.residual import measured_line
 
         lines.append(measured_line(measured))
     lengths = report.get("lengths")
     if lengths:
-        from ..lengths.draw import render_lengths_text
+        from pipeline.data.lengths.draw import render_lengths_text
 
         lines.append(render_lengths_text(lengths))
-        from ..lengths.untrained import untrained_line
+        from pipeline.data.lengths.untrained import untrained_line
 
         line = untrained_line(lengths["untrained"]) if lengths.get("untrained") else None
         if line:  # the same line as `prepare precheck`
             lines.append(line)
     plan = report.get("plan")
     if plan:
-        from ..plan.gpus import render_plan_text
+        from pipeline.plan.gpus import render_plan_text
 
         lines.append(render_plan_text(plan))
     if manifest_uri:
@@ -135,8 +135,8 @@ def remote_runner(name: str):
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from ..preflight import disk_full, preflight
-    from ..runner import run_prepare
+    from pipeline.runner.preflight import disk_full, preflight
+    from pipeline.runner import run_prepare
 
     cfg = config_from_args(args)
     run_flow = remote_runner("dask") if args.dask_address else None

@@ -1,12 +1,12 @@
-"""`prepare show DATA_OR_RUN`: records as the trainer will see them (pipeline.show renders them)."""
+"""`prepare show DATA_OR_RUN`: records as the trainer will see them (pipeline.data.show renders them)."""
 from __future__ import annotations
 
 import os
 import sys
 from pathlib import Path
 
-from .args import add_config_argument
-from .errors import UserError
+from pipeline.cli.args import add_config_argument
+from pipeline.cli.errors import UserError
 
 
 def register(sub) -> None:
@@ -31,7 +31,7 @@ def register(sub) -> None:
 
 
 def cmd_show(args) -> int:
-    from ..show import ShowError, open_target, run_show
+    from pipeline.data.show import ShowError, open_target, run_show
 
     if args.n < 0 or (args.max_seq_len is not None and args.max_seq_len < 1) \
             or not 0 <= args.max_untrained_share <= 1:

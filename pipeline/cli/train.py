@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 import sys
 
-from .args import add_json_argument
-from .errors import UserError
+from pipeline.cli.args import add_json_argument
+from pipeline.cli.errors import UserError
 
 
 def register(sub) -> None:
@@ -40,14 +40,14 @@ def register(sub) -> None:
 
 
 def _check(uri: str) -> None:
-    from ..s3 import check_bucket, check_destination_uri
+    from pipeline.core.s3 import check_bucket, check_destination_uri
 
     check_destination_uri(uri)
     check_bucket(uri)
 
 
 def cmd_sync(args) -> int:
-    from ..train.checkpoints import sync
+    from pipeline.train.checkpoints import sync
 
     _check(args.uri)
     try:
@@ -59,7 +59,7 @@ def cmd_sync(args) -> int:
 
 
 def cmd_pull(args) -> int:
-    from ..train.checkpoints import pull
+    from pipeline.train.checkpoints import pull
 
     _check(args.uri)
     print(pull(args.uri, args.dir, args.name))
@@ -67,7 +67,7 @@ def cmd_pull(args) -> int:
 
 
 def cmd_calibrate(args) -> int:
-    from ..train.calibrate import CalibrateError, calibrate, render
+    from pipeline.train.calibrate import CalibrateError, calibrate, render
 
     try:
         result = calibrate(args.trial, args.plan, record=not args.no_store)

@@ -2,14 +2,14 @@
 `prepare precheck` share, so both plan with the same estimator settings and model limits."""
 from __future__ import annotations
 
-from pipeline.config import PrepareConfig
+from pipeline.core.config import PrepareConfig
 
 
 def max_positions(cfg: PrepareConfig) -> int | None:
     """The model's context window (max_position_embeddings), which caps the chosen max length; None when
     the model's spec is not known."""
     try:
-        from pipeline.plan.models import load_model_spec
+        from pipeline.core.models import load_model_spec
 
         return load_model_spec(cfg.estimate.model).get("max_position_embeddings")
     except Exception:

@@ -12,13 +12,14 @@ import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from pipeline.markdown import table
+from pipeline.core.markdown import table
 from pipeline.plan.measured import load_points, measured_slowdown
 from pipeline.plan.memory import GIB, MemoryEstimate, estimate_memory
 from pipeline.plan.setup import TrainingSetup
-from pipeline.plan.models import ModelSpec, load_model_spec, param_breakdown
+from pipeline.core.models import ModelSpec, load_model_spec, param_breakdown
+from pipeline.core.resources import resource
 
-CATALOG_FILE = Path(__file__).parents[1] / "data" / "gpus.json"
+CATALOG_FILE = resource("gpus.json")
 DEFAULT_MARGIN = 0.10
 MAX_MICRO_BATCH = 64
 

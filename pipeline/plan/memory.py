@@ -19,26 +19,14 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
-from pipeline.plan.models import ModelSpec, load_model_spec, param_breakdown
-
-GIB = 2**30
-CONSTANTS_FILE = Path(__file__).parents[1] / "data" / "memory_constants.json"
+from pipeline.core.resources import resource
+from pipeline.core.models import ModelSpec, load_model_spec, param_breakdown
 
 from pipeline.plan.setup import (ATTENTION, CROSS_ENTROPY, FRAMEWORKS, METHODS, OPTIMIZERS, PRECISIONS,  # noqa: F401
-                            SHARDING, TrainingSetup, framework_preset)
+                                 SHARDING, TrainingSetup, framework_preset, parse_lora_targets)
 
-# LoRA target names as the families spell them -> the Llama names of ModelSpec.linear_modules().
-TARGET_ALIASES = {
-    "q": ["q_proj"], "k": ["k_proj"], "v": ["v_proj"], "o": ["o_proj"], "output_proj": ["o_proj"],
-    "dense": ["o_proj"], "out_proj": ["o_proj"],
-    "gate": ["gate_proj"], "up": ["up_proj"], "down": ["down_proj"], "w1": ["gate_proj"], "w3": ["up_proj"],
-    "w2": ["down_proj"], "fc1": ["up_proj"], "fc2": ["down_proj"], "c_fc": ["up_proj"], "c_proj": ["down_proj"],
-    "qkv_proj": ["q_proj", "k_proj", "v_proj"], "query_key_value": ["q_proj", "k_proj", "v_proj"],
-    "gate_up_proj": ["gate_proj", "up_proj"],
-    "attn": ["q_proj", "k_proj", "v_proj", "o_proj"], "attention": ["q_proj", "k_proj", "v_proj", "o_proj"],
-    "mlp": ["gate_proj", "up_proj", "down_proj"], "output": ["lm_head"],
-}
-
+GIB = 2**30
+CONSTANTS_FILE = resource("memory_constants.json")
 
 @lru_cache(maxsize=4)
 def _read_constants(path: str) -> dict:
@@ -47,31 +35,6 @@ def _read_constants(path: str) -> dict:
 
 def load_constants(path: str | Path | None = None) -> dict:
     return _read_constants(str(path or CONSTANTS_FILE))
-
-
-def parse_lora_targets(targets: str | list[str] | tuple[str, ...], spec: ModelSpec) -> list[str]:
-    """'all-linear' (PEFT: every linear of the decoder layers, not lm_head), or names such as 'q,v' or
-    'q_proj,k_proj,...'; family spellings (w1/w2/w3, qkv_proj, gate_up_proj) map to the Llama names."""
-    layer_names = [name for name, *_ in spec.linear_modules() if name != "router"]
-    items = targets.split(",") if isinstance(targets, str) else list(targets)
-    items = [t.strip() for t in items if t.strip()]
-    if not items:
-        raise ValueError("no LoRA target modules given")
-    chosen: list[str] = []
-    for item in items:
-        key = item.lower()
-        if key in ("all-linear", "all_linear", "all"):
-            names = layer_names
-        elif key in ("lm_head", "output"):
-            names = ["lm_head"]
-        else:
-            names = TARGET_ALIASES.get(key) or [key if key.endswith("_proj") or key in layer_names else f"{key}_proj"]
-            names = [n for n in names if n in layer_names or n == "lm_head"]
-            if not names:
-                raise ValueError(f"LoRA target {item!r} matches no linear layer of {spec.name} "
-                                 f"(have: {', '.join(layer_names)}, lm_head)")
-        chosen += [n for n in names if n not in chosen]
-    return chosen
 
 
 def lora_modules(spec: ModelSpec, targets) -> list[tuple[str, int, int, int]]:
@@ -145,7 +108,7 @@ def resolve_constants(table: dict, framework: str, overrides: dict | None = None
     return c
 
 
-def _nf4_bytes_per_param(c: dict, double_quant: bool) -> float:
+def nf4_bytes_per_param(c: dict, double_quant: bool) -> float:
     if double_quant:  # 8-bit absmax per block, fp32 absmax of those per dq_block2 blocks
         absmax_bits = (c["dq_absmax_bits"] / c["quant_block"]
                        + c["dq_absmax2_bits"] / (c["quant_block"] * c["dq_block2"]))
@@ -381,7 +344,7 @@ def _shards(s: TrainingSetup) -> tuple[int, int]:
 def _linear_bytes(s: TrainingSetup, c: dict) -> float:
     """Bytes per weight of the decoder layers' linears (what quantization applies to)."""
     if s.quantization == "nf4":
-        return _nf4_bytes_per_param(c, s.double_quant)
+        return nf4_bytes_per_param(c, s.double_quant)
     if s.quantization == "int8":
         return c["int8_bits"] / 8
     return 4 if s.method == "full" and s.precision == "mixed" else 2
@@ -659,7 +622,7 @@ def _settings_dict(s: TrainingSetup) -> dict:
 
 # ---------------------------------------------------------------- calibration against published measurements
 
-CALIBRATION_FILE = Path(__file__).parents[1] / "data" / "vram_calibration.json"
+CALIBRATION_FILE = resource("vram_calibration.json")
 UNIT_BYTES = {"GB": 1e9, "GiB": GIB, "MB": 1e6, "MiB": 2**20}
 # Which estimate a published metric is compared with. 'active' ~ allocated. An unstated metric is one of
 # allocated or reserved: it is compared with their midpoint, which bounds the error either way.

@@ -9,13 +9,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field, replace
 from typing import Literal
 
-# Loss paths: standard = the HF loss, which upcasts the whole logits tensor to fp32; bf16 = F.cross_entropy on
-# the bf16 logits; chunked = torchtune's CEWithChunkedOutputLoss (fp32 upcast per chunk); fused = Liger /
-# Cut-Cross-Entropy / Unsloth kernels that never hold the logits of all tokens.
-CrossEntropy = Literal["standard", "bf16", "chunked", "fused"]
-CROSS_ENTROPY: tuple[str, ...] = ("standard", "bf16", "chunked", "fused")
-FrameworkName = Literal["hf", "axolotl", "llamafactory", "unsloth", "torchtune", "plain"]
-FRAMEWORKS: tuple[str, ...] = ("hf", "axolotl", "llamafactory", "unsloth", "torchtune", "plain")
+from pipeline.core.models import ModelSpec, load_model_spec
+from pipeline.core.config import CROSS_ENTROPY, FRAMEWORKS, CrossEntropy, FrameworkName  # noqa: F401  (the settings name them)
 
 
 @dataclass(frozen=True)
@@ -133,7 +128,7 @@ def _choice(value, allowed, what):
 class TrainingSetup:
     """One training step, every knob resolved: built with TrainingSetup.build(), which validates the values and
     fills what is left None from the framework preset."""
-    spec: object                       # pipeline.plan.models.ModelSpec
+    spec: object                       # pipeline.core.models.ModelSpec
     method: str
     seq_len: int
     micro_batch: int = 1
@@ -170,9 +165,6 @@ class TrainingSetup:
               precision: str | None = None, quantization: str | None = None, double_quant: bool = True,
               kbit_upcast: str | None = None, upcast_unquantized: bool = False, compile: bool = False,
               optimizer_in_backward: bool = False, activation_offload: bool | None = None) -> "TrainingSetup":
-        from pipeline.plan.memory import parse_lora_targets
-        from pipeline.plan.models import load_model_spec
-
         preset = framework_preset(framework)
         spec = load_model_spec(model)
         _choice(method, METHODS, "method")
@@ -215,3 +207,41 @@ class TrainingSetup:
                    optimizer_in_backward=bool(optimizer_in_backward),
                    activation_offload=preset.ckpt_mode == "offload" if activation_offload is None
                    else bool(activation_offload))
+
+
+# LoRA target names as the families spell them -> the Llama names of ModelSpec.linear_modules().
+TARGET_ALIASES = {
+    "q": ["q_proj"], "k": ["k_proj"], "v": ["v_proj"], "o": ["o_proj"], "output_proj": ["o_proj"],
+    "dense": ["o_proj"], "out_proj": ["o_proj"],
+    "gate": ["gate_proj"], "up": ["up_proj"], "down": ["down_proj"], "w1": ["gate_proj"], "w3": ["up_proj"],
+    "w2": ["down_proj"], "fc1": ["up_proj"], "fc2": ["down_proj"], "c_fc": ["up_proj"], "c_proj": ["down_proj"],
+    "qkv_proj": ["q_proj", "k_proj", "v_proj"], "query_key_value": ["q_proj", "k_proj", "v_proj"],
+    "gate_up_proj": ["gate_proj", "up_proj"],
+    "attn": ["q_proj", "k_proj", "v_proj", "o_proj"], "attention": ["q_proj", "k_proj", "v_proj", "o_proj"],
+    "mlp": ["gate_proj", "up_proj", "down_proj"], "output": ["lm_head"],
+}
+
+
+def parse_lora_targets(targets: str | list[str] | tuple[str, ...], spec: ModelSpec) -> list[str]:
+    """'all-linear' (PEFT: every linear of the decoder layers, not lm_head), or names such as 'q,v' or
+    'q_proj,k_proj,...'; family spellings (w1/w2/w3, qkv_proj, gate_up_proj) map to the Llama names."""
+    layer_names = [name for name, *_ in spec.linear_modules() if name != "router"]
+    items = targets.split(",") if isinstance(targets, str) else list(targets)
+    items = [t.strip() for t in items if t.strip()]
+    if not items:
+        raise ValueError("no LoRA target modules given")
+    chosen: list[str] = []
+    for item in items:
+        key = item.lower()
+        if key in ("all-linear", "all_linear", "all"):
+            names = layer_names
+        elif key in ("lm_head", "output"):
+            names = ["lm_head"]
+        else:
+            names = TARGET_ALIASES.get(key) or [key if key.endswith("_proj") or key in layer_names else f"{key}_proj"]
+            names = [n for n in names if n in layer_names or n == "lm_head"]
+            if not names:
+                raise ValueError(f"LoRA target {item!r} matches no linear layer of {spec.name} "
+                                 f"(have: {', '.join(layer_names)}, lm_head)")
+        chosen += [n for n in names if n not in chosen]
+    return chosen

@@ -35,7 +35,7 @@ import weakref
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from pipeline.plan.memory import GIB, _nf4_bytes_per_param, load_constants, resolve_constants
+from pipeline.plan.memory import GIB, nf4_bytes_per_param, load_constants, resolve_constants
 
 INSTALL_HINT = "the tracer needs the 'trace' extra: pip install -e '.[trace]' (torch, peft)"
 CATEGORIES = ("parameters", "gradients", "optimizer_state", "activations", "logits_loss", "temporaries")
@@ -77,7 +77,7 @@ def hf_config_dict(model: str) -> tuple[dict, str]:
     """(config.json dict, name) for a config file, a folder holding config.json, a built-in model name, or a hub
     id (needs network). Built-in models are rebuilt from their spec in data/models.json: those numbers are the
     config.json values, and the family's defaults fill in the rest."""
-    from pipeline.plan.models import _builtin_table, builtin_spec
+    from pipeline.core.models import builtin_table, builtin_spec
 
     path = Path(model).expanduser()
     if path.is_dir():
@@ -92,7 +92,7 @@ def hf_config_dict(model: str) -> tuple[dict, str]:
         return cfg, str(cfg.get("_name_or_path") or path.parent.name)
     spec = builtin_spec(model)
     if spec is not None:
-        entry = _builtin_table()[spec.name]
+        entry = builtin_table()[spec.name]
         # ModelSpec's derived fields are not config.json keys: the family's code decides them
         derived = {"aliases", "published_params", "_doc", "mlp_gated", "o_bias", "norm_bias", "norms_per_layer",
                    "qk_norm", "learned_positions"}
@@ -318,7 +318,7 @@ def _build(torch, config: dict, method, attn, grad_ckpt, lora_rank, lora_targets
         if any(p.dim() == 3 for p in model.parameters()):
             raise ValueError(f"QLoRA on {model_type} is not traced: its experts are fused 3-D weights, which the "
                              f"NF4 stand-in does not quantize; drop --trace for the analytical figure")
-        per_param = _nf4_bytes_per_param(constants, double_quant)
+        per_param = nf4_bytes_per_param(constants, double_quant)
         quantized = _quantize_nf4(torch, model, per_param)
         model.is_loaded_in_4bit = True
         upcast_text = _kbit_prepare(torch, peft, model, kbit_upcast, grad_ckpt)

@@ -11,16 +11,16 @@
 
 Modules: run (run_prepare, the outline in run order), phases (the phase functions and each phase's list of
 steps), finalize (phase 4 in named parts), executor (where phases run), resume (the shard result cache and
-its keys), work (the work folder's files). Steps themselves are pipeline.step.Step subclasses.
+its keys), work (the work folder's files). Steps themselves are pipeline.core.step.Step subclasses.
 """
-from ..rundir import PrepareError
-from .executor import Executor, LocalExecutor
-from .finalize import finalize
-from .phases import (ShardTask, check_readable, normalize_shard, plan_shards, process_shard, run_canned, run_dedup,
+from pipeline.core.errors import PrepareError
+from pipeline.runner.executor import Executor, LocalExecutor
+from pipeline.runner.finalize import finalize
+from pipeline.runner.phases import (ShardTask, check_readable, normalize_shard, plan_shards, process_shard, run_canned, run_dedup,
                      run_split, upload)
-from .resume import code_version
-from .run import RunResult, run_prepare
-from .work import INTERNAL_COLUMNS, PROCESSED_COLUMNS, progress_dir, work_paths
+from pipeline.runner.resume import code_version
+from pipeline.runner.run import RunResult, run_prepare
+from pipeline.runner.work import INTERNAL_COLUMNS, PROCESSED_COLUMNS, progress_dir, work_paths
 
 __all__ = ["Executor", "INTERNAL_COLUMNS", "LocalExecutor", "PROCESSED_COLUMNS", "PrepareError", "RunResult",
            "ShardTask", "check_readable", "code_version", "finalize", "normalize_shard", "plan_shards",

@@ -6,7 +6,7 @@ import os
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from typing import Any, Callable, Protocol
 
-from ..rundir import worker_init
+from pipeline.runner.rundir import worker_init
 
 
 class Executor(Protocol):

@@ -10,15 +10,15 @@ from pathlib import Path
 import numpy as np
 import pyarrow.parquet as pq
 
-from .. import report
-from ..config import PrepareConfig
-from ..progress import ProgressFile
-from ..readers import shown_config
-from ..rundir import RunDir, claim, read_ledger
-from ..shards import WriteStep, build_manifest, write_manifest
-from ..stats import StageStats, merge_all
-from .phases import StatsByFile, merged_stages, runs_by_file
-from .work import progress_dir, read_work, read_work_tables, work_paths
+from pipeline.report.build import build_report, write_reports
+from pipeline.core.config import PrepareConfig
+from pipeline.core.progress import ProgressFile
+from pipeline.data.readers import shown_config
+from pipeline.runner.rundir import RunDir, claim, read_ledger
+from pipeline.data.shards import WriteStep, build_manifest, write_manifest
+from pipeline.core.stats import StageStats, merge_all
+from pipeline.runner.phases import StatsByFile, merged_stages, runs_by_file
+from pipeline.runner.work import progress_dir, read_work, read_work_tables, work_paths
 
 
 Groups = dict[str, tuple[np.ndarray, np.ndarray]]
@@ -58,8 +58,8 @@ def lengths_summary(cfg: PrepareConfig, work_dir: str, shard_results: list[dict]
     """The token-length summary with the chosen max length; None without the lengths step or records."""
     if not cfg.lengths.enabled:
         return None
-    from ..lengths.summary import summarize_lengths
-    from ..plan.from_lengths import max_positions
+    from pipeline.data.lengths.summary import summarize_lengths
+    from pipeline.plan.from_lengths import max_positions
 
     processed = [work_paths(work_dir, r["index"])["processed"] for r in shard_results if r["has_records"]]
     groups, text = length_groups(processed, sorted((p["first_order"], p["file"])
@@ -72,7 +72,7 @@ def lengths_summary(cfg: PrepareConfig, work_dir: str, shard_results: list[dict]
 
 
 def draw_lengths_png(summary: dict, run: Path) -> None:
-    from ..lengths.draw import plot_lengths_png
+    from pipeline.data.lengths.draw import plot_lengths_png
 
     plot_lengths_png(summary, run / "lengths.png")
 
@@ -83,8 +83,8 @@ def overflow_policy(cfg: PrepareConfig, summary: dict | None, token_cache: str |
     max_len = summary.get("max_seq_len") if summary else None
     if not max_len:
         return None
-    from ..lengths.step import LengthStep, apply_overflow, changes_records
-    from ..lengths.untrained import UntrainedCheck, drop_untrained
+    from pipeline.data.lengths.step import LengthStep, apply_overflow, changes_records
+    from pipeline.data.lengths.untrained import UntrainedCheck, drop_untrained
 
     drops = cfg.lengths.untrained == "drop" and summary["untrained"]["records"] > 0
     overflows = changes_records(cfg.lengths, summary)
@@ -143,10 +143,10 @@ def write_report(cfg: PrepareConfig, run: Path, shard_results: list[dict], shard
                  dedup_report: dict | None, summary: dict | None, plan: dict | None,
                  unreadable: list[dict], canned: dict | None = None, split: dict | None = None) -> tuple[dict, dict]:
     """report.json, report.md and report.html; returns the report and report.html's manifest entry."""
-    rep = report.build_report(cfg, shard_results, stage_totals(shard_results, dedup_report), shards, dedup_report,
+    rep = build_report(cfg, shard_results, stage_totals(shard_results, dedup_report), shards, dedup_report,
                               summary, plan, unreadable, canned, split)
-    report.write_reports(run, rep)
-    from ..report_html import write_run_html  # report.html beside report.md, listed in the manifest, uploaded
+    write_reports(run, rep)
+    from pipeline.report.html import write_run_html  # report.html beside report.md, listed in the manifest, uploaded
 
     return rep, write_run_html(run, rep)
 
@@ -169,13 +169,13 @@ def check_untrained(cfg: PrepareConfig, work_dir: str, shard_results: list[dict]
     """Count the chat and instruction records that will train on nothing at the chosen max length (into
     summary["untrained"]); under lengths.untrained: fail, fail the run before a shard is written when there
     are any (drop drops them while writing)."""
-    from ..lengths.untrained import count_untrained, untrained_message
+    from pipeline.data.lengths.untrained import count_untrained, untrained_message
 
     processed = [work_paths(work_dir, r["index"])["processed"] for r in shard_results if r["has_records"]]
     found = count_untrained(processed, cfg, summary.get("max_seq_len"), token_cache)
     summary["untrained"] = found
     if found["records"] and cfg.lengths.untrained == "fail":
-        from ..rundir import PrepareError
+        from pipeline.core.errors import PrepareError
 
         raise PrepareError(untrained_message(found))
 
@@ -198,7 +198,7 @@ def finalize(cfg: PrepareConfig, run_dir: str, work_dir: str, shard_results: lis
                                    chunks=sum(c.get("chunks", 0) for c in done), estimated=False)
     plan = None
     if cfg.estimate.enabled and summary and max_len:
-        from ..plan.from_lengths import plan_for_lengths
+        from pipeline.plan.from_lengths import plan_for_lengths
 
         plan = plan_for_lengths(cfg, summary)
     rep, html_entry = write_report(cfg, run, shard_results, shards, dedup_report, summary, plan, unreadable,

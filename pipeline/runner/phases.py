@@ -11,22 +11,23 @@ import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from .. import dedup
-from ..config import PrepareConfig
-from ..lang import record_lang
-from ..normalize import ORDER_SHIFT, Normalizer
-from ..preflight import disk_full, unsupported_files
-from ..progress import ProgressFile
-from ..readers import FileReader, InputFile, UnreadableInput, expand_inputs, split_ranges
-from ..records import to_table
-from ..rundir import PrepareError, is_inside, read_salt
-from ..shards import sha256_file
-from ..split import SplitStep, lang_ids, read_validation_ids
-from ..stats import StageStats, merge_all
-from ..step import Step, config_key, run_steps
-from ..textnorm import content_chars
-from . import resume
-from .work import INTERNAL_COLUMNS, PROCESSED_COLUMNS, LazyFile, WorkWriter, progress_dir, read_work, work_paths
+from pipeline.data import dedup
+from pipeline.core.config import PrepareConfig
+from pipeline.data.lang import record_lang
+from pipeline.data.normalize import ORDER_SHIFT, Normalizer
+from pipeline.runner.preflight import disk_full, unsupported_files
+from pipeline.core.progress import ProgressFile
+from pipeline.data.readers import FileReader, InputFile, UnreadableInput, expand_inputs, split_ranges
+from pipeline.core.records import to_table
+from pipeline.core.errors import PrepareError
+from pipeline.runner.rundir import is_inside, read_salt
+from pipeline.core.files import sha256_file
+from pipeline.data.split import SplitStep, lang_ids, read_validation_ids
+from pipeline.core.stats import StageStats, merge_all
+from pipeline.core.step import Step, config_key, run_steps
+from pipeline.core.textnorm import content_chars
+from pipeline.runner import resume
+from pipeline.runner.work import INTERNAL_COLUMNS, PROCESSED_COLUMNS, LazyFile, WorkWriter, progress_dir, read_work, work_paths
 
 
 @dataclass(frozen=True)
@@ -142,7 +143,7 @@ def check_readable(task: ShardTask, cfg: PrepareConfig) -> tuple[ShardTask | Non
     of each file too, so that a preference file (DPO, KTO) is refused before the run directory is touched.
     Returns the task without the files that cannot be read (None if none is left) and, under
     skip_unreadable, their problems."""
-    from ..formats import check_input
+    from pipeline.data.formats import check_input
 
     readable, problems = [], []
     for f in task.files:
@@ -171,7 +172,7 @@ def language_steps(cfg: PrepareConfig) -> list[Step]:
     """Phase 1's steps after the normalizer's (read, normalize, clean, quality): the language step, so that a
     record dropped for its language is no dedup candidate and the split can be stratified by language once
     the duplicates are known."""
-    from ..lang import LanguageStep
+    from pipeline.data.lang import LanguageStep
 
     return [LanguageStep(cfg.filters)] if cfg.filters.detect_language else []
 
@@ -182,10 +183,10 @@ def normalize_steps(normalizer: Normalizer, cfg: PrepareConfig, keys: WorkWriter
 
 
 def _normalize_key(task: ShardTask, cfg: PrepareConfig) -> str:
-    from ..clean import CleanStep
-    from ..normalize import NormalizeStep, ReadStep
+    from pipeline.data.clean import CleanStep
+    from pipeline.data.normalize import NormalizeStep, ReadStep
 
-    from ..quality import QualityStep
+    from pipeline.data.quality import QualityStep
 
     steps = [ReadStep, NormalizeStep, CleanStep, QualityStep, *map(type, language_steps(cfg)), dedup.KeysStep]
     return resume.key(resume.code_version(), [resume.input_fingerprint(f) for f in task.files], task.index,
@@ -255,7 +256,7 @@ class _NormalizedOutput:
             self._flush()
 
     def _flush(self) -> None:
-        from ..quality import canned_keys
+        from pipeline.data.quality import canned_keys
 
         records, self.pending, self.pending_chars = self.pending, [], 0
         if not records:
@@ -342,14 +343,14 @@ def run_dedup(key_paths: list[str], cfg: PrepareConfig, work_dir: str, removed_p
 def run_canned(key_paths: list[str], cfg: PrepareConfig, removed_path: str | None, drop_path: str) -> dict:
     """The canned answers of the whole run, from the shards' canned key files (what dedup removed is not
     counted); drop_path lists the records past the cap for phase 3's CannedStep. Returns report.quality.canned."""
-    from ..quality import find_canned
+    from pipeline.data.quality import find_canned
 
     return find_canned(key_paths, cfg.quality, removed_path, drop_path)
 
 
 def run_split(lang_paths: list[str], cfg: PrepareConfig, removed_paths: list[str], ids_path: str) -> dict:
     """The stratified validation ids of the whole run (split.choose_validation); returns report.split."""
-    from ..split import choose_validation
+    from pipeline.data.split import choose_validation
 
     return choose_validation(lang_paths, removed_paths, cfg.split, ids_path, ORDER_SHIFT)
 
@@ -361,19 +362,19 @@ def process_steps(cfg: PrepareConfig, removed: dict[int, str], has_eval: bool, s
                   validation_ids: set[str] | None = None, residual_rate: float = 0.0) -> list[Step]:
     steps: list[Step] = [dedup.DedupFilter(removed)]
     if canned_on(cfg):
-        from ..quality import CannedStep
+        from pipeline.data.quality import CannedStep
 
         steps.append(CannedStep(canned_drop, shard_index, ORDER_SHIFT))
     if cfg.pii.enabled:  # PII routes each record by its meta.lang (phase 1's language step)
-        from ..pii import PiiStep
+        from pipeline.data.pii import PiiStep
 
-        if residual_rate:  # on copies of the records the PII step gets (pipeline/pii/residual.py)
-            from ..pii.residual import ResidualProbe
+        if residual_rate:  # on copies of the records the PII step gets (pipeline/data/pii/residual.py)
+            from pipeline.data.pii.residual import ResidualProbe
 
             steps.append(ResidualProbe(cfg.pii, salt, cfg.split.seed, residual_rate))
         steps.append(PiiStep(cfg.pii, salt=salt))
     if cfg.lengths.enabled:
-        from ..lengths.step import LengthStep
+        from pipeline.data.lengths.step import LengthStep
 
         steps.append(LengthStep(cfg.lengths, token_cache, model=cfg.estimate.model))
     steps.append(SplitStep(cfg.split, has_eval, validation_ids))
@@ -499,7 +500,7 @@ def runs_by_file(files: list[dict], batch):
 
 def upload(cfg: PrepareConfig, run_dir: str, work_dir: str | None = None) -> dict:
     """Shards first, the manifest last; unchanged objects are skipped."""
-    from ..s3 import upload_run
+    from pipeline.core.s3 import upload_run
 
     start = time.perf_counter()
     manifest = json.loads((Path(run_dir) / "manifest.json").read_text())

@@ -9,10 +9,10 @@ import os
 from functools import lru_cache
 from pathlib import Path
 
-from ..readers import InputFile
-from ..shards import atomic_write_text
+from pipeline.data.readers import InputFile
+from pipeline.core.files import atomic_write_text
 
-PACKAGE = Path(__file__).resolve().parent.parent  # pipeline/
+PACKAGE = Path(__file__).resolve().parents[1]  # pipeline/
 
 
 @lru_cache(maxsize=1)
@@ -27,7 +27,7 @@ def code_version() -> str:
 
 def input_fingerprint(f: InputFile) -> dict:
     if f.is_s3:
-        from ..s3 import head
+        from pipeline.core.s3 import head
 
         return {"uri": f.uri, **head(f.uri)}
     st = os.stat(f.uri)

@@ -9,18 +9,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from ..config import PrepareConfig
-from ..env import set_defaults
-from ..preflight import refuse_empty_run
-from ..progress import StageProgress
-from ..readers import guessed_encoding_note, save_names
-from ..rundir import RunDir, check_out, ensure_salt
-from ..stats import StageStats, merge_all
-from .executor import Executor, LocalExecutor
-from .finalize import finalize
-from .phases import (ShardTask, canned_on, check_readable, normalize_shard, plan_shards, process_shard, run_canned,
+from pipeline.core.config import PrepareConfig
+from pipeline.core.env import set_defaults
+from pipeline.runner.preflight import refuse_empty_run
+from pipeline.core.progress import StageProgress
+from pipeline.data.readers import guessed_encoding_note, save_names
+from pipeline.runner.rundir import RunDir, check_out, ensure_salt
+from pipeline.core.stats import StageStats, merge_all
+from pipeline.runner.executor import Executor, LocalExecutor
+from pipeline.runner.finalize import finalize
+from pipeline.runner.phases import (ShardTask, canned_on, check_readable, normalize_shard, plan_shards, process_shard, run_canned,
                      run_dedup, run_split, upload)
-from .work import progress_dir, work_paths
+from pipeline.runner.work import progress_dir, work_paths
 
 
 @dataclass
@@ -153,7 +153,7 @@ def _run(cfg: PrepareConfig, executor: Executor, rundir: RunDir, readable: list[
                                  residual_rate=residual_rate)
     shard_results = [_shard_result(a, b) for a, b in zip(results, processed)]
     if cfg.pii.enabled:  # kvkk: strict on the measured residual risk, before any shard is written
-        from ..pii.residual import check_residual, measured_residual
+        from pipeline.data.pii.residual import check_residual, measured_residual
 
         check_residual(cfg.pii, measured_residual(cfg.pii, shard_results))
     tokenizer_name = next((r["tokenizer"] for r in processed if r.get("tokenizer")), None)

@@ -7,9 +7,9 @@ from typing import Iterator
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from ..config import ReadConfig
-from ..readers import parquet_batch_rows
-from ..records import Record, from_table
+from pipeline.core.config import ReadConfig
+from pipeline.data.readers import parquet_batch_rows
+from pipeline.core.records import Record, from_table
 
 INTERNAL_COLUMNS = {"_order": pa.int64(), "_eval": pa.bool_()}
 # _lang: the language step's code (None when it is off), for the token-length groups per language

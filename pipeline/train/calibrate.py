@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 from pipeline.plan.measured import plausible, store_path
-from .emit import PLAN_NAME
+from pipeline.train.emit import PLAN_NAME
 
 
 class CalibrateError(ValueError):
@@ -96,7 +96,7 @@ def load_json(path: Path) -> dict:
 
 def find_state(trial: Path) -> Path:
     """trainer_state.json of the trial: at the top (save_state) or in its latest checkpoint-N."""
-    from .checkpoints import step_of
+    from pipeline.train.checkpoints import step_of
 
     if (trial / "trainer_state.json").is_file():
         return trial / "trainer_state.json"
@@ -184,7 +184,7 @@ def checkpoint_step_seconds(trial: Path) -> list[tuple[float, int]]:
     `checkpoints sync` route: its trainer_state.json holds no time). The Trainer writes trainer_state.json
     last, so a checkpoint's work starts at its trainer_state.json and the next one's first file ends the
     steps between (that file's own write is counted, the rest of its save is not)."""
-    from .checkpoints import listing, step_of
+    from pipeline.train.checkpoints import listing, step_of
 
     folders = sorted((p for p in trial.glob("checkpoint-*") if step_of(p.name) and p.is_dir()
                       and not p.is_symlink() and (p / "trainer_state.json").is_file()
@@ -364,7 +364,7 @@ def _finite(value: object) -> bool:
 def _record(result: dict) -> tuple[Path, int]:
     """Append the measured point to the store (one strict JSON document, written atomically); returns the store
     and how many earlier points were dropped for a NaN or infinite value (earlier versions stored NaN)."""
-    from ..shards import atomic_write_text
+    from pipeline.core.files import atomic_write_text
 
     path = store_path()
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from transformers import TrainerCallback
 
-from . import checkpoints as ck
+from pipeline.train import checkpoints as ck
 
 log = logging.getLogger(__name__)
 STAGING = ".prepare-s3-staging"
@@ -30,8 +30,8 @@ STAGING = ".prepare-s3-staging"
 class S3Checkpoints(TrainerCallback):
     def __init__(self, uri: str, keep: int = 2, keep_final: int = 1, upload_final: bool = True,
                  check_bucket: bool = True):
-        from ..s3 import check_bucket as head_bucket
-        from ..s3 import check_destination_uri
+        from pipeline.core.s3 import check_bucket as head_bucket
+        from pipeline.core.s3 import check_destination_uri
 
         check_destination_uri(uri)
         if check_bucket:  # a wrong bucket or credentials fail before the first step, not at the first save
@@ -58,7 +58,7 @@ class S3Checkpoints(TrainerCallback):
                 self.uploaded.append(folder.name)
                 ck.prune(self.uri, self.keep, best, newest_step=step)
             except Exception as exc:  # noqa: BLE001 - training goes on; reported at the end of training
-                from ..s3 import S3Error
+                from pipeline.core.s3 import S3Error
 
                 message = str(exc) if isinstance(exc, S3Error) else f"{folder.name}: {type(exc).__name__}: {exc}"
                 self.errors.append(message)
@@ -150,7 +150,7 @@ class S3Checkpoints(TrainerCallback):
         finally:
             shutil.rmtree(Path(args.output_dir) / STAGING, ignore_errors=True)
         if self.errors:
-            from ..s3 import S3Error
+            from pipeline.core.s3 import S3Error
 
             raise S3Error("checkpoint upload to " + self.uri + " failed: " + "; ".join(self.errors[:3]))
 

@@ -6,7 +6,7 @@ Layout under s3://bucket/prefix/:
     final/...  + final/prepare-checkpoint.json   the model the training ended with (the adapter, for PEFT)
     eval_report.json                        the evaluation history and the best checkpoint
 
-A checkpoint is complete exactly when its manifest exists: the upload (pipeline.s3.upload_run: multipart,
+A checkpoint is complete exactly when its manifest exists: the upload (pipeline.core.s3.upload_run: multipart,
 per-request and per-object retries, objects with the same size and sha256 skipped) puts the manifest after
 every file and deletes it first when files must change; pruning deletes the manifest before the files. So a
 server that stops mid-upload leaves a checkpoint that `pull` never takes.
@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, NamedTuple
 
-from ..s3 import S3Error
+from pipeline.core.s3 import S3Error
 
 MANIFEST = "prepare-checkpoint.json"
 EVAL_REPORT = "eval_report.json"
@@ -77,7 +77,7 @@ def _regular(path: Path) -> bool:
 
 def write_manifest(folder: str | Path, name: str) -> Path:
     """The checkpoint's manifest, inside the folder (upload_run sends it last)."""
-    from ..shards import atomic_write_text, sha256_file
+    from pipeline.core.files import atomic_write_text, sha256_file
 
     folder = Path(folder)
     state = _trainer_state(folder)
@@ -100,7 +100,7 @@ def _name(path: str | None) -> str | None:
 def upload_checkpoint(folder: str | Path, uri: str, name: str | None = None) -> list[str]:
     """Upload one checkpoint folder to uri/<name>/, manifest last; returns the files sent (unchanged ones are
     skipped)."""
-    from ..s3 import upload_run
+    from pipeline.core.s3 import upload_run
 
     folder = Path(folder)
     name = name or folder.name
@@ -119,7 +119,7 @@ class Remote:
 
 def list_remote(uri: str) -> dict[str, Remote]:
     """The checkpoint folders under the prefix (complete = has its manifest), by name."""
-    from ..s3 import _retry, client, parse_uri
+    from pipeline.core.s3 import with_retries, client, parse_uri
 
     bucket, prefix = parse_uri(uri.rstrip("/") + "/")
     s3 = client()
@@ -131,7 +131,7 @@ def list_remote(uri: str) -> dict[str, Remote]:
         return keys
 
     found: dict[str, Remote] = {}
-    for key in _retry("listing", f"s3://{bucket}/{prefix}", listing):
+    for key in with_retries("listing", f"s3://{bucket}/{prefix}", listing):
         top, _, rest = key[len(prefix):].partition("/")
         if not rest or (step_of(top) is None and top != FINAL):
             continue
@@ -143,13 +143,13 @@ def list_remote(uri: str) -> dict[str, Remote]:
 
 def delete_remote(uri: str, entry: Remote) -> None:
     """Manifest first: a checkpoint half deleted is never taken for a complete one."""
-    from ..s3 import _retry, client, parse_uri
+    from pipeline.core.s3 import with_retries, client, parse_uri
 
     bucket, _ = parse_uri(uri.rstrip("/") + "/")
     s3 = client()
     keys = sorted(entry.keys, key=lambda k: not k.endswith("/" + MANIFEST))
     for key in keys:
-        _retry("delete", f"s3://{bucket}/{key}", lambda _, key=key: s3.delete_object(Bucket=bucket, Key=key))
+        with_retries("delete", f"s3://{bucket}/{key}", lambda _, key=key: s3.delete_object(Bucket=bucket, Key=key))
 
 
 def prune(uri: str, keep: int, best: str | None, *, newest_step: int | None = None) -> list[str]:
@@ -180,12 +180,12 @@ def eval_report(state: dict) -> dict:
 
 
 def put_json(uri: str, name: str, data: dict) -> str:
-    from ..s3 import _retry, client, parse_uri
+    from pipeline.core.s3 import with_retries, client, parse_uri
 
     bucket, prefix = parse_uri(uri.rstrip("/") + "/")
     s3 = client()
     body = (json.dumps(data, indent=1) + "\n").encode()
-    _retry("upload", f"s3://{bucket}/{prefix}{name}",
+    with_retries("upload", f"s3://{bucket}/{prefix}{name}",
            lambda _: s3.put_object(Bucket=bucket, Key=prefix + name, Body=body, ContentType="application/json"))
     return f"s3://{bucket}/{prefix}{name}"
 
@@ -293,8 +293,8 @@ def pull(uri: str, dest: str | Path, name: str | None = None) -> Path:
     """Download the latest complete checkpoint (or `name`) into dest/<name>, each file checked against the
     manifest's sha256; returns the folder, for resume_from_checkpoint. The bucket is not trusted: every path of
     the manifest is checked before anything is written (_checked_files), and no file is written through a link."""
-    from ..s3 import _retry, client, parse_uri
-    from ..shards import sha256_file
+    from pipeline.core.s3 import with_retries, client, parse_uri
+    from pipeline.core.files import sha256_file
 
     remote = list_remote(uri)
     complete = sorted((e for e in remote.values() if e.complete and e.step is not None), key=lambda e: e.step)
@@ -309,7 +309,7 @@ def pull(uri: str, dest: str | Path, name: str | None = None) -> Path:
     s3 = client()
     base = f"{prefix}{name}/"
     where = f"s3://{bucket}/{base}{MANIFEST}"
-    body = _retry("download", where, lambda _: s3.get_object(Bucket=bucket, Key=base + MANIFEST)["Body"].read())
+    body = with_retries("download", where, lambda _: s3.get_object(Bucket=bucket, Key=base + MANIFEST)["Body"].read())
     try:
         manifest = json.loads(body)
     except (ValueError, RecursionError):
@@ -335,7 +335,7 @@ def pull(uri: str, dest: str | Path, name: str | None = None) -> Path:
             s3.download_file(bucket, base + f["path"], str(local))
             if local.stat().st_size != f["bytes"] or sha256_file(local) != f["sha256"]:
                 raise OSError(f"{f['path']} does not match its manifest")
-        _retry("download", f"s3://{bucket}/{base}{f['path']}", get)
+        with_retries("download", f"s3://{bucket}/{base}{f['path']}", get)
     (partial / MANIFEST).write_bytes(body)
     if target.exists():
         shutil.rmtree(target)

@@ -24,7 +24,8 @@ HF_OPTIM = {"adamw": "adamw_torch_fused", "adamw8bit": "adamw_bnb_8bit", "paged_
 LLAMAFACTORY_ATTN = {"sdpa": "sdpa", "eager": "disabled"}
 
 
-from ..config import ConfigError
+from pipeline.core.config import ConfigError
+from pipeline.core.resources import resource
 
 
 class EmitError(ConfigError):
@@ -69,10 +70,10 @@ def trainer_model_id(model: str) -> str:
     """What the trainer loads: a hub id or a local path as given; a built-in name becomes its hub id."""
     if "/" in model or Path(model).exists():
         return str(Path(model).resolve()) if Path(model).exists() else model
-    from pipeline.plan.models import load_model_spec
+    from pipeline.core.models import load_model_spec
 
     spec = load_model_spec(model)
-    table = json.loads((Path(__file__).resolve().parent.parent / "data" / "models.json").read_text())["models"]
+    table = json.loads(resource("models.json").read_text())["models"]
     entry = table.get(spec.name, {})
     hub = [a for a in entry.get("aliases", []) if "/" in a]
     # base weights first: an instruct alias is only the fallback
@@ -86,7 +87,7 @@ def read_shards(where: str) -> dict:
     """The manifest of a `prepare run` output (local run directory or s3://bucket/prefix): run id and shard
     locations per split, as the trainer will open them."""
     if where.startswith("s3://"):
-        from ..s3 import read_json
+        from pipeline.core.s3 import read_json
 
         prefix = where[:-len("/manifest.json")] if where.endswith("/manifest.json") else where.rstrip("/")
         try:
@@ -408,7 +409,7 @@ def _yaml(data: dict) -> str:
 
 def write_emitted(spec: dict, out_dir: str | Path) -> list[Path]:
     """The trainer's config (+ dataset_info.json for LLaMA-Factory) and prepare-plan.json; returns the paths."""
-    from ..shards import atomic_write_text
+    from pipeline.core.files import atomic_write_text
 
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)

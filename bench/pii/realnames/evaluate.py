@@ -47,8 +47,8 @@ TARGETS = {"unlisted": 0.95, "lower": 0.90, "caps": 0.95, "records_left": 0.02, 
 # ---------------------------------------------------------------------------------------------- the stage
 def run_stage(rows: list[dict], batch: int) -> tuple[dict, float, float]:
     """line -> output record (absent: the stage removed it), wall and CPU seconds."""
-    from pipeline.config import PiiConfig
-    from pipeline.pii import PiiStep
+    from pipeline.core.config import PiiConfig
+    from pipeline.data.pii import PiiStep
 
     step = PiiStep(PiiConfig(), salt=SALT)
     records = [r["record"] for r in rows]
@@ -95,12 +95,12 @@ _NAME_LIST_KEY = re.compile(r"(?:latin|ru|tr|en)_(?:first|last|middle)")
 
 def listed_words() -> tuple[frozenset, frozenset, list[str]]:
     """The words the recognizers' name lists hold: every list under a *_first/_last/_middle key of every JSON
-    file in pipeline/data/pii/ of the stage scored (names.json, Faker's; any extension a detector adds), Latin
+    file in pipeline/resources/pii/ of the stage scored (names.json, Faker's; any extension a detector adds), Latin
     folded and Cyrillic in lower case; and the files read. An evaluation name found there is "listed", so a
     leak into a list cannot raise the recall of names in no list."""
     from importlib import resources
 
-    from pipeline.pii.text import fold
+    from pipeline.data.pii.text import fold
 
     latin, cyr, files = set(), set(), []
     for path in sorted(resources.files("pipeline").joinpath("data", "pii").iterdir(), key=lambda p: p.name):
@@ -135,7 +135,7 @@ def morphology_names():
 
 
 def listed(words: list[str], lists, dictionary=None) -> str:
-    from pipeline.pii.text import fold
+    from pipeline.data.pii.text import fold
 
     latin, cyr, _ = lists
     hits = [(w.lower() in cyr or (dictionary is not None and dictionary(w))) if re.search("[а-яёА-ЯЁ]", w)
@@ -265,7 +265,7 @@ def _name_tables(res: dict) -> list[str]:
                    list(SHAPES), COLS, _share(names, "removed", shape=None))
     lines += _table("Name recall per language and rank bucket (the country's rank of the first name and surname)",
                     list(BUCKET_NAMES), COLS, _share(names, "removed", bucket=None))
-    lines += _table("Name recall, listed (every word in a name list of pipeline/data/pii/"
+    lines += _table("Name recall, listed (every word in a name list of pipeline/resources/pii/"
                     + (by_dictionary if res["dictionary"] else "") + ") or not",
                     ["listed", "partly", "unlisted"], COLS, _share(names, "removed", listed=None))
     if res["dictionary"]:
@@ -403,7 +403,7 @@ def _head(rows: list[dict], args) -> list[str]:
             f"{len(rows)} records ({sum(r['record']['kind'] == 'chat' for r in rows)} chats, "
             f"{sum(r['record']['kind'] == 'text' for r in rows)} CRM notes), {with_name} with a planted person; "
             f"{names} name mentions, {idents} identifiers, {negs} hard negatives",
-            f"listed = every word of a mention is in a name list of pipeline/data/pii/: {lists}", ""]
+            f"listed = every word of a mention is in a name list of pipeline/resources/pii/: {lists}", ""]
 
 
 def main() -> None:

@@ -1,0 +1,1 @@
+"""The run's report: report.json, report.md and report.html, built from the steps' stats."""

@@ -1,0 +1,83 @@
+"""End to end with every stage on: the sample data to Parquet shards, manifest, report and S3."""
+import json
+
+import pyarrow.parquet as pq
+import pytest
+
+from pipeline.core.config import PrepareConfig
+from pipeline.runner import run_prepare
+from pipeline.core.schemas import validate
+from pipeline.core.files import sha256_file
+
+from conftest import SAMPLE_DATA
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def full_run(tmp_path_factory, s3_endpoint):
+    import boto3
+
+    boto3.client("s3").create_bucket(Bucket="e2e")
+    out = tmp_path_factory.mktemp("e2e") / "run"
+    cfg = PrepareConfig(inputs=[str(SAMPLE_DATA)], out=str(out), s3="s3://e2e/datasets/sample")
+    first = run_prepare(cfg, progress=False)
+    return cfg, first
+
+
+def test_report_accounts_for_every_record(full_run):
+    cfg, result = full_run
+    counts = result.report["counts"]
+    assert counts["input"] == counts["kept"] + counts["quarantined"] + sum(counts["dropped"].values())
+    assert counts["dropped"].get("exact_duplicate", 0) >= 3
+    assert counts["dropped"].get("near_duplicate", 0) >= 1
+    assert counts["quarantined"] >= 5
+    report = json.loads((result.run_dir / "report.json").read_text())
+    validate(report, "report")
+    for name in ("read", "normalize", "clean", "dedup", "pii", "lengths", "split", "write"):
+        assert {"seconds", "records_in", "records_out"} <= set(report["stages"][name]), name
+    assert report["lengths"]["max_seq_len"] % 64 == 0
+    assert report["plan"]["recommendation"]["gpu"]
+    assert (result.run_dir / "report.md").read_text().startswith("# Prepare run report")
+
+
+def test_manifest_and_shards(full_run):
+    cfg, result = full_run
+    manifest = json.loads((result.run_dir / "manifest.json").read_text())
+    validate(manifest, "manifest")
+    assert {s["split"] for s in manifest["shards"]} == {"train", "validation"}
+    for shard in manifest["shards"]:
+        path = result.run_dir / shard["path"]
+        assert sha256_file(path) == shard["sha256"]
+        assert pq.ParquetFile(path).metadata.num_rows == shard["rows"]
+    assert sum(s["rows"] for s in manifest["shards"]) == manifest["counts"]["kept"]
+
+
+def test_shards_load_with_datasets_in_trl_messages_form(full_run):
+    import datasets
+
+    cfg, result = full_run
+    ds = datasets.load_dataset("parquet", data_dir=str(result.run_dir))
+    assert set(ds) == {"train", "validation"}
+    chat = [r for r in ds["train"] if r["kind"] != "text"]
+    assert chat and all(m["role"] in ("system", "user", "assistant", "tool") for r in chat for m in r["messages"])
+    assert all(isinstance(m["content"], str) for r in chat for m in r["messages"])
+    for row in ds["train"].select(range(20)):
+        validate(row, "record")
+
+
+def test_upload_then_unchanged_rerun_is_idempotent(full_run):
+    import boto3
+
+    cfg, first = full_run
+    assert first.manifest_uri == "s3://e2e/datasets/sample/manifest.json"
+    keys = [o["Key"] for o in boto3.client("s3").list_objects_v2(Bucket="e2e")["Contents"]]
+    manifest = json.loads((first.run_dir / "manifest.json").read_text())
+    assert {f"datasets/sample/{s['path']}" for s in manifest["shards"]} | {"datasets/sample/manifest.json",
+                                                                         "datasets/sample/report.html"} == set(keys)
+    second = run_prepare(cfg, progress=False)
+    manifest2 = json.loads((second.run_dir / "manifest.json").read_text())
+    assert [s["sha256"] for s in manifest2["shards"]] == [s["sha256"] for s in manifest["shards"]]
+    assert manifest2["run_id"] == manifest["run_id"]
+    assert second.upload["uploaded"] == []
+    assert len(second.upload["skipped"]) == len(manifest["shards"]) + 2  # and report.html, the same bytes

@@ -1,0 +1,163 @@
+"""`prepare precheck --emit`: each trainer's config passes that trainer's own parser, and says what was estimated.
+
+trl: TrlParser of `trl sft` (trl 1.16.0, installed by the `train` extra). axolotl 0.19.0 and LLaMA-Factory 0.9.5
+pin other transformers/torch/peft/datasets versions than this project, so they are not installed: `make test`
+unpacks their wheels (no dependencies) into .venv/train-parsers and their own parsers run from there."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from conftest import ROOT, SAMPLE_DATA
+
+CHATS = [SAMPLE_DATA / "support_en_openai.jsonl", SAMPLE_DATA / "support_ru_sharegpt.jsonl"]
+PARSERS = ROOT / ".venv" / "train-parsers" / "src"  # beside the stamp: `make clean` keeps it
+FIXTURES = ROOT / "tests" / "fixtures" / "train"
+
+
+@pytest.fixture(scope="module")
+def run_dir(tmp_path_factory):
+    from pipeline.cli import main
+
+    run = tmp_path_factory.mktemp("emit") / "run"
+    assert main(["run", *map(str, CHATS), "--out", str(run), "--no-pii", "--no-estimate"]) == 0
+    return run
+
+
+def emit(tmp_path, run, trainer, *extra, shards=None):
+    from pipeline.cli import main
+
+    out = tmp_path / trainer
+    code = main(["precheck", *map(str, CHATS), "--model", "llama-3.1-8b", "--method", "qlora", "--emit", trainer,
+                 "--shards", str(shards or run), "--out", str(out), *extra])
+    return code, out
+
+
+def external(script: str, *args) -> dict:
+    if not (PARSERS / "axolotl").is_dir():
+        pytest.fail(f"{PARSERS} is missing: `make test` unpacks the axolotl and LLaMA-Factory wheels there")
+    proc = subprocess.run([sys.executable, str(FIXTURES / script), str(PARSERS), *map(str, args)],
+                          capture_output=True, text=True, timeout=300, env={**os.environ, "PYTHONWARNINGS": "ignore"})
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+@pytest.mark.slow  # run_dir is a whole `prepare run`
+def test_trl_config_parses_with_trl_and_carries_the_estimate(tmp_path, run_dir, capsys):
+    from trl.scripts.sft import make_parser
+
+    code, out = emit(tmp_path, run_dir, "trl", "--global-batch", "32", "--checkpoint-minutes", "30")
+    assert code == 0, capsys.readouterr().err
+    text = (out / "trl_sft.yaml").read_text()
+    plan = json.loads((out / "prepare-plan.json").read_text())
+    est = plan["estimate"]
+    # the header names the precheck and the estimate it comes from
+    assert text.startswith(f"# written by `prepare precheck --emit trl`: precheck {plan['precheck_id']}, data run "
+                           f"{json.loads((run_dir / 'manifest.json').read_text())['run_id']}")
+    assert f"on {est['gpu']} x{est['count']}: {est['hours']} h, {est['cost_text']}" in text
+    cpu = [] if _cuda() else ["--use_cpu", "true"]  # transformers refuses bf16 on a machine without a GPU
+    script, sft, model, _ = make_parser().parse_args_and_config(["--config", str(out / "trl_sft.yaml"), *cpu])
+    assert (model.model_name_or_path, model.load_in_4bit, model.bnb_4bit_quant_type, model.use_bnb_nested_quant) == \
+        ("meta-llama/Llama-3.1-8B", True, "nf4", True)
+    assert (model.use_peft, model.lora_r, model.lora_dropout, model.attn_implementation) == (True, 16, 0.05, "sdpa")
+    assert model.lora_target_modules == ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
+    assert (sft.max_length, sft.packing, sft.assistant_only_loss, sft.bf16) == (plan["max_length"], True, True, True)
+    assert sft.per_device_train_batch_size * sft.gradient_accumulation_steps == 32
+    assert sft.per_device_train_batch_size <= est["micro_batch_fit"]
+    assert sft.activation_checkpointing and sft.activation_checkpointing_kwargs == {"use_reentrant": False}
+    assert sft.optim == "adamw_torch_fused" and sft.num_train_epochs == 3.0
+    assert (script.dataset_name, script.dataset_train_split, script.dataset_test_split) == \
+        (str(run_dir.resolve()), "train", "validation")
+    assert (sft.eval_strategy, sft.load_best_model_at_end, sft.metric_for_best_model) == ("steps", True, "eval_loss")
+    # no more than 30 minutes of estimated work between checkpoints
+    assert sft.save_steps * plan["step_seconds"] <= 30 * 60 and sft.eval_steps == sft.save_steps
+    assert plan["framework"] == "hf"
+    # unrounded: calibrate divides by it (rounded to 0.1 ms, a small model's step read 0)
+    assert plan["step_seconds"] == (plan["packing"]["tokens_per_epoch"] * plan["epochs"]
+                                    / est["tokens_per_second"] / plan["total_steps"])
+
+
+def _cuda() -> bool:
+    import torch
+
+    return torch.cuda.is_available()
+
+
+@pytest.mark.slow  # run_dir is a whole `prepare run`
+def test_axolotl_config_passes_axolotls_schema(tmp_path, run_dir, bucket, capsys):
+    from pipeline.core.s3 import upload_run
+
+    manifest = json.loads((run_dir / "manifest.json").read_text())
+    uri = f"s3://{bucket}/datasets/v1"
+    upload_run(run_dir, uri, [s["path"] for s in manifest["shards"]])
+    code, out = emit(tmp_path, run_dir, "axolotl", "--global-batch", "16", shards=uri)
+    assert code == 0, capsys.readouterr().err
+    plan = json.loads((out / "prepare-plan.json").read_text())
+    assert plan["framework"] == "axolotl"  # estimated with axolotl's preset
+    cfg = yaml.safe_load((out / "axolotl.yaml").read_text())
+    assert cfg["datasets"][0]["data_files"] == [f"{uri}/train/part-00000.parquet"]
+    result = external("validate_axolotl.py", out / "axolotl.yaml")
+    assert result["unknown"] == []  # every key is a field of axolotl's schema (it ignores unknown keys)
+    assert (result["adapter"], result["sequence_len"], result["sample_packing"]) == \
+        ("qlora", plan["max_length"], True)
+    assert result["micro_batch_size"] == plan["micro_batch"]
+
+
+@pytest.mark.slow  # run_dir is a whole `prepare run`
+def test_llamafactory_config_passes_its_argument_parser(tmp_path, run_dir, capsys):
+    code, out = emit(tmp_path, run_dir, "llamafactory")
+    assert code == 0, capsys.readouterr().err
+    plan = json.loads((out / "prepare-plan.json").read_text())
+    assert plan["framework"] == "llamafactory" and plan["lora"]["dropout"] == 0.0  # LLaMA-Factory's default
+    info = json.loads((out / "dataset_info.json").read_text())
+    assert info["prepare_train"]["file_name"] == f"{run_dir.resolve()}/train"
+    result = external("validate_llamafactory.py", out / "llamafactory.yaml")
+    assert result["unknown"] == []
+    # LLaMA-Factory keeps one position for packing: cutoff_len - 1 is what it trains on
+    assert result["cutoff_len"] == plan["max_length"] - 1
+    assert (result["lora_rank"], result["quantization_bit"], result["double_quantization"]) == (16, 4, True)
+    assert (result["dataset"], result["eval_dataset"]) == (["prepare_train"], ["prepare_validation"])
+    assert result["per_device_train_batch_size"] == plan["micro_batch"]
+
+
+@pytest.mark.slow  # run_dir is a whole `prepare run`
+def test_a_trainer_contradicting_framework_is_one_line(tmp_path, run_dir, capsys):
+    code, _ = emit(tmp_path, run_dir, "axolotl", "--framework", "hf")
+    assert code == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == ["prepare: error: --emit axolotl runs the axolotl stack, but --framework hf was estimated; "
+                   "drop --framework (the trainer sets it)"]
+
+
+@pytest.mark.slow  # run_dir is a whole `prepare run`
+def test_emit_without_shards_is_one_line(tmp_path, run_dir, capsys):
+    from pipeline.cli import main
+
+    code = main(["precheck", str(CHATS[0]), "--emit", "trl", "--out", str(tmp_path)])
+    assert code == 2
+    assert capsys.readouterr().err.strip().splitlines()[-1].startswith("prepare: error: --emit needs --shards")
+
+
+@pytest.mark.parametrize("fit,cards,global_seqs,expected", [
+    (39, 1, 32, (32, 1)), (8, 1, 32, (8, 4)), (6, 1, 32, (4, 8)), (5, 2, 32, (4, 4)), (7, 1, 33, (7, 5)),  # 33 = 3 x 11 wastes the card: 35, and the header says so
+])
+def test_micro_batch_reaches_the_global_batch(fit, cards, global_seqs, expected):
+    from pipeline.train.emit import _micro_batch
+
+    mb, accum = _micro_batch(fit, cards, global_seqs)
+    assert (mb, accum) == expected and mb <= fit
+
+
+def test_global_batch_in_tokens():
+    from pipeline.train.emit import parse_global_batch
+
+    assert parse_global_batch("65536t") == (65536, "tokens")
+    assert parse_global_batch("32") == (32, "sequences")
+    with pytest.raises(ValueError):
+        parse_global_batch("0")
