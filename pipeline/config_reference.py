@@ -57,7 +57,7 @@ estimate: {model: llama-3.1-8b, method: qlora, epochs: 2}
 
 # Where each section's behaviour is explained in prose (the reference says what a field is, not how it acts).
 SECTION_DOCS = {"read": "formats.md", "formats": "formats.md", "quality": "stages.md#quality-checks",
-                "dedup": "scale-and-resume.md#dedup-beyond-one-machine", "pii": "pii.md",
+                "dedup": "stages.md#dedup", "pii": "pii.md",
                 "lengths": "stages.md#token-lengths", "filters": "stages.md#languages", "split": "stages.md#languages",
                 "write": "run-directory.md", "estimate": "estimator.md"}
 
