@@ -71,3 +71,12 @@ def test_the_link_check_finds_a_missing_file_and_a_missing_heading(tmp_path):
     page.write_text("[ok](other.md#a-section), [gone](missing.md), [typo](other.md#a-sectoin), "
                     "[web](https://example.com/x.md)\n```\n[in a code block](nowhere.md)\n```\n")
     assert broken_links(page) == ["missing.md: no such file", "other.md#a-sectoin: no such heading in other.md"]
+
+
+def test_the_reference_s_example_is_a_valid_config():
+    yaml = pytest.importorskip("yaml")
+    from pipeline.config import validate_config
+
+    example = re.search(r"^```yaml\n(.*?)^```", render(), re.M | re.S).group(1)
+    cfg = validate_config(yaml.safe_load(example))
+    assert (cfg.pii.operator, cfg.pii.kvkk, cfg.estimate.epochs) == ("pseudonym", "strict", 2)
