@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-$(shell cksum pyproject.toml | cut -d' ' -f1)
 
-.PHONY: install test test-fast demo bench-pii clean schemas
+.PHONY: install test test-fast demo bench-pii clean schemas docs
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -54,6 +54,10 @@ bench-pii: $(STAMP)
 
 schemas: $(STAMP)
 	$(PY) -c "import json; from pipeline.core.config import config_json_schema; open('schemas/config.schema.json','w').write(json.dumps(config_json_schema(), indent=2) + '\n')"
+
+# docs/configuration.md from the config model (tests/core/test_docs.py fails when it is stale)
+docs: $(STAMP)
+	$(PY) -m pipeline.core.config_reference
 
 clean:
 	rm -rf runs .prefect .cache .pytest_cache

@@ -1,5 +1,5 @@
 """Every reason code a row can be quarantined or a record dropped for, with its meaning: the one list the
-stats (StageStats refuses a code that is not here), the README's table and the report's readers share.
+stats (StageStats refuses a code that is not here), docs/run-directory.md's table and the report's readers share.
 
 Quarantined: the row could not become a record (quarantine/*.jsonl references it by file and line).
 Dropped: a valid record removed on purpose (counted; duplicates are listed in dedup_removed.parquet).
@@ -64,5 +64,5 @@ def check(reason: str, kind: str) -> str:
     """`reason` if it is a registered code of `kind` ("drop" or "quarantine"); ValueError otherwise: a code
     nobody documented would reach the report unexplained."""
     if reason not in (DROP if kind == "drop" else QUARANTINE):
-        raise ValueError(f"unknown {kind} reason {reason!r}: add it to pipeline/core/reasons.py (and the README)")
+        raise ValueError(f"unknown {kind} reason {reason!r}: add it to pipeline/core/reasons.py (and docs/run-directory.md)")
     return reason

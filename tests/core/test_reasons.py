@@ -1,5 +1,6 @@
-"""The reason codes: one registry (pipeline/core/reasons.py), the stats refuse anything else, the README's table
-is the registry, and every code the pipeline's source passes to the stats is registered (and vice versa)."""
+"""The reason codes: one registry (pipeline/core/reasons.py), the stats refuse anything else, the table in
+docs/run-directory.md is the registry, and every code the pipeline's source passes to the stats is registered
+(and vice versa)."""
 import ast
 import re
 from pathlib import Path
@@ -24,11 +25,11 @@ def test_stats_refuse_a_reason_that_is_not_registered():
         st.quarantine("no_such_reason")
 
 
-def test_the_readme_table_is_the_registry():
+def test_the_docs_table_is_the_registry():
     rows = re.findall(r"^\| `([a-z_]+)` \| (quarantined|dropped) \| (.+?) \|$",
-                      (ROOT / "README.md").read_text(encoding="utf-8"), re.M)
+                      (ROOT / "docs" / "run-directory.md").read_text(encoding="utf-8"), re.M)
     table = {code: (kind, meaning) for code, kind, meaning in rows}
-    assert len(table) == len(rows), "a reason is in the README twice"
+    assert len(table) == len(rows), "a reason is in docs/run-directory.md twice"
     registry = {**{c: ("quarantined", m) for c, m in reasons.QUARANTINE.items()},
                 **{c: ("dropped", m) for c, m in reasons.DROP.items()}}
     assert table == registry

@@ -73,7 +73,7 @@ def test_split_by_kind_writes_chat_and_text_shard_sets(tmp_path):
 
 def test_line_of_a_json_array_record_is_its_position_and_documented(tmp_path):
     """`line` of a record from a .json array is its position in the array, not a line of the file: the record
-    schema and the README say so."""
+    schema and docs/run-directory.md say so."""
     import json
 
     from conftest import ROOT
@@ -91,5 +91,5 @@ def test_line_of_a_json_array_record_is_its_position_and_documented(tmp_path):
     schema = json.loads((ROOT / "schemas" / "record.schema.json").read_text())
     described = schema["properties"]["source"]["properties"]["line"]["description"]
     assert "position of the record in the array" in described and "not a line of the file" in described
-    readme = " ".join((ROOT / "README.md").read_text().split())
+    readme = " ".join((ROOT / "docs" / "run-directory.md").read_text().split())
     assert "in a `.json` file the 1-based position of the record in the array" in readme

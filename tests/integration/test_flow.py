@@ -179,14 +179,14 @@ def test_explicit_fields_and_merge_are_field_by_field():
 
 
 def test_the_readme_examples_are_the_parameter_s_real_shape():
-    """README's `--param params='...'` and `--params '...'` examples are partial PrepareConfigs that merge."""
+    """docs/prefect.md's `--param params='...'` and `--params '...'` examples are partial PrepareConfigs that merge."""
     import re
 
     from conftest import ROOT
     from flows.prepare import DEMO_DEFAULTS
     from pipeline.core.config import merge_config
 
-    readme = (ROOT / "README.md").read_text()
+    readme = (ROOT / "docs" / "prefect.md").read_text()
     single = [json.loads(m) for m in re.findall(r"--param params='(\{.*?\})'", readme)]
     whole = [json.loads(m)["params"] for m in re.findall(r"--params '(\{.*?\})'", readme)]
     assert single and whole
