@@ -19,8 +19,15 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from pipeline.plan.memory import (CONSTANTS_FILE, UNIT_BYTES, calibration_summary, calibration_table,  # noqa: E402
-                             format_calibration_table, load_calibration_points, predict_calibration_point)
+from pipeline.plan.memory import (  # noqa: E402
+    CONSTANTS_FILE,
+    UNIT_BYTES,
+    calibration_summary,
+    calibration_table,
+    format_calibration_table,
+    load_calibration_points,
+    predict_calibration_point,
+)
 
 
 def objective(constants: dict, points: list[dict]) -> float:

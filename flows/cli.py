@@ -13,9 +13,8 @@ def register(sub) -> None:
 
 
 def cmd_serve(args) -> int:
-    from pipeline.core.config import load_config
-
     from flows.prepare import DEMO_DEFAULTS, serve  # the Prefect front end
+    from pipeline.core.config import load_config
 
     defaults = DEMO_DEFAULTS
     if args.config or args.s3:

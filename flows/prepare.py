@@ -19,14 +19,13 @@ from prefect.futures import wait
 from prefect.task_runners import ProcessPoolTaskRunner
 from prefect.tasks import exponential_backoff
 from prefect.utilities.annotations import unmapped
-
 from pydantic import BaseModel
 
 from pipeline.core.config import PrepareConfig, merge_config
 from pipeline.core.numfmt import number
-from pipeline.runner.preflight import PreflightError, absolute_paths, preflight
 from pipeline.report.build import render_notes_text
 from pipeline.runner import RunResult, run_prepare
+from pipeline.runner.preflight import PreflightError, absolute_paths, preflight
 
 DEMO_DEFAULTS = PrepareConfig(inputs=["sample_data"], out="runs/demo")
 RETRIES = dict(retries=2, retry_delay_seconds=exponential_backoff(backoff_factor=2), retry_jitter_factor=0.5)
@@ -210,8 +209,8 @@ def run_flow(cfg: PrepareConfig, dask_address: str | None = None) -> RunResult:
         runner = DaskTaskRunner(address=dask_address)
     state = prepare.with_options(task_runner=runner)(cfg, return_state=True)
     out = state.result()
-    from pathlib import Path
     import json
+    from pathlib import Path
 
     run_dir = Path(out["run_dir"])
     report = json.loads((run_dir / "report.json").read_text())

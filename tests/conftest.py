@@ -110,9 +110,9 @@ def fast_config(tmp_path, inputs, **overrides):
 def worked_example_tokens() -> int:
     """Tokens per epoch sized so the README's worked example (Llama-3.1-8B QLoRA, max length 2048, 3 epochs)
     takes 20 hours on one A40 by the planner's own throughput model."""
+    from pipeline.core.models import load_model_spec
     from pipeline.plan.gpus import flops_per_token, load_catalog
     from pipeline.plan.memory import lora_param_count
-    from pipeline.core.models import load_model_spec
 
     catalog = load_catalog()
     a40 = catalog.get("A40")

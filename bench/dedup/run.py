@@ -83,8 +83,8 @@ def ensure_corpus(data_dir: Path, n_train: int, n_eval: int, seed: int, shard_ro
 def _keys_task(args):
     shard_path, key_path, cfg_json = args
     from pipeline.core.config import DedupConfig
-    from pipeline.data.dedup import compute_keys, write_keys
     from pipeline.core.records import from_table
+    from pipeline.data.dedup import compute_keys, write_keys
 
     cfg = DedupConfig.model_validate_json(cfg_json)
     t0 = time.perf_counter()

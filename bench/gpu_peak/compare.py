@@ -25,8 +25,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from pipeline.plan.memory import GIB, estimate_memory  # noqa: E402
 from pipeline.core.models import spec_from_config  # noqa: E402
+from pipeline.plan.memory import GIB, estimate_memory  # noqa: E402
 from pipeline.plan.setup import TrainingSetup  # noqa: E402
 
 HERE = Path(__file__).parent

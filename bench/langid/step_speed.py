@@ -36,9 +36,9 @@ sys.path.insert(0, str(HERE.parent / "e2e"))
 from corpus import write_corpus  # noqa: E402
 
 from pipeline.core.config import FiltersConfig  # noqa: E402
+from pipeline.core.stats import StageStats  # noqa: E402
 from pipeline.data.formats import Invalid, to_record  # noqa: E402
 from pipeline.data.lang import _LID, MAX_CHARS, SIDE_CHARS, LanguageStep, _sides  # noqa: E402
-from pipeline.core.stats import StageStats  # noqa: E402
 
 # ------------------------------------------------------------------ the previous implementation (baseline)
 

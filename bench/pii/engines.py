@@ -124,7 +124,8 @@ def measure_words(norms: list[str]) -> list[tuple[str, float, float, str]]:
 
 
 def _recognizer_patterns() -> list[tuple[str, re.Pattern]]:
-    from pipeline.data.pii import names, recognizers as R, text
+    from pipeline.data.pii import names, text
+    from pipeline.data.pii import recognizers as R
 
     out = []
     for mod in (R, names, text):

@@ -31,8 +31,8 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from pipeline.data.pii import checks  # noqa: E402  (only to reject accidental valid "bad" values)
 from pipeline.core.records import record_id  # noqa: E402
+from pipeline.data.pii import checks  # noqa: E402  (only to reject accidental valid "bad" values)
 
 _DOB_FROM, _DOB_TO = datetime.date(1940, 1, 1), datetime.date(2008, 1, 1)
 

@@ -49,8 +49,8 @@ def measure_stage(rows: list[dict], batch_size: int) -> dict:
     """The pipeline's PII stage: PiiStep.process over batches, in a fresh process."""
     import pipeline.data.pii.engine  # noqa: F401  imports outside the timer (both sides)
     from pipeline.core.config import PiiConfig
-    from pipeline.data.pii import PiiStep
     from pipeline.core.stats import StageStats
+    from pipeline.data.pii import PiiStep
 
     records = [copy.deepcopy(r["record"]) for r in rows]
     stats = StageStats("pii")

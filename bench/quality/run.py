@@ -23,8 +23,8 @@ sys.path.insert(0, str(ROOT))
 
 import pyarrow.parquet as pq  # noqa: E402
 
-from pipeline.data.clean import CleanStep  # noqa: E402
 from pipeline.core.config import CleanConfig, QualityConfig  # noqa: E402
+from pipeline.data.clean import CleanStep  # noqa: E402
 from pipeline.data.quality import QualityStep, canned_keys, find_canned  # noqa: E402
 
 

@@ -74,8 +74,8 @@ def _worker(path: str, tokenizer: str | None, cache: str, batch: int, barrier, q
     """One of --workers processes: load its share, load the tokenizer, wait for the others, measure."""
     sys.path.insert(0, str(ROOT))
     from pipeline.core.config import LengthsConfig
-    from pipeline.data.lengths.step import LengthStep
     from pipeline.core.stats import StageStats
+    from pipeline.data.lengths.step import LengthStep
 
     with open(path, "rb") as f:
         records = pickle.load(f)
@@ -150,8 +150,8 @@ def main() -> int:
     args = ap.parse_args()
 
     from pipeline.core.config import LengthsConfig
-    from pipeline.data.lengths.step import LengthStep
     from pipeline.core.stats import StageStats
+    from pipeline.data.lengths.step import LengthStep
 
     load_at_start = [round(x, 2) for x in os.getloadavg()]
     t = time.perf_counter()

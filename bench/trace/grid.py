@@ -23,9 +23,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
+from pipeline.core.models import load_model_spec, spec_from_config  # noqa: E402
 from pipeline.plan.memory import GIB, estimate_memory  # noqa: E402
 from pipeline.plan.setup import TrainingSetup
-from pipeline.core.models import load_model_spec, spec_from_config  # noqa: E402
 
 HERE = Path(__file__).parent
 OUT = HERE / "grid.json"

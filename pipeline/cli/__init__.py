@@ -12,7 +12,15 @@ import argparse
 import os
 import sys
 
-from pipeline.cli.errors import EXIT_ERROR, EXIT_INTERRUPTED, EXIT_POLICY, UserError, describe_error, fail, internal_error
+from pipeline.cli.errors import (
+    EXIT_ERROR,
+    EXIT_INTERRUPTED,
+    EXIT_POLICY,
+    UserError,
+    describe_error,
+    fail,
+    internal_error,
+)
 from pipeline.cli.run import config_from_args, summary_text
 
 __all__ = ["EXIT_ERROR", "EXIT_POLICY", "UserError", "build_parser", "config_from_args", "describe_error", "fail",

@@ -5,10 +5,10 @@ import argparse
 import json
 from pathlib import Path
 
-from pipeline.plan.gpus import catalog_rows, load_catalog, render_catalog_text
 from pipeline.cli.args import add_json_argument
 from pipeline.cli.errors import UserError
 from pipeline.cli.estimate import short_count
+from pipeline.plan.gpus import catalog_rows, load_catalog, render_catalog_text
 
 
 def register(sub) -> None:
@@ -38,7 +38,7 @@ def cmd_gpus(args: argparse.Namespace) -> int:
 
 
 def cmd_models(args: argparse.Namespace) -> int:
-    from pipeline.core.models import builtin_models, builtin_spec, builtin_aliases, param_count
+    from pipeline.core.models import builtin_aliases, builtin_models, builtin_spec, param_count
 
     rows = []
     for name in builtin_models():

@@ -27,10 +27,10 @@ def disk_full_message(exc: OSError, where: str | None = None) -> str:
 def describe_error(exc: BaseException) -> tuple[str | None, int]:
     """(one line for the user, exit code) for the errors a user can cause and fix; (None, 2) for a bug."""
     from pipeline.core.config import ConfigError
-    from pipeline.runner.preflight import PreflightError, disk_full
-    from pipeline.data.readers import UnreadableInput
     from pipeline.core.errors import PrepareError
     from pipeline.core.s3 import S3Error
+    from pipeline.data.readers import UnreadableInput
+    from pipeline.runner.preflight import PreflightError, disk_full
 
     # the class is looked up where it is defined, without importing the PII engine: an exception of that class
     # exists only once its module is loaded (a worker's exception is unpickled through it)

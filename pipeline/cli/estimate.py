@@ -6,11 +6,11 @@ import argparse
 import json
 import sys
 
+from pipeline.cli.args import add_json_argument, add_method_argument, field_help, literal_choices
+from pipeline.cli.errors import UserError
 from pipeline.core.config import EstimateConfig
 from pipeline.plan.memory import GIB, MemoryEstimate, estimate_memory
 from pipeline.plan.setup import PRECISIONS, SHARDING, TrainingSetup
-from pipeline.cli.args import add_json_argument, add_method_argument, field_help, literal_choices
-from pipeline.cli.errors import UserError
 
 DEFAULT_LORA_RANK = 16
 DEFAULT_LORA_TARGETS = "all-linear"

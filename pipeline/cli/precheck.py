@@ -6,8 +6,14 @@ import argparse
 import json
 import sys
 
-from pipeline.cli.args import (add_config_argument, add_config_flag, add_encoding_flag, add_json_argument, add_plan_arguments,
-                   config_overrides)
+from pipeline.cli.args import (
+    add_config_argument,
+    add_config_flag,
+    add_encoding_flag,
+    add_json_argument,
+    add_plan_arguments,
+    config_overrides,
+)
 from pipeline.cli.errors import UserError
 
 

@@ -9,8 +9,14 @@ import sys
 import threading
 from typing import TYPE_CHECKING
 
-from pipeline.cli.args import (add_config_argument, add_config_flag, add_encoding_flag, add_json_argument, add_plan_arguments,
-                   config_overrides)
+from pipeline.cli.args import (
+    add_config_argument,
+    add_config_flag,
+    add_encoding_flag,
+    add_json_argument,
+    add_plan_arguments,
+    config_overrides,
+)
 from pipeline.cli.errors import UserError, disk_full_message
 
 if TYPE_CHECKING:  # the config module imports pydantic: loaded only when a command needs it
@@ -135,8 +141,8 @@ def remote_runner(name: str):
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from pipeline.runner.preflight import disk_full, preflight
     from pipeline.runner import run_prepare
+    from pipeline.runner.preflight import disk_full, preflight
 
     cfg = config_from_args(args)
     run_flow = remote_runner("dask") if args.dask_address else None

@@ -12,7 +12,6 @@ from typing import Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
 
-
 # Loss paths: standard = the HF loss, which upcasts the whole logits tensor to fp32; bf16 = F.cross_entropy on
 # the bf16 logits; chunked = torchtune's CEWithChunkedOutputLoss (fp32 upcast per chunk); fused = Liger /
 # Cut-Cross-Entropy / Unsloth kernels that never hold the logits of all tokens.

@@ -9,10 +9,11 @@ from __future__ import annotations
 import json
 import os
 import re
-from pipeline.core.resources import resource
 from dataclasses import dataclass, fields
 from functools import lru_cache
 from pathlib import Path
+
+from pipeline.core.resources import resource
 
 DATA_FILE = resource("models.json")
 

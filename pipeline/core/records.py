@@ -29,6 +29,7 @@ from typing import Any, Literal, TypedDict
 
 import pyarrow as pa
 
+
 class Source(TypedDict):
     file: str
     line: int

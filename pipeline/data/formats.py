@@ -13,9 +13,9 @@ import re
 from collections import Counter
 from typing import Callable
 
+from pipeline.core.records import MAPPING_KEYS, ROLES, record_id
 from pipeline.core.textnorm import normalize_text
 from pipeline.data.readers import UnreadableInput
-from pipeline.core.records import MAPPING_KEYS, ROLES, record_id
 
 
 class Invalid(Exception):

@@ -5,16 +5,24 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from pipeline.data.clean import CleanStep
-from pipeline.data.quality import QualityStep
 from pipeline.core.config import PrepareConfig
-from pipeline.data.formats import (WITHHELD, Dropped, Invalid, check_file, count_columns, detect_format, format_of_row,
-                      to_record)
-from pipeline.data.readers import FileReader, InputFile, name_holds_pii
 from pipeline.core.errors import PrepareError
 from pipeline.core.stats import StageStats
 from pipeline.core.step import QuarantineSink, Step
 from pipeline.core.textnorm import content_chars
+from pipeline.data.clean import CleanStep
+from pipeline.data.formats import (
+    WITHHELD,
+    Dropped,
+    Invalid,
+    check_file,
+    count_columns,
+    detect_format,
+    format_of_row,
+    to_record,
+)
+from pipeline.data.quality import QualityStep
+from pipeline.data.readers import FileReader, InputFile, name_holds_pii
 
 # _order = shard index << 32 | (the file's offset in its shard + row number): global input order, unique per row
 ORDER_SHIFT = 32

@@ -282,8 +282,8 @@ class Check:
 def run_show(target: Target, n: int = 5, ids: list[str] | None = None, color: bool = False,
              allow_untrained: bool = False, max_untrained_share: float = 0.5, write=print) -> Check:
     """Print the chosen records as the trainer sees them and check every record for trainable tokens."""
-    from pipeline.data.lengths.step import LengthStep
     from pipeline.core.stats import StageStats
+    from pipeline.data.lengths.step import LengthStep
 
     cache = str(Path(os.environ.get("PREPARE_CACHE", ".cache/prepare")) / "tokens")  # the run's token cache
     # counted even where the run had the lengths step off: what is shown is what the trainer will see

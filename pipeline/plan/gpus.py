@@ -13,11 +13,11 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from pipeline.core.markdown import table
+from pipeline.core.models import ModelSpec, load_model_spec, param_breakdown
+from pipeline.core.resources import resource
 from pipeline.plan.measured import load_points, measured_slowdown
 from pipeline.plan.memory import GIB, MemoryEstimate, estimate_memory
 from pipeline.plan.setup import TrainingSetup
-from pipeline.core.models import ModelSpec, load_model_spec, param_breakdown
-from pipeline.core.resources import resource
 
 CATALOG_FILE = resource("gpus.json")
 DEFAULT_MARGIN = 0.10

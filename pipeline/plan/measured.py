@@ -10,7 +10,6 @@ import os
 import statistics
 from pathlib import Path
 
-
 # A trial this far from its plan measured something else than the planned card (the CPU, a broken trial): the
 # estimate is within 2x of published runs, so a point outside corrects no plan (earlier versions stored CPU trials).
 PLAUSIBLE_SLOWDOWN = (0.1, 10.0)

@@ -19,11 +19,20 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
-from pipeline.core.resources import resource
 from pipeline.core.models import ModelSpec, load_model_spec, param_breakdown
-
-from pipeline.plan.setup import (ATTENTION, CROSS_ENTROPY, FRAMEWORKS, METHODS, OPTIMIZERS, PRECISIONS,  # noqa: F401
-                                 SHARDING, TrainingSetup, framework_preset, parse_lora_targets)
+from pipeline.core.resources import resource
+from pipeline.plan.setup import (  # noqa: F401
+    ATTENTION,
+    CROSS_ENTROPY,
+    FRAMEWORKS,
+    METHODS,
+    OPTIMIZERS,
+    PRECISIONS,
+    SHARDING,
+    TrainingSetup,
+    framework_preset,
+    parse_lora_targets,
+)
 
 GIB = 2**30
 CONSTANTS_FILE = resource("memory_constants.json")

@@ -9,8 +9,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field, replace
 from typing import Literal
 
-from pipeline.core.models import ModelSpec, load_model_spec
 from pipeline.core.config import CROSS_ENTROPY, FRAMEWORKS, CrossEntropy, FrameworkName  # noqa: F401  (the settings name them)
+from pipeline.core.models import ModelSpec, load_model_spec
 
 
 @dataclass(frozen=True)

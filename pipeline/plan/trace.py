@@ -35,7 +35,7 @@ import weakref
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from pipeline.plan.memory import GIB, nf4_bytes_per_param, load_constants, resolve_constants
+from pipeline.plan.memory import GIB, load_constants, nf4_bytes_per_param, resolve_constants
 
 INSTALL_HINT = "the tracer needs the 'trace' extra: pip install -e '.[trace]' (torch, peft)"
 CATEGORIES = ("parameters", "gradients", "optimizer_state", "activations", "logits_loss", "temporaries")
@@ -77,7 +77,7 @@ def hf_config_dict(model: str) -> tuple[dict, str]:
     """(config.json dict, name) for a config file, a folder holding config.json, a built-in model name, or a hub
     id (needs network). Built-in models are rebuilt from their spec in data/models.json: those numbers are the
     config.json values, and the family's defaults fill in the rest."""
-    from pipeline.core.models import builtin_table, builtin_spec
+    from pipeline.core.models import builtin_spec, builtin_table
 
     path = Path(model).expanduser()
     if path.is_dir():
@@ -238,7 +238,6 @@ def _patched_for_meta(torch):
     the meta device routed to the emulation, transformers' warnings quiet (see the module doc)."""
     import torch.optim.adam as adam
     import transformers.masking_utils as masking
-
     from transformers.utils import logging
 
     real_autocast = torch.autocast

@@ -9,12 +9,12 @@ from collections import Counter
 from pathlib import Path
 
 from pipeline.core.config import PrepareConfig
-from pipeline.data.formats import COLUMNS_SHOWN, file_format_notes
+from pipeline.core.files import atomic_write_text
 from pipeline.core.markdown import table
 from pipeline.core.numfmt import number
-from pipeline.core.files import atomic_write_text
-from pipeline.report.quality import render_quality_markdown
 from pipeline.core.stats import StageStats, merge_all
+from pipeline.data.formats import COLUMNS_SHOWN, file_format_notes
+from pipeline.report.quality import render_quality_markdown
 
 STAGE_ORDER = ("read", "normalize", "clean", "quality", "language", "dedup", "canned", "pii_residual", "pii",
                "lengths", "split", "write")

@@ -18,8 +18,8 @@ import math
 import re
 from pathlib import Path
 
-from pipeline.core.numfmt import is_number, number
 from pipeline.core.files import atomic_write_text
+from pipeline.core.numfmt import is_number, number
 from pipeline.report.quality import canned_line, canned_rows, check_rows
 
 REPORT_HTML = "report.html"

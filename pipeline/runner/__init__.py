@@ -16,8 +16,17 @@ its keys), work (the work folder's files). Steps themselves are pipeline.core.st
 from pipeline.core.errors import PrepareError
 from pipeline.runner.executor import Executor, LocalExecutor
 from pipeline.runner.finalize import finalize
-from pipeline.runner.phases import (ShardTask, check_readable, normalize_shard, plan_shards, process_shard, run_canned, run_dedup,
-                     run_split, upload)
+from pipeline.runner.phases import (
+                     ShardTask,
+                     check_readable,
+                     normalize_shard,
+                     plan_shards,
+                     process_shard,
+                     run_canned,
+                     run_dedup,
+                     run_split,
+                     upload,
+)
 from pipeline.runner.resume import code_version
 from pipeline.runner.run import RunResult, run_prepare
 from pipeline.runner.work import INTERNAL_COLUMNS, PROCESSED_COLUMNS, progress_dir, work_paths

@@ -10,16 +10,15 @@ from pathlib import Path
 import numpy as np
 import pyarrow.parquet as pq
 
-from pipeline.report.build import build_report, write_reports
 from pipeline.core.config import PrepareConfig
 from pipeline.core.progress import ProgressFile
-from pipeline.data.readers import shown_config
-from pipeline.runner.rundir import RunDir, claim, read_ledger
-from pipeline.data.shards import WriteStep, build_manifest, write_manifest
 from pipeline.core.stats import StageStats, merge_all
+from pipeline.data.readers import shown_config
+from pipeline.data.shards import WriteStep, build_manifest, write_manifest
+from pipeline.report.build import build_report, write_reports
 from pipeline.runner.phases import StatsByFile, merged_stages, runs_by_file
+from pipeline.runner.rundir import RunDir, claim, read_ledger
 from pipeline.runner.work import progress_dir, read_work, read_work_tables, work_paths
-
 
 Groups = dict[str, tuple[np.ndarray, np.ndarray]]
 

@@ -11,23 +11,31 @@ import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from pipeline.data import dedup
 from pipeline.core.config import PrepareConfig
-from pipeline.data.lang import record_lang
-from pipeline.data.normalize import ORDER_SHIFT, Normalizer
-from pipeline.runner.preflight import disk_full, unsupported_files
-from pipeline.core.progress import ProgressFile
-from pipeline.data.readers import FileReader, InputFile, UnreadableInput, expand_inputs, split_ranges
-from pipeline.core.records import to_table
 from pipeline.core.errors import PrepareError
-from pipeline.runner.rundir import is_inside, read_salt
 from pipeline.core.files import sha256_file
-from pipeline.data.split import SplitStep, lang_ids, read_validation_ids
+from pipeline.core.progress import ProgressFile
+from pipeline.core.records import to_table
 from pipeline.core.stats import StageStats, merge_all
 from pipeline.core.step import Step, config_key, run_steps
 from pipeline.core.textnorm import content_chars
+from pipeline.data import dedup
+from pipeline.data.lang import record_lang
+from pipeline.data.normalize import ORDER_SHIFT, Normalizer
+from pipeline.data.readers import FileReader, InputFile, UnreadableInput, expand_inputs, split_ranges
+from pipeline.data.split import SplitStep, lang_ids, read_validation_ids
 from pipeline.runner import resume
-from pipeline.runner.work import INTERNAL_COLUMNS, PROCESSED_COLUMNS, LazyFile, WorkWriter, progress_dir, read_work, work_paths
+from pipeline.runner.preflight import disk_full, unsupported_files
+from pipeline.runner.rundir import is_inside, read_salt
+from pipeline.runner.work import (
+    INTERNAL_COLUMNS,
+    PROCESSED_COLUMNS,
+    LazyFile,
+    WorkWriter,
+    progress_dir,
+    read_work,
+    work_paths,
+)
 
 
 @dataclass(frozen=True)
@@ -185,7 +193,6 @@ def normalize_steps(normalizer: Normalizer, cfg: PrepareConfig, keys: WorkWriter
 def _normalize_key(task: ShardTask, cfg: PrepareConfig) -> str:
     from pipeline.data.clean import CleanStep
     from pipeline.data.normalize import NormalizeStep, ReadStep
-
     from pipeline.data.quality import QualityStep
 
     steps = [ReadStep, NormalizeStep, CleanStep, QualityStep, *map(type, language_steps(cfg)), dedup.KeysStep]

@@ -8,9 +8,9 @@ import sys
 import numpy as np
 
 from pipeline.core.config import PrepareConfig
+from pipeline.core.stats import StageStats
 from pipeline.data.normalize import Normalizer
 from pipeline.data.readers import expand_inputs, guessed_encoding_note
-from pipeline.core.stats import StageStats
 
 
 def sample_records(cfg: PrepareConfig, sample_size: int, seed: int = 0,
@@ -19,7 +19,6 @@ def sample_records(cfg: PrepareConfig, sample_size: int, seed: int = 0,
     than `sample_size`. Returns (sample, total records, counts); a file whose encoding was guessed is said on
     stderr as it is read."""
     from pipeline.core.progress import Progress
-
     from pipeline.data.lengths.step import sample_for_precheck
 
     bar = Progress("precheck: read", "records", enabled=progress)
@@ -97,11 +96,10 @@ def _drop_exact_duplicates(batch: list[dict], cfg: PrepareConfig, hashes: set[in
 
 
 def run_precheck(cfg: PrepareConfig, sample_size: int = 200_000, seed: int = 0, progress: bool = False) -> dict:
-    from pipeline.data.lengths.histogram import percentile_uncertainty
-    from pipeline.data.lengths.summary import summarize_lengths
-    from pipeline.data.lengths.step import LengthStep
-
     from pipeline.core.progress import Progress
+    from pipeline.data.lengths.histogram import percentile_uncertainty
+    from pipeline.data.lengths.step import LengthStep
+    from pipeline.data.lengths.summary import summarize_lengths
 
     sample, total, counts = sample_records(cfg, sample_size, seed, progress)
     if not sample:

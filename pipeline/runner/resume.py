@@ -9,8 +9,8 @@ import os
 from functools import lru_cache
 from pathlib import Path
 
-from pipeline.data.readers import InputFile
 from pipeline.core.files import atomic_write_text
+from pipeline.data.readers import InputFile
 
 PACKAGE = Path(__file__).resolve().parents[1]  # pipeline/
 

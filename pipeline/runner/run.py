@@ -11,15 +11,25 @@ from typing import Callable
 
 from pipeline.core.config import PrepareConfig
 from pipeline.core.env import set_defaults
-from pipeline.runner.preflight import refuse_empty_run
 from pipeline.core.progress import StageProgress
-from pipeline.data.readers import guessed_encoding_note, save_names
-from pipeline.runner.rundir import RunDir, check_out, ensure_salt
 from pipeline.core.stats import StageStats, merge_all
+from pipeline.data.readers import guessed_encoding_note, save_names
 from pipeline.runner.executor import Executor, LocalExecutor
 from pipeline.runner.finalize import finalize
-from pipeline.runner.phases import (ShardTask, canned_on, check_readable, normalize_shard, plan_shards, process_shard, run_canned,
-                     run_dedup, run_split, upload)
+from pipeline.runner.phases import (
+    ShardTask,
+    canned_on,
+    check_readable,
+    normalize_shard,
+    plan_shards,
+    process_shard,
+    run_canned,
+    run_dedup,
+    run_split,
+    upload,
+)
+from pipeline.runner.preflight import refuse_empty_run
+from pipeline.runner.rundir import RunDir, check_out, ensure_salt
 from pipeline.runner.work import progress_dir, work_paths
 
 

@@ -8,8 +8,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from pipeline.core.config import ReadConfig
-from pipeline.data.readers import parquet_batch_rows
 from pipeline.core.records import Record, from_table
+from pipeline.data.readers import parquet_batch_rows
 
 INTERNAL_COLUMNS = {"_order": pa.int64(), "_eval": pa.bool_()}
 # _lang: the language step's code (None when it is off), for the token-length groups per language

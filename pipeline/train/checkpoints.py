@@ -119,7 +119,7 @@ class Remote:
 
 def list_remote(uri: str) -> dict[str, Remote]:
     """The checkpoint folders under the prefix (complete = has its manifest), by name."""
-    from pipeline.core.s3 import with_retries, client, parse_uri
+    from pipeline.core.s3 import client, parse_uri, with_retries
 
     bucket, prefix = parse_uri(uri.rstrip("/") + "/")
     s3 = client()
@@ -143,7 +143,7 @@ def list_remote(uri: str) -> dict[str, Remote]:
 
 def delete_remote(uri: str, entry: Remote) -> None:
     """Manifest first: a checkpoint half deleted is never taken for a complete one."""
-    from pipeline.core.s3 import with_retries, client, parse_uri
+    from pipeline.core.s3 import client, parse_uri, with_retries
 
     bucket, _ = parse_uri(uri.rstrip("/") + "/")
     s3 = client()
@@ -180,7 +180,7 @@ def eval_report(state: dict) -> dict:
 
 
 def put_json(uri: str, name: str, data: dict) -> str:
-    from pipeline.core.s3 import with_retries, client, parse_uri
+    from pipeline.core.s3 import client, parse_uri, with_retries
 
     bucket, prefix = parse_uri(uri.rstrip("/") + "/")
     s3 = client()
@@ -293,8 +293,8 @@ def pull(uri: str, dest: str | Path, name: str | None = None) -> Path:
     """Download the latest complete checkpoint (or `name`) into dest/<name>, each file checked against the
     manifest's sha256; returns the folder, for resume_from_checkpoint. The bucket is not trusted: every path of
     the manifest is checked before anything is written (_checked_files), and no file is written through a link."""
-    from pipeline.core.s3 import with_retries, client, parse_uri
     from pipeline.core.files import sha256_file
+    from pipeline.core.s3 import client, parse_uri, with_retries
 
     remote = list_remote(uri)
     complete = sorted((e for e in remote.values() if e.complete and e.step is not None), key=lambda e: e.step)

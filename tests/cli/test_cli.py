@@ -6,7 +6,6 @@ import typing
 from pathlib import Path
 
 import pytest
-
 from conftest import ROOT
 
 pytestmark = pytest.mark.integration

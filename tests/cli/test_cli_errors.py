@@ -12,7 +12,6 @@ import time
 import uuid
 
 import pytest
-
 from conftest import ROOT
 
 pytestmark = pytest.mark.integration

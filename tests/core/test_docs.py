@@ -5,8 +5,8 @@ import re
 from pathlib import Path
 
 import pytest
-
 from conftest import ROOT
+
 from pipeline.core.config_reference import DOC_PATH, render
 
 PAGES = [ROOT / "README.md", ROOT / "bench" / "HISTORY.md", *sorted((ROOT / "docs").glob("*.md"))]

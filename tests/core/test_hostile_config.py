@@ -7,7 +7,6 @@ import subprocess
 import sys
 
 import pytest
-
 from conftest import ROOT
 
 TCKN, PHONE = "10000000146", "+90 532 123 45 67"

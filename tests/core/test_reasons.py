@@ -6,8 +6,8 @@ import re
 from pathlib import Path
 
 import pytest
-
 from conftest import ROOT
+
 from pipeline.core import reasons
 from pipeline.core.stats import StageStats
 

@@ -1,7 +1,7 @@
 """The Step base: accounting, one process(batch) contract, and resume keys from declared config sections."""
 from pipeline.core.config import PrepareConfig
-from pipeline.data.split import SplitStep
 from pipeline.core.step import Step, config_key, run_steps
+from pipeline.data.split import SplitStep
 
 
 class DropOdd(Step):

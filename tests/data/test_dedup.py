@@ -10,11 +10,11 @@ import pytest
 import xxhash
 from datasketch import MinHash
 
+from pipeline.core.config import DedupConfig
+from pipeline.core.stats import StageStats
 from pipeline.data import dedup as D
 from pipeline.data.dedup import clusters
 from pipeline.data.dedup.text import _WORD, encode_texts
-from pipeline.core.config import DedupConfig
-from pipeline.core.stats import StageStats
 
 _SYL = "ka lo mi ne ru sa ti po de gu va ze bi fo ha je ku xi ya wo an el is or un er ar in ça şe ра то".split()
 _VOCAB = sorted({"".join(random.Random(i).choices(_SYL, k=1 + i % 3)) for i in range(6000)})

@@ -1,15 +1,14 @@
 import json
 
 import pytest
+from conftest import PEER_FORMATS
 
 from pipeline.core.config import PrepareConfig
+from pipeline.core.records import from_table, public, to_table
+from pipeline.core.schemas import validate
 from pipeline.data.formats import Invalid, detect_format, to_record
 from pipeline.data.normalize import Normalizer
 from pipeline.data.readers import describe
-from pipeline.core.records import from_table, public, to_table
-from pipeline.core.schemas import validate
-
-from conftest import PEER_FORMATS
 
 SRC = {"file": "f", "line": 1}
 
@@ -297,9 +296,9 @@ def test_multimodal_rows_are_quarantined_not_kept_with_placeholders(tmp_path):
 
 
 def test_a_run_on_kto_and_dpo_files_counts_what_was_done(tmp_path):
-    from pipeline.runner import run_prepare
-
     from conftest import fast_config
+
+    from pipeline.runner import run_prepare
 
     folder = tmp_path / "in"
     folder.mkdir()
@@ -315,10 +314,10 @@ def test_a_run_on_kto_and_dpo_files_counts_what_was_done(tmp_path):
 
 
 def test_a_preference_file_stops_the_run_before_any_output(tmp_path):
+    from conftest import fast_config
+
     from pipeline.data.readers import UnreadableInput
     from pipeline.runner import run_prepare
-
-    from conftest import fast_config
 
     folder = tmp_path / "in"
     folder.mkdir()

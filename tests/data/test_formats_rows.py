@@ -6,13 +6,12 @@ import subprocess
 import sys
 
 import pytest
+from conftest import ROOT, fast_config
 
 from pipeline.core.config import PrepareConfig
 from pipeline.data.formats import Invalid, to_record
 from pipeline.data.normalize import Normalizer
 from pipeline.data.readers import UnreadableInput, describe
-
-from conftest import ROOT, fast_config
 
 FAST = ("--no-pii", "--no-lengths", "--no-estimate", "--workers", "1")
 

@@ -4,8 +4,8 @@ import json
 
 import pyarrow.parquet as pq
 import pytest
-
 from conftest import fast_config
+
 from pipeline.runner import plan_shards, run_prepare
 
 TURKISH = ["Şifre değiştir lütfen, hesabıma giremiyorum", "Değişim yapabilir miyim, ürün hasarlı geldi?"]

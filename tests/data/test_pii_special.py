@@ -6,8 +6,8 @@ import subprocess
 import sys
 
 import pytest
-
 from conftest import ROOT
+
 from pipeline.core.config import PiiConfig
 from pipeline.data.pii import PiiPolicyError, PiiStep, kvkk_summary, render_kvkk_markdown
 from pipeline.data.pii.special import CATEGORIES, get_special_detector

@@ -6,8 +6,8 @@ import multiprocessing as mp
 import pytest
 
 from pipeline.core.config import PiiConfig
-from pipeline.data.pii import PiiPolicyError, PiiStep, kvkk_summary, strip_fields
 from pipeline.core.stats import StageStats
+from pipeline.data.pii import PiiPolicyError, PiiStep, kvkk_summary, strip_fields
 
 pytestmark = pytest.mark.timeout(300)
 

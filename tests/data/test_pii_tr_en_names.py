@@ -11,8 +11,8 @@ import pytest
 
 from pipeline.core.config import PiiConfig
 from pipeline.data.pii import PiiStep
-from pipeline.data.pii.names import LATIN_FIRST, LATIN_LAST, LISTED_EXT
 from pipeline.data.pii.name_signals import Rarity, code_spans
+from pipeline.data.pii.names import LATIN_FIRST, LATIN_LAST, LISTED_EXT
 from pipeline.data.pii.text import fold
 
 pytestmark = pytest.mark.timeout(300)

@@ -6,8 +6,18 @@ import pyarrow.parquet as pq
 import pytest
 
 from pipeline.core.config import QualityConfig
-from pipeline.data.quality import (CannedStep, QualityStep, canned_keys, find_canned, has_words, mail_parts,
-                              quality_summary, repair_mojibake, repetition_ratio, strip_mail)
+from pipeline.data.quality import (
+    CannedStep,
+    QualityStep,
+    canned_keys,
+    find_canned,
+    has_words,
+    mail_parts,
+    quality_summary,
+    repair_mojibake,
+    repetition_ratio,
+    strip_mail,
+)
 
 ORDER_SHIFT = 32
 
@@ -235,8 +245,8 @@ def test_no_record_text_reaches_the_report(tmp_path):
 
 
 def test_report_html_and_markdown_show_the_quality_section(tmp_path):
-    from pipeline.report.quality import render_quality_markdown
     from pipeline.report.html import SECTION_IDS, render_html
+    from pipeline.report.quality import render_quality_markdown
 
     recs = [chat("t", THREADS["gmail"]), chat("loop", "Please restart the router. " * 15)]
     _out, st = run_step(recs)

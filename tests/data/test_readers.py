@@ -157,10 +157,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+from conftest import ROOT, fast_config
+
 from pipeline.core.config import PrepareConfig
 from pipeline.data.readers import names_file, parquet_batch_rows, too_deep
-
-from conftest import ROOT, fast_config
 
 
 def problems(files):
@@ -312,8 +312,8 @@ def test_truncated_gzip_and_zstd_count_what_was_read_and_say_so(tmp_path):
 def test_a_run_reports_the_cut_archives_truncated_and_counts_what_was_read(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     d, _ = _cut_archives(tmp_path)
-    from pipeline.runner import run_prepare
     from pipeline.core.schemas import validate
+    from pipeline.runner import run_prepare
 
     cfg = fast_config(tmp_path, [d])
     cfg.dedup.enabled = False

@@ -10,9 +10,9 @@ import pyarrow.parquet as pq
 import pytest
 
 from pipeline.core.config import PrepareConfig
+from pipeline.core.schemas import validate
 from pipeline.data.pii.residual import ResidualProbe, check_residual, measured_line, residual_summary, wilson
 from pipeline.runner import run_prepare
-from pipeline.core.schemas import validate
 
 pytestmark = pytest.mark.integration
 

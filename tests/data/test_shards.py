@@ -3,10 +3,10 @@ import pyarrow.parquet as pq
 import pytest
 
 from pipeline.core.config import ReadConfig, WriteConfig
-from pipeline.core.records import to_table
-from pipeline.runner.work import PROCESSED_COLUMNS, WorkWriter, read_work, read_work_tables
 from pipeline.core.files import sha256_file
+from pipeline.core.records import to_table
 from pipeline.data.shards import WriteStep
+from pipeline.runner.work import PROCESSED_COLUMNS, WorkWriter, read_work, read_work_tables
 
 
 def _records(n: int) -> list[dict]:

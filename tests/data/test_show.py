@@ -5,15 +5,14 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
+from conftest import SAMPLE_DATA
 
 from pipeline.cli import main
 from pipeline.core.config import LengthsConfig, PrepareConfig
 from pipeline.data.lengths.step import LengthStep
-from pipeline.runner import run_prepare
-from pipeline.data.show import format_view, view_record
 from pipeline.data.lengths.tokenizer import HFHandle, load_tokenizer, resolve_tokenizer
-
-from conftest import SAMPLE_DATA
+from pipeline.data.show import format_view, view_record
+from pipeline.runner import run_prepare
 
 TEMPLATES = Path(__file__).parents[1] / "fixtures" / "templates"
 WEATHER = {"type": "function", "function": {"name": "get_weather", "description": "Weather in a city",

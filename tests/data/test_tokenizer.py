@@ -8,8 +8,17 @@ import pytest
 
 from pipeline.core.records import template_inputs
 from pipeline.data.lengths.tokenizer import (
-    DEFAULT_CHAT_TEMPLATE, HFHandle, SentencePieceCounter, is_chat, load_tokenizer, mistral_common_data_dir,
-    render_default, resolve_tokenizer, sentencepiece_folder, spec_fingerprint, template_messages,
+    DEFAULT_CHAT_TEMPLATE,
+    HFHandle,
+    SentencePieceCounter,
+    is_chat,
+    load_tokenizer,
+    mistral_common_data_dir,
+    render_default,
+    resolve_tokenizer,
+    sentencepiece_folder,
+    spec_fingerprint,
+    template_messages,
 )
 
 SAMPLES = [
@@ -414,13 +423,12 @@ def _write_shards(tmp_path, name, records):
 @pytest.fixture(scope="module")
 def tool_shards(tmp_path_factory):
     import datasets
+    from conftest import PEER_FORMATS
 
     from pipeline.core.config import PrepareConfig
     from pipeline.data.formats import to_record
     from pipeline.data.normalize import Normalizer
     from pipeline.data.readers import describe
-
-    from conftest import PEER_FORMATS
 
     tmp = tmp_path_factory.mktemp("tool-shards")
     normalizer = Normalizer(describe(str(PEER_FORMATS / "glaive_toolcall_en_demo.json")), PrepareConfig())
@@ -464,8 +472,8 @@ def test_tool_shards_load_as_the_records_written(tool_shards):
 def test_real_templates_render_tool_shards_and_counts_are_that_rendering(tool_shards, tmp_path, template_name,
                                                                          shape):
     from pipeline.core.config import LengthsConfig
-    from pipeline.data.lengths.step import LengthStep
     from pipeline.core.stats import StageStats
+    from pipeline.data.lengths.step import LengthStep
 
     template = None if template_name == "builtin" else (TEMPLATES / f"{template_name}.jinja").read_text()
     step = LengthStep(LengthsConfig(chat_template=template), cache_dir=None)
@@ -518,9 +526,9 @@ def test_tekken_counts_the_tools(tool_shards):
 
 def test_llama_refuses_parallel_calls_and_the_step_quarantines_them():
     from pipeline.core.config import LengthsConfig
+    from pipeline.core.stats import StageStats
     from pipeline.data.formats import to_record
     from pipeline.data.lengths.step import LengthStep
-    from pipeline.core.stats import StageStats
 
     row = {"messages": [
         {"role": "user", "content": "both"},

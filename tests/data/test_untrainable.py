@@ -8,7 +8,6 @@ import sys
 
 import pyarrow.parquet as pq
 import pytest
-
 from conftest import PEER_FORMATS, ROOT
 
 pytestmark = pytest.mark.integration  # the CLI in subprocesses

@@ -6,11 +6,9 @@ import subprocess
 import sys
 
 import pytest
-
-from pipeline.runner import run_prepare
-
 from conftest import ROOT, fast_config
 
+from pipeline.runner import run_prepare
 
 WORDS = ("invoice refund order parcel courier address password account tariff bonus delivery warehouse "
          "payment card subscription upgrade discount coupon receipt customer support ticket status").split()

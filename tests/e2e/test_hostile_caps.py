@@ -14,8 +14,8 @@ import sys
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-
 from conftest import ROOT
+
 from pipeline.core.config import ReadConfig
 
 PEAK_LIMIT_MB = 2048

@@ -3,11 +3,10 @@ audit, manifest) and in no log line."""
 import json
 
 import pyarrow.parquet as pq
+import pytest
 
 from pipeline.core.config import PrepareConfig
 from pipeline.runner import run_prepare
-import pytest
-
 
 pytestmark = pytest.mark.integration
 
@@ -75,6 +74,7 @@ def test_planted_personal_data_is_nowhere_in_the_output(tmp_path, capfd, caplog)
 def test_planted_personal_data_is_in_no_prefect_artifact(prefect_api, tmp_path):
     """The flow's artifacts (report, accounting, KVKK summary, lengths, GPU plan) hold counts, never values."""
     from conftest import read_flow_artifacts
+
     from flows.prepare import prepare
 
     cfg = PrepareConfig(inputs=[str(write_inputs(tmp_path / "in"))], out=str(tmp_path / "flow"), workers=1)

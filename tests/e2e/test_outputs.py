@@ -1,9 +1,9 @@
 """What a run writes is readable by whoever reads its shards, and data in file names is shown, not run."""
 import stat
 
-from pipeline.runner import run_prepare
-
 from conftest import fast_config
+
+from pipeline.runner import run_prepare
 
 
 def _mode(path) -> int:

@@ -10,7 +10,6 @@ import subprocess
 import sys
 
 import pytest
-
 from conftest import PEER_FORMATS, ROOT
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]

@@ -13,11 +13,10 @@ import time
 
 import pyarrow.parquet as pq
 import pytest
-
-from slowshards import slow_shards, start_and_kill
-from pipeline.runner import code_version, run_prepare
-
 from conftest import ROOT, fast_config
+from slowshards import slow_shards, start_and_kill
+
+from pipeline.runner import code_version, run_prepare
 
 pytestmark = pytest.mark.integration
 
@@ -144,8 +143,7 @@ def test_workers_die_with_a_killed_parent(tmp_path):
 def test_a_resumed_run_waits_for_workers_of_the_killed_one(tmp_path, monkeypatch):
     """A worker of the killed run that is still alive (where the kernel cannot kill it with its parent)
     holds work/.workers-lock: the resumed run does not start beside it."""
-    from pipeline.runner import rundir
-    from pipeline.runner import PrepareError
+    from pipeline.runner import PrepareError, rundir
 
     inputs = make_inputs(tmp_path / "in", files=2, rows=20)
     cfg = fast_config(tmp_path, [inputs])

@@ -3,13 +3,12 @@ import json
 
 import pyarrow.parquet as pq
 import pytest
+from conftest import SAMPLE_DATA
 
 from pipeline.core.config import PrepareConfig
-from pipeline.runner import run_prepare
-from pipeline.core.schemas import validate
 from pipeline.core.files import sha256_file
-
-from conftest import SAMPLE_DATA
+from pipeline.core.schemas import validate
+from pipeline.runner import run_prepare
 
 pytestmark = pytest.mark.slow
 

@@ -4,10 +4,9 @@ import json
 import time
 
 import pyarrow.parquet as pq
+from conftest import fast_config
 
 from pipeline.runner import run_prepare
-
-from conftest import fast_config
 
 
 def docs(n: int, start: int = 0) -> str:
@@ -99,6 +98,7 @@ def test_the_token_bench_corpus_is_in_the_record_form():
     import sys
 
     from conftest import ROOT
+
     from pipeline.core.records import template_inputs
     from pipeline.core.schemas import validate
 

@@ -10,7 +10,6 @@ from collections import Counter
 
 import pyarrow.parquet as pq
 import pytest
-
 from conftest import ROOT, fast_config
 from slowshards import start_and_kill
 from test_lang import SENTENCES

@@ -22,19 +22,18 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 import zstandard
+from conftest import ROOT, fast_config
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from pipeline.core.textnorm import normalize_text
 from pipeline.core.config import PrepareConfig, ReadConfig
+from pipeline.core.records import public, to_table
+from pipeline.core.schemas import validate
+from pipeline.core.textnorm import normalize_text
 from pipeline.data.formats import ROLE_ALIASES, Invalid, to_record
 from pipeline.data.normalize import Normalizer
-from pipeline.data.readers import FileReader, UnreadableInput, parse_json_row, describe
-from pipeline.core.records import public, to_table
+from pipeline.data.readers import FileReader, UnreadableInput, describe, parse_json_row
 from pipeline.runner import run_prepare
-from pipeline.core.schemas import validate
-
-from conftest import ROOT, fast_config
 
 pytestmark = pytest.mark.fuzz
 

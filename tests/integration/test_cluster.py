@@ -12,9 +12,9 @@ import time
 from pathlib import Path
 
 import pytest
+from test_resilience import make_inputs
 
 from flows.services import BIN, free_port, stop_process
-from test_resilience import make_inputs
 
 ROOT = Path(__file__).resolve().parents[2]
 SALT = "PREPARE_PII_SALT"

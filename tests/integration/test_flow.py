@@ -3,10 +3,8 @@ local S3 server: tasks mapped over shards, artifacts published, the same output 
 import json
 import re
 
-
-from conftest import FLOW_ARTIFACT_KEYS, SAMPLE_DATA, read_flow_artifacts
 import pytest
-
+from conftest import FLOW_ARTIFACT_KEYS, SAMPLE_DATA, read_flow_artifacts
 
 pytestmark = pytest.mark.integration
 
@@ -183,6 +181,7 @@ def test_the_readme_examples_are_the_parameter_s_real_shape():
     import re
 
     from conftest import ROOT
+
     from flows.prepare import DEMO_DEFAULTS
     from pipeline.core.config import merge_config
 

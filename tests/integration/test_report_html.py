@@ -10,17 +10,16 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
+from conftest import ROOT, fast_config
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
+from test_no_pii_leak import PLANTED, write_inputs
 
 from pipeline.core.config import PrepareConfig
+from pipeline.core.files import sha256_file
+from pipeline.core.schemas import validate
 from pipeline.report.html import SECTION_IDS, render_html, svg_memory, text_width
 from pipeline.runner import run_prepare
-from pipeline.core.schemas import validate
-from pipeline.core.files import sha256_file
-
-from conftest import ROOT, fast_config
-from test_no_pii_leak import PLANTED, write_inputs
 
 pytestmark = pytest.mark.integration
 

@@ -7,8 +7,8 @@ import time
 
 import boto3
 import pytest
-
 from faultproxy import Fault, FaultProxy
+
 from flows.services import free_port
 from pipeline.core.s3 import S3Error, upload_run
 

@@ -5,14 +5,25 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from conftest import worked_example_tokens
-from pipeline.plan.gpus import (checkpoint_sizes, cost_usd, eager_attention_bytes, fits, flops_per_token, format_cost,
-                           largest_micro_batch, load_catalog, plan_training, render_plan_markdown, render_plan_text,
-                           usable_gib)
+
+from pipeline.core.models import load_model_spec, param_breakdown
+from pipeline.plan.gpus import (
+    checkpoint_sizes,
+    cost_usd,
+    eager_attention_bytes,
+    fits,
+    flops_per_token,
+    format_cost,
+    largest_micro_batch,
+    load_catalog,
+    plan_training,
+    render_plan_markdown,
+    render_plan_text,
+    usable_gib,
+)
 from pipeline.plan.memory import GIB, MemoryEstimate, estimate_memory
 from pipeline.plan.setup import TrainingSetup
-from pipeline.core.models import load_model_spec, param_breakdown
 
 ROOT = Path(__file__).resolve().parents[2]
 PYTHON = sys.executable

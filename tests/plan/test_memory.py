@@ -8,11 +8,20 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.plan.memory import (GIB, calibration_summary, calibration_table, estimate_memory,
-                             format_calibration_table, load_calibration_points, load_constants, lora_param_count,
-                             parse_lora_targets, resolve_constants)
-from pipeline.plan.setup import TrainingSetup
 from pipeline.core.models import load_model_spec
+from pipeline.plan.memory import (
+    GIB,
+    calibration_summary,
+    calibration_table,
+    estimate_memory,
+    format_calibration_table,
+    load_calibration_points,
+    load_constants,
+    lora_param_count,
+    parse_lora_targets,
+    resolve_constants,
+)
+from pipeline.plan.setup import TrainingSetup
 
 HF = resolve_constants(load_constants(), "hf")
 OVERHEAD = HF["framework_overhead_gib"] * GIB

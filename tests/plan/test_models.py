@@ -5,8 +5,14 @@ import types
 
 import pytest
 
-from pipeline.core.models import (builtin_models, builtin_spec, load_model_spec, param_breakdown, param_count,
-                             spec_from_config)
+from pipeline.core.models import (
+    builtin_models,
+    builtin_spec,
+    load_model_spec,
+    param_breakdown,
+    param_count,
+    spec_from_config,
+)
 
 # Totals as the model cards state them (rounded there), independent of the data file's exact figures.
 MODEL_CARD_TOTALS = {

@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from pipeline.plan.memory import nf4_bytes_per_param, estimate_memory, load_constants, resolve_constants
+from pipeline.plan.memory import estimate_memory, load_constants, nf4_bytes_per_param, resolve_constants
 from pipeline.plan.setup import TrainingSetup
 
 pytestmark = pytest.mark.slow

@@ -8,7 +8,6 @@ import subprocess
 import sys
 
 import pytest
-
 from conftest import ROOT
 
 FAST = ("--no-pii", "--no-lengths", "--no-estimate", "--no-dedup")
@@ -134,11 +133,11 @@ def test_counts_are_formatted_one_way_in_the_terminal_report_md_and_report_html(
 
 @pytest.mark.integration
 def test_the_prefect_flow_logs_the_same_file_notes(prefect_api, tmp_path):
-    from flows.prepare import prepare
-    from pipeline.report.build import render_notes_text
+    from conftest import fast_config
     from test_flow import read_flow_run_logs
 
-    from conftest import fast_config
+    from flows.prepare import prepare
+    from pipeline.report.build import render_notes_text
 
     d = tmp_path / "in"
     d.mkdir()

@@ -4,12 +4,11 @@ import json
 import os
 
 import pytest
+from conftest import fast_config
+from test_rundir import assert_one_line_error, cli, snapshot, write_docs
 
 from pipeline.runner import PrepareError, run_prepare
 from pipeline.runner.rundir import MARKER
-
-from conftest import fast_config
-from test_rundir import assert_one_line_error, cli, snapshot, write_docs
 
 USER_FILES = {"work/thesis.docx": b"chapter one", "train/part-00007.parquet": b"my own parquet",
               "quarantine/00042.jsonl": b'{"mine": true}\n', "notes.txt": b"notes"}

@@ -5,9 +5,7 @@ import subprocess
 import sys
 
 import pytest
-
 from conftest import ROOT, SAMPLE_DATA
-
 
 # `make test` installs the optional 'trace' extra (torch), so "without torch" is made true per run: the CLI
 # runs with torch blocked, and any import of it fails the command.
@@ -62,10 +60,10 @@ def test_precheck_text_output_names_the_tokenizer_and_the_gpu():
 
 def test_precheck_measures_what_run_keeps_after_exact_dedup(tmp_path):
     """precheck and run on the same data measure the same records: exact duplicates are not counted twice."""
-    from pipeline.runner.precheck import run_precheck
-    from pipeline.runner import run_prepare
-
     from conftest import fast_config
+
+    from pipeline.runner import run_prepare
+    from pipeline.runner.precheck import run_precheck
 
     src = tmp_path / "in"
     src.mkdir()

@@ -49,6 +49,7 @@ def test_a_run_not_on_a_terminal_logs_each_stage_with_counts_and_rates(tmp_path,
     import re
 
     from conftest import fast_config
+
     from pipeline.runner import run_prepare
 
     monkeypatch.setenv("PREPARE_PROGRESS_INTERVAL", "0")

@@ -7,12 +7,11 @@ import os
 import socket
 
 import pytest
-
-from pipeline.runner.rundir import RunDir
-from pipeline.runner import PrepareError, run_prepare
-
 from conftest import fast_config
 from test_cli_errors import FAST, assert_one_line, cli, write_alpaca
+
+from pipeline.runner import PrepareError, run_prepare
+from pipeline.runner.rundir import RunDir
 
 
 def closed_port() -> int:

@@ -9,13 +9,12 @@ import time
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-
+from conftest import ROOT, fast_config
 from slowshards import slow_shards
+
+from pipeline.core.files import sha256_file
 from pipeline.runner import PrepareError, run_prepare
 from pipeline.runner.rundir import MARKER
-from pipeline.core.files import sha256_file
-
-from conftest import ROOT, fast_config
 
 
 def write_docs(path, n=5, tag="doc"):

@@ -69,6 +69,7 @@ def test_a_stored_trial_corrects_later_plans_for_the_same_model_method_and_card(
     """The worked example's data: planned 20 h on an A40; after a trial 20% slower on an A40 the next plan
     says 24 h ($17.76 + VAT) there, and leaves other cards, methods and models as estimated."""
     from conftest import worked_example_tokens
+
     from pipeline.plan.gpus import plan_training, render_plan_text
     from pipeline.train.calibrate import calibrate
 

@@ -13,7 +13,6 @@ from pathlib import Path
 
 import pytest
 import yaml
-
 from conftest import ROOT, SAMPLE_DATA
 
 CHATS = [SAMPLE_DATA / "support_en_openai.jsonl", SAMPLE_DATA / "support_ru_sharegpt.jsonl"]

@@ -30,7 +30,6 @@ if not os.environ.get("PYTHONPATH"):
 sys.path.insert(0, str(HERE.parent))  # bench/pii: the realnames package
 
 import pipeline  # noqa: E402  first: the stage scored is the one on PYTHONPATH, else this checkout's
-
 from realnames import pool as name_pool  # noqa: E402
 from realnames.build import LANGS, build, field_texts  # noqa: E402
 

@@ -23,13 +23,36 @@ Results depend only on record content, ``_order`` and ``_eval``: identical acros
 order in which shards or records are presented. Validation records (``_eval``) are never removed; train
 records in a cluster with one are removed as ``validation_leak``.
 """
-from pipeline.data.dedup.clusters import (DedupFilter, DedupResult, REMOVED_SCHEMA, apply_removals, find_duplicates, removed_reasons,
-                       signature_array, write_audit)
+from pipeline.data.dedup.clusters import (
+                       REMOVED_SCHEMA,
+                       DedupFilter,
+                       DedupResult,
+                       apply_removals,
+                       find_duplicates,
+                       removed_reasons,
+                       signature_array,
+                       write_audit,
+)
 from pipeline.data.dedup.keys import KeysStep, compute_keys, key_schema, write_keys
 from pipeline.data.dedup.minhash import band_hashes, minhash_permutations, minhash_signatures
-from pipeline.data.dedup.params import (MODE_CHAR, MODE_NONE, MODE_WORD, REASONS, candidate_probability, lsh_params, optimal_param,
-                     params)
-from pipeline.data.dedup.text import char_classes, exact_hashes, exact_text, normalize_exact, shingle_hashes, trainer_text
+from pipeline.data.dedup.params import (
+                       MODE_CHAR,
+                       MODE_NONE,
+                       MODE_WORD,
+                       REASONS,
+                       candidate_probability,
+                       lsh_params,
+                       optimal_param,
+                       params,
+)
+from pipeline.data.dedup.text import (
+                       char_classes,
+                       exact_hashes,
+                       exact_text,
+                       normalize_exact,
+                       shingle_hashes,
+                       trainer_text,
+)
 
 __all__ = [
     "DedupFilter", "DedupResult", "KeysStep", "REMOVED_SCHEMA", "REASONS", "apply_removals", "band_hashes", "candidate_probability",

@@ -13,7 +13,15 @@ from pipeline.core.config import DedupConfig
 from pipeline.core.step import Step
 from pipeline.data.dedup.minhash import band_hashes, minhash_signatures
 from pipeline.data.dedup.params import KEY_SETTINGS, params
-from pipeline.data.dedup.text import encode_texts, exact_hashes, exact_text, near_source_text, shingle_hashes, trainer_text, turns
+from pipeline.data.dedup.text import (
+    encode_texts,
+    exact_hashes,
+    exact_text,
+    near_source_text,
+    shingle_hashes,
+    trainer_text,
+    turns,
+)
 
 RECORD_BATCH = 1024  # records shingled together
 GROUP_CHARS = 1 << 22  # characters shingled together (a longer record alone)

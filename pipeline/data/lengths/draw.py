@@ -5,9 +5,9 @@ import textwrap
 
 import numpy as np
 
+from pipeline.core.markdown import table
 from pipeline.data.lengths.histogram import PCT_KEYS
 from pipeline.data.lengths.tokenizer import fallback_warning
-from pipeline.core.markdown import table
 
 
 def tokenizer_label(tokenizer: dict | str) -> str:

@@ -30,8 +30,14 @@ from pipeline.core.config import LengthsConfig
 from pipeline.core.records import content_of, record_id
 from pipeline.core.stats import StageStats
 from pipeline.core.step import Step
-from pipeline.data.lengths.tokenizer import TokenizerHandle, TokenizerSpec, is_chat, load_tokenizer, resolve_tokenizer, \
-    spec_fingerprint
+from pipeline.data.lengths.tokenizer import (
+    TokenizerHandle,
+    TokenizerSpec,
+    is_chat,
+    load_tokenizer,
+    resolve_tokenizer,
+    spec_fingerprint,
+)
 
 CACHE_FILE = "lengths.sqlite"
 

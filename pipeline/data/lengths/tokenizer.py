@@ -31,7 +31,6 @@ the messages as written, tool calls in the Hugging Face form with arguments as J
 """
 from __future__ import annotations
 
-from array import array
 import hashlib
 import json
 import os
@@ -39,6 +38,7 @@ import re
 import shutil
 import tempfile
 import threading
+from array import array
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
@@ -1033,10 +1033,9 @@ class MistralCommonHandle(TokenizerHandle):
     """Tekken through mistral-common in fine-tuning mode (a conversation may end with an assistant turn)."""
 
     def __init__(self, spec: TokenizerSpec):
+        import mistral_common
         from mistral_common.protocol.instruct.validator import ValidationMode
         from mistral_common.tokens.tokenizers.mistral import MistralTokenizer
-
-        import mistral_common
 
         self.spec = spec
         self.name = spec.name
@@ -1049,8 +1048,7 @@ class MistralCommonHandle(TokenizerHandle):
         self.template_source = "mistral-common"
 
     def _request(self, messages: list[dict], tools: list[dict] | None = None):
-        from mistral_common.protocol.instruct.messages import (
-            AssistantMessage, SystemMessage, ToolMessage, UserMessage)
+        from mistral_common.protocol.instruct.messages import AssistantMessage, SystemMessage, ToolMessage, UserMessage
         from mistral_common.protocol.instruct.request import ChatCompletionRequest
         from mistral_common.protocol.instruct.tool_calls import Function, FunctionCall, Tool, ToolCall
 

@@ -14,9 +14,9 @@ from pipeline.core.env import set_defaults as _set_defaults
 _set_defaults()  # before any presidio import: no network
 
 from pipeline.data.pii.fields import strip_fields  # noqa: E402
-from pipeline.data.pii.text import ENTITY_TYPES  # noqa: E402
 from pipeline.data.pii.step import PiiPolicyError, PiiStep, PiiStepError  # noqa: E402
 from pipeline.data.pii.summary import kvkk_summary, render_kvkk_markdown  # noqa: E402
+from pipeline.data.pii.text import ENTITY_TYPES  # noqa: E402
 
 __all__ = ["PiiStep", "PiiPolicyError", "PiiStepError", "strip_fields", "kvkk_summary", "render_kvkk_markdown",
            "ENTITY_TYPES"]

@@ -9,9 +9,8 @@ import ipaddress
 import re
 from functools import lru_cache
 
-from stdnum import iban as _iban
-
 import phonenumbers
+from stdnum import iban as _iban
 
 # phonenumbers matches region metadata with several hundred distinct regular expressions, more than the re
 # module's 512-entry cache keeps: without its own cache it recompiles them all the time (a third of the

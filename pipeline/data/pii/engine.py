@@ -26,8 +26,13 @@ from pipeline.core.env import set_defaults
 
 set_defaults()  # before presidio: no network at import
 
-from pipeline.data.pii.names import (LatinNameRecognizer, NatashaPersonRecognizer, RussianNameGazetteer,  # noqa: E402
-                    may_hold_lower_case_name, may_hold_lower_case_ru_name)
+from pipeline.data.pii.names import (  # noqa: E402
+    LatinNameRecognizer,
+    NatashaPersonRecognizer,
+    RussianNameGazetteer,
+    may_hold_lower_case_name,
+    may_hold_lower_case_ru_name,
+)
 from pipeline.data.pii.recognizers import IDENTIFIER_RECOGNIZERS  # noqa: E402
 from pipeline.data.pii.text import Hit, TextContext  # noqa: E402
 

@@ -19,10 +19,27 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-from pipeline.data.pii.names import (LATIN_LOWER, LATIN_UPPER, LATIN_AMBIGUOUS, LATIN_FIRST, LATIN_LAST, LISTED_EXT, NEVER, OFFICES,
-                    PLACE_BEFORE, RU_AMBIGUOUS, STOP, TITLES, TITLES_AFTER, TURKISH_WORDS, CONTEXT_WORDS, SURNAME_ENDINGS,
-                    sentence_initial, ru_name_kind)
 from pipeline.data.pii.name_signals import common_words
+from pipeline.data.pii.names import (
+    CONTEXT_WORDS,
+    LATIN_AMBIGUOUS,
+    LATIN_FIRST,
+    LATIN_LAST,
+    LATIN_LOWER,
+    LATIN_UPPER,
+    LISTED_EXT,
+    NEVER,
+    OFFICES,
+    PLACE_BEFORE,
+    RU_AMBIGUOUS,
+    STOP,
+    SURNAME_ENDINGS,
+    TITLES,
+    TITLES_AFTER,
+    TURKISH_WORDS,
+    ru_name_kind,
+    sentence_initial,
+)
 from pipeline.data.pii.ru_morph import mention_forms as ru_mention_forms
 from pipeline.data.pii.text import Hit, fold
 

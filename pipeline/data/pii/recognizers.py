@@ -17,8 +17,17 @@ from typing import Iterable
 from presidio_analyzer import LocalRecognizer
 
 from pipeline.data.pii import checks
-from pipeline.data.pii.text import (ENTITY_TYPES, NON_WORD, ContextWords, Hit, TextContext, fold, load_data,  # noqa: F401
-                   presence_pattern, to_results)
+from pipeline.data.pii.text import (  # noqa: F401
+    ENTITY_TYPES,
+    NON_WORD,
+    ContextWords,
+    Hit,
+    TextContext,
+    fold,
+    load_data,
+    presence_pattern,
+    to_results,
+)
 
 # The built-in recognizers are replaced, not loaded: on this data they misfire or cannot see tr/ru text.
 # Ours have other class names: Presidio's loader (load_predefined_recognizers) finds a recognizer class by

@@ -26,10 +26,10 @@ import math
 import random
 import re
 
-from pipeline.data.lang import pii_language
 from pipeline.core.stats import merge_counters
 from pipeline.core.step import Step
 from pipeline.core.textnorm import content_chars
+from pipeline.data.lang import pii_language
 from pipeline.data.pii.lang import detect_language
 from pipeline.data.pii.step import PiiPolicyError, PiiStep
 from pipeline.data.pii.text import load_data

@@ -23,8 +23,8 @@ import re
 from collections import Counter
 from functools import lru_cache
 
-from pipeline.data.pii.text import fold
 from pipeline.core.resources import resource
+from pipeline.data.pii.text import fold
 
 CATEGORIES = ("health", "religion", "ethnicity", "politics", "union", "sexual", "criminal", "biometric")
 _CUE_BEFORE, _CUE_AFTER = 60, 40  # characters around a term in which a person cue must stand

@@ -11,9 +11,9 @@ import re
 from functools import lru_cache
 from typing import NamedTuple
 
-from pipeline.data.pii.checks import iban_end, iban_length
 from pipeline.core.records import ENTITY_TYPES  # noqa: F401  (re-exported: the PII package's vocabulary)
 from pipeline.core.resources import resource
+from pipeline.data.pii.checks import iban_end, iban_length
 
 
 # Entity types the step can report; the placeholder of each is "<TYPE>".

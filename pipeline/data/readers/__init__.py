@@ -10,10 +10,27 @@ By concern: files (what an input is), discovery (inputs to files: symlink, FIFO 
 (file-name labels). The names other modules use are exported here.
 """
 from pipeline.data.readers.discovery import expand_inputs
-from pipeline.data.readers.files import (COMPRESSIONS, FORMATS, InputFile, RawRow, UnreadableInput, is_data_file, describe,
-                    printable_name, split_ranges)
-from pipeline.data.readers.names import NameMap, name_holds_pii, names_file, redact_items, redact_names, save_names, shown_config
-from pipeline.data.readers.rows import FileReader, parse_json_row, guessed_encoding_note, parquet_batch_rows, too_deep
+from pipeline.data.readers.files import (
+                    COMPRESSIONS,
+                    FORMATS,
+                    InputFile,
+                    RawRow,
+                    UnreadableInput,
+                    describe,
+                    is_data_file,
+                    printable_name,
+                    split_ranges,
+)
+from pipeline.data.readers.names import (
+                    NameMap,
+                    name_holds_pii,
+                    names_file,
+                    redact_items,
+                    redact_names,
+                    save_names,
+                    shown_config,
+)
+from pipeline.data.readers.rows import FileReader, guessed_encoding_note, parquet_batch_rows, parse_json_row, too_deep
 from pipeline.data.readers.streams import open_binary
 from pipeline.data.readers.text import detect_encoding
 

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Iterator
 
 from pipeline.core.config import PrepareConfig, ReadConfig
-from pipeline.data.readers.files import InputFile, UnreadableInput, is_data_file, unreadable_file, describe
+from pipeline.data.readers.files import InputFile, UnreadableInput, describe, is_data_file, unreadable_file
 from pipeline.data.readers.names import NameMap, redact_items, redact_names
 
 

@@ -8,7 +8,6 @@ from typing import NamedTuple
 
 from pipeline.data.readers.text import line_ends
 
-
 COMPRESSIONS = {".gz": "gzip", ".zst": "zstd", ".zstd": "zstd"}
 FORMATS = {
     ".jsonl": "jsonl", ".ndjson": "jsonl", ".json": "json", ".csv": "csv", ".tsv": "tsv",

@@ -11,7 +11,6 @@ from pathlib import Path
 from pipeline.core.config import PrepareConfig
 from pipeline.data.readers.files import COMPRESSIONS, InputFile, printable_name
 
-
 NAMES_SUFFIX = ".file-names.local"
 TITLE_CASE_SCORE = 0.7
 _SEPARATORS = str.maketrans({c: " " for c in "_-./\\+,;=()[]{}"})

@@ -13,8 +13,16 @@ import numpy as np
 from pipeline.core.config import ReadConfig
 from pipeline.data.readers.files import InputFile, RawRow, UnreadableInput
 from pipeline.data.readers.streams import S3RangeFile, S3ReadError, open_binary
-from pipeline.data.readers.text import (SNIFF_BYTES, BoundedLines, Reencoder, decode_strict, iter_lines, is_single_byte, is_wide,
-                   detect_encoding)
+from pipeline.data.readers.text import (
+    SNIFF_BYTES,
+    BoundedLines,
+    Reencoder,
+    decode_strict,
+    detect_encoding,
+    is_single_byte,
+    is_wide,
+    iter_lines,
+)
 
 
 def guessed_encoding_note(name: str, encoding: str) -> str:

@@ -13,7 +13,6 @@ from typing import Iterator
 
 import charset_normalizer
 
-
 SNIFF_BYTES = 1 << 20
 JUDGED_BYTES = 1 << 18  # of the sample's non-UTF-8 lines, read in each candidate code page (about 0.1 s)
 
