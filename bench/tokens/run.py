@@ -41,7 +41,7 @@ from corpus import make_records  # noqa: E402
 
 
 def baseline(records: list[dict], handle) -> tuple[list[tuple[int, int]], float]:
-    from pipeline.data.lengths.tokenizer import is_chat, template_messages
+    from pipeline.data.lengths.tokenizer.chat_template import is_chat, template_messages
 
     tok = handle.tokenizer
     template = handle.template

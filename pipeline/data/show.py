@@ -121,7 +121,8 @@ def _data_batches(cfg) -> Iterator[list[dict]]:
 def view_record(handle, rec: dict) -> View:
     """The record rendered and tokenized as the trainer does, each token marked trainable or not: the same
     rendering, spans and overlap rule as the counts (pipeline.data.lengths.tokenizer)."""
-    from pipeline.data.lengths.tokenizer import HFHandle, MistralCommonHandle
+    from pipeline.data.lengths.tokenizer.hf_handle import HFHandle
+    from pipeline.data.lengths.tokenizer.mistral_handle import MistralCommonHandle
 
     if isinstance(handle, MistralCommonHandle):
         return _view_mistral(handle, rec)
@@ -131,7 +132,8 @@ def view_record(handle, rec: dict) -> View:
 
 
 def _view_hf(handle, rec: dict) -> View:
-    from pipeline.data.lengths.tokenizer import is_chat, render_default, template_inputs
+    from pipeline.core.records import template_inputs
+    from pipeline.data.lengths.tokenizer.chat_template import is_chat, render_default
 
     if not is_chat(rec):
         text = handle._text_inputs([rec])[0]           # text + EOS, as trl appends it
@@ -174,7 +176,8 @@ def _pieces(text: str, enc) -> list[str]:
 def _view_mistral(handle, rec: dict) -> View:
     import codecs
 
-    from pipeline.data.lengths.tokenizer import is_chat, template_inputs
+    from pipeline.core.records import template_inputs
+    from pipeline.data.lengths.tokenizer.chat_template import is_chat
 
     raw = handle.raw
     if is_chat(rec):

@@ -98,7 +98,7 @@ def build_report(cfg: PrepareConfig, shard_results: list[dict], stages: dict[str
         report["pii"] = kvkk_summary(stages["pii"].counters, cfg.pii, probe.counters if probe else None)
     tokenizer = None
     if lengths is not None:
-        from pipeline.data.lengths.tokenizer import resolve_tokenizer
+        from pipeline.data.lengths.tokenizer.resolve import resolve_tokenizer
 
         # the counts' tokenizer as a record: whether it is the model's own (exact) and, if not, why
         tokenizer = resolve_tokenizer(cfg.lengths.tokenizer, cfg.estimate.model).summary()
@@ -197,7 +197,7 @@ def render_markdown(report: dict) -> str:
            f"**{number(c['input'])}** input records: **{number(c['kept'])}** kept ({number(c['rows'])} rows: "
            f"{number(c['splits']['train'])} train, {number(c['splits']['validation'])} validation), "
            f"**{number(c['quarantined'])}** quarantined, **{number(sum(c['dropped'].values()))}** dropped.", ""]
-    from pipeline.data.lengths.tokenizer import fallback_warning
+    from pipeline.data.lengths.tokenizer.resolve import fallback_warning
 
     warning = fallback_warning((report.get("lengths") or {}).get("tokenizer"))
     if warning:

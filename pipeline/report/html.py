@@ -406,7 +406,7 @@ def _summary(report: dict, title_note: str | None) -> str:
     tok = lengths.get("tokenizer")
     if tok:
         from pipeline.data.lengths.draw import tokenizer_label
-        from pipeline.data.lengths.tokenizer import fallback_warning
+        from pipeline.data.lengths.tokenizer.resolve import fallback_warning
 
         parts.append(f"<p>Tokenizer: <code>{e(tokenizer_label(tok))}</code></p>")
         warning = fallback_warning(tok)

@@ -88,7 +88,7 @@ def _model_names() -> list[str]:
 def check_tokenizer(cfg: PrepareConfig) -> str | None:
     """The tokenizer resolves and, unless it is the built-in default, loads (a hub id, a folder, a chat template
     override): a failure here would otherwise fail every shard of the lengths step. Returns the warning that
-    the counts are approximate (lengths.tokenizer.fallback_warning), if they are."""
+    the counts are approximate (lengths.tokenizer.resolve.fallback_warning), if they are."""
     from pipeline.data.lengths.step import LengthStep
 
     try:
@@ -99,7 +99,7 @@ def check_tokenizer(cfg: PrepareConfig) -> str | None:
         what = cfg.lengths.tokenizer or f"of the model {cfg.estimate.model}"
         text = " ".join(str(exc).split())[:300]
         raise PreflightError(f"tokenizer {what}: cannot load ({type(exc).__name__}: {text})") from None
-    from pipeline.data.lengths.tokenizer import fallback_warning
+    from pipeline.data.lengths.tokenizer.resolve import fallback_warning
 
     return fallback_warning(step.spec.summary())
 

@@ -9,7 +9,7 @@ from pipeline.core.config import LengthsConfig
 from pipeline.core.records import record_id, template_inputs
 from pipeline.core.stats import StageStats
 from pipeline.data.lengths.step import LengthCache, LengthStep, apply_overflow, chunk_id, sample_for_precheck
-from pipeline.data.lengths.tokenizer import is_chat
+from pipeline.data.lengths.tokenizer.chat_template import is_chat
 
 WORDS = ("merhaba dünya bugün hava çok güzel привет мир как дела сегодня the quick brown fox jumps over "
          "the lazy dog again and again").split()
@@ -312,7 +312,7 @@ def test_a_run_counts_exactly_what_the_trainer_renders_from_its_shards(tmp_path)
     import datasets
     from conftest import PEER_FORMATS, fast_config
 
-    from pipeline.data.lengths.tokenizer import load_tokenizer
+    from pipeline.data.lengths.tokenizer.load import load_tokenizer
     from pipeline.runner import run_prepare
 
     template = (Path(__file__).parents[1] / "fixtures" / "templates" / "llama-3.1-instruct.jinja").read_text()

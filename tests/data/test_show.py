@@ -10,7 +10,9 @@ from conftest import SAMPLE_DATA
 from pipeline.cli import main
 from pipeline.core.config import LengthsConfig, PrepareConfig
 from pipeline.data.lengths.step import LengthStep
-from pipeline.data.lengths.tokenizer import HFHandle, load_tokenizer, resolve_tokenizer
+from pipeline.data.lengths.tokenizer.hf_handle import HFHandle
+from pipeline.data.lengths.tokenizer.load import load_tokenizer
+from pipeline.data.lengths.tokenizer.resolve import resolve_tokenizer
 from pipeline.data.show import format_view, view_record
 from pipeline.runner import run_prepare
 

@@ -7,19 +7,17 @@ from pathlib import Path
 import pytest
 
 from pipeline.core.records import template_inputs
-from pipeline.data.lengths.tokenizer import (
+from pipeline.data.lengths.tokenizer.cache import sentencepiece_folder
+from pipeline.data.lengths.tokenizer.chat_template import (
     DEFAULT_CHAT_TEMPLATE,
-    HFHandle,
-    SentencePieceCounter,
     is_chat,
-    load_tokenizer,
-    mistral_common_data_dir,
     render_default,
-    resolve_tokenizer,
-    sentencepiece_folder,
-    spec_fingerprint,
     template_messages,
 )
+from pipeline.data.lengths.tokenizer.counting import SentencePieceCounter
+from pipeline.data.lengths.tokenizer.hf_handle import HFHandle
+from pipeline.data.lengths.tokenizer.load import load_tokenizer, spec_fingerprint
+from pipeline.data.lengths.tokenizer.resolve import mistral_common_data_dir, resolve_tokenizer
 
 SAMPLES = [
     {"kind": "chat", "messages": [
@@ -137,7 +135,7 @@ def test_an_unreachable_hub_falls_back_fast_and_says_why(monkeypatch):
     offline default flagged with the reason; the failure is remembered for the process."""
     import socket
 
-    from pipeline.data.lengths import tokenizer as tk
+    from pipeline.data.lengths.tokenizer import resolve as tk
 
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -253,7 +251,7 @@ def test_fast_counter_matches_the_tokenizer_on_random_text(handle):
 def test_a_run_without_spaces_longer_than_a_piece_is_counted_in_pieces_within_one_token_a_cut(handle):
     """BPE over an 8M-character word held a Python object per token (+640 MB in the lengths step); such a run is
     counted in LONG_SEGMENT_CHARS pieces. Exact up to that length, within one token per cut above it."""
-    from pipeline.data.lengths.tokenizer import LONG_SEGMENT_CHARS
+    from pipeline.data.lengths.tokenizer.counting import LONG_SEGMENT_CHARS
 
     rng = random.Random(3)
     fast, backend = handle.fast, handle.backend

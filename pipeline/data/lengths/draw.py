@@ -7,7 +7,7 @@ import numpy as np
 
 from pipeline.core.markdown import table
 from pipeline.data.lengths.histogram import PCT_KEYS
-from pipeline.data.lengths.tokenizer import fallback_warning
+from pipeline.data.lengths.tokenizer.resolve import fallback_warning
 
 
 def tokenizer_label(tokenizer: dict | str) -> str:

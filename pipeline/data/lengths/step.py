@@ -6,7 +6,7 @@
 
 A preview or a sample counted elsewhere (prepare show, precheck) calls step.annotate(records, its_stats) instead.
 
-Counting rules are in pipeline/data/lengths/tokenizer.py. The cache is one SQLite file (WAL mode) in `cache_dir`, keyed by
+Counting rules are in pipeline/data/lengths/tokenizer/. The cache is one SQLite file (WAL mode) in `cache_dir`, keyed by
 xxh3-128 of (tokenizer fingerprint, chat template, counting rules, library versions, record kind, record
 content): a re-run reads the counts back without tokenizing, and without even importing transformers when the
 tokenizer is a local file or folder. Several worker processes may read and write it at once; a cache that
@@ -30,14 +30,10 @@ from pipeline.core.config import LengthsConfig
 from pipeline.core.records import content_of, record_id
 from pipeline.core.stats import StageStats
 from pipeline.core.step import Step
-from pipeline.data.lengths.tokenizer import (
-    TokenizerHandle,
-    TokenizerSpec,
-    is_chat,
-    load_tokenizer,
-    resolve_tokenizer,
-    spec_fingerprint,
-)
+from pipeline.data.lengths.tokenizer.chat_template import is_chat
+from pipeline.data.lengths.tokenizer.handle import TokenizerHandle
+from pipeline.data.lengths.tokenizer.load import load_tokenizer, spec_fingerprint
+from pipeline.data.lengths.tokenizer.resolve import TokenizerSpec, resolve_tokenizer
 
 CACHE_FILE = "lengths.sqlite"
 

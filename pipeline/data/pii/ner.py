@@ -93,7 +93,7 @@ def _forward_cache_file():
     import sys
     from importlib.metadata import PackageNotFoundError, version
 
-    from pipeline.data.lengths.tokenizer import default_cache_root
+    from pipeline.data.lengths.tokenizer.cache import default_cache_root
 
     try:
         versions = "-".join(version(p) for p in ("natasha", "slovnet", "navec", "numpy"))
