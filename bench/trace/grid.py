@@ -1,4 +1,4 @@
-"""Trace a grid of training steps (pipeline/plan/trace.py) and compare the analytical model (pipeline/plan/memory.py).
+"""Trace a grid of training steps (pipeline/plan/trace/) and compare the analytical model (pipeline/plan/memory.py).
 
     python bench/trace/grid.py              # trace the grid, write bench/trace/grid.json, print the comparison
     python bench/trace/grid.py --compare    # only the comparison, from the committed grid.json
@@ -123,7 +123,7 @@ def _settings(point: dict) -> dict:
 def trace_grid(points: list[dict], cached: dict[str, dict], save) -> list[dict]:
     """Trace the points not in `cached` (point_key -> row); `save(rows)` after each, so an interrupted run
     keeps what it traced."""
-    from pipeline.plan.trace import trace_step
+    from pipeline.plan.trace.run import trace_step
 
     rows = []
     for point in points:

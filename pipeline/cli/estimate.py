@@ -96,7 +96,7 @@ def cmd_estimate(args: argparse.Namespace) -> int:
 def _trace(args: argparse.Namespace):
     """The traced step for the same settings, with the --framework preset's code path and the --cross-entropy loss;
     one GPU only (the tracer runs no collective). torch is imported here."""
-    from pipeline.plan.trace import INSTALL_HINT, trace_available, trace_step
+    from pipeline.plan.trace.run import INSTALL_HINT, trace_available, trace_step
 
     if not trace_available():
         raise ValueError(INSTALL_HINT)

@@ -114,7 +114,7 @@ def precheck_config(args: argparse.Namespace):
         given = cfg.estimate.framework if "framework" in cfg.estimate.model_fields_set else None  # flag or file
         cfg = merge_config(cfg, {"estimate": {"framework": framework_for(args.emit, given)}})
     if args.trace:
-        from pipeline.plan.trace import INSTALL_HINT, trace_available
+        from pipeline.plan.trace.run import INSTALL_HINT, trace_available
 
         if not trace_available():
             raise UserError(INSTALL_HINT)
@@ -128,7 +128,7 @@ def precheck_config(args: argparse.Namespace):
 def _trace_plan(cfg, result: dict):
     """The traced step of the plan's headline estimate: its length, micro-batch and estimator settings, with the
     framework preset and loss the plan estimated; one GPU only (the tracer runs no collective)."""
-    from pipeline.plan.trace import trace_step
+    from pipeline.plan.trace.run import trace_step
 
     s = result["memory"]["settings"]
     if s.get("gpus", 1) > 1:

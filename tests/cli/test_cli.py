@@ -96,7 +96,7 @@ def test_estimate_trace_runs_every_stack_and_loss(tmp_path, capsys, flags):
 
 def test_estimate_trace_of_several_gpus_is_one_line(tmp_path, capsys):
     from pipeline.cli import main
-    from pipeline.plan.trace import trace_available
+    from pipeline.plan.trace.run import trace_available
 
     if not trace_available():
         pytest.skip("the tracer needs the 'trace' extra")

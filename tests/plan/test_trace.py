@@ -1,4 +1,4 @@
-"""The VRAM tracer (pipeline/plan/trace.py, `prepare estimate --trace`): byte counts against hand computations on a
+"""The VRAM tracer (pipeline/plan/trace/, `prepare estimate --trace`): byte counts against hand computations on a
 tiny 2-layer Llama config, the storage accounting itself, and the CLI. Needs the 'trace' extra (torch, peft);
 `make test` installs it. Without torch only the tests of the torch-free paths run."""
 from __future__ import annotations
@@ -44,7 +44,7 @@ def _trace(method, **kw):
 
 @functools.lru_cache(maxsize=None)
 def _cached_trace(method, kw):
-    from pipeline.plan.trace import trace_step
+    from pipeline.plan.trace.run import trace_step
 
     return trace_step("tiny", method, config=TINY, block=1, **dict(kw))
 
@@ -116,9 +116,9 @@ def test_storage_accounting_views_once_frees_seen():
     _needs_torch()
     import torch
 
-    from pipeline.plan.trace import _tracker
+    from pipeline.plan.trace.tracker import Tracker
 
-    t = _tracker(torch, 1)
+    t = Tracker(1)
     with t:
         a = torch.empty(100, 10, device="meta")           # 4000 bytes
         views = [a[1:], a.t(), a.view(1000)]              # same storage: nothing new
@@ -132,6 +132,28 @@ def test_storage_accounting_views_once_frees_seen():
     assert max(totals) == 8000
     assert totals[-1] == 4000 + 10                        # a freed, b and c live
     del b, c
+
+
+def test_two_traces_in_one_process_share_no_state():
+    """Each trace keeps its tracker and autocast emulation to itself: a second trace leaves the first one's
+    storages as they were, and torch.autocast is torch's own again after each."""
+    _needs_torch()
+    import torch
+
+    from pipeline.plan.trace.run import trace_step
+
+    real_autocast = torch.autocast
+    first = trace_step("tiny", "lora", config=TINY, block=1, seq_len=16, micro_batch=2)
+    first_live = first.explain_live("end_live", skip=())
+    assert torch.autocast is real_autocast
+    second = trace_step("tiny", "full", config=TINY, block=1, seq_len=32, micro_batch=1, optimizer="sgd",
+                        precision="bf16")
+    assert torch.autocast is real_autocast
+    assert second.replay.tracker is not first.replay.tracker
+    assert first.explain_live("end_live", skip=()) == first_live
+    assert first_live != second.explain_live("end_live", skip=())
+    # the inspection adds up to what the trace reports
+    assert sum(int(line.split()[1]) for line in first_live) == sum(first.at_forward_end.values())
 
 
 def test_analytical_model_against_trace_on_a_small_config():
@@ -254,7 +276,7 @@ def test_builtin_model_rebuilt_from_its_spec_has_the_published_size(name):
     from transformers import AutoConfig, AutoModelForCausalLM
 
     from pipeline.core.models import builtin_spec
-    from pipeline.plan.trace import hf_config_dict
+    from pipeline.plan.trace.model_config import hf_config_dict
 
     cfg, _ = hf_config_dict(name)
     cfg = dict(cfg)
