@@ -53,7 +53,7 @@ DISABLED_BUILTINS = {
     "SpacyRecognizer": "no NER model can be downloaded; names come from natasha and the gazetteer",
 }
 
-# the order is the order of the hits before they are resolved: kept as it was
+# the order the engine asks them in, as before the split into modules
 IDENTIFIER_RECOGNIZERS = (
     TcknRecognizer, VknRecognizer, InnRecognizer, SnilsRecognizer, OgrnRecognizer, PaymentCardRecognizer,
     PhoneNumberRecognizer, IbanMod97Recognizer, EmailAddressRecognizer, IpAddressRecognizer, PassportRecognizer,
