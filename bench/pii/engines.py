@@ -30,12 +30,13 @@ def _texts(n: int) -> list[str]:
 
 
 def _word_lists():
-    from pipeline.data.pii import recognizers as R
+    from pipeline.data.pii.recognizers import base as R
+    from pipeline.data.pii.recognizers.secret import SecretRecognizer
 
     lists = {f"positive:{e}": R.positive(e) for e in R._CTX["positive"]}
     lists["negative"] = R.NEGATIVE
     lists["other_ids"] = R._OTHER_IDS
-    lists["secret_keywords"] = R.SecretRecognizer._FOLDED
+    lists["secret_keywords"] = SecretRecognizer._FOLDED
     return lists
 
 
@@ -125,16 +126,19 @@ def measure_words(norms: list[str]) -> list[tuple[str, float, float, str]]:
 
 def _recognizer_patterns() -> list[tuple[str, re.Pattern]]:
     from pipeline.data.pii import names, text
-    from pipeline.data.pii import recognizers as R
+    from pipeline.data.pii.recognizers import IDENTIFIER_RECOGNIZERS, base
 
-    out = []
-    for mod in (R, names, text):
+    # one module per recognizer: each regex once, though several modules import it (CYRILLIC, NON_WORD)
+    modules = [base, *dict.fromkeys(sys.modules[cls.__module__] for cls in IDENTIFIER_RECOGNIZERS), names, text]
+    out, seen = [], set()
+    for mod in modules:
         for owner_name in dir(mod):
             owner = getattr(mod, owner_name)
             items = [(owner_name, owner)] if isinstance(owner, re.Pattern) else \
                 [(f"{owner_name}.{k}", v) for k, v in vars(owner).items() if isinstance(v, re.Pattern)] \
                 if isinstance(owner, type) and owner.__module__ == mod.__name__ else []
-            out += items
+            out += [(name, rx) for name, rx in items if id(rx) not in seen]
+            seen.update(id(rx) for _, rx in items)
     return out
 
 

@@ -146,13 +146,13 @@ def test_pii_routing_uses_the_language_step_result():
 
 
 def test_the_reports_show_the_language_mix_per_source():
-    from pipeline.report.html import _languages
+    from pipeline.report.html.records import languages_section
 
     step = LanguageStep(FiltersConfig())
     step([chat(*SENTENCES["tr"], file="tr.json"), chat(*SENTENCES["kk"], file="kk.jsonl"),
             chat(*SENTENCES["kk"], file="kk.jsonl")])
     st = step.stats
-    html = _languages({"stages": {"language": st.to_dict()}})
+    html = languages_section({"stages": {"language": st.to_dict()}})
     assert 'id="languages"' in html and "chart-languages" in html
     assert "kk.jsonl" in html and "meta.lang" in html
 

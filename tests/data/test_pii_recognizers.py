@@ -694,6 +694,28 @@ _DIGIT_FREE_TEXTS = [
 ]
 
 
+def test_each_recognizer_module_holds_one_recognizer_and_the_registry_lists_each():
+    """Presidio's layout: one module per recognizer under recognizers/ (base.py holds what they share), and
+    the registry the engine builds from lists every one of them once, so a module added there is not forgotten."""
+    import importlib
+    import inspect
+    import pkgutil
+
+    from pipeline.data.pii import recognizers
+    from pipeline.data.pii.recognizers import IDENTIFIER_RECOGNIZERS
+    from pipeline.data.pii.recognizers.base import PiiRecognizer
+
+    per_module = {}
+    for info in pkgutil.iter_modules(recognizers.__path__):
+        module = importlib.import_module(f"{recognizers.__name__}.{info.name}")
+        per_module[info.name] = [cls for _, cls in inspect.getmembers(module, inspect.isclass)
+                                 if issubclass(cls, PiiRecognizer) and cls.__module__ == module.__name__
+                                 and cls.__dict__.get("ENTITY")]  # the bases set no entity
+    assert per_module.pop("base") == []
+    assert all(len(classes) == 1 for classes in per_module.values()), per_module
+    assert sorted(IDENTIFIER_RECOGNIZERS, key=lambda cls: cls.__name__) == \
+        sorted((classes[0] for classes in per_module.values()), key=lambda cls: cls.__name__)
+
 def test_recognizers_flagged_as_needing_a_digit_find_nothing_without_one():
     """The fast path skips a NEEDS_A_DIGIT recognizer on a text without a digit: each of them finds nothing in
     such texts (with their context words in), and the unflagged ones that can (IPv6 in hex letters, a
@@ -743,12 +765,13 @@ CLASS_FIRST_FORMS = [
     ("pipeline.data.pii.text", "_SENT_BOUNDARY", r"[!?]\s+|(?<=[a-zçğıöşüа-яё\d)])\.\s+(?=[A-ZÇĞİÖŞÜА-ЯЁ])"
                                             r"|(?<=[a-zçğıöşüа-яё]{4})\.\s+(?=\d)"),
     ("pipeline.data.pii.text", "_IBAN_LIKE", r"(?<![A-Za-z0-9])[A-Z]{2}\d{2}(?:[ \u00a0-]?[A-Z0-9]){10,32}"),
-    ("pipeline.data.pii.recognizers", "SnilsRecognizer._FORMATTED",
+    ("pipeline.data.pii.recognizers.snils", "SnilsRecognizer._FORMATTED",
      r"(?<![\d-])\d{3}-\d{3}-\d{3}[ \u00a0-]\d{2}(?![\d-])"),
-    ("pipeline.data.pii.recognizers", "IpAddressRecognizer._V4", r"(?<![\w.])(?:\d{1,3}\.){3}\d{1,3}(?![\w]|\.\d)"),
-    ("pipeline.data.pii.recognizers", "LicensePlateRecognizer._RE",
+    ("pipeline.data.pii.recognizers.ip_address", "IpAddressRecognizer._V4",
+     r"(?<![\w.])(?:\d{1,3}\.){3}\d{1,3}(?![\w]|\.\d)"),
+    ("pipeline.data.pii.recognizers.license_plate", "LicensePlateRecognizer._RE",
      r"(?<![\w])(0[1-9]|[1-7]\d|8[01])([ \u00a0-]?)([A-PR-VYZ]{1,3})([ \u00a0-]?)(\d{2,5})(?![\w])"),
-    ("pipeline.data.pii.recognizers", "LicensePlateRecognizer._ANY_CASE",
+    ("pipeline.data.pii.recognizers.license_plate", "LicensePlateRecognizer._ANY_CASE",
      r"(?i)(?<![\w])(0[1-9]|[1-7]\d|8[01])([ \u00a0-]?)([A-PR-VYZ]{1,3})([ \u00a0-]?)(\d{2,5})(?![\w])"),
 ]
 

@@ -245,7 +245,8 @@ def test_no_record_text_reaches_the_report(tmp_path):
 
 
 def test_report_html_and_markdown_show_the_quality_section(tmp_path):
-    from pipeline.report.html import SECTION_IDS, render_html
+    from pipeline.report.html import render_html
+    from pipeline.report.html.page import SECTION_IDS
     from pipeline.report.quality import render_quality_markdown
 
     recs = [chat("t", THREADS["gmail"]), chat("loop", "Please restart the router. " * 15)]

@@ -236,7 +236,7 @@ def test_a_run_whose_answers_lie_past_the_max_length_fails_when_strict(tmp_path)
 
 
 def test_token_lengths_are_reported_per_language(tmp_path):
-    from pipeline.report.html import _languages
+    from pipeline.report.html.records import languages_section
 
     data = mixed_corpus(tmp_path / "mixed.jsonl")
     cfg = split_config(tmp_path, data)
@@ -248,5 +248,5 @@ def test_token_lengths_are_reported_per_language(tmp_path):
     assert per_lang == dict(total) and len(per_lang) >= 6
     assert sum(g["tokens"]["total"] for k, g in groups.items() if k.startswith("lang:")) == \
         groups["all"]["tokens"]["total"]
-    html = _languages(rep)
+    html = languages_section(rep)
     assert "tokens p50" in html and all(f"<td>{lang}</td>" in html for lang in per_lang)

@@ -18,7 +18,8 @@ from test_no_pii_leak import PLANTED, write_inputs
 from pipeline.core.config import PrepareConfig
 from pipeline.core.files import sha256_file
 from pipeline.core.schemas import validate
-from pipeline.report.html import SECTION_IDS, render_html, svg_memory, text_width
+from pipeline.report.html import render_html
+from pipeline.report.html.page import SECTION_IDS, svg_memory, text_width
 from pipeline.runner import run_prepare
 
 pytestmark = pytest.mark.integration
