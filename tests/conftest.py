@@ -13,6 +13,7 @@ ROOT = Path(__file__).resolve().parent.parent
 SHARED = ROOT.parent / "shared"
 PEER_FORMATS = SHARED / "peer_formats"
 SAMPLE_DATA = ROOT / "sample_data"
+FOLDER_TIERS = {"e2e": "slow", "integration": "integration", "fuzz": "fuzz"}
 SERVER_FIXTURES = {"s3_endpoint", "bucket", "prefect_api"}  # moto S3 and Prefect servers (below)
 # tests/ mirrors the wings (tests/data, tests/plan, ...), with whole runs in tests/e2e, servers in
 # tests/integration and Hypothesis in tests/fuzz; a few modules share helpers across folders (test_cli_errors'
@@ -26,6 +27,12 @@ def pytest_collection_modifyitems(session, config, items):
     background threads: later, that shows as a HypothesisDeprecationWarning, which a future Hypothesis may
     turn into an error."""
     items.sort(key=lambda item: 0 if item.path.name == "test_fuzz.py" else 1)  # stable: the rest keep their order
+    # The folders are the tiers: whole runs (e2e/) are slow, servers (integration/) and Hypothesis (fuzz/) are
+    # theirs; `make test-fast` is what is left, the unit tests of the wings.
+    for item in items:
+        tier = FOLDER_TIERS.get(item.path.parent.name)
+        if tier:
+            item.add_marker(getattr(pytest.mark, tier))
     # A test that asks for a server fixture starts that server: it is in the integration tier wherever it is.
     for item in items:
         if SERVER_FIXTURES.intersection(getattr(item, "fixturenames", ())):
