@@ -12,6 +12,8 @@ from typing import Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
 
+from pipeline.core.errors import PrepareError
+
 # Loss paths: standard = the HF loss, which upcasts the whole logits tensor to fp32; bf16 = F.cross_entropy on
 # the bf16 logits; chunked = torchtune's CEWithChunkedOutputLoss (fp32 upcast per chunk); fused = Liger /
 # Cut-Cross-Entropy / Unsloth kernels that never hold the logits of all tokens.
@@ -25,7 +27,7 @@ FRAMEWORKS: tuple[str, ...] = get_args(FrameworkName)  # the stacks with a prese
 MAX_INT = 2**53
 
 
-class ConfigError(ValueError):
+class ConfigError(PrepareError, ValueError):
     """A configuration the user must fix; str() is one line naming the file, key and value."""
 
 

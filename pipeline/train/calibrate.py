@@ -17,12 +17,13 @@ import statistics
 import time
 from pathlib import Path
 
+from pipeline.core.errors import PrepareError
 from pipeline.plan.measured import plausible, store_path
 from pipeline.train.emit import PLAN_NAME
 
 
-class CalibrateError(ValueError):
-    pass
+class CalibrateError(PrepareError, ValueError):
+    """A trial run that cannot correct the plan (missing files, values outside any measurement): one line."""
 
 
 # The ranges a value must be in to be a measurement, not a logging error: outside them the corrected time and
