@@ -1,7 +1,6 @@
 """One errors module: every error that reaches the user derives from PrepareError, which the CLI catches alone
 (with its exit code), whichever module defines it and whether or not that module is loaded."""
 import ast
-from pathlib import Path
 
 from conftest import ROOT
 
