@@ -21,6 +21,10 @@ CrossEntropy = Literal["standard", "bf16", "chunked", "fused"]
 CROSS_ENTROPY: tuple[str, ...] = get_args(CrossEntropy)
 FrameworkName = Literal["hf", "axolotl", "llamafactory", "unsloth", "torchtune", "plain"]
 FRAMEWORKS: tuple[str, ...] = get_args(FrameworkName)  # the stacks with a preset in pipeline.plan.setup
+# The input formats, in detection order (auto-detection breaks ties by it): the one list of their names.
+# pipeline.data.formats registers a detector and a converter for each; the config accepts them and "auto".
+InputFormatName = Literal["sharegpt", "openai", "alpaca", "prompt_completion", "qa", "text"]
+INPUT_FORMATS: tuple[str, ...] = get_args(InputFormatName)
 
 # Every integer setting is at most this: past it a size reached C code as OverflowError mid-run
 # (read.max_record_bytes: 1e20); it is also the largest integer a JSON client (Prefect's UI) keeps exact.
@@ -102,7 +106,7 @@ class ReadConfig(Section):
 
 
 class FormatConfig(Section):
-    format: Literal["auto", "alpaca", "sharegpt", "openai", "prompt_completion", "qa", "text"] = Field(
+    format: Literal["auto", InputFormatName] = Field(
         "auto", description="Input format; auto-detected per file by default.")
     mapping: dict[str, str] = Field(
         default_factory=dict,
