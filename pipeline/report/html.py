@@ -19,7 +19,7 @@ import re
 from pathlib import Path
 
 from pipeline.core.files import atomic_write_text
-from pipeline.core.numfmt import is_number, number
+from pipeline.core.numfmt import cost, gib, hours, is_number, number, percent
 from pipeline.report.quality import canned_line, canned_rows, check_rows
 
 REPORT_HTML = "report.html"
@@ -73,10 +73,6 @@ pre{background:#f0f2f5;padding:8px;overflow:auto;font-size:.8rem;max-height:360p
 def e(value) -> str:
     """Escaped text: file names, reasons and any other value from the data may hold markup."""
     return html.escape(str(value), quote=True)
-
-
-def _pct(v) -> str:
-    return "-" if v is None else f"{v * 100:.1f}%"
 
 
 def _table(header: list[str], rows: list[list], numeric: tuple[int, ...] = (), chosen: set[int] = frozenset(),
@@ -314,16 +310,16 @@ def svg_memory(components: dict[str, float], micro_batch: int, gpus: list[tuple[
     out = [f'<svg id="{chart_id}" xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {width} {height}" '
            f'width="{width}" role="img">']
 
-    def x_of(gib: float) -> float:
-        return label_w + gib / scale_max * span
+    def x_of(size: float) -> float:
+        return label_w + size / scale_max * span
 
     y = lines_top
     out.append(f'<text x="{label_w - 6}" y="{y + 17}" text-anchor="end">micro-batch {e(micro_batch)}</text>')
     x = float(label_w)
-    for i, (name, gib) in enumerate(parts):
-        w = gib / scale_max * span
+    for i, (name, size) in enumerate(parts):
+        w = size / scale_max * span
         out.append(f'<rect class="bar c{i % 11}" x="{x:.1f}" y="{y}" width="{max(w, 0.5):.2f}" height="{bar_h}">'
-                   f"<title>{e(name.replace('_', ' '))}: {gib:.2f} GiB</title></rect>")
+                   f"<title>{e(name.replace('_', ' '))}: {size:.2f} GiB</title></rect>")
         x += w
     out.append(f'<text x="{x + 4:.1f}" y="{y + 17}">{total:.1f} GiB</text>')
     if recommended:
@@ -345,7 +341,7 @@ def svg_memory(components: dict[str, float], micro_batch: int, gpus: list[tuple[
         out.append(f'<text x="{label_w}" y="{axis_y + 14 + label_rows * 14}">beyond the '
                    f"axis: {e(', '.join(f'{name} {u:.0f}' for u, name in beyond))}</text>")
     out.append("</svg>")
-    legend = _legend([(f"{name.replace('_', ' ')} {gib:.2f}", f"c{i % 11}") for i, (name, gib) in enumerate(parts)])
+    legend = _legend([(f"{name.replace('_', ' ')} {size:.2f}", f"c{i % 11}") for i, (name, size) in enumerate(parts)])
     return "".join(out) + legend
 
 
@@ -361,7 +357,7 @@ def svg_gpu_costs(candidates: list[dict], recommended: dict | None, fastest: dic
     height = 22 + row * len(fit)
     out = [f'<svg id="{chart_id}" xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {width} {height}" '
            f'width="{width}" role="img">',
-           f'<text x="{label_w}" y="12">cost (USD)</text><text x="{label_w + col + 10:.0f}" y="12">time (hours)</text>']
+           f'<text x="{label_w}" y="12">cost (USD)</text><text x="{label_w + col + 10:.0f}" y="12">time</text>']
 
     def same(a: dict, b: dict | None) -> bool:
         return bool(b) and a["gpu"] == b["gpu"] and a["count"] == b["count"] and a.get("sharding") == b.get("sharding")
@@ -377,12 +373,12 @@ def svg_gpu_costs(candidates: list[dict], recommended: dict | None, fastest: dic
         wh = max(c["hours"] / max_hours * (col - 60), 1)
         rec_attr = ' data-recommended="true"' if mark else ""
         out.append(f'<rect class="bar {cls}"{rec_attr} x="{label_w}" y="{y + 2}" width="{wc:.1f}" height="{row - 6}">'
-                   f"<title>{e(name)}: ${c['cost_usd']:.2f}</title></rect>"
-                   f'<text x="{label_w + wc + 4:.1f}" y="{y + 13}">${c["cost_usd"]:,.2f}</text>')
+                   f"<title>{e(name)}: {e(cost(c['cost_usd']))}</title></rect>"
+                   f'<text x="{label_w + wc + 4:.1f}" y="{y + 13}">{e(cost(c["cost_usd"]))}</text>')
         hx = label_w + col + 10
         out.append(f'<rect class="bar c1" x="{hx:.1f}" y="{y + 2}" width="{wh:.1f}" height="{row - 6}">'
-                   f"<title>{e(name)}: {c['hours']:.2f} h</title></rect>"
-                   f'<text x="{hx + wh + 4:.1f}" y="{y + 13}">{c["hours"]:,.2f} h'
+                   f"<title>{e(name)}: {e(hours(c['hours']))}</title></rect>"
+                   f'<text x="{hx + wh + 4:.1f}" y="{y + 13}">{e(hours(c["hours"]))}'
                    + (" (fastest)" if same(c, fastest) else "") + "</text>")
     out.append("</svg>")
     return "".join(out)
@@ -420,7 +416,7 @@ def _summary(report: dict, title_note: str | None) -> str:
     if plan:
         if rec:
             parts.append(_p(f"Recommended GPU: {rec['gpu']} x{rec['count']}, micro-batch {rec['micro_batch']}, "
-                            f"{rec['hours']:.2f} h, {rec.get('cost_text') or '$' + format(rec['cost_usd'], '.2f')} "
+                            f"{hours(rec['hours'])}, {cost(rec['cost_usd'])} "
                             f"({plan['model']}, {plan['method']}, {plan['epochs']:g} epochs).", "big"))
         else:
             parts.append(_p("No GPU in the catalog fits this training step.", "warn"))
@@ -554,8 +550,8 @@ def _lengths(report: dict, s: dict) -> str:
                                   "chart-lengths"))
     choice = s.get("max_seq_len_choice") or {}
     if choice:
-        line = (f"max_seq_len {choice['value']:,}: {choice['reason']}; covers {_pct(choice['records_covered'])} of "
-                f"records and {_pct(choice['tokens_covered'])} of tokens")
+        line = (f"max_seq_len {choice['value']:,}: {choice['reason']}; covers {percent(choice['records_covered'])} of "
+                f"records and {percent(choice['tokens_covered'])} of tokens")
         body.append(_p(line, "big"))
         for w in choice.get("warnings") or []:
             body.append(_p(w, "warn"))
@@ -573,9 +569,9 @@ def _lengths(report: dict, s: dict) -> str:
             if r.get("chosen"):
                 chosen.add(i)
             trows.append([f"{r['max_seq_len']:,}" + (" (chosen)" if r.get("chosen") else ""),
-                          f"{number(r['records_over'])} ({_pct(r['records_over_share'])})",
-                          f"{number(r['tokens_lost'])} ({_pct(r['tokens_lost_share'])})", r["trainable_lost"],
-                          _pct(r["padding_waste"]), _pct(r["packing_efficiency"]), r["steps_per_epoch"],
+                          f"{number(r['records_over'])} ({percent(r['records_over_share'])})",
+                          f"{number(r['tokens_lost'])} ({percent(r['tokens_lost_share'])})", r["trainable_lost"],
+                          percent(r["padding_waste"]), percent(r["packing_efficiency"]), r["steps_per_epoch"],
                           r["packed_steps_per_epoch"]])
         body.append(_table(["max_seq_len", "records over", "tokens lost", "trainable lost", "padding waste",
                             "packing efficiency", "steps / epoch", "packed steps / epoch"], trows,
@@ -598,7 +594,7 @@ def _packing(report: dict) -> str:
     if not p:
         return _note_section("packing", "No packing figures (the lengths step was off).")
     rows = [["records", p["records"]], ["packed sequences", p["packed_sequences"]],
-            ["packing efficiency", _pct(p["packing_efficiency"])], ["padding", _pct(p["padding_ratio"])],
+            ["packing efficiency", percent(p["packing_efficiency"])], ["padding", percent(p["padding_ratio"])],
             ["tokens per step", p["tokens_per_step"]], ["real tokens per step", p["real_tokens_per_step"]],
             ["steps per epoch", p["steps_per_epoch"]], ["tokens per epoch", p["tokens_per_epoch"]],
             ["batch size", p["batch_size"]], ["overflow policy", p.get("policy", "")]]
@@ -731,7 +727,7 @@ def _memory(report: dict, plan: dict) -> str:
                    "their own peaks, so their sum can exceed the peak.", "note"))
     for note in m.get("notes") or []:
         body.append(_p(note, "note"))
-    body.append(_table(["component", "GiB"], [[k.replace("_", " "), f"{v:.3f}"] for k, v in
+    body.append(_table(["component", "GiB"], [[k.replace("_", " "), gib(v)] for k, v in
                                               (m.get("components") or {}).items()], numeric=(1,),
                        tid="table-memory"))
     return _section("memory", "".join(body))
@@ -752,18 +748,17 @@ def _gpus(report: dict, plan: dict) -> str:
         rows.append([c["gpu"], f"{c['count']}" + (f" ({c['sharding']})" if c.get("sharding") else ""),
                      "yes" if c["fits"] else "no", f"{c['vram_need_gib']:.1f} / {c['usable_gib']:.1f}",
                      c.get("micro_batch") or "-", f"{c['price_per_hour']:.2f}",
-                     "-" if c.get("hours") is None else f"{c['hours']:.2f}",
-                     "-" if not c["fits"] or c.get("cost_usd") is None else f"{c['cost_usd']:.2f}", mark])
+                     hours(c.get("hours")), cost(c.get("cost_usd")) if c["fits"] else "-", mark])
     body = []
     if rec:
         body.append(_p(f"Recommended (cheapest that fits): {rec['gpu']} x{rec['count']}, micro-batch "
-                       f"{rec['micro_batch']}, {rec['hours']:.2f} h, {rec.get('cost_text', '')}.", "big"))
+                       f"{rec['micro_batch']}, {hours(rec['hours'])}, {cost(rec['cost_usd'])}.", "big"))
     if fastest:
-        body.append(_p(f"Fastest: {fastest['gpu']} x{fastest['count']}, {fastest['hours']:.2f} h, "
-                       f"{fastest.get('cost_text', '')}."))
+        body.append(_p(f"Fastest: {fastest['gpu']} x{fastest['count']}, {hours(fastest['hours'])}, "
+                       f"{cost(fastest['cost_usd'])}."))
     body.append(svg_gpu_costs(plan.get("candidates", []), rec, fastest, "chart-gpus"))
     body.append(_table(["GPU", "cards", "fits", "need / usable GiB", "micro-batch",
-                        f"{plan.get('currency', 'USD')}/h per card", "hours", f"cost ({plan.get('currency', 'USD')})",
+                        f"{plan.get('currency', 'USD')}/h per card", "time", "cost",
                         ""], rows, numeric=(4, 5, 6, 7), chosen=chosen, tid="table-gpus"))
     t = plan.get("tokens") or {}
     body.append(_p(f"{plan['model']}, {plan['method']}, {plan['epochs']:g} epochs, {number(t.get('total'))} trained "
