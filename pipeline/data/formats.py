@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from pipeline.core.config import INPUT_FORMATS
-from pipeline.core.records import MAPPING_KEYS, ROLES, record_id
+from pipeline.core.records import ROLES, record_id
 from pipeline.core.textnorm import normalize_text
 from pipeline.data.readers import UnreadableInput
 
