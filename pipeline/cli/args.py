@@ -1,6 +1,7 @@
 """Argument helpers shared by the subcommands. A flag that stands for a config field (add_config_flag) takes its
-type, choices and help from that field, defaults to None ("not given": the --config file or the field's default
-wins), and its value goes into the config's overrides (config_overrides), validated there with the rest."""
+type, choices and help from that field (its description: one text for the CLI and docs/configuration.md),
+defaults to None ("not given": the --config file or the field's default wins), and its value goes into the
+config's overrides (config_overrides), validated there with the rest."""
 from __future__ import annotations
 
 import argparse
@@ -21,10 +22,6 @@ def literal_choices(model, name: str) -> list | None:
     return list(typing.get_args(literal)) if literal is not None else None
 
 
-def field_help(model, name: str, default: str | None = None) -> str:
-    return model.model_fields[name].description or default or name.replace("_", " ")
-
-
 def config_field(key: str):
     """(section model, field name) of a dotted config key such as "estimate.model"."""
     from pipeline.core.config import PrepareConfig
@@ -43,23 +40,36 @@ def _scalar_type(annotation):
     return None
 
 
+def _shown(value) -> str:
+    return ("on" if value else "off") if isinstance(value, bool) else str(value)
+
+
+def config_flag_help(key: str, const=None) -> str:
+    """A config flag's help: the field's description (the one text the config reference shows too), then the
+    setting it stands for, and the value a store_const flag sets or else the field's default."""
+    model, name = config_field(key)
+    field = model.model_fields[name]
+    if const is not None:
+        setting = f"config {key}: {_shown(const)}"
+    else:
+        default = field.get_default(call_default_factory=True)
+        setting = f"config {key}" + ("" if default in (None, [], {}) else f"; default {_shown(default)}")
+    return f"{field.description.rstrip('.')} ({setting})".replace("%", "%%")
+
+
 def add_config_flag(p: argparse.ArgumentParser, flag: str, key: str, **kwargs) -> None:
     """A flag for the config field `key`: default None, so that a flag left out never overrides the config file;
-    type, choices and help from the field unless given (a bool field needs an action: store_const or
-    BooleanOptionalAction)."""
+    help from the field's description, type and choices from its annotation (a bool field needs an action:
+    store_const or BooleanOptionalAction)."""
+    if "help" in kwargs or "default" in kwargs:
+        raise TypeError(f"{flag}: a config flag's help is its field's description and its default is 'not given'")
     model, name = config_field(key)
     field = model.model_fields[name]
     if "action" not in kwargs:
         kwargs.setdefault("type", _scalar_type(field.annotation))
         if literal_choices(model, name):
             kwargs.setdefault("choices", literal_choices(model, name))
-    default = field.get_default(call_default_factory=True)
-    if isinstance(default, bool):
-        default = "on" if default else "off"
-    shown = "" if default in (None, [], {}) else f"; default {default}"
-    text = (kwargs.get("help") or field_help(model, name)).rstrip(".")
-    kwargs["help"] = f"{text} (config {key}{shown})".replace("%", "%%")
-    action = p.add_argument(flag, default=None, **kwargs)
+    action = p.add_argument(flag, default=None, help=config_flag_help(key, kwargs.get("const")), **kwargs)
     p.set_defaults(**{CONFIG_FLAGS: {**(p.get_default(CONFIG_FLAGS) or {}), action.dest: (key, flag)}})
 
 
@@ -80,13 +90,6 @@ def config_overrides(args: argparse.Namespace) -> tuple[dict, dict[str, str]]:
     return overrides, flags
 
 
-def add_method_argument(p: argparse.ArgumentParser, **kwargs) -> None:
-    from pipeline.core.config import EstimateConfig
-
-    kwargs.setdefault("help", "fine-tuning method: full, lora (16-bit base) or qlora (4-bit NF4 base)")
-    p.add_argument("--method", choices=literal_choices(EstimateConfig, "method"), **kwargs)
-
-
 def add_config_argument(p: argparse.ArgumentParser, help: str = "JSON (or YAML) config; flags override it") -> None:
     p.add_argument("--config", metavar="FILE", help=help)
 
@@ -103,5 +106,4 @@ def add_plan_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def add_encoding_flag(p: argparse.ArgumentParser) -> None:
-    add_config_flag(p, "--encoding", "read.encoding", metavar="CODEC",
-                    help="text encoding of the inputs, e.g. cp1254, cp1251, utf-16 (auto: detected per file)")
+    add_config_flag(p, "--encoding", "read.encoding", metavar="CODEC")

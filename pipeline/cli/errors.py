@@ -5,10 +5,15 @@ from __future__ import annotations
 import errno
 import sys
 
-EXIT_ERROR, EXIT_POLICY, EXIT_INTERRUPTED = 2, 3, 130
+from pipeline.core.errors import EXIT_ERROR, EXIT_POLICY, PrepareError
+
+__all__ = ["EXIT_ERROR", "EXIT_INTERRUPTED", "EXIT_POLICY", "UserError", "describe_error", "disk_full_message", "fail",
+           "internal_error"]
+
+EXIT_INTERRUPTED = 130
 
 
-class UserError(Exception):
+class UserError(PrepareError):
     """Raised by a command for main() to print as one line."""
 
 
@@ -26,19 +31,10 @@ def disk_full_message(exc: OSError, where: str | None = None) -> str:
 
 def describe_error(exc: BaseException) -> tuple[str | None, int]:
     """(one line for the user, exit code) for the errors a user can cause and fix; (None, 2) for a bug."""
-    from pipeline.core.config import ConfigError
-    from pipeline.core.errors import PrepareError
-    from pipeline.core.s3 import S3Error
-    from pipeline.data.readers import UnreadableInput
-    from pipeline.runner.preflight import PreflightError, disk_full
+    from pipeline.runner.preflight import disk_full
 
-    # the class is looked up where it is defined, without importing the PII engine: an exception of that class
-    # exists only once its module is loaded (a worker's exception is unpickled through it)
-    pii = sys.modules.get("pipeline.data.pii.step")
-    if pii is not None and isinstance(exc, pii.PiiPolicyError):
-        return f"kvkk strict policy: {exc}", EXIT_POLICY
-    if isinstance(exc, (ConfigError, PreflightError, UnreadableInput, PrepareError, S3Error, UserError)):
-        return " ".join(str(exc).split()), EXIT_ERROR
+    if isinstance(exc, PrepareError):  # every error a user can act on (pipeline/core/errors.py)
+        return exc.user_line(), exc.exit_code
     if isinstance(exc, OSError):
         if disk_full(exc):
             return disk_full_message(exc), EXIT_ERROR

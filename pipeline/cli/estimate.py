@@ -6,14 +6,10 @@ import argparse
 import json
 import sys
 
-from pipeline.cli.args import add_json_argument, add_method_argument, field_help, literal_choices
+from pipeline.cli.args import CONFIG_FLAGS, add_config_flag, add_json_argument, config_overrides
 from pipeline.cli.errors import UserError
-from pipeline.core.config import EstimateConfig
 from pipeline.plan.memory import GIB, MemoryEstimate, estimate_memory
 from pipeline.plan.setup import PRECISIONS, SHARDING, TrainingSetup
-
-DEFAULT_LORA_RANK = 16
-DEFAULT_LORA_TARGETS = "all-linear"
 
 
 def register(sub) -> None:
@@ -21,18 +17,16 @@ def register(sub) -> None:
         "estimate", help="VRAM of one training step, per component (CPU only, no torch)",
         description="Estimate the GPU memory of one fine-tuning step: peak allocated (torch.cuda."
                     "max_memory_allocated), peak reserved (max_memory_reserved) and the expected nvidia-smi figure.")
-    est.add_argument("--model", required=True, help="built-in name (e.g. Llama-3.1-8B), hub id, config.json or folder")
-    add_method_argument(est, required=True)
+    add_config_flag(est, "--model", "estimate.model", required=True)
+    add_config_flag(est, "--method", "estimate.method", required=True)
     est.add_argument("--seq-len", type=int, required=True, help="tokens per sequence (the max length)")
+    # not estimate.micro_batch (at most this many, None = the largest that fits): one step has one micro-batch
     est.add_argument("--micro-batch", type=int, default=1, help="sequences per GPU per step (default 1)")
-    est.add_argument("--grad-ckpt", action=argparse.BooleanOptionalAction, default=True,
-                     help="gradient checkpointing (default on)")
-    est.add_argument("--attn", choices=literal_choices(EstimateConfig, "attn"), default="sdpa",
-                     help="sdpa/FlashAttention or eager (default sdpa)")
-    est.add_argument("--optimizer", choices=literal_choices(EstimateConfig, "optimizer"), default="adamw")
-    est.add_argument("--lora-rank", type=int, default=None, help=f"LoRA rank (default {DEFAULT_LORA_RANK})")
-    est.add_argument("--lora-targets", default=None,
-                     help=f"all-linear or modules such as q,v or q_proj,k_proj,... (default {DEFAULT_LORA_TARGETS})")
+    add_config_flag(est, "--grad-ckpt", "estimate.grad_ckpt", action=argparse.BooleanOptionalAction)
+    add_config_flag(est, "--attn", "estimate.attn")
+    add_config_flag(est, "--optimizer", "estimate.optimizer")
+    add_config_flag(est, "--lora-rank", "estimate.lora_rank")
+    add_config_flag(est, "--lora-targets", "estimate.lora_targets")
     est.add_argument("--gpus", type=int, default=1, help="data-parallel GPUs (default 1)")
     est.add_argument("--sharding", choices=[s for s in SHARDING if s != "none"], default=None,
                      help="with --gpus > 1: ddp (replicated, default), zero2, zero3 or fsdp")
@@ -40,13 +34,9 @@ def register(sub) -> None:
                      help="QLoRA double quantization of the NF4 constants (default on)")
     est.add_argument("--precision", choices=PRECISIONS, default=None,
                      help="full fine-tuning: mixed (fp32 master + fp32 Adam, 16 B/param; default) or bf16 (8 B/param)")
-    est.add_argument("--cross-entropy", choices=literal_choices(EstimateConfig, "cross_entropy"), default=None,
-                     help="standard (HF: full fp32-upcast logits), bf16 (F.cross_entropy on bf16 logits), chunked "
-                          "(torchtune), or fused (Liger / Cut-CE / Unsloth); default: the framework preset's")
-    est.add_argument("--framework", choices=literal_choices(EstimateConfig, "framework"), default="hf",
-                     help="training stack whose defaults apply (default hf: Trainer/PEFT/TRL)")
-    est.add_argument("--adapter-dtype", choices=literal_choices(EstimateConfig, "adapter_dtype"), default=None,
-                     help=field_help(EstimateConfig, "adapter_dtype"))
+    add_config_flag(est, "--cross-entropy", "estimate.cross_entropy")
+    add_config_flag(est, "--framework", "estimate.framework")
+    add_config_flag(est, "--adapter-dtype", "estimate.adapter_dtype")
     est.add_argument("--trace", action="store_true",
                      help="also trace the real training step (transformers + PEFT on the meta device, with the "
                           "--framework preset and --cross-entropy loss, one GPU; needs the 'trace' extra; seconds to "
@@ -55,9 +45,21 @@ def register(sub) -> None:
     est.set_defaults(func=cmd_estimate)
 
 
+def with_config_defaults(args: argparse.Namespace) -> argparse.Namespace:
+    """args with each estimator flag left out set to its EstimateConfig default, and each one given validated
+    there (ConfigError naming the flag): the defaults live in the config model only."""
+    from pipeline.core.config import load_config
+
+    settings = load_config(None, *config_overrides(args)).estimate
+    filled = {dest: getattr(settings, key.removeprefix("estimate."))
+              for dest, (key, _) in getattr(args, CONFIG_FLAGS).items()}
+    return argparse.Namespace(**{**vars(args), **filled})
+
+
 def cmd_estimate(args: argparse.Namespace) -> int:
     lora_flags = [flag for flag, value in (("--lora-rank", args.lora_rank), ("--lora-targets", args.lora_targets))
                   if value is not None]
+    args = with_config_defaults(args)
     if args.method == "full" and lora_flags:
         print(f"note: {', '.join(lora_flags)} ignored with --method full", file=sys.stderr)
     if args.sharding and args.gpus < 2:
@@ -69,8 +71,7 @@ def cmd_estimate(args: argparse.Namespace) -> int:
         estimate = estimate_memory(TrainingSetup.build(
             args.model, args.method, seq_len=args.seq_len, micro_batch=args.micro_batch, grad_ckpt=args.grad_ckpt,
             attn=args.attn, optimizer=args.optimizer,
-            lora_rank=args.lora_rank if args.lora_rank is not None else DEFAULT_LORA_RANK,
-            lora_targets=args.lora_targets or DEFAULT_LORA_TARGETS, gpus=args.gpus, sharding=args.sharding,
+            lora_rank=args.lora_rank, lora_targets=args.lora_targets, gpus=args.gpus, sharding=args.sharding,
             double_quant=args.double_quant, precision=args.precision, cross_entropy=args.cross_entropy,
             framework=args.framework, adapter_dtype=args.adapter_dtype))
     except (ValueError, OSError) as exc:
@@ -104,8 +105,7 @@ def _trace(args: argparse.Namespace):
         raise ValueError("--trace traces one GPU; not traced: --gpus > 1 (drop --trace for the analytical figure)")
     return trace_step(args.model, args.method, seq_len=args.seq_len, micro_batch=args.micro_batch,
                       grad_ckpt=args.grad_ckpt, attn=args.attn, optimizer=args.optimizer,
-                      lora_rank=args.lora_rank if args.lora_rank is not None else DEFAULT_LORA_RANK,
-                      lora_targets=args.lora_targets or DEFAULT_LORA_TARGETS, double_quant=args.double_quant,
+                      lora_rank=args.lora_rank, lora_targets=args.lora_targets, double_quant=args.double_quant,
                       precision=args.precision, framework=args.framework, cross_entropy=args.cross_entropy,
                       adapter_dtype=args.adapter_dtype)
 

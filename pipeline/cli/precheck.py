@@ -19,14 +19,11 @@ from pipeline.cli.errors import UserError
 
 def register(sub) -> None:
     p = sub.add_parser("precheck", help="CPU-only: token lengths, max length, VRAM, recommended GPU, time, cost")
-    add_config_flag(p, "inputs", "inputs", nargs="*", metavar="DATA",
-                    help="files, folders, globs or s3:// URIs")
+    add_config_flag(p, "inputs", "inputs", nargs="*", metavar="DATA")
     add_config_flag(p, "--model", "estimate.model")
-    add_config_flag(p, "--method", "estimate.method",
-                    help="fine-tuning method: full, lora (16-bit base) or qlora (4-bit NF4 base)")
-    add_config_flag(p, "--epochs", "estimate.epochs", help="passes over the data, for time and cost")
-    add_config_flag(p, "--tokenizer", "lengths.tokenizer",
-                    help="tokenizer path or hub id (default: next to the model config, else offline Mistral 32k)")
+    add_config_flag(p, "--method", "estimate.method")
+    add_config_flag(p, "--epochs", "estimate.epochs")
+    add_config_flag(p, "--tokenizer", "lengths.tokenizer")
     add_config_flag(p, "--coverage", "lengths.coverage")
     add_config_flag(p, "--skip-unreadable", "read.skip_unreadable", action="store_const", const=True)
     p.add_argument("--sample", type=int, default=200_000, help="records measured at most (uniform sample)")

@@ -35,37 +35,27 @@ def register(sub) -> None:
 
 
 def add_run_arguments(p: argparse.ArgumentParser) -> None:
-    add_config_flag(p, "inputs", "inputs", nargs="*", metavar="INPUT",
-                    help="files, folders, globs or s3:// URIs")
-    add_config_flag(p, "--out", "out", help="run directory")
-    add_config_flag(p, "--s3", "s3", metavar="URI", help="upload shards, then the manifest, to s3://bucket/prefix")
+    add_config_flag(p, "inputs", "inputs", nargs="*", metavar="INPUT")
+    add_config_flag(p, "--out", "out")
+    add_config_flag(p, "--s3", "s3", metavar="URI")
     add_config_argument(p)
-    add_config_flag(p, "--validation", "validation_inputs", nargs="+", metavar="FILE",
-                    help="evaluation sets: kept whole as validation; their duplicates are removed from train")
+    add_config_flag(p, "--validation", "validation_inputs", nargs="+", metavar="FILE")
     add_config_flag(p, "--workers", "workers")
-    add_config_flag(p, "--model", "estimate.model", help="model for the length cap and the GPU plan "
-                                                         "(built-in name or config.json)")
-    add_config_flag(p, "--method", "estimate.method", help="fine-tuning method for the GPU plan")
-    add_config_flag(p, "--tokenizer", "lengths.tokenizer",
-                    help="tokenizer path or hub id (default: from --model, else offline Mistral 32k)")
+    add_config_flag(p, "--model", "estimate.model")
+    add_config_flag(p, "--method", "estimate.method")
+    add_config_flag(p, "--tokenizer", "lengths.tokenizer")
     add_plan_arguments(p)
     add_config_flag(p, "--skip-unreadable", "read.skip_unreadable", action="store_const", const=True)
     add_config_flag(p, "--follow-symlinks", "read.follow_symlinks", action="store_const", const=True)
     add_encoding_flag(p)
     add_config_flag(p, "--allow-empty", "allow_empty", action="store_const", const=True)
     untrained = p.add_mutually_exclusive_group()  # argument groups share the parser's defaults
-    add_config_flag(untrained, "--allow-untrained", "lengths.untrained", action="store_const", const="keep",
-                    help="write records with no trainable token after truncation at the max length (labels all "
-                         "-100); by default they are dropped and counted")
-    add_config_flag(untrained, "--strict-untrained", "lengths.untrained", action="store_const", const="fail",
-                    help="fail the run when a record has no trainable token at the max length")
-    add_config_flag(p, "--s3-overwrite", "s3_overwrite", action="store_const", const=True,
-                    help="upload even when the --s3 prefix holds another run directory's manifest (replacing it)")
-    add_config_flag(p, "--no-s3-check", "s3_check", action="store_const", const=False,
-                    help="skip the S3 check before the run (HeadBucket: endpoint, credentials, bucket)")
+    add_config_flag(untrained, "--allow-untrained", "lengths.untrained", action="store_const", const="keep")
+    add_config_flag(untrained, "--strict-untrained", "lengths.untrained", action="store_const", const="fail")
+    add_config_flag(p, "--s3-overwrite", "s3_overwrite", action="store_const", const=True)
+    add_config_flag(p, "--no-s3-check", "s3_check", action="store_const", const=False)
     for stage in STAGES:
-        add_config_flag(p, f"--no-{stage}", f"{stage}.enabled", action="store_const", const=False,
-                        help=f"turn the {stage} step off")
+        add_config_flag(p, f"--no-{stage}", f"{stage}.enabled", action="store_const", const=False)
     p.add_argument("--dask-address", metavar="tcp://HOST:PORT",
                    help="run as a Prefect flow on this Dask cluster instead of local worker processes")
     add_json_argument(p, "print the report as JSON on stdout")

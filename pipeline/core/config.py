@@ -12,6 +12,8 @@ from typing import Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
 
+from pipeline.core.errors import PrepareError
+
 # Loss paths: standard = the HF loss, which upcasts the whole logits tensor to fp32; bf16 = F.cross_entropy on
 # the bf16 logits; chunked = torchtune's CEWithChunkedOutputLoss (fp32 upcast per chunk); fused = Liger /
 # Cut-Cross-Entropy / Unsloth kernels that never hold the logits of all tokens.
@@ -19,13 +21,17 @@ CrossEntropy = Literal["standard", "bf16", "chunked", "fused"]
 CROSS_ENTROPY: tuple[str, ...] = get_args(CrossEntropy)
 FrameworkName = Literal["hf", "axolotl", "llamafactory", "unsloth", "torchtune", "plain"]
 FRAMEWORKS: tuple[str, ...] = get_args(FrameworkName)  # the stacks with a preset in pipeline.plan.setup
+# The input formats, in detection order (auto-detection breaks ties by it): the one list of their names.
+# pipeline.data.formats registers a detector and a converter for each; the config accepts them and "auto".
+InputFormatName = Literal["sharegpt", "openai", "alpaca", "prompt_completion", "qa", "text"]
+INPUT_FORMATS: tuple[str, ...] = get_args(InputFormatName)
 
 # Every integer setting is at most this: past it a size reached C code as OverflowError mid-run
 # (read.max_record_bytes: 1e20); it is also the largest integer a JSON client (Prefect's UI) keeps exact.
 MAX_INT = 2**53
 
 
-class ConfigError(ValueError):
+class ConfigError(PrepareError, ValueError):
     """A configuration the user must fix; str() is one line naming the file, key and value."""
 
 
@@ -100,7 +106,7 @@ class ReadConfig(Section):
 
 
 class FormatConfig(Section):
-    format: Literal["auto", "alpaca", "sharegpt", "openai", "prompt_completion", "qa", "text"] = Field(
+    format: Literal["auto", InputFormatName] = Field(
         "auto", description="Input format; auto-detected per file by default.")
     mapping: dict[str, str] = Field(
         default_factory=dict,
@@ -135,7 +141,7 @@ class FormatConfig(Section):
 
 
 class CleanConfig(Section):
-    enabled: bool = True
+    enabled: bool = Field(True, description="Run the clean step (the min_chars and min_assistant_chars floors).")
     min_chars: int = Field(8, ge=0, description="Records with less content than this are dropped (too_short).")
     min_assistant_chars: int = Field(1, ge=0, description="Chat/instruction records need this much answer text.")
 
@@ -145,7 +151,7 @@ class QualityConfig(Section):
     counted in the report (stages.quality, report.quality) with a few record ids; "drop" removes the record
     under the check's reason, "strip" removes the quoted thread or signature from the answer."""
 
-    enabled: bool = True
+    enabled: bool = Field(True, description="Run the quality checks below.")
     mojibake: Literal["fix", "count", "off"] = Field(
         "fix", description="Text mis-decoded (UTF-8 read as cp1252/cp1251...) is repaired with ftfy's encoding "
                            "fixes only; ftfy changes nothing that does not look mis-decoded.")
@@ -178,12 +184,13 @@ class QualityConfig(Section):
 
 
 class DedupConfig(Section):
-    enabled: bool = True
-    exact: bool = True
-    near: bool = True
-    case_fold: bool = True
-    punctuation_fold: bool = False
-    num_perm: int = Field(128, ge=16, le=1024)
+    enabled: bool = Field(
+        True, description="Run the dedup step (exact and near duplicates; validation_inputs' duplicates in train).")
+    exact: bool = Field(True, description="Remove records whose normalized text is the same as a kept one's.")
+    near: bool = Field(True, description="Remove near duplicates: MinHash LSH, verified by estimated Jaccard.")
+    case_fold: bool = Field(True, description="Compare text case-folded (exact and near).")
+    punctuation_fold: bool = Field(False, description="Compare exact keys with punctuation removed.")
+    num_perm: int = Field(128, ge=16, le=1024, description="MinHash permutations per signature (near dedup).")
     threshold: float = Field(0.8, gt=0, lt=1, description="Jaccard similarity above which records are near duplicates.")
     ngram: int = Field(5, ge=1, description="Word n-gram size.")
     char_ngram: int = Field(5, ge=1, description="Character n-gram size for short texts and scripts without spaces.")
@@ -193,17 +200,24 @@ class DedupConfig(Section):
 
 
 class PiiConfig(Section):
-    enabled: bool = True
-    languages: list[Literal["tr", "ru", "en"]] = Field(default_factory=lambda: ["tr", "ru", "en"])
-    operator: Literal["placeholder", "mask", "pseudonym", "drop"] = "placeholder"
+    enabled: bool = Field(True, description="Run the PII step (detect and replace personal data).")
+    languages: list[Literal["tr", "ru", "en"]] = Field(
+        default_factory=lambda: ["tr", "ru", "en"], description="Languages whose recognizers run.")
+    operator: Literal["placeholder", "mask", "pseudonym", "drop"] = Field(
+        "placeholder", description="What replaces a detected span: a typed placeholder (<PHONE>), a mask, a salted "
+                                   "pseudonym (<PERSON_1a2b...>, needs salt_env), or drop (the whole record).")
     operators: dict[str, Literal["placeholder", "mask", "pseudonym", "drop"]] = Field(
         default_factory=dict, description="Per entity type overrides, e.g. {\"PERSON\": \"pseudonym\"}.")
     strip_fields: list[str] | None = Field(
         None, description="Input fields removed from meta as personal data by name; None = the built-in list.")
-    score_threshold: float = Field(0.5, ge=0, le=1)
+    score_threshold: float = Field(
+        0.5, ge=0, le=1, description="Detections scored at or above this are replaced; lower ones are counted as "
+                                     "residual candidates.")
     kvkk: Literal["report", "strict"] = Field(
         "report", description="strict fails the run when detected personal data above strict_score would remain.")
-    strict_score: float = Field(0.8, ge=0, le=1)
+    strict_score: float = Field(
+        0.8, ge=0, le=1, description="kvkk: strict fails the run when a detection scored at or above this would "
+                                     "remain in the text.")
     special: Literal["report", "drop", "quarantine"] = Field(
         "report", description="KVKK article-6 special categories (health, religion, ethnicity, politics, union, "
                               "sexual orientation, criminal records, biometrics) found in a record: count them, "
@@ -233,14 +247,21 @@ class PiiConfig(Section):
 
 
 class LengthsConfig(Section):
-    enabled: bool = True
-    tokenizer: str | None = Field(None, description="Tokenizer path or hub id; default: Mistral 32k from mistral-common.")
+    enabled: bool = Field(
+        True, description="Run the lengths step: count tokens, choose the max length, apply lengths.overflow.")
+    tokenizer: str | None = Field(
+        None, description="Tokenizer: a tokenizer file or folder, a hub id, or an alias (mistral-32k, tekken); "
+                          "default: the model's own (next to its config.json, else from the Hugging Face cache or "
+                          "hub), else the offline Mistral 32k from mistral-common (counts marked approximate).")
     chat_template: str | None = Field(None, description="Jinja chat template overriding the tokenizer's.")
     coverage: float = Field(0.99, gt=0, le=1, description="Share of records (or tokens) the max length must cover.")
-    coverage_of: Literal["records", "tokens"] = "records"
+    coverage_of: Literal["records", "tokens"] = Field(
+        "records", description="What coverage counts: records whose length fits, or tokens that fit.")
     grid: int = Field(64, ge=1, description="Max length is a multiple of this.")
     max_seq_len: int | None = Field(None, ge=1, description="Use this instead of choosing from the data.")
-    overflow: Literal["keep", "truncate_response", "truncate_prompt", "drop"] = "keep"
+    overflow: Literal["keep", "truncate_response", "truncate_prompt", "drop"] = Field(
+        "keep", description="Records longer than the max length: keep them whole (the trainer cuts), truncate "
+                            "the response or the prompt to fit, or drop them.")
     batch_size: int = Field(8, ge=1, description="Micro-batch size for steps-per-epoch figures.")
     untrained: Literal["drop", "fail", "keep"] = Field(
         "drop", description="Chat/instruction records with no trainable token after templating and truncation at "
@@ -299,17 +320,21 @@ class SplitConfig(Section):
 class WriteConfig(Section):
     shard_rows: int = Field(50_000, ge=1, description="Rows per Parquet shard at most.")
     shard_bytes: int = Field(256 * 1024**2, ge=1024, description="Target uncompressed bytes per shard.")
-    compression: Literal["zstd", "snappy", "gzip", "none"] = "zstd"
+    compression: Literal["zstd", "snappy", "gzip", "none"] = Field(
+        "zstd", description="Parquet compression codec of the shards.")
     split_by_kind: bool = Field(
         False, description="Write chat records (messages) and plain-text records (text) to separate shard sets, "
                            "<split>/chat/ and <split>/text/, so that no shard has rows with null messages or text.")
 
 
 class EstimateConfig(Section):
-    enabled: bool = True
-    model: str = Field("llama-3.1-8b", description="Built-in model name, config.json path or folder.")
-    method: Literal["full", "lora", "qlora"] = "qlora"
-    epochs: float = Field(3.0, gt=0)
+    enabled: bool = Field(True, description="Run the GPU plan: memory of a training step, GPU, time and cost.")
+    model: str = Field("llama-3.1-8b", description="Model for the length cap and the GPU plan: a built-in name "
+                                                   "(prepare models), a hub id org/name, or a config.json or its "
+                                                   "folder.")
+    method: Literal["full", "lora", "qlora"] = Field(
+        "qlora", description="Fine-tuning method: full, lora (16-bit base) or qlora (4-bit NF4 base).")
+    epochs: float = Field(3.0, gt=0, description="Passes over the data, for time and cost.")
     # the estimator's knobs (pipeline.plan.memory.estimate_memory); None = the framework preset's default
     cross_entropy: CrossEntropy | None = Field(
         None, description="Loss: standard (HF, fp32-upcast logits), bf16 (F.cross_entropy on bf16 logits), "
@@ -321,11 +346,12 @@ class EstimateConfig(Section):
         None, description="LoRA/QLoRA adapter weights: fp32 (PEFT's get_peft_model default on a bf16 model, also in "
                           "a plain loop) or bf16 (Unsloth, torchtune, a model cast after wrapping); None = the "
                           "framework preset's.")
-    lora_rank: int = Field(16, ge=1, le=4096)
+    lora_rank: int = Field(16, ge=1, le=4096, description="LoRA rank (lora and qlora).")
     lora_targets: str = Field("all-linear", description="all-linear or modules such as q_proj,v_proj.")
     grad_ckpt: bool = Field(True, description="Gradient checkpointing.")
-    attn: Literal["sdpa", "eager"] = "sdpa"
-    optimizer: Literal["adamw", "adamw8bit", "paged_adamw8bit", "sgd", "adafactor"] = "adamw"
+    attn: Literal["sdpa", "eager"] = Field("sdpa", description="Attention: sdpa (or FlashAttention) or eager.")
+    optimizer: Literal["adamw", "adamw8bit", "paged_adamw8bit", "sgd", "adafactor"] = Field(
+        "adamw", description="Optimizer, for the size of its state.")
     micro_batch: int | None = Field(None, ge=1, le=1024,
                                     description="At most this many sequences per card per step; None = the largest that fits (up to 64).")
 

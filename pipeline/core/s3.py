@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterator
 
+from pipeline.core.errors import PrepareError
 from pipeline.core.files import sha256_file
 
 SHA_META = "sha256"
@@ -28,7 +29,7 @@ OBJECT_ATTEMPTS = 3   # whole-object tries, on top of botocore's per-request ret
 log = logging.getLogger(__name__)
 
 
-class S3Error(Exception):
+class S3Error(PrepareError):
     """An S3 operation that could not finish; the message names the object, never credentials."""
 
 

@@ -1,6 +1,8 @@
 """Converters: one per input format, each turning a raw row into the canonical record.
 
-The registry maps a format name to (detector, converter). Detection runs once per file on its first
+The registry (REGISTRY, LLaMA-Factory's converter registry is the model) maps a format name to its detector and
+converter; each converter registers itself under one of the names of pipeline.core.config.INPUT_FORMATS (the
+config's formats.format accepts those), or under "mapped" (formats.mapping). Detection runs once per file on its first
 rows; a row that does not fit the file's format goes through the converter its own keys match
 (format_of_row: a file may mix formats). A row that does not convert raises Invalid with a reason code
 and is quarantined by the normalize step.
@@ -11,9 +13,11 @@ import json
 import math
 import re
 from collections import Counter
+from dataclasses import dataclass
 from typing import Callable
 
-from pipeline.core.records import MAPPING_KEYS, ROLES, record_id
+from pipeline.core.config import INPUT_FORMATS
+from pipeline.core.records import ROLES, record_id
 from pipeline.core.textnorm import normalize_text
 from pipeline.data.readers import UnreadableInput
 
@@ -271,6 +275,37 @@ def _message(role: str, content: str, tool_calls: list[dict] | None = None, name
 
 # --- converters: row -> (kind, messages | None, text | None, consumed keys) ------------------------
 
+@dataclass(frozen=True)
+class InputFormat:
+    convert: Callable[[dict, dict], tuple]
+    detect: Callable[[dict], bool] | None  # None: never detected, only chosen (mapped)
+
+
+REGISTRY: dict[str, InputFormat] = {}
+
+
+def register(name: str, detect: Callable[[dict], bool] | None = None):
+    """Register the decorated converter as the input format `name`, detected by `detect`."""
+    if name not in (*INPUT_FORMATS, "mapped"):
+        raise ValueError(f"{name!r} is not in pipeline.core.config.INPUT_FORMATS")
+
+    def add(convert):
+        REGISTRY[name] = InputFormat(convert, detect)
+        return convert
+    return add
+
+
+def _has_turns(row: dict, key: str, role_key: str) -> bool:
+    turns = row.get(key)
+    return isinstance(turns, list) and bool(turns) and isinstance(turns[0], dict) and role_key in turns[0]
+
+
+def detectors() -> list[tuple[str, Callable[[dict], bool]]]:
+    """(name, detector) of each format in detection order (INPUT_FORMATS')."""
+    return [(name, REGISTRY[name].detect) for name in INPUT_FORMATS]
+
+
+@register("alpaca", lambda r: "instruction" in r and "output" in r)
 def convert_alpaca(row: dict, mapping: dict) -> tuple:
     instruction = _string(row.get("instruction"), required=False)
     extra = _string(row.get("input"), required=False)
@@ -300,6 +335,7 @@ def _turn_list(row: dict, first: str, second: str) -> tuple[str, list]:
     return key, turns
 
 
+@register("sharegpt", lambda r: _has_turns(r, "conversations", "from") or _has_turns(r, "messages", "from"))
 def convert_sharegpt(row: dict, mapping: dict) -> tuple:
     key, turns = _turn_list(row, "conversations", "messages")
     messages = []
@@ -345,6 +381,7 @@ def _openai_content(content) -> tuple[str, list[dict]]:
     return normalize_text("\n".join(texts)), calls
 
 
+@register("openai", lambda r: _has_turns(r, "messages", "role") or _has_turns(r, "conversations", "role"))
 def convert_openai(row: dict, mapping: dict) -> tuple:
     key, turns = _turn_list(row, "messages", "conversations")
     messages = []
@@ -369,6 +406,7 @@ def _prompt_messages(prompt) -> list[dict]:
     return [_message("user", _string(prompt))]
 
 
+@register("prompt_completion", lambda r: "prompt" in r and any(k in r for k in RESPONSE_KEYS))
 def convert_prompt_completion(row: dict, mapping: dict) -> tuple:
     response_key = next((k for k in RESPONSE_KEYS if k in row), None)
     if response_key is None:  # a later row of a prompt/completion file may lack it: quarantined, not an error
@@ -385,11 +423,13 @@ def convert_prompt_completion(row: dict, mapping: dict) -> tuple:
     return kind, messages, None, {"prompt", response_key, "system"}
 
 
+@register("qa", lambda r: "question" in r and "answer" in r)
 def convert_qa(row: dict, mapping: dict) -> tuple:
     messages = [_message("user", _string(row.get("question"))), _message("assistant", _string(row.get("answer")))]
     return "instruction", messages, None, {"question", "answer"}
 
 
+@register("text", lambda r: any(isinstance(r.get(k), str) for k in TEXT_KEYS))
 def convert_text(row: dict | str, mapping: dict) -> tuple:
     if isinstance(row, str):
         return "text", None, _string(row), set()
@@ -401,6 +441,7 @@ def convert_text(row: dict | str, mapping: dict) -> tuple:
 
 # The keys convert_mapped and to_record read from formats.mapping: columns (text, messages, prompt, response,
 # system, tools), the turn keys (role, content) and the role tags; the config refuses any other.
+@register("mapped")
 def convert_mapped(row: dict, mapping: dict) -> tuple:
     """An explicit column/role mapping (LLaMA-Factory's dataset_info style)."""
     if "text" in mapping:
@@ -432,26 +473,6 @@ def convert_mapped(row: dict, mapping: dict) -> tuple:
             consumed.add(mapping["system"])
         return "instruction", messages, None, consumed
     raise Invalid("bad_mapping")
-
-
-def _has_turns(row: dict, key: str, role_key: str) -> bool:
-    turns = row.get(key)
-    return isinstance(turns, list) and bool(turns) and isinstance(turns[0], dict) and role_key in turns[0]
-
-
-DETECTORS: dict[str, Callable[[dict], bool]] = {
-    "sharegpt": lambda r: _has_turns(r, "conversations", "from") or _has_turns(r, "messages", "from"),
-    "openai": lambda r: _has_turns(r, "messages", "role") or _has_turns(r, "conversations", "role"),
-    "alpaca": lambda r: "instruction" in r and "output" in r,
-    "prompt_completion": lambda r: "prompt" in r and any(k in r for k in RESPONSE_KEYS),
-    "qa": lambda r: "question" in r and "answer" in r,
-    "text": lambda r: any(isinstance(r.get(k), str) for k in TEXT_KEYS),
-}
-CONVERTERS: dict[str, Callable] = {
-    "alpaca": convert_alpaca, "sharegpt": convert_sharegpt, "openai": convert_openai,
-    "prompt_completion": convert_prompt_completion, "qa": convert_qa, "text": convert_text,
-    "mapped": convert_mapped,
-}
 
 
 # --- preference and multimodal rows ----------------------------------------------------------------
@@ -568,7 +589,7 @@ def check_registry(sample: list, name: str) -> None:
 
 def row_format(row, preferred: str | None = None) -> str | None:
     """The format a row's own keys match: `preferred` where its detector matches, else the first detector
-    in registry order that does; None for none. A preference row is judged as the SFT row it implies."""
+    in detection order (INPUT_FORMATS) that does; None for none. A preference row is judged as the SFT row it implies."""
     if isinstance(row, str):
         return "text"
     if not isinstance(row, dict):
@@ -577,14 +598,14 @@ def row_format(row, preferred: str | None = None) -> str | None:
         row = sft_view(row)
     except Invalid:
         return None
-    if preferred in DETECTORS and DETECTORS[preferred](row):
+    if preferred in INPUT_FORMATS and REGISTRY[preferred].detect(row):
         return preferred
-    return next((name for name, detect in DETECTORS.items() if detect(row)), None)
+    return next((name for name, detect in detectors() if detect(row)), None)
 
 
 def detect_format(sample: list, configured: str = "auto", mapping: dict | None = None) -> str | None:
     """The format of a file from its first parsed rows: the configured one, the mapping, or the
-    detector that matches most rows (ties broken by registry order)."""
+    detector that matches most rows (ties broken by detection order)."""
     if configured != "auto":
         return configured
     if mapping:
@@ -595,7 +616,7 @@ def detect_format(sample: list, configured: str = "auto", mapping: dict | None =
     if not votes:
         return None
     best = max(votes.values())
-    return next(name for name in DETECTORS if votes[name] == best)
+    return next(name for name in INPUT_FORMATS if votes[name] == best)
 
 
 def format_of_row(row, file_format: str | None, configured: str = "auto", mapping: dict | None = None) -> str | None:
@@ -719,7 +740,7 @@ def to_record(row, fmt: str, mapping: dict, source: dict, preference: str = "ref
             raise Invalid("preference_data")  # a stray row in a file check_file let through
         row = sft_view(row)
     try:
-        kind, messages, text, consumed = CONVERTERS[fmt](row, mapping)
+        kind, messages, text, consumed = REGISTRY[fmt].convert(row, mapping)
         meta = _meta_json(row, consumed)  # json.dumps recurses too: deep meta raised RecursionError
     except RecursionError:
         raise Invalid("too_deep") from None

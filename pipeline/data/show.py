@@ -19,10 +19,12 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from pipeline.core.errors import PrepareError
+
 BATCH = 512
 
 
-class ShowError(Exception):
+class ShowError(PrepareError):
     """One line for the user (pipeline.cli.show prints it)."""
 
 

@@ -12,6 +12,7 @@ import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from pipeline.core import numfmt
 from pipeline.core.markdown import table
 from pipeline.core.models import ModelSpec, load_model_spec, param_breakdown
 from pipeline.core.resources import resource
@@ -181,19 +182,6 @@ def cost_usd(hours: float, price_per_hour: float, count: int = 1) -> float:
     return round(hours * price_per_hour * count + 1e-9, 2)
 
 
-def format_cost(usd: float | None) -> str:
-    return "-" if usd is None else f"${usd:,.2f} + VAT"
-
-
-def format_hours(hours: float | None) -> str:
-    """Under an hour in minutes: a 4-minute job printed as "0.0 h" read as no time at all."""
-    if hours is None:
-        return "-"
-    if hours < 0.95:
-        return "<1 min" if hours * 60 < 1 else f"{hours * 60:.0f} min"
-    return f"{hours:.1f} h"
-
-
 def checkpoint_sizes(spec: ModelSpec, method: str, estimate: MemoryEstimate) -> dict:
     """GiB per saved checkpoint, for the S3 budget: the trained weights, a resumable trainer checkpoint
     (weights + optimizer state (+ fp32 master)), and for LoRA the merged 16-bit model one would deploy."""
@@ -268,7 +256,7 @@ def _summary(c: dict | None) -> dict | None:
     if c is None:
         return None
     return {k: c[k] for k in ("gpu", "count", "micro_batch", "hours", "cost_usd", "sharding", "vram_need_gib",
-                              "price_per_hour")} | {"cost_text": format_cost(c["cost_usd"]),
+                              "price_per_hour")} | {"cost_text": numfmt.cost(c["cost_usd"]),
                                                      "calibrated": c.get("calibrated")}
 
 
@@ -294,8 +282,8 @@ def _hints(spec, method, seq_len, catalog, best, total_tokens, total_sequences, 
         return alt is not None and (best is None or alt["cost_usd"] < 0.95 * best["cost_usd"])
 
     def where(c):
-        return (f"{c['gpu']} x{c['count']} ({format_hours(c['hours'])}, {format_cost(c['cost_usd'])}"
-                + (f" instead of {format_cost(best['cost_usd'])})" if best else ")"))
+        return (f"{c['gpu']} x{c['count']} ({numfmt.hours(c['hours'])}, {numfmt.cost(c['cost_usd'])}"
+                + (f" instead of {numfmt.cost(best['cost_usd'])})" if best else ")"))
 
     hints = []
     if method in ("lora", "full"):
@@ -393,8 +381,8 @@ def _candidate_cells(c: dict) -> list[str]:
     setup = f"{c['count']}" + (f" ({c['sharding']})" if c["sharding"] else "")
     fit = "yes" if c["fits"] else "no"
     return [c["gpu"], setup, f"{fit}: {c['vram_need_gib']:.1f} / {c['usable_gib']:.1f}",
-            str(c["micro_batch"] or "-"), f"{c['price_per_hour']:.2f}", format_hours(c["hours"]),
-            format_cost(c["cost_usd"]) if c["fits"] else "-"]
+            str(c["micro_batch"] or "-"), f"{c['price_per_hour']:.2f}", numfmt.hours(c["hours"]),
+            numfmt.cost(c["cost_usd"]) if c["fits"] else "-"]
 
 
 HEADERS = ["GPU", "cards", "fits: need / usable GiB", "micro-batch", "$/h per card", "hours", "cost"]
@@ -402,7 +390,7 @@ HEADERS = ["GPU", "cards", "fits: need / usable GiB", "micro-batch", "$/h per ca
 
 def _headline_lines(plan: dict) -> list[str]:
     m = plan["memory"]
-    lines = [f"Memory per GPU at max length {plan['max_seq_len']}, micro-batch {m['micro_batch']}: "
+    lines = [f"Memory per GPU at max length {numfmt.number(plan['max_seq_len'])}, micro-batch {m['micro_batch']}: "
              f"peak allocated {m['peak_allocated_gib']:.2f} GiB (torch.cuda.max_memory_allocated), "
              f"reserved {m['peak_reserved_gib']:.2f} GiB (max_memory_reserved), "
              f"~{m['nvidia_smi_gib']:.2f} GiB in nvidia-smi (reserved + CUDA context; what must fit)."]
@@ -420,8 +408,8 @@ def _choice_line(label: str, c: dict | None) -> str:
     measured = c.get("calibrated")
     trials = (f" (time x{measured['slowdown']:.2f} from {measured['points']} measured trial(s))"
               if measured else "")
-    return (f"{label}: {cards}, micro-batch {c['micro_batch']}, {format_hours(c['hours'])}, "
-            f"{format_cost(c['cost_usd'])}{trials}")
+    return (f"{label}: {cards}, micro-batch {c['micro_batch']}, {numfmt.hours(c['hours'])}, "
+            f"{numfmt.cost(c['cost_usd'])}{trials}")
 
 
 def _checkpoint_line(plan: dict) -> str:
@@ -433,15 +421,15 @@ def _checkpoint_line(plan: dict) -> str:
 
 def render_plan_markdown(plan: dict) -> str:
     """Markdown for report.md and the Prefect artifact."""
-    lines = [f"### GPU plan: {plan['model']}, {plan['method']}, max length {plan['max_seq_len']}", ""]
+    lines = [f"### GPU plan: {plan['model']}, {plan['method']}, max length {numfmt.number(plan['max_seq_len'])}", ""]
     if plan.get("approximate"):  # the token counts are not the model's own tokenizer's
         lines += [f"**Approximate: {plan['approximate']}.**", ""]
     lines += [line + "  " for line in _headline_lines(plan)]
     lines += ["", f"**{_choice_line('Recommended (cheapest that fits)', plan['recommendation'])}**  ",
               _choice_line("Fastest", plan["fastest"]), "",
               table(HEADERS, [_candidate_cells(c) for c in plan["candidates"]]), "",
-              table(["component", "GiB"], [[name.replace("_", " "), f"{gib:.2f}"]
-                                           for name, gib in plan["memory"]["components"].items() if gib > 0])]
+              table(["component", "GiB"], [[name.replace("_", " "), numfmt.gib(size)]
+                                           for name, size in plan["memory"]["components"].items() if size > 0])]
     if plan["hints"]:
         lines += ["", "Cheaper paths:"] + [f"- {h}" for h in plan["hints"]]
     lines += ["", _checkpoint_line(plan)]
@@ -455,7 +443,7 @@ def render_plan_text(plan: dict) -> str:
     table = ["  ".join(cell.ljust(w) for cell, w in zip(r, widths)).rstrip() for r in rows]
     table.insert(1, "  ".join("-" * w for w in widths))
     # an approximate plan (plan["approximate"]) is said once per command, by the CLI, not here
-    lines = [f"GPU plan: {plan['model']}, {plan['method']}, max length {plan['max_seq_len']}"]
+    lines = [f"GPU plan: {plan['model']}, {plan['method']}, max length {numfmt.number(plan['max_seq_len'])}"]
     lines += _headline_lines(plan) + [""] + table + [""]
     lines += [_choice_line("Recommended (cheapest that fits)", plan["recommendation"]),
               _choice_line("Fastest", plan["fastest"])]

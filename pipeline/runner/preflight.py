@@ -14,9 +14,10 @@ from pathlib import Path
 from typing import Callable
 
 from pipeline.core.config import PrepareConfig
+from pipeline.core.errors import PrepareError
 
 
-class PreflightError(Exception):
+class PreflightError(PrepareError):
     """Something the user must fix before the run can start; str() is one line."""
 
 
@@ -155,8 +156,6 @@ def refuse_empty_run(cfg: PrepareConfig, run_dir: str | Path, report: dict) -> N
     nothing downstream takes the empty run for a dataset; report.json stays for the reasons."""
     if cfg.allow_empty or report["counts"]["kept"]:
         return
-    from pipeline.core.errors import PrepareError
-
     parts = []
     for name, counts in report.get("files", {}).items():
         reasons = {**counts.get("quarantined_by_reason", {}), **counts.get("dropped", {})}

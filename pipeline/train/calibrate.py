@@ -17,12 +17,14 @@ import statistics
 import time
 from pathlib import Path
 
+from pipeline.core import numfmt
+from pipeline.core.errors import PrepareError
 from pipeline.plan.measured import plausible, store_path
 from pipeline.train.emit import PLAN_NAME
 
 
-class CalibrateError(ValueError):
-    pass
+class CalibrateError(PrepareError, ValueError):
+    """A trial run that cannot correct the plan (missing files, values outside any measurement): one line."""
 
 
 # The ranges a value must be in to be a measurement, not a logging error: outside them the corrected time and
@@ -326,7 +328,7 @@ def calibrate(trial_dir: str | Path, plan_path: str | None = None, record: bool 
     hours = total * m["step_seconds"] / 3600
     cost = round(hours * est["price_per_hour"] * est["count"], 2)
     result |= {
-        "corrected": {"hours": round(hours, 2), "cost_usd": cost, "cost_text": _cost(cost)},
+        "corrected": {"hours": round(hours, 2), "cost_usd": cost, "cost_text": numfmt.cost(cost)},
         # estimate / measured - 1: -0.17 means the estimate was 17% too short
         "time_error": round(plan["step_seconds"] / m["step_seconds"] - 1, 4),
         "slowdown": m["step_seconds"] / plan["step_seconds"],   # unrounded: later plans multiply by it
@@ -345,12 +347,6 @@ def calibrate(trial_dir: str | Path, plan_path: str | None = None, record: bool 
         if dropped:
             result["store_dropped"] = dropped
     return result
-
-
-def _cost(usd: float) -> str:
-    from pipeline.plan.gpus import format_cost
-
-    return format_cost(usd)
 
 
 def _finite(value: object) -> bool:
@@ -391,14 +387,12 @@ def _seconds(value: float) -> str:
 
 
 def render(result: dict) -> str:
-    from pipeline.plan.gpus import format_cost, format_hours
-
     p, m = result["plan"], result["measured"]
     trial = (f"trial: {m['steps']} steps, {_seconds(m['step_seconds'])} s per optimizer step ({m['source']})"
              + (f", {m['tokens_per_second']:,.0f} tokens/s" if m["tokens_per_second"] else "")
              + (f", {m['run_segments']} run segments (resumed)" if m["run_segments"] > 1 else ""))
     planned = (f"plan:      {p['gpu']} x{p['count']}: {_seconds(p['step_seconds'])} s/step x {p['total_steps']} "
-               f"steps = {format_hours(p['hours'])}, {format_cost(p['cost_usd'])}")
+               f"steps = {numfmt.hours(p['hours'])}, {numfmt.cost(p['cost_usd'])}")
     if result.get("off_gpu"):
         return "\n".join([
             f"{trial} - measured on {result['off_gpu']}, not on a GPU", planned,
@@ -409,7 +403,7 @@ def render(result: dict) -> str:
     lines = [
         trial, planned,
         f"corrected: {p['gpu']} x{p['count']}: {_seconds(m['step_seconds'])} s/step x {p['total_steps']} steps = "
-        f"{format_hours(c['hours'])}, {c['cost_text']}",
+        f"{numfmt.hours(c['hours'])}, {c['cost_text']}",
         f"estimate error on this job: time {100 * result['time_error']:+.0f}% "
         f"(the trial is {100 * abs(slower):.0f}% {'slower' if slower >= 0 else 'faster'} than planned)",
     ]

@@ -25,34 +25,97 @@ def _subcommand(name):
     return action.choices[name]
 
 
-def _config_field_names() -> set[str]:
+def _parsers(parser=None, path=("prepare",)):
+    """(command path, parser) of every command and subcommand, front ends' included."""
+    import argparse
+
+    from pipeline.cli import build_parser
+
+    parser = parser or build_parser()
+    yield " ".join(path), parser
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                yield from _parsers(sub, (*path, name))
+
+
+def _config_keys() -> dict[str, str]:
+    """{field name: dotted key} of every config field (a name in several sections: the last one)."""
     from pydantic import BaseModel
 
     from pipeline.core.config import PrepareConfig
 
-    names = set()
+    keys = {}
     for name, field in PrepareConfig.model_fields.items():
-        names.add(name)
+        keys[name] = name
         if isinstance(field.annotation, type) and issubclass(field.annotation, BaseModel):
-            names |= set(field.annotation.model_fields)
-    return names
+            keys |= {sub: f"{name}.{sub}" for sub in field.annotation.model_fields}
+    return keys
 
 
-@pytest.mark.parametrize("command", ["run", "precheck"])
-def test_flags_that_mirror_config_fields_default_to_not_given(command):
+# flags named like a config field that stand for another setting, and why
+NOT_CONFIG_FLAGS = {
+    ("prepare estimate", "micro_batch"): "one step's micro-batch, not estimate.micro_batch's 'at most, or the largest "
+                                         "that fits'",
+    ("prepare show", "model"): "defaults to the model the shown run recorded",
+    ("prepare show", "tokenizer"): "defaults to the tokenizer the shown run recorded",
+    ("prepare show", "max_seq_len"): "defaults to the max length the shown run recorded",
+    ("prepare show", "split"): "which shards of a run directory, not the split settings",
+    ("prepare checkpoints sync", "keep"): "checkpoints kept on S3, not dedup.keep",
+}
+
+
+def test_every_flag_that_stands_for_a_config_field_defaults_to_not_given_and_shows_its_description():
     """precheck passed its own defaults (--model llama-3.1-8b, --method qlora, --epochs 3, --coverage 0.99) as
-    overrides, so the config file's values were never used."""
-    from pipeline.cli.args import CONFIG_FLAGS
+    overrides, so the config file's values were never used; help written beside a flag drifted from the
+    field's description. Every parser is walked: a flag added later is checked too."""
+    from pipeline.cli.args import CONFIG_FLAGS, config_field
 
-    sub = _subcommand(command)
-    registered = sub.get_default(CONFIG_FLAGS)
-    fields = _config_field_names()
-    mirrored = [a for a in sub._actions if a.dest in fields or a.dest in registered]
-    assert len(mirrored) >= 10
-    for action in mirrored:
-        assert action.dest in registered, f"{command} {action.dest}: not a config flag"
-        assert action.default is None, f"{command} {action.dest}: default {action.default!r} overrides the file"
-        assert f"(config {registered[action.dest][0]}" in action.help  # help names the setting it stands for
+    keys = _config_keys()
+    checked, exempt = 0, set()
+    for command, parser in _parsers():
+        registered = parser.get_default(CONFIG_FLAGS) or {}
+        for action in parser._actions:
+            if action.dest in registered:
+                key, flag = registered[action.dest]
+                model, name = config_field(key)
+                description = model.model_fields[name].description
+                assert action.default is None, f"{command} {flag}: default {action.default!r} overrides the file"
+                assert description, f"config {key} has no description for {command} {flag}"
+                assert action.help.startswith(description.rstrip(".").replace("%", "%%") + " (config " + key), \
+                    f"{command} {flag}: help is not the description of config {key}"
+                checked += 1
+            elif action.dest in keys and action.dest != "config":
+                exempt.add((command, action.dest))
+                assert (command, action.dest) in NOT_CONFIG_FLAGS, \
+                    f"{command} {action.option_strings or action.dest}: named like config {keys[action.dest]} but " \
+                    f"not a config flag (add_config_flag), nor in NOT_CONFIG_FLAGS"
+    assert checked >= 40 and exempt == set(NOT_CONFIG_FLAGS)
+
+
+def test_a_config_flag_cannot_bring_its_own_help_or_default():
+    import argparse
+
+    from pipeline.cli.args import add_config_flag
+
+    for extra in ({"help": "my own words"}, {"default": 2}):
+        with pytest.raises(TypeError):
+            add_config_flag(argparse.ArgumentParser(), "--workers", "workers", **extra)
+
+
+def test_every_config_field_has_a_description():
+    """The CLI and docs/configuration.md show it: a field without one is a flag without help."""
+    from pipeline.cli.args import config_field
+    from pipeline.core.config import Section
+
+    missing = []
+    for key in _config_keys().values():
+        model, name = config_field(key)
+        field = model.model_fields[name]
+        is_section = isinstance(field.annotation, type) and issubclass(field.annotation, Section)
+        if not field.description and not is_section:
+            missing.append(key)
+    assert not missing, missing
 
 
 def _write(tmp_path, name, data) -> str:
@@ -82,16 +145,27 @@ def _precheck_config(monkeypatch, *argv):
     return seen["cfg"]
 
 
-def test_precheck_uses_the_config_file_unless_a_flag_is_given(tmp_path, monkeypatch):
-    cfg_file = _write(tmp_path, "cfg.json", {"estimate": {"model": "Llama-3.2-1B", "method": "lora", "epochs": 1.5},
-                                             "lengths": {"coverage": 0.9}})
-    cfg = _precheck_config(monkeypatch, "data.jsonl", "--config", cfg_file)
-    assert (cfg.estimate.model, cfg.estimate.method, cfg.estimate.epochs, cfg.lengths.coverage) == \
-        ("Llama-3.2-1B", "lora", 1.5, 0.9)
-    cfg = _precheck_config(monkeypatch, "data.jsonl", "--config", cfg_file, "--model", "Mistral-7B",
-                           "--method", "full", "--epochs", "2", "--coverage", "0.95")
-    assert (cfg.estimate.model, cfg.estimate.method, cfg.estimate.epochs, cfg.lengths.coverage) == \
-        ("Mistral-7B", "full", 2.0, 0.95)
+PRECHECK_SETTINGS = {
+    # config key: (value in the file, flag, value given on the command line, as the config holds it)
+    "estimate.model": ("Llama-3.2-1B", "--model", "Mistral-7B", "Mistral-7B"),
+    "estimate.epochs": (1.5, "--epochs", "2", 2.0),
+    "lengths.coverage": (0.9, "--coverage", "0.95", 0.95),
+    "estimate.method": ("lora", "--method", "full", "full"),
+}
+
+
+def _setting(cfg, key):
+    section, name = key.split(".")
+    return getattr(getattr(cfg, section), name)
+
+
+@pytest.mark.parametrize("key", PRECHECK_SETTINGS)
+def test_precheck_uses_the_config_file_unless_a_flag_is_given(tmp_path, monkeypatch, key):
+    in_file, flag, given, expected = PRECHECK_SETTINGS[key]
+    section, name = key.split(".")
+    cfg_file = _write(tmp_path, "cfg.json", {section: {name: in_file}})
+    assert _setting(_precheck_config(monkeypatch, "data.jsonl", "--config", cfg_file), key) == in_file
+    assert _setting(_precheck_config(monkeypatch, "data.jsonl", "--config", cfg_file, flag, given), key) == expected
 
 
 def test_run_uses_the_config_file_unless_a_flag_is_given(tmp_path):

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 from conftest import worked_example_tokens
 
+from pipeline.core import numfmt
 from pipeline.core.models import load_model_spec, param_breakdown
 from pipeline.plan.gpus import (
     checkpoint_sizes,
@@ -14,7 +15,6 @@ from pipeline.plan.gpus import (
     eager_attention_bytes,
     fits,
     flops_per_token,
-    format_cost,
     largest_micro_batch,
     load_catalog,
     plan_training,
@@ -101,7 +101,7 @@ def test_eager_attention_costs_its_passes_over_the_scores():
 
 def test_worked_example_qlora_8b_on_a40_for_20_hours():
     assert cost_usd(20, 0.74) == 14.80
-    assert format_cost(cost_usd(20, 0.74)) == "$14.80 + VAT"
+    assert numfmt.cost(cost_usd(20, 0.74)) == "$14.80 + VAT"
     # a data set sized so the estimated QLoRA run on one A40 takes 20 hours must cost $14.80 + VAT
     tokens_per_epoch = worked_example_tokens()
     plan = plan_training("Llama-3.1-8B", "qlora", seq_len=2048, tokens_per_epoch=tokens_per_epoch,
@@ -271,14 +271,6 @@ def test_json_output_is_only_json_and_torch_free():
     result = subprocess.run([PYTHON, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout)["params"]["active"] < json.loads(result.stdout)["params"]["total"]
-
-
-@pytest.mark.parametrize("hours, shown", [(0.004, "<1 min"), (0.07, "4 min"), (0.5, "30 min"), (0.96, "1.0 h"),
-                                          (20.0, "20.0 h"), (None, "-")])
-def test_short_jobs_are_shown_in_minutes(hours, shown):
-    from pipeline.plan.gpus import format_hours
-
-    assert format_hours(hours) == shown
 
 
 def test_cheaper_paths_name_the_loss_that_never_holds_the_logits():

@@ -150,3 +150,44 @@ def test_the_prefect_flow_logs_the_same_file_notes(prefect_api, tmp_path):
     assert "notes.docx: skipped" in expected and out["run_dir"]
     messages = [log.message for log in read_flow_run_logs(state.state_details.flow_run_id)]
     assert expected in messages, messages
+
+
+def _report_with_lengths_and_plan() -> dict:
+    """A report whose lengths and plan sections come from the real summarizers: a long tail of records, so
+    that some shares are under 10%, and a job short enough to be counted in minutes."""
+    import numpy as np
+
+    from pipeline.core.config import LengthsConfig
+    from pipeline.data.lengths.summary import summarize_lengths
+    from pipeline.plan.gpus import plan_training
+
+    tokens = np.array([300] * 970 + [2000] * 25 + [9000] * 5)
+    lengths = summarize_lengths({"all": (tokens, tokens // 2)}, LengthsConfig(grid=1024))
+    plan = plan_training("Llama-3.1-8B", "qlora", seq_len=lengths["max_seq_len"], tokens_per_epoch=1_200_000,
+                         sequences_per_epoch=1_000)
+    return {**_report(), "lengths": lengths, "plan": plan}
+
+
+def test_report_md_and_report_html_show_the_same_figures_the_same_way():
+    """report.md printed 1.77% and 2 min where report.html printed 1.8% and 0.04 h, max length 4096 beside
+    4,096, and GiB to the hundredth beside the thousandth: pipeline/core/numfmt.py formats them for both."""
+    import html
+    import re
+
+    from pipeline.core import numfmt
+    from pipeline.report.build import render_markdown
+    from pipeline.report.html import render_html
+
+    report = _report_with_lengths_and_plan()
+    md = render_markdown(report)
+    page = html.unescape(re.sub(r"<[^>]+>", " ", render_html(report)))
+    over = next(r for r in report["lengths"]["tradeoff"] if 0 < r["tokens_lost_share"] < 0.1)
+    rec = report["plan"]["recommendation"]
+    figures = [numfmt.percent(over["tokens_lost_share"]), numfmt.percent(report["lengths"]["packing"]["padding_ratio"]),
+               numfmt.number(report["plan"]["max_seq_len"]), numfmt.hours(rec["hours"]), numfmt.cost(rec["cost_usd"]),
+               numfmt.gib(report["plan"]["memory"]["components"]["weights"])]
+    assert "," in figures[2] and "." in figures[0].rstrip("%")  # 4,096 and a share with decimals: a real check
+    for figure in figures:
+        assert figure in md and figure in page, figure
+    # and not the other way either
+    assert f"{rec['hours']:.2f} h" not in page and f"max length {report['plan']['max_seq_len']}," not in md

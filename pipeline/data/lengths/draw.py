@@ -6,6 +6,7 @@ import textwrap
 import numpy as np
 
 from pipeline.core.markdown import table
+from pipeline.core.numfmt import number, percent
 from pipeline.data.lengths.histogram import PCT_KEYS
 from pipeline.data.lengths.tokenizer.resolve import fallback_warning
 
@@ -17,22 +18,6 @@ def tokenizer_label(tokenizer: dict | str) -> str:
     return str(tokenizer)
 
 
-def _n(v) -> str:
-    """1234 -> 1,234; 1234567 -> 1.23M."""
-    if isinstance(v, float) and not v.is_integer():
-        return f"{v:,.1f}"
-    v = int(v)
-    if abs(v) >= 10_000_000_000:
-        return f"{v / 1e9:,.1f}B"
-    if abs(v) >= 10_000_000:
-        return f"{v / 1e6:,.1f}M"
-    return f"{v:,}"
-
-
-def _pct(v: float) -> str:
-    return f"{v * 100:.2f}%" if v < 0.1 else f"{v * 100:.1f}%"
-
-
 def _len(v: int) -> str:
     return f"{v / 1024:g}k" if v >= 1024 and v % 1024 == 0 else f"{v:,}"
 
@@ -42,7 +27,7 @@ def _choice_line(s: dict) -> str:
     if not c:
         return ""
     line = (f"max_seq_len {c['value']:,}: {c['reason']} (basis: {s.get('basis')}); covers "
-            f"{_pct(c['records_covered'])} of records and {_pct(c['tokens_covered'])} of tokens")
+            f"{percent(c['records_covered'])} of records and {percent(c['tokens_covered'])} of tokens")
     for w in c.get("warnings", []):
         line += f"; {w}"
     return line
@@ -77,8 +62,8 @@ def render_lengths_markdown(summary: dict) -> str:
         if warning:
             lines += [f"> **{warning}**", ""]
     header = ["group", "records", "mean", *PCT_KEYS, "max", "tokens", "trainable tokens"]
-    rows = [[name, _n(g["records"]), f"{g['tokens']['mean']:,.1f}", *(_n(g["tokens"][k]) for k in PCT_KEYS),
-             _n(g["tokens"]["max"]), _n(g["tokens"]["total"]), _n(g["trainable"]["total"])]
+    rows = [[name, number(g["records"]), f"{g['tokens']['mean']:,.1f}", *(number(g["tokens"][k]) for k in PCT_KEYS),
+             number(g["tokens"]["max"]), number(g["tokens"]["total"]), number(g["trainable"]["total"])]
             for name, g in s.get("groups", {}).items()]
     lines.append(table(header, rows, numeric=tuple(range(1, len(header)))))
     ci = _ci_text(_uncertainty(s))
@@ -91,10 +76,10 @@ def render_lengths_markdown(summary: dict) -> str:
                   "packing efficiency", "sequences / epoch", "steps / epoch", "packed sequences",
                   "packed steps / epoch"]
         rows = [[f"{r['max_seq_len']:,}" + (" ◀" if r.get("chosen") else ""),
-                 f"{_n(r['records_over'])} ({_pct(r['records_over_share'])})",
-                 f"{_n(r['tokens_lost'])} ({_pct(r['tokens_lost_share'])})", _n(r["trainable_lost"]),
-                 _pct(r["padding_waste"]), _pct(r["packing_efficiency"]), _n(r["sequences_per_epoch"]),
-                 _n(r["steps_per_epoch"]), _n(r["packed_sequences"]), _n(r["packed_steps_per_epoch"])]
+                 f"{number(r['records_over'])} ({percent(r['records_over_share'])})",
+                 f"{number(r['tokens_lost'])} ({percent(r['tokens_lost_share'])})", number(r["trainable_lost"]),
+                 percent(r["padding_waste"]), percent(r["packing_efficiency"]), number(r["sequences_per_epoch"]),
+                 number(r["steps_per_epoch"]), number(r["packed_sequences"]), number(r["packed_steps_per_epoch"])]
                 for r in s["tradeoff"]]
         lines += ["", table(header, rows, numeric=tuple(range(len(header))))]
         lines += ["", f"Batch size {s.get('batch_size')}. Padding waste: random batches padded to their longest "
@@ -102,10 +87,10 @@ def render_lengths_markdown(summary: dict) -> str:
     p = s.get("packing") or {}
     if p:
         lines += ["", f"**Packing at {p['max_seq_len']:,}** (best-fit decreasing, policy {p.get('policy')}): "
-                      f"{_n(p['records'])} records → {_n(p['packed_sequences'])} sequences, padding "
-                      f"{_pct(p['padding_ratio'])}, {_n(p['tokens_per_step'])} tokens per step "
-                      f"({_n(p['real_tokens_per_step'])} real), {_n(p['steps_per_epoch'])} steps and "
-                      f"{_n(p['tokens_per_epoch'])} tokens per epoch at batch size {p['batch_size']}."]
+                      f"{number(p['records'])} records → {number(p['packed_sequences'])} sequences, padding "
+                      f"{percent(p['padding_ratio'])}, {number(p['tokens_per_step'])} tokens per step "
+                      f"({number(p['real_tokens_per_step'])} real), {number(p['steps_per_epoch'])} steps and "
+                      f"{number(p['tokens_per_epoch'])} tokens per epoch at batch size {p['batch_size']}."]
     o = s.get("overflow") or {}
     if o:
         lines += ["", _overflow_line(o)]
@@ -120,14 +105,14 @@ def render_lengths_markdown(summary: dict) -> str:
 def _overflow_line(o: dict) -> str:
     what = {"keep": "kept unchanged; the trainer will cut", "truncate_response": "responses truncated, removing",
             "truncate_prompt": "prompts truncated, removing", "drop": "dropped, with"}[o["policy"]]
-    return (f"Over {o['max_seq_len']:,} tokens: {_n(o['records_over'])} records, {what} "
-            f"{_n(o['tokens_over'])} tokens ({_n(o['trainable_over'])} of them trainable).")
+    return (f"Over {o['max_seq_len']:,} tokens: {number(o['records_over'])} records, {what} "
+            f"{number(o['tokens_over'])} tokens ({number(o['trainable_over'])} of them trainable).")
 
 
 def _chunking_line(c: dict) -> str:
     about = "about " if c.get("estimated") else ""
-    return (f"Text documents over {c['max_seq_len']:,} tokens: {_n(c['records'])}, cut into {about}"
-            f"{_n(c['chunks'])} chunks that fit (lengths.text_chunking: max_len).")
+    return (f"Text documents over {c['max_seq_len']:,} tokens: {number(c['records'])}, cut into {about}"
+            f"{number(c['chunks'])} chunks that fit (lengths.text_chunking: max_len).")
 
 
 def _text_histogram(s: dict, width: int = 40, max_rows: int = 24) -> str:
@@ -151,7 +136,7 @@ def _text_histogram(s: dict, width: int = 40, max_rows: int = 24) -> str:
             bar = "▏"
         label = f"{_len(a)}–{_len(b - 1)}" if b - 1 > a else _len(a)
         mark = "  ◀ max_seq_len" if chosen and a <= chosen < b else ""
-        rows.append(f"{label:>{label_w}} │{bar:<{width}} {_n(c)}{mark}")
+        rows.append(f"{label:>{label_w}} │{bar:<{width}} {number(c)}{mark}")
     if chosen and chosen >= edges[-1]:
         rows.append(f"{'':>{label_w}} │  (max_seq_len {chosen:,} is above every record)")
     return "\n".join(rows)
@@ -166,17 +151,17 @@ def render_lengths_text(summary: dict) -> str:
     if not g:
         return "token lengths: no records"
     t = g["tokens"]
-    out = [f"token lengths ({basis}): {_n(g['records'])} records, {_n(t['total'])} tokens "
-           f"({_n(g['trainable']['total'])} trainable), mean {t['mean']:,.1f}",
-           "  " + "  ".join(f"{k} {_n(t[k])}" for k in PCT_KEYS) + f"  max {_n(t['max'])}"]
+    out = [f"token lengths ({basis}): {number(g['records'])} records, {number(t['total'])} tokens "
+           f"({number(g['trainable']['total'])} trainable), mean {t['mean']:,.1f}",
+           "  " + "  ".join(f"{k} {number(t[k])}" for k in PCT_KEYS) + f"  max {number(t['max'])}"]
     ci = _ci_text(_uncertainty(s))
     if ci:
         out.append("  " + ci)
     for name, other in s.get("groups", {}).items():
         if name != basis and name.startswith("split:"):
             ot = other["tokens"]
-            out.append(f"  {name}: {_n(other['records'])} records, p50 {_n(ot['p50'])}, p99 {_n(ot['p99'])}, "
-                       f"max {_n(ot['max'])}")
+            out.append(f"  {name}: {number(other['records'])} records, p50 {number(ot['p50'])}, p99 {number(ot['p99'])}, "
+                       f"max {number(ot['max'])}")
     out += ["", _text_histogram(s), ""]
     if s.get("max_seq_len"):
         out.append(_choice_line(s))
@@ -185,14 +170,14 @@ def render_lengths_text(summary: dict) -> str:
                    f"{'steps/epoch':>11} {'packed steps':>12}")
         for r in s["tradeoff"]:
             mark = " ◀" if r.get("chosen") else ""
-            out.append(f"  {r['max_seq_len']:>8,} {_n(r['records_over']) + ' (' + _pct(r['records_over_share']) + ')':>14} "
-                       f"{_n(r['tokens_lost']):>16} {_pct(r['padding_waste']):>9} {_pct(r['packing_efficiency']):>8} "
-                       f"{_n(r['steps_per_epoch']):>11} {_n(r['packed_steps_per_epoch']):>12}{mark}")
+            out.append(f"  {r['max_seq_len']:>8,} {number(r['records_over']) + ' (' + percent(r['records_over_share']) + ')':>14} "
+                       f"{number(r['tokens_lost']):>16} {percent(r['padding_waste']):>9} {percent(r['packing_efficiency']):>8} "
+                       f"{number(r['steps_per_epoch']):>11} {number(r['packed_steps_per_epoch']):>12}{mark}")
     p = s.get("packing") or {}
     if p:
-        out.append(f"packing at {p['max_seq_len']:,}: {_n(p['packed_sequences'])} sequences, padding "
-                   f"{_pct(p['padding_ratio'])}, {_n(p['tokens_per_step'])} tokens/step, "
-                   f"{_n(p['steps_per_epoch'])} steps/epoch at batch size {p['batch_size']}")
+        out.append(f"packing at {p['max_seq_len']:,}: {number(p['packed_sequences'])} sequences, padding "
+                   f"{percent(p['padding_ratio'])}, {number(p['tokens_per_step'])} tokens/step, "
+                   f"{number(p['steps_per_epoch'])} steps/epoch at batch size {p['batch_size']}")
     if s.get("overflow"):
         out.append(_overflow_line(s["overflow"]))
     if (s.get("chunking") or {}).get("records"):

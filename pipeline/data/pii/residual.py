@@ -26,6 +26,7 @@ import math
 import random
 import re
 
+from pipeline.core.numfmt import percent
 from pipeline.core.stats import merge_counters
 from pipeline.core.step import Step
 from pipeline.core.textnorm import content_chars
@@ -349,10 +350,6 @@ def check_residual(cfg, measured: dict) -> None:
 
 # --- the figures as text (report.md and report.html show the same) -------------------------------------------
 
-def _pct(v) -> str:
-    return "-" if v is None else f"{v:.1%}"
-
-
 def measured_text(measured: dict) -> tuple[str, list[str], list[list]]:
     """The measured residual risk as a sentence, and a table (header, rows) per language and overall."""
     if not measured or not measured.get("enabled"):
@@ -362,9 +359,9 @@ def measured_text(measured: dict) -> tuple[str, list[str], list[list]]:
     est = measured["records_with_name_left"]
     sentence = (f"Measured on this run's records: real names that no recognizer list holds were planted into "
                 f"{measured['copies']:,} copies of the records (after cues, as a sentence's subject, in greetings "
-                f"and signatures, in each record's language and casing; never written). {_pct(measured['recall'])} "
-                f"of the {measured['planted']:,} names were removed; {_pct(est['share'])} of the copies kept one "
-                f"(95% CI {_pct(est['low'])}-{_pct(est['high'])}): had every record a name, about "
+                f"and signatures, in each record's language and casing; never written). {percent(measured['recall'])} "
+                f"of the {measured['planted']:,} names were removed; {percent(est['share'])} of the copies kept one "
+                f"(95% CI {percent(est['low'])}-{percent(est['high'])}): had every record a name, about "
                 f"{est['estimate']:,} of {est['records']:,} would keep it ({est['estimate_low']:,}-"
                 f"{est['estimate_high']:,}).")
     header = ["language", "copies", "names planted", "recall", "copies keeping a name", "95% CI",
@@ -373,16 +370,16 @@ def measured_text(measured: dict) -> tuple[str, list[str], list[list]]:
     for lang, fig in [*measured["by_language"].items(), ("all", measured)]:
         e = fig["records_with_name_left"]
         shapes = fig.get("by_shape") or {}
-        rows.append([lang, fig["copies"], fig["planted"], _pct(fig["recall"]), _pct(e["share"]),
-                     f"{_pct(e['low'])}-{_pct(e['high'])}",
+        rows.append([lang, fig["copies"], fig["planted"], percent(fig["recall"]), percent(e["share"]),
+                     f"{percent(e['low'])}-{percent(e['high'])}",
                      f"{e['estimate']:,} of {e['records']:,}" if e["estimate"] is not None else "-",
-                     *(_pct(shapes[s]["recall"]) if s in shapes else "-" for s in SHAPES)])
+                     *(percent(shapes[s]["recall"]) if s in shapes else "-" for s in SHAPES)])
     return sentence, header, rows
 
 
 def measured_line(measured: dict) -> str:
     """The terminal's line after a run."""
     est = measured["records_with_name_left"]
-    return (f"residual name risk: {_pct(est['share'])} of {measured['copies']:,} probe copies kept a planted name "
-            f"(95% CI {_pct(est['low'])}-{_pct(est['high'])}; recall {_pct(measured['recall'])}): had every record "
+    return (f"residual name risk: {percent(est['share'])} of {measured['copies']:,} probe copies kept a planted name "
+            f"(95% CI {percent(est['low'])}-{percent(est['high'])}; recall {percent(measured['recall'])}): had every record "
             f"a name, about {est['estimate']:,} of {est['records']:,} would keep it; by language in report.md")

@@ -10,7 +10,7 @@ import os
 import re
 from collections import Counter
 
-from pipeline.core.errors import PrepareError
+from pipeline.core.errors import EXIT_POLICY, PrepareError
 from pipeline.core.step import Step
 from pipeline.data.lang import pii_language
 from pipeline.data.pii import checks
@@ -27,6 +27,11 @@ from pipeline.data.readers import too_deep
 
 class PiiPolicyError(PrepareError):
     """kvkk: strict and detected personal data above strict_score would remain. Counts and types only."""
+
+    exit_code = EXIT_POLICY
+
+    def user_line(self) -> str:
+        return f"kvkk strict policy: {super().user_line()}"
 
 
 class PiiStepError(RuntimeError):

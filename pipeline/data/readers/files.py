@@ -6,6 +6,7 @@ import os
 from dataclasses import dataclass, replace
 from typing import NamedTuple
 
+from pipeline.core.errors import PrepareError
 from pipeline.data.readers.text import line_ends
 
 COMPRESSIONS = {".gz": "gzip", ".zst": "zstd", ".zstd": "zstd"}
@@ -15,7 +16,7 @@ FORMATS = {
 }
 
 
-class UnreadableInput(Exception):
+class UnreadableInput(PrepareError):
     """A whole input cannot be read. str() is one line naming the file and the reason."""
 
     def __init__(self, uri: str, reason: str):

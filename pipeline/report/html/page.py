@@ -6,7 +6,7 @@ import functools
 import html
 import math
 
-from pipeline.core.numfmt import is_number, number
+from pipeline.core.numfmt import cost, hours, is_number, number
 
 SECTION_IDS = ("summary", "accounting", "splits", "stages", "languages", "quality", "lengths", "packing", "dedup",
                "pii", "memory", "gpus")
@@ -65,10 +65,6 @@ def page(title: str, sections: list[str]) -> str:
 def e(value) -> str:
     """Escaped text: file names, reasons and any other value from the data may hold markup."""
     return html.escape(str(value), quote=True)
-
-
-def pct(v) -> str:
-    return "-" if v is None else f"{v * 100:.1f}%"
 
 
 def table(header: list[str], rows: list[list], numeric: tuple[int, ...] = (), chosen: set[int] = frozenset(),
@@ -303,16 +299,16 @@ def svg_memory(components: dict[str, float], micro_batch: int, gpus: list[tuple[
     out = [f'<svg id="{chart_id}" xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {width} {height}" '
            f'width="{width}" role="img">']
 
-    def x_of(gib: float) -> float:
-        return label_w + gib / scale_max * span
+    def x_of(size: float) -> float:
+        return label_w + size / scale_max * span
 
     y = lines_top
     out.append(f'<text x="{label_w - 6}" y="{y + 17}" text-anchor="end">micro-batch {e(micro_batch)}</text>')
     x = float(label_w)
-    for i, (name, gib) in enumerate(parts):
-        w = gib / scale_max * span
+    for i, (name, size) in enumerate(parts):
+        w = size / scale_max * span
         out.append(f'<rect class="bar c{i % 11}" x="{x:.1f}" y="{y}" width="{max(w, 0.5):.2f}" height="{bar_h}">'
-                   f"<title>{e(name.replace('_', ' '))}: {gib:.2f} GiB</title></rect>")
+                   f"<title>{e(name.replace('_', ' '))}: {size:.2f} GiB</title></rect>")
         x += w
     out.append(f'<text x="{x + 4:.1f}" y="{y + 17}">{total:.1f} GiB</text>')
     if recommended:
@@ -334,7 +330,7 @@ def svg_memory(components: dict[str, float], micro_batch: int, gpus: list[tuple[
         out.append(f'<text x="{label_w}" y="{axis_y + 14 + label_rows * 14}">beyond the '
                    f"axis: {e(', '.join(f'{name} {u:.0f}' for u, name in beyond))}</text>")
     out.append("</svg>")
-    swatches = legend([(f"{name.replace('_', ' ')} {gib:.2f}", f"c{i % 11}") for i, (name, gib) in enumerate(parts)])
+    swatches = legend([(f"{name.replace('_', ' ')} {size:.2f}", f"c{i % 11}") for i, (name, size) in enumerate(parts)])
     return "".join(out) + swatches
 
 
@@ -350,7 +346,7 @@ def svg_gpu_costs(candidates: list[dict], recommended: dict | None, fastest: dic
     height = 22 + row * len(fit)
     out = [f'<svg id="{chart_id}" xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {width} {height}" '
            f'width="{width}" role="img">',
-           f'<text x="{label_w}" y="12">cost (USD)</text><text x="{label_w + col + 10:.0f}" y="12">time (hours)</text>']
+           f'<text x="{label_w}" y="12">cost (USD)</text><text x="{label_w + col + 10:.0f}" y="12">time</text>']
 
     def same(a: dict, b: dict | None) -> bool:
         return bool(b) and a["gpu"] == b["gpu"] and a["count"] == b["count"] and a.get("sharding") == b.get("sharding")
@@ -366,12 +362,12 @@ def svg_gpu_costs(candidates: list[dict], recommended: dict | None, fastest: dic
         wh = max(c["hours"] / max_hours * (col - 60), 1)
         rec_attr = ' data-recommended="true"' if mark else ""
         out.append(f'<rect class="bar {cls}"{rec_attr} x="{label_w}" y="{y + 2}" width="{wc:.1f}" height="{row - 6}">'
-                   f"<title>{e(name)}: ${c['cost_usd']:.2f}</title></rect>"
-                   f'<text x="{label_w + wc + 4:.1f}" y="{y + 13}">${c["cost_usd"]:,.2f}</text>')
+                   f"<title>{e(name)}: {e(cost(c['cost_usd']))}</title></rect>"
+                   f'<text x="{label_w + wc + 4:.1f}" y="{y + 13}">{e(cost(c["cost_usd"]))}</text>')
         hx = label_w + col + 10
         out.append(f'<rect class="bar c1" x="{hx:.1f}" y="{y + 2}" width="{wh:.1f}" height="{row - 6}">'
-                   f"<title>{e(name)}: {c['hours']:.2f} h</title></rect>"
-                   f'<text x="{hx + wh + 4:.1f}" y="{y + 13}">{c["hours"]:,.2f} h'
+                   f"<title>{e(name)}: {e(hours(c['hours']))}</title></rect>"
+                   f'<text x="{hx + wh + 4:.1f}" y="{y + 13}">{e(hours(c["hours"]))}'
                    + (" (fastest)" if same(c, fastest) else "") + "</text>")
     out.append("</svg>")
     return "".join(out)

@@ -1,7 +1,7 @@
 """report.html's sections on the GPU plan: the memory of one training step and the GPU choice."""
 from __future__ import annotations
 
-from pipeline.core.numfmt import number
+from pipeline.core.numfmt import cost, gib, hours, number
 from pipeline.report.html.page import needs, paragraph, section, svg_gpu_costs, svg_memory, table
 
 
@@ -21,7 +21,7 @@ def memory_section(report: dict, plan: dict) -> str:
                           "their own peaks, so their sum can exceed the peak.", "note"))
     for note in m.get("notes") or []:
         body.append(paragraph(note, "note"))
-    body.append(table(["component", "GiB"], [[k.replace("_", " "), f"{v:.3f}"] for k, v in
+    body.append(table(["component", "GiB"], [[k.replace("_", " "), gib(v)] for k, v in
                                              (m.get("components") or {}).items()], numeric=(1,),
                       tid="table-memory"))
     return section("memory", "".join(body))
@@ -42,18 +42,17 @@ def gpus_section(report: dict, plan: dict) -> str:
         rows.append([c["gpu"], f"{c['count']}" + (f" ({c['sharding']})" if c.get("sharding") else ""),
                      "yes" if c["fits"] else "no", f"{c['vram_need_gib']:.1f} / {c['usable_gib']:.1f}",
                      c.get("micro_batch") or "-", f"{c['price_per_hour']:.2f}",
-                     "-" if c.get("hours") is None else f"{c['hours']:.2f}",
-                     "-" if not c["fits"] or c.get("cost_usd") is None else f"{c['cost_usd']:.2f}", mark])
+                     hours(c.get("hours")), cost(c.get("cost_usd")) if c["fits"] else "-", mark])
     body = []
     if rec:
         body.append(paragraph(f"Recommended (cheapest that fits): {rec['gpu']} x{rec['count']}, micro-batch "
-                              f"{rec['micro_batch']}, {rec['hours']:.2f} h, {rec.get('cost_text', '')}.", "big"))
+                              f"{rec['micro_batch']}, {hours(rec['hours'])}, {cost(rec['cost_usd'])}.", "big"))
     if fastest:
-        body.append(paragraph(f"Fastest: {fastest['gpu']} x{fastest['count']}, {fastest['hours']:.2f} h, "
-                              f"{fastest.get('cost_text', '')}."))
+        body.append(paragraph(f"Fastest: {fastest['gpu']} x{fastest['count']}, {hours(fastest['hours'])}, "
+                              f"{cost(fastest['cost_usd'])}."))
     body.append(svg_gpu_costs(plan.get("candidates", []), rec, fastest, "chart-gpus"))
     body.append(table(["GPU", "cards", "fits", "need / usable GiB", "micro-batch",
-                       f"{plan.get('currency', 'USD')}/h per card", "hours", f"cost ({plan.get('currency', 'USD')})",
+                       f"{plan.get('currency', 'USD')}/h per card", "time", "cost",
                        ""], rows, numeric=(4, 5, 6, 7), chosen=chosen, tid="table-gpus"))
     t = plan.get("tokens") or {}
     body.append(paragraph(f"{plan['model']}, {plan['method']}, {plan['epochs']:g} epochs, "

@@ -1,7 +1,7 @@
 """report.html's sections on the records: the summary, the accounting, the splits, the stages and the languages."""
 from __future__ import annotations
 
-from pipeline.core.numfmt import number
+from pipeline.core.numfmt import cost, hours, number
 from pipeline.report.html.page import (
     SECTION_IDS,
     TITLES,
@@ -49,8 +49,7 @@ def summary_section(report: dict, title_note: str | None) -> str:
     if plan:
         if rec:
             parts.append(paragraph(f"Recommended GPU: {rec['gpu']} x{rec['count']}, micro-batch {rec['micro_batch']}, "
-                                   f"{rec['hours']:.2f} h, "
-                                   f"{rec.get('cost_text') or '$' + format(rec['cost_usd'], '.2f')} "
+                                   f"{hours(rec['hours'])}, {cost(rec['cost_usd'])} "
                                    f"({plan['model']}, {plan['method']}, {plan['epochs']:g} epochs).", "big"))
         else:
             parts.append(paragraph("No GPU in the catalog fits this training step.", "warn"))

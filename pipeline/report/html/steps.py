@@ -5,13 +5,12 @@ from __future__ import annotations
 import json
 import re
 
-from pipeline.core.numfmt import number
+from pipeline.core.numfmt import number, percent
 from pipeline.report.html.page import (
     e,
     needs,
     note_section,
     paragraph,
-    pct,
     section,
     svg_hbars,
     svg_histogram,
@@ -40,8 +39,8 @@ def lengths_section(report: dict, s: dict) -> str:
                                   "chart-lengths"))
     choice = s.get("max_seq_len_choice") or {}
     if choice:
-        line = (f"max_seq_len {choice['value']:,}: {choice['reason']}; covers {pct(choice['records_covered'])} of "
-                f"records and {pct(choice['tokens_covered'])} of tokens")
+        line = (f"max_seq_len {choice['value']:,}: {choice['reason']}; covers {percent(choice['records_covered'])} of "
+                f"records and {percent(choice['tokens_covered'])} of tokens")
         body.append(paragraph(line, "big"))
         for w in choice.get("warnings") or []:
             body.append(paragraph(w, "warn"))
@@ -59,9 +58,9 @@ def lengths_section(report: dict, s: dict) -> str:
             if r.get("chosen"):
                 chosen.add(i)
             trows.append([f"{r['max_seq_len']:,}" + (" (chosen)" if r.get("chosen") else ""),
-                          f"{number(r['records_over'])} ({pct(r['records_over_share'])})",
-                          f"{number(r['tokens_lost'])} ({pct(r['tokens_lost_share'])})", r["trainable_lost"],
-                          pct(r["padding_waste"]), pct(r["packing_efficiency"]), r["steps_per_epoch"],
+                          f"{number(r['records_over'])} ({percent(r['records_over_share'])})",
+                          f"{number(r['tokens_lost'])} ({percent(r['tokens_lost_share'])})", r["trainable_lost"],
+                          percent(r["padding_waste"]), percent(r["packing_efficiency"]), r["steps_per_epoch"],
                           r["packed_steps_per_epoch"]])
         body.append(table(["max_seq_len", "records over", "tokens lost", "trainable lost", "padding waste",
                            "packing efficiency", "steps / epoch", "packed steps / epoch"], trows,
@@ -85,7 +84,7 @@ def packing_section(report: dict) -> str:
     if not p:
         return note_section("packing", "No packing figures (the lengths step was off).")
     rows = [["records", p["records"]], ["packed sequences", p["packed_sequences"]],
-            ["packing efficiency", pct(p["packing_efficiency"])], ["padding", pct(p["padding_ratio"])],
+            ["packing efficiency", percent(p["packing_efficiency"])], ["padding", percent(p["padding_ratio"])],
             ["tokens per step", p["tokens_per_step"]], ["real tokens per step", p["real_tokens_per_step"]],
             ["steps per epoch", p["steps_per_epoch"]], ["tokens per epoch", p["tokens_per_epoch"]],
             ["batch size", p["batch_size"]], ["overflow policy", p.get("policy", "")]]
