@@ -7,12 +7,12 @@ looked up, so a custom config gets the same treatment as a built-in one.
 from __future__ import annotations
 
 import json
-import os
 import re
 from dataclasses import dataclass, fields
 from functools import lru_cache
 from pathlib import Path
 
+from pipeline.core.env import set_defaults
 from pipeline.core.resources import resource
 
 DATA_FILE = resource("models.json")
@@ -237,8 +237,6 @@ def _spec_from_file(path: Path, name: str) -> ModelSpec:
 
 
 def _spec_from_hub(repo_id: str) -> ModelSpec:
-    from pipeline.core.env import set_defaults
-
     set_defaults()  # no "PyTorch was not found" banner
     try:
         from transformers import AutoConfig  # imported here: slow, and only needed for hub ids

@@ -23,6 +23,7 @@ from typing import Callable, Iterator
 
 from pipeline.core.errors import PrepareError
 from pipeline.core.files import sha256_file
+from pipeline.core.schemas import load_schema
 
 SHA_META = "sha256"
 OBJECT_ATTEMPTS = 3   # whole-object tries, on top of botocore's per-request retries
@@ -208,8 +209,6 @@ class UploadResult:
 def _shard_name():
     """The shard paths this project writes, as schemas/manifest.schema.json defines them: only these are
     ever deleted."""
-    from pipeline.core.schemas import load_schema
-
     return re.compile(load_schema("manifest")["properties"]["shards"]["items"]["properties"]["path"]["pattern"])
 
 

@@ -19,7 +19,7 @@ from typing import Callable
 from pipeline.core.config import INPUT_FORMATS
 from pipeline.core.records import ROLES, record_id
 from pipeline.core.textnorm import normalize_text
-from pipeline.data.readers import UnreadableInput
+from pipeline.data.readers import FileReader, UnreadableInput
 
 
 class Invalid(Exception):
@@ -554,8 +554,6 @@ PEEK_ROWS = 50
 def check_input(file, cfg) -> None:
     """check_registry and check_file on an input's first rows (a batch of PEEK_ROWS): for the runner, so that
     a dataset registry or a preference file stops the run (or is skipped) before any output is written."""
-    from pipeline.data.readers import FileReader
-
     if cfg.formats.mapping:
         return
     batches = FileReader(file, cfg.read.model_copy(update={"batch_size": PEEK_ROWS})).batches()

@@ -19,7 +19,16 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from pipeline.core.config import LengthsConfig, load_config
 from pipeline.core.errors import PrepareError
+from pipeline.core.records import COLUMNS, from_table, template_inputs
+from pipeline.core.stats import StageStats
+from pipeline.data.lengths.step import LengthStep
+from pipeline.data.lengths.tokenizer.chat_template import is_chat, render_default
+from pipeline.data.lengths.tokenizer.hf_handle import HFHandle
+from pipeline.data.lengths.tokenizer.mistral_handle import MistralCommonHandle
+from pipeline.data.normalize import Normalizer
+from pipeline.data.readers import expand_inputs
 
 BATCH = 512
 
@@ -62,8 +71,6 @@ def open_target(target: str, model: str | None = None, tokenizer: str | None = N
                 splits: tuple[str, ...] = ("train",)) -> Target:
     """A run directory (its shards and manifest: model, tokenizer, template, max_seq_len), one Parquet shard, or
     data files (read and normalized as `prepare run` does). Flags override what the run recorded."""
-    from pipeline.core.config import LengthsConfig, load_config
-
     path = Path(target)
     if path.is_dir() and ((path / "manifest.json").is_file() or (path / ".prepare-run").exists()):
         manifest_path = path / "manifest.json"
@@ -91,8 +98,6 @@ def open_target(target: str, model: str | None = None, tokenizer: str | None = N
 def _is_shard(path: Path) -> bool:
     import pyarrow.parquet as pq
 
-    from pipeline.core.records import COLUMNS
-
     try:
         return set(COLUMNS) <= set(pq.ParquetFile(path).schema_arrow.names)
     except Exception:  # noqa: BLE001 - not our shard: read it as data
@@ -103,17 +108,12 @@ def _parquet_batches(paths: list[Path]) -> Iterator[list[dict]]:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from pipeline.core.records import COLUMNS, from_table
-
     for p in paths:
         for batch in pq.ParquetFile(p).iter_batches(batch_size=BATCH, columns=list(COLUMNS)):
             yield from_table(pa.Table.from_batches([batch]))
 
 
 def _data_batches(cfg) -> Iterator[list[dict]]:
-    from pipeline.data.normalize import Normalizer
-    from pipeline.data.readers import expand_inputs
-
     for index, f in enumerate(expand_inputs(cfg.inputs, cfg)):
         yield from Normalizer(f, cfg, index).batches()
 
@@ -123,9 +123,6 @@ def _data_batches(cfg) -> Iterator[list[dict]]:
 def view_record(handle, rec: dict) -> View:
     """The record rendered and tokenized as the trainer does, each token marked trainable or not: the same
     rendering, spans and overlap rule as the counts (pipeline.data.lengths.tokenizer)."""
-    from pipeline.data.lengths.tokenizer.hf_handle import HFHandle
-    from pipeline.data.lengths.tokenizer.mistral_handle import MistralCommonHandle
-
     if isinstance(handle, MistralCommonHandle):
         return _view_mistral(handle, rec)
     if not isinstance(handle, HFHandle) or handle.backend is None:
@@ -134,9 +131,6 @@ def view_record(handle, rec: dict) -> View:
 
 
 def _view_hf(handle, rec: dict) -> View:
-    from pipeline.core.records import template_inputs
-    from pipeline.data.lengths.tokenizer.chat_template import is_chat, render_default
-
     if not is_chat(rec):
         text = handle._text_inputs([rec])[0]           # text + EOS, as trl appends it
         enc = handle.backend.encode(text, add_special_tokens=True)
@@ -177,9 +171,6 @@ def _pieces(text: str, enc) -> list[str]:
 
 def _view_mistral(handle, rec: dict) -> View:
     import codecs
-
-    from pipeline.core.records import template_inputs
-    from pipeline.data.lengths.tokenizer.chat_template import is_chat
 
     raw = handle.raw
     if is_chat(rec):
@@ -287,9 +278,6 @@ class Check:
 def run_show(target: Target, n: int = 5, ids: list[str] | None = None, color: bool = False,
              allow_untrained: bool = False, max_untrained_share: float = 0.5, write=print) -> Check:
     """Print the chosen records as the trainer sees them and check every record for trainable tokens."""
-    from pipeline.core.stats import StageStats
-    from pipeline.data.lengths.step import LengthStep
-
     cache = str(Path(os.environ.get("PREPARE_CACHE", ".cache/prepare")) / "tokens")  # the run's token cache
     # counted even where the run had the lengths step off: what is shown is what the trainer will see
     step = LengthStep(target.lengths_cfg.model_copy(update={"enabled": True}), cache, model=target.model)

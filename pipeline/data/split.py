@@ -21,6 +21,7 @@ import pyarrow.parquet as pq
 
 from pipeline.core.config import SplitConfig
 from pipeline.core.step import Step
+from pipeline.data.lang import record_lang
 
 LANG_IDS_SCHEMA = pa.schema([("_order", pa.int64()), ("id", pa.string()), ("lang", pa.string())])
 IDS_SCHEMA = pa.schema([("id", pa.string())])
@@ -36,8 +37,6 @@ def split_of(record_id: str, cfg: SplitConfig) -> str:
 
 def lang_ids(records: list[dict]) -> pa.Table:
     """One shard's part of the stratified split: order, id and language of each record (no text)."""
-    from pipeline.data.lang import record_lang
-
     cols = ([r["_order"] for r in records], [r["id"] for r in records],
             [record_lang(r) or "und" for r in records])
     return pa.Table.from_arrays([pa.array(c, type=f.type) for c, f in zip(cols, LANG_IDS_SCHEMA)],

@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 from pipeline.core.config import PrepareConfig
+from pipeline.core.models import load_model_spec
+from pipeline.plan.gpus import MAX_MICRO_BATCH, plan_training
 
 
 def max_positions(cfg: PrepareConfig) -> int | None:
     """The model's context window (max_position_embeddings), which caps the chosen max length; None when
     the model's spec is not known."""
     try:
-        from pipeline.core.models import load_model_spec
-
         return load_model_spec(cfg.estimate.model).get("max_position_embeddings")
     except Exception:
         return None
@@ -18,15 +18,11 @@ def max_positions(cfg: PrepareConfig) -> int | None:
 
 def plan_options(cfg: PrepareConfig) -> dict:
     """plan_training's keywords for the estimator settings of the config."""
-    from pipeline.plan.gpus import MAX_MICRO_BATCH
-
     return {**cfg.estimate.memory_options(), "max_micro_batch": cfg.estimate.micro_batch or MAX_MICRO_BATCH}
 
 
 def plan_for_lengths(cfg: PrepareConfig, summary: dict) -> dict:
     """plan_training at the summary's max length, for the tokens and sequences of one epoch it packs."""
-    from pipeline.plan.gpus import plan_training
-
     packing = summary.get("packing", {})
     return plan_training(
         cfg.estimate.model, cfg.estimate.method, seq_len=summary["max_seq_len"],

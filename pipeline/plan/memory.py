@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
-from pipeline.core.models import ModelSpec, load_model_spec, param_breakdown
+from pipeline.core.models import ModelSpec, param_breakdown
 from pipeline.core.resources import resource
 from pipeline.plan.setup import (  # noqa: F401
     ATTENTION,

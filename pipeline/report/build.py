@@ -12,8 +12,14 @@ from pipeline.core.config import PrepareConfig
 from pipeline.core.files import atomic_write_text
 from pipeline.core.markdown import table
 from pipeline.core.numfmt import number
+from pipeline.core.schemas import validate
 from pipeline.core.stats import StageStats, merge_all
 from pipeline.data.formats import COLUMNS_SHOWN, file_format_notes
+from pipeline.data.lengths.draw import render_lengths_markdown
+from pipeline.data.lengths.tokenizer.resolve import fallback_warning, resolve_tokenizer
+from pipeline.data.lengths.untrained import ACTION
+from pipeline.data.quality import quality_summary
+from pipeline.plan.gpus import render_plan_markdown
 from pipeline.report.quality import render_quality_markdown
 
 STAGE_ORDER = ("read", "normalize", "clean", "quality", "language", "dedup", "canned", "pii_residual", "pii",
@@ -88,18 +94,16 @@ def build_report(cfg: PrepareConfig, shard_results: list[dict], stages: dict[str
     if dedup_report is not None:
         report["dedup"] = dedup_report
     if "quality" in stages:
-        from pipeline.data.quality import quality_summary
-
         report["quality"] = quality_summary(stages["quality"].counters, canned, cfg.quality)
     if "pii" in stages:
-        from pipeline.data.pii import kvkk_summary
+        from pipeline.data.pii import (
+            kvkk_summary,  # the PII package loads Presidio and torch: only for a run that had the step
+        )
 
         probe = stages.get("pii_residual")
         report["pii"] = kvkk_summary(stages["pii"].counters, cfg.pii, probe.counters if probe else None)
     tokenizer = None
     if lengths is not None:
-        from pipeline.data.lengths.tokenizer.resolve import resolve_tokenizer
-
         # the counts' tokenizer as a record: whether it is the model's own (exact) and, if not, why
         tokenizer = resolve_tokenizer(cfg.lengths.tokenizer, cfg.estimate.model).summary()
         report["lengths"] = {**lengths, "tokenizer": tokenizer} if lengths.get("tokenizer") else lengths
@@ -197,7 +201,6 @@ def render_markdown(report: dict) -> str:
            f"**{number(c['input'])}** input records: **{number(c['kept'])}** kept ({number(c['rows'])} rows: "
            f"{number(c['splits']['train'])} train, {number(c['splits']['validation'])} validation), "
            f"**{number(c['quarantined'])}** quarantined, **{number(sum(c['dropped'].values()))}** dropped.", ""]
-    from pipeline.data.lengths.tokenizer.resolve import fallback_warning
 
     warning = fallback_warning((report.get("lengths") or {}).get("tokenizer"))
     if warning:
@@ -236,27 +239,23 @@ def render_markdown(report: dict) -> str:
         d = report["dedup"]
         out += ["## Duplicates", "", "```json", json.dumps(d.get("counts", d), indent=1)[:2000], "```", ""]
     if "pii" in report:
-        from pipeline.data.pii import render_kvkk_markdown
+        from pipeline.data.pii import (
+            render_kvkk_markdown,  # loads Presidio and torch: only when the report has a pii section
+        )
 
         out += ["## Personal data (KVKK)", "", render_kvkk_markdown(report["pii"]), ""]
     if "lengths" in report:
-        from pipeline.data.lengths.draw import render_lengths_markdown
-
         out += ["## Token lengths", "", render_lengths_markdown(report["lengths"]), ""]
         untrained = report["lengths"].get("untrained")
         if untrained is not None:
             out += [untrained_text(untrained), ""]
     if "plan" in report:
-        from pipeline.plan.gpus import render_plan_markdown
-
         out += ["## GPU plan", "", render_plan_markdown(report["plan"]), ""]
     return "\n".join(out) + "\n"
 
 
 def untrained_text(untrained: dict) -> str:
     """report.json's lengths.untrained as one sentence (report.md, report.html)."""
-    from pipeline.data.lengths.untrained import ACTION
-
     return (f"Chat/instruction records with no trainable token after truncation at max_seq_len "
             f"{number(untrained['max_seq_len'])}: {number(untrained['records'])}"
             + (f" (e.g. ids {', '.join(untrained['example_ids'])}): {ACTION[untrained['policy']]}"
@@ -264,8 +263,6 @@ def untrained_text(untrained: dict) -> str:
 
 
 def write_reports(run_dir: Path, report: dict) -> None:
-    from pipeline.core.schemas import validate
-
     check_accounting(report["counts"])
     validate(report, "report")
     atomic_write_text(run_dir / "report.json", json.dumps(report, indent=2, ensure_ascii=False) + "\n")

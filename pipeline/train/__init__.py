@@ -7,7 +7,7 @@ from __future__ import annotations
 
 def __getattr__(name: str):
     if name == "S3Checkpoints":  # transformers (and torch) only for who asks for the callback
-        from pipeline.train.callback import S3Checkpoints
+        from pipeline.train.callback import S3Checkpoints  # imports transformers: only when asked for
 
         return S3Checkpoints
     raise AttributeError(name)

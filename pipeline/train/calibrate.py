@@ -19,7 +19,9 @@ from pathlib import Path
 
 from pipeline.core import numfmt
 from pipeline.core.errors import PrepareError
+from pipeline.core.files import atomic_write_text
 from pipeline.plan.measured import plausible, store_path
+from pipeline.train.checkpoints import listing, step_of
 from pipeline.train.emit import PLAN_NAME
 
 
@@ -98,8 +100,6 @@ def load_json(path: Path) -> dict:
 
 def find_state(trial: Path) -> Path:
     """trainer_state.json of the trial: at the top (save_state) or in its latest checkpoint-N."""
-    from pipeline.train.checkpoints import step_of
-
     if (trial / "trainer_state.json").is_file():
         return trial / "trainer_state.json"
     ckpts = sorted((p for p in trial.glob("checkpoint-*") if step_of(p.name) is not None
@@ -186,8 +186,6 @@ def checkpoint_step_seconds(trial: Path) -> list[tuple[float, int]]:
     `checkpoints sync` route: its trainer_state.json holds no time). The Trainer writes trainer_state.json
     last, so a checkpoint's work starts at its trainer_state.json and the next one's first file ends the
     steps between (that file's own write is counted, the rest of its save is not)."""
-    from pipeline.train.checkpoints import listing, step_of
-
     folders = sorted((p for p in trial.glob("checkpoint-*") if step_of(p.name) and p.is_dir()
                       and not p.is_symlink() and (p / "trainer_state.json").is_file()
                       and not (p / "trainer_state.json").is_symlink()), key=lambda p: step_of(p.name))
@@ -360,8 +358,6 @@ def _finite(value: object) -> bool:
 def _record(result: dict) -> tuple[Path, int]:
     """Append the measured point to the store (one strict JSON document, written atomically); returns the store
     and how many earlier points were dropped for a NaN or infinite value (earlier versions stored NaN)."""
-    from pipeline.core.files import atomic_write_text
-
     path = store_path()
     path.parent.mkdir(parents=True, exist_ok=True)
     try:

@@ -21,6 +21,8 @@ from pathlib import Path
 
 from transformers import TrainerCallback
 
+from pipeline.core.s3 import S3Error, check_destination_uri
+from pipeline.core.s3 import check_bucket as head_bucket
 from pipeline.train import checkpoints as ck
 
 log = logging.getLogger(__name__)
@@ -30,9 +32,6 @@ STAGING = ".prepare-s3-staging"
 class S3Checkpoints(TrainerCallback):
     def __init__(self, uri: str, keep: int = 2, keep_final: int = 1, upload_final: bool = True,
                  check_bucket: bool = True):
-        from pipeline.core.s3 import check_bucket as head_bucket
-        from pipeline.core.s3 import check_destination_uri
-
         check_destination_uri(uri)
         if check_bucket:  # a wrong bucket or credentials fail before the first step, not at the first save
             head_bucket(uri)
@@ -58,7 +57,6 @@ class S3Checkpoints(TrainerCallback):
                 self.uploaded.append(folder.name)
                 ck.prune(self.uri, self.keep, best, newest_step=step)
             except Exception as exc:  # noqa: BLE001 - training goes on; reported at the end of training
-                from pipeline.core.s3 import S3Error
 
                 message = str(exc) if isinstance(exc, S3Error) else f"{folder.name}: {type(exc).__name__}: {exc}"
                 self.errors.append(message)
@@ -150,8 +148,6 @@ class S3Checkpoints(TrainerCallback):
         finally:
             shutil.rmtree(Path(args.output_dir) / STAGING, ignore_errors=True)
         if self.errors:
-            from pipeline.core.s3 import S3Error
-
             raise S3Error("checkpoint upload to " + self.uri + " failed: " + "; ".join(self.errors[:3]))
 
 

@@ -22,7 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, NamedTuple
 
-from pipeline.core.s3 import S3Error
+from pipeline.core.files import atomic_write_text, sha256_file
+from pipeline.core.s3 import S3Error, client, parse_uri, upload_run, with_retries
 
 MANIFEST = "prepare-checkpoint.json"
 EVAL_REPORT = "eval_report.json"
@@ -77,8 +78,6 @@ def _regular(path: Path) -> bool:
 
 def write_manifest(folder: str | Path, name: str) -> Path:
     """The checkpoint's manifest, inside the folder (upload_run sends it last)."""
-    from pipeline.core.files import atomic_write_text, sha256_file
-
     folder = Path(folder)
     state = _trainer_state(folder)
     manifest = {
@@ -100,8 +99,6 @@ def _name(path: str | None) -> str | None:
 def upload_checkpoint(folder: str | Path, uri: str, name: str | None = None) -> list[str]:
     """Upload one checkpoint folder to uri/<name>/, manifest last; returns the files sent (unchanged ones are
     skipped)."""
-    from pipeline.core.s3 import upload_run
-
     folder = Path(folder)
     name = name or folder.name
     write_manifest(folder, name)
@@ -119,8 +116,6 @@ class Remote:
 
 def list_remote(uri: str) -> dict[str, Remote]:
     """The checkpoint folders under the prefix (complete = has its manifest), by name."""
-    from pipeline.core.s3 import client, parse_uri, with_retries
-
     bucket, prefix = parse_uri(uri.rstrip("/") + "/")
     s3 = client()
 
@@ -143,8 +138,6 @@ def list_remote(uri: str) -> dict[str, Remote]:
 
 def delete_remote(uri: str, entry: Remote) -> None:
     """Manifest first: a checkpoint half deleted is never taken for a complete one."""
-    from pipeline.core.s3 import client, parse_uri, with_retries
-
     bucket, _ = parse_uri(uri.rstrip("/") + "/")
     s3 = client()
     keys = sorted(entry.keys, key=lambda k: not k.endswith("/" + MANIFEST))
@@ -180,8 +173,6 @@ def eval_report(state: dict) -> dict:
 
 
 def put_json(uri: str, name: str, data: dict) -> str:
-    from pipeline.core.s3 import client, parse_uri, with_retries
-
     bucket, prefix = parse_uri(uri.rstrip("/") + "/")
     s3 = client()
     body = (json.dumps(data, indent=1) + "\n").encode()
@@ -293,9 +284,6 @@ def pull(uri: str, dest: str | Path, name: str | None = None) -> Path:
     """Download the latest complete checkpoint (or `name`) into dest/<name>, each file checked against the
     manifest's sha256; returns the folder, for resume_from_checkpoint. The bucket is not trusted: every path of
     the manifest is checked before anything is written (_checked_files), and no file is written through a link."""
-    from pipeline.core.files import sha256_file
-    from pipeline.core.s3 import client, parse_uri, with_retries
-
     remote = list_remote(uri)
     complete = sorted((e for e in remote.values() if e.complete and e.step is not None), key=lambda e: e.step)
     if name is None:

@@ -25,7 +25,11 @@ LLAMAFACTORY_ATTN = {"sdpa": "sdpa", "eager": "disabled"}
 
 
 from pipeline.core.config import ConfigError
+from pipeline.core.files import atomic_write_text
+from pipeline.core.models import load_model_spec
 from pipeline.core.resources import resource
+from pipeline.core.s3 import read_json
+from pipeline.plan.setup import framework_preset
 
 
 class EmitError(ConfigError):
@@ -70,7 +74,6 @@ def trainer_model_id(model: str) -> str:
     """What the trainer loads: a hub id or a local path as given; a built-in name becomes its hub id."""
     if "/" in model or Path(model).exists():
         return str(Path(model).resolve()) if Path(model).exists() else model
-    from pipeline.core.models import load_model_spec
 
     spec = load_model_spec(model)
     table = json.loads(resource("models.json").read_text())["models"]
@@ -87,8 +90,6 @@ def read_shards(where: str) -> dict:
     """The manifest of a `prepare run` output (local run directory or s3://bucket/prefix): run id and shard
     locations per split, as the trainer will open them."""
     if where.startswith("s3://"):
-        from pipeline.core.s3 import read_json
-
         prefix = where[:-len("/manifest.json")] if where.endswith("/manifest.json") else where.rstrip("/")
         try:
             manifest = read_json(prefix + "/manifest.json")
@@ -143,8 +144,6 @@ def build_spec(cfg, result: dict, *, trainer: str, shards: dict, global_batch: s
                checkpoint_minutes: float = 30.0, base_model: str | None = None,
                trainer_output: str = "output") -> dict:
     """Everything the estimate assumed, trainer-neutral: the emitters only spell it."""
-    from pipeline.plan.setup import framework_preset
-
     plan = result["plan"]
     rec = plan["recommendation"]
     if rec is None:
@@ -409,8 +408,6 @@ def _yaml(data: dict) -> str:
 
 def write_emitted(spec: dict, out_dir: str | Path) -> list[Path]:
     """The trainer's config (+ dataset_info.json for LLaMA-Factory) and prepare-plan.json; returns the paths."""
-    from pipeline.core.files import atomic_write_text
-
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     trainer = spec["trainer"]

@@ -43,6 +43,7 @@ import pyarrow.parquet as pq
 from pipeline.core.config import DedupConfig
 from pipeline.core.step import Step
 from pipeline.data.dedup.params import KEY_SETTINGS, REASONS, params
+from pipeline.data.normalize import ORDER_SHIFT
 
 BUCKET_ALL_PAIRS = 64  # LSH buckets up to this size propose all pairs
 LARGE_BUCKET_WINDOW = 63  # a large bucket of duplicates: each member also with this many predecessors
@@ -615,8 +616,6 @@ def removed_reasons(removed: DedupResult | str | os.PathLike | None, shard: int 
         return {}
     filters = None
     if shard is not None:
-        from pipeline.data.normalize import ORDER_SHIFT
-
         filters = [("_order", ">=", shard << ORDER_SHIFT), ("_order", "<", (shard + 1) << ORDER_SHIFT)]
     if isinstance(removed, DedupResult):
         t = removed.removed

@@ -22,6 +22,10 @@ from pathlib import Path
 import numpy as np
 import pyarrow.parquet as pq
 
+from pipeline.core.records import from_table
+from pipeline.data.lengths.step import LengthStep
+from pipeline.data.show import ShowError, view_record
+
 EXAMPLES = 5
 
 
@@ -37,8 +41,6 @@ class UntrainedCheck:
     @property
     def handle(self):
         if self._handle is None:
-            from pipeline.data.lengths.step import LengthStep
-
             self._handle = LengthStep(self.cfg.lengths, self.token_cache, model=self.cfg.estimate.model).handle
         return self._handle
 
@@ -95,8 +97,6 @@ def drop_untrained(records: list[dict], check: UntrainedCheck, stats) -> list[di
 
 
 def _over_records(path: Path, max_len: int) -> list[dict]:
-    from pipeline.core.records import from_table
-
     table = pq.read_table(path, filters=[("_tokens", ">", max_len)])
     return from_table(table) if table.num_rows else []
 
@@ -104,8 +104,6 @@ def _over_records(path: Path, max_len: int) -> list[dict]:
 def _trainable_before_cut(handle, rec: dict, max_len: int) -> int:
     """Trainable tokens among the first max_len, from the record's marked tokens; where the tokenizer cannot
     mark them (no offsets), as if the trainable tokens were the record's last ones (its answer ends it)."""
-    from pipeline.data.show import ShowError, view_record
-
     try:
         return view_record(handle, rec).trainable_within(max_len)
     except ShowError:

@@ -17,7 +17,6 @@ the fast way:
 from __future__ import annotations
 
 import gc
-import os
 import re
 import threading
 from collections import OrderedDict

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Iterator
 
 from pipeline.core.config import PrepareConfig, ReadConfig
+from pipeline.core.s3 import list_objects
 from pipeline.data.readers.files import InputFile, UnreadableInput, describe, is_data_file, unreadable_file
 from pipeline.data.readers.names import NameMap, redact_items, redact_names
 
@@ -135,8 +136,6 @@ def expand_inputs(inputs: list[str], cfg: PrepareConfig | None = None) -> list[I
 
     for item in inputs:
         if item.startswith("s3://"):
-            from pipeline.core.s3 import list_objects
-
             for uri in list_objects(item):
                 if is_data_file(uri):
                     found.setdefault(uri, describe(uri, uri[5:]))

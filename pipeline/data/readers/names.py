@@ -37,7 +37,7 @@ def name_holds_pii(name: str, cfg: PrepareConfig) -> bool:
     """The PII engine's verdict on a relative file name, read as text: as written, with separators as
     spaces ("musteri_27384619550" is one word otherwise) and capitalized (names in file names are
     usually lower-case)."""
-    from pipeline.data.pii.engine import get_detector, resolve
+    from pipeline.data.pii.engine import get_detector, resolve  # Presidio: loaded only to check a file name
 
     stem = name[: -len(_compound_ext(name))] if _compound_ext(name) else name
     spaced = " ".join(stem.translate(_SEPARATORS).split())

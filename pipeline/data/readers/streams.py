@@ -9,6 +9,7 @@ import zlib
 from typing import BinaryIO
 
 from pipeline.core.config import ReadConfig
+from pipeline.core.s3 import client, open_object, parse_uri
 from pipeline.data.readers.files import InputFile, UnreadableInput
 
 
@@ -161,8 +162,6 @@ class _ZstdFrames(io.RawIOBase):
 def _open_raw(f: InputFile) -> BinaryIO:
     try:
         if f.is_s3:
-            from pipeline.core.s3 import open_object
-
             return open_object(f.uri)
         fh = open(f.uri, "rb")
         if f.start or f.end is not None:
@@ -218,8 +217,6 @@ class S3RangeFile(io.RawIOBase):
     one row group's column chunks at a time (a 247 MB object read whole took 739 MB)."""
 
     def __init__(self, uri: str):
-        from pipeline.core.s3 import client, parse_uri
-
         self.uri = uri
         self.bucket, self.key = parse_uri(uri)
         self.s3 = client()

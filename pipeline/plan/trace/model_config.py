@@ -4,6 +4,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from pipeline.core.models import builtin_spec, builtin_table
+
 # ModelSpec field -> config.json key, where the built-in table's name differs from the model family's.
 _SPEC_TO_CONFIG = {"num_experts": {"mixtral": "num_local_experts", "phimoe": "num_local_experts"}}
 
@@ -12,8 +14,6 @@ def hf_config_dict(model: str) -> tuple[dict, str]:
     """(config.json dict, name) for a config file, a folder holding config.json, a built-in model name, or a hub
     id (needs network). Built-in models are rebuilt from their spec in data/models.json: those numbers are the
     config.json values, and the family's defaults fill in the rest."""
-    from pipeline.core.models import builtin_spec, builtin_table
-
     path = Path(model).expanduser()
     if path.is_dir():
         path = path / "config.json"

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pipeline.core.files import atomic_write_text
+from pipeline.core.files import atomic_write_text, sha256_file
 from pipeline.report.html.page import page
 from pipeline.report.html.plan import gpus_section, memory_section
 from pipeline.report.html.records import (
@@ -62,8 +62,6 @@ def precheck_report(result: dict) -> dict:
 def write_run_html(run_dir: str | Path, report: dict) -> dict:
     """report.html beside report.json; returns its manifest entry (path, bytes, sha256), which the upload
     sends before the manifest."""
-    from pipeline.core.files import sha256_file
-
     path = write_html(Path(run_dir) / REPORT_HTML, report)
     return {"path": REPORT_HTML, "bytes": path.stat().st_size, "sha256": sha256_file(path)}
 

@@ -2,6 +2,9 @@
 from __future__ import annotations
 
 from pipeline.core.numfmt import cost, hours, number
+from pipeline.data.lengths.draw import tokenizer_label
+from pipeline.data.lengths.tokenizer.resolve import fallback_warning
+from pipeline.report.build import NOTES_LISTED, shown_notes
 from pipeline.report.html.page import (
     SECTION_IDS,
     TITLES,
@@ -34,9 +37,6 @@ def summary_section(report: dict, title_note: str | None) -> str:
     lengths = report.get("lengths") or {}
     tok = lengths.get("tokenizer")
     if tok:
-        from pipeline.data.lengths.draw import tokenizer_label
-        from pipeline.data.lengths.tokenizer.resolve import fallback_warning
-
         parts.append(f"<p>Tokenizer: <code>{e(tokenizer_label(tok))}</code></p>")
         warning = fallback_warning(tok)
         if warning:  # lengths.tokenizer.exact is false: not the model's own tokenizer
@@ -99,7 +99,6 @@ def accounting_section(report: dict) -> str:
                          sum(f["dropped"].values()), why])
         body.append(table(["file", "format", "encoding", "input", "kept", "quarantined", "dropped", "reasons"],
                           rows, numeric=(3, 4, 5, 6), tid="table-files"))
-    from pipeline.report.build import NOTES_LISTED, shown_notes
 
     notes, more = shown_notes(report, NOTES_LISTED)
     body.append(titled_table("What the run did to input files", ["file", "what was done"], notes,

@@ -6,6 +6,8 @@ import json
 import re
 
 from pipeline.core.numfmt import number, percent
+from pipeline.data.pii.residual import measured_text
+from pipeline.report.build import untrained_text
 from pipeline.report.html.page import (
     e,
     needs,
@@ -72,7 +74,6 @@ def lengths_section(report: dict, s: dict) -> str:
                               f"{number(o['trainable_over'])} of them trainable."))
     untrained = s.get("untrained")
     if untrained is not None:  # records that train on nothing at the chosen length: a warning when there are any
-        from pipeline.report.build import untrained_text
 
         body.append(f'<p id="untrained" class="{"warn" if untrained["records"] else "note"}">'
                     f"{e(untrained_text(untrained))}</p>")
@@ -191,8 +192,6 @@ def pii_section(report: dict) -> str:
 
 def _residual_measured(measured: dict | None) -> str:
     """The residual risk measured on the run's records (pipeline/data/pii/residual.py): a sentence and its table."""
-    from pipeline.data.pii.residual import measured_text
-
     if measured is None:  # a report from before the probe
         return ""
     sentence, header, rows = measured_text(measured)

@@ -9,6 +9,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from pipeline.core.models import builtin_aliases, builtin_spec
+
 OFFLINE_DEFAULT = "mistral-32k"
 ALIASES = {
     "mistral-32k": "mistral-32k", "mistral": "mistral-32k", "default": "mistral-32k", "mistral-7b": "mistral-32k",
@@ -126,8 +128,6 @@ def _hub_fetch(repo_id: str) -> tuple[Path | None, str]:
 def model_hub_ids(model: str) -> tuple[str | None, list[str]]:
     """(built-in name or None, hub ids of the model): a built-in name maps to its catalog aliases that are hub
     ids, a hub id maps to itself."""
-    from pipeline.core.models import builtin_aliases, builtin_spec
-
     spec = builtin_spec(model)
     if spec is not None:
         ids = [a for a in builtin_aliases(spec.name) if _looks_like_hub_id(a)]
