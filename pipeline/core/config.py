@@ -324,7 +324,9 @@ class EstimateConfig(Section):
     lora_rank: int = Field(16, ge=1, le=4096)
     lora_targets: str = Field("all-linear", description="all-linear or modules such as q_proj,v_proj.")
     grad_ckpt: bool = Field(True, description="Gradient checkpointing.")
-    attn: Literal["sdpa", "eager"] = "sdpa"
+    attn: Literal["sdpa", "fa2", "eager"] = Field(
+        "sdpa", description="Attention kernel: sdpa (torch scaled_dot_product_attention), fa2 (FlashAttention-2), "
+                            "eager (the model's matmul + softmax code); the time model times each differently.")
     optimizer: Literal["adamw", "adamw8bit", "paged_adamw8bit", "sgd", "adafactor"] = "adamw"
     micro_batch: int | None = Field(None, ge=1, le=1024,
                                     description="At most this many sequences per card per step; None = the largest that fits (up to 64).")
