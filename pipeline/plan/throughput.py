@@ -38,9 +38,11 @@ CALIBRATION_FILE = resource("time_calibration.json")
 # flash kernels for causal bf16 training without a padding mask; eager attention is two plain batched GEMMs.
 # The flash kernels' efficiency relative to the GEMMs is fitted (flash_attention_efficiency); SDPA is taken as
 # 0.94 of FlashAttention-2 (its flash backend is FA2 with PyTorch's dispatch around it).
-ATTENTION_KERNELS = {"fa2": {"relative_efficiency": 1.0, "causal_skip": True, "flash": True},
-                     "sdpa": {"relative_efficiency": 0.94, "causal_skip": True, "flash": True},
-                     "eager": {"relative_efficiency": 1.0, "causal_skip": False, "flash": False}}
+# backward: the backward's attention FLOPs in forwards: the flash kernels recompute the scores and run five
+# matmuls against the forward's two (2.5x; Dao 2023, sec. 3.1), eager attention's autograd four (2x).
+ATTENTION_KERNELS = {"fa2": {"relative_efficiency": 1.0, "causal_skip": True, "flash": True, "backward": 2.5},
+                     "sdpa": {"relative_efficiency": 0.94, "causal_skip": True, "flash": True, "backward": 2.5},
+                     "eager": {"relative_efficiency": 1.0, "causal_skip": False, "flash": False, "backward": 2.0}}
 ATTENTION_ALIASES = {"flash": "fa2", "flash_attention_2": "fa2"}
 
 # Bytes eager attention moves per element of one layer's seq x seq scores (bf16, softmax in fp32), as
@@ -153,10 +155,10 @@ def matmul_flops_per_token(spec: ModelSpec, method: str, grad_ckpt: bool, lora_p
 
 def attention_flops_per_token(spec: ModelSpec, seq_len: int, grad_ckpt: bool, attn: str = "sdpa") -> float:
     """Causal QK^T and PV: 2*s*q_dim per layer per forward with the masked half skipped, twice that without;
-    forward + backward three forwards' worth, one more under checkpointing."""
+    the backward the kernel's multiple of a forward, and one more forward under checkpointing."""
     causal = 2 * spec.num_hidden_layers * seq_len * spec.q_dim
-    skip = ATTENTION_KERNELS[attention_kernel(attn)]["causal_skip"]
-    return causal * (1 if skip else 2) * (4 if grad_ckpt else 3)
+    kernel = ATTENTION_KERNELS[attention_kernel(attn)]
+    return causal * (1 if kernel["causal_skip"] else 2) * (1 + kernel["backward"] + (1 if grad_ckpt else 0))
 
 
 def flops_per_token(spec: ModelSpec, method: str, seq_len: int, grad_ckpt: bool, lora_params: int = 0) -> float:
