@@ -437,7 +437,9 @@ def _choice_line(label: str, c: dict | None) -> str:
     spread = ""
     if c.get("hours_range"):
         (low, high), (cheap, dear) = c["hours_range"], c["cost_range"]
-        spread = f" (likely {format_hours(low)} to {format_hours(high)}, ${cheap:,.2f} to ${dear:,.2f})"
+        hours = (format_hours(low) if format_hours(low) == format_hours(high)
+                 else f"{format_hours(low)} to {format_hours(high)}")
+        spread = f" (likely {hours}, ${cheap:,.2f} to ${dear:,.2f})"
     return (f"{label}: {cards}, micro-batch {c['micro_batch']}, {format_hours(c['hours'])}, "
             f"{format_cost(c['cost_usd'])}{spread}{trials}")
 
