@@ -19,6 +19,7 @@ from pipeline.plan.measured import load_points, measured_slowdown
 from pipeline.plan.memory import GIB, MemoryEstimate, estimate_memory
 from pipeline.plan.setup import TrainingSetup, parse_lora_targets
 from pipeline.plan.throughput import (
+    CLASS_GROUP,
     Job,
     flops_per_token,
     load_constants,
@@ -146,8 +147,7 @@ def largest_micro_batch(spec, method: str, seq_len: int, gpu: GPU, *, margin: fl
 def card_constants(gpu: GPU) -> dict:
     """The time model's constants with this card's matmul efficiency (a catalog entry may set its own)."""
     constants = dict(load_constants())
-    group = "matmul_efficiency_" + {"ampere_datacenter": "ampere_datacenter", "hopper": "hopper"}.get(
-        gpu.gpu_class, "consumer")
+    group = "matmul_efficiency_" + CLASS_GROUP.get(gpu.gpu_class, "consumer")
     constants[group] = gpu.utilisation / matmul_efficiency(gpu.gpu_class, {**constants, group: 1.0})
     return constants
 
@@ -509,9 +509,11 @@ def catalog_rows(catalog: Catalog) -> list[dict]:
 
 
 def render_catalog_text(catalog: Catalog) -> str:
-    headers = ["GPU", "memory MiB", "GiB", "$/h excl. VAT", "bf16 TFLOP/s", "GB/s", "util.", "typical use"]
+    headers = ["GPU", "memory MiB", "GiB", "$/h excl. VAT", "bf16 TFLOP/s", "GB/s", "link GB/s", "matmul eff.",
+               "typical use"]
     rows = [headers] + [[g.name, str(g.memory_mib), f"{g.memory_gib:.1f}", f"{g.price_per_hour:.2f}",
-                         f"{g.bf16_tflops:g}", _fmt(g.bandwidth_gbs, "g"), f"{g.utilisation:.0%}", g.typical_use]
+                         f"{g.bf16_tflops:g}", _fmt(g.bandwidth_gbs, "g"), _fmt(g.interconnect_gbs, "g"),
+                         f"{g.utilisation:.0%}", g.typical_use]
                         for g in catalog.gpus]
     widths = [max(len(r[i]) for r in rows) for i in range(len(headers))]
     lines = ["  ".join(cell.ljust(w) for cell, w in zip(r, widths)).rstrip() for r in rows]

@@ -58,8 +58,11 @@ def test_qlora_is_slower_than_lora_by_the_dequant_term_only():
     assert lora["dequant"] == 0 and qlora["dequant"] > 0
     assert step_seconds(qlora) - step_seconds(lora) == pytest.approx(qlora["dequant"], rel=1e-6)
     # per micro-step, not per token: a larger micro-batch amortizes it (published QLoRA runs near LoRA's speed)
-    small = tokens_per_second(lora_job("qlora", micro_batch=1), A100) / tokens_per_second(lora_job("lora", micro_batch=1), A100)
-    large = tokens_per_second(lora_job("qlora", micro_batch=16), A100) / tokens_per_second(lora_job("lora", micro_batch=16), A100)
+    def qlora_over_lora(micro_batch):
+        return (tokens_per_second(lora_job("qlora", micro_batch=micro_batch), A100)
+                / tokens_per_second(lora_job("lora", micro_batch=micro_batch), A100))
+
+    small, large = qlora_over_lora(1), qlora_over_lora(16)
     assert small < large < 1.0 and large > 0.9
 
 
@@ -82,7 +85,8 @@ def test_fused_loss_and_fused_kernels_save_time():
 
 
 def test_attention_kernels():
-    fa2, sdpa, eager = (step_terms(lora_job(attn=a, seq_len=8192, micro_batch=1), A100) for a in ("fa2", "sdpa", "eager"))
+    fa2, sdpa, eager = (step_terms(lora_job(attn=a, seq_len=8192, micro_batch=1), A100)
+                        for a in ("fa2", "sdpa", "eager"))
     assert fa2["attention"] < sdpa["attention"] < eager["attention"]  # eager computes the masked half too
     assert eager["eager_scores"] > 0 and fa2["eager_scores"] == sdpa["eager_scores"] == 0
 
@@ -130,3 +134,17 @@ def test_loso_bench_runs_on_the_shipped_file():  # about 2 s
                          text=True, cwd=ROOT, timeout=600)
     assert out.returncode == 0, out.stderr
     assert "all, leave-one-source-out:" in out.stdout and "H200 check" in out.stdout
+
+
+def test_a_catalog_entry_may_set_its_own_matmul_efficiency(tmp_path):
+    from pipeline.plan.gpus import plan_training
+
+    def rate(**entry):
+        path = tmp_path / "one.json"
+        path.write_text(json.dumps({"counts": [1], "gpus": [{"name": "X", "memory_mib": 200_000, "price_per_hour": 1.0,
+                                                             "bf16_tflops": 1000, "class": "blackwell", **entry}]}))
+        plan = plan_training("Llama-3.1-8B", "lora", seq_len=4096, tokens_per_epoch=40_960_000,
+                             sequences_per_epoch=10_000, epochs=1, hints=False, catalog_path=path)
+        return plan["candidates"][0]["step_seconds"]["matmul"]
+
+    assert rate(utilisation=0.2) == pytest.approx(2 * rate(utilisation=0.4), rel=1e-3)
