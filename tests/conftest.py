@@ -116,17 +116,15 @@ def fast_config(tmp_path, inputs, **overrides):
 
 def worked_example_tokens() -> int:
     """Tokens per epoch sized so the README's worked example (Llama-3.1-8B QLoRA, max length 2048, 3 epochs)
-    takes 20 hours on one A40 by the planner's own throughput model."""
-    from pipeline.core.models import load_model_spec
-    from pipeline.plan.gpus import flops_per_token, load_catalog
-    from pipeline.plan.memory import lora_param_count
+    takes 20 hours on one A40 by the planner's own time model (time is linear in the sequences at a fixed
+    micro-batch, so one large plan gives the rate)."""
+    from pipeline.plan.gpus import plan_training
 
-    catalog = load_catalog()
-    a40 = catalog.get("A40")
-    spec = load_model_spec("Llama-3.1-8B")
-    token_flops = flops_per_token(spec, "qlora", 2048, True, lora_param_count(spec, 16, "all-linear"))
-    tokens_per_second = a40.bf16_tflops * 1e12 * a40.utilisation / (token_flops * catalog.qlora_dequant_factor)
-    return round(tokens_per_second * 20 * 3600 / 3)
+    probe = 2048 * 1_000_000
+    plan = plan_training("Llama-3.1-8B", "qlora", seq_len=2048, tokens_per_epoch=probe,
+                         sequences_per_epoch=probe // 2048, epochs=3, hints=False)
+    hours = next(c for c in plan["candidates"] if c["gpu"] == "A40")["hours"]
+    return round(probe * 20 / hours / 2048) * 2048
 
 
 LLAMA_31_REPO = "meta-llama/Llama-3.1-8B-Instruct"

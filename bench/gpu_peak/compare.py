@@ -16,7 +16,6 @@ figures torch and the driver give: max_memory_allocated, max_memory_reserved, an
 from __future__ import annotations
 
 import argparse
-import functools
 import json
 import statistics
 import sys
@@ -86,32 +85,22 @@ def relative_errors(case: dict) -> dict[str, float]:
             "nvidia-smi": est.nvidia_smi / GIB / case["device_used_gib"] - 1}
 
 
-@functools.lru_cache(maxsize=1)
-def _catalog():
+def planned_tokens_per_second(case: dict, gpu_name: str = "H200", constants: dict | None = None) -> float:
+    """The planner's rate for one micro-step of the case on the catalog's card (pipeline.plan.throughput): the
+    plain loop's stack (transformers' fp32-upcast loss, no fused kernels, torch.optim.AdamW)."""
     from pipeline.plan.gpus import load_catalog
-
-    return load_catalog()
-
-
-def planned_tokens_per_second(case: dict, gpu_name: str = "H200") -> float:
-    """The planner's rate for one micro-step of the case on the catalog's card (pipeline.plan.gpus.training_hours):
-    FLOPs per token at the card class's utilisation of the dense bf16 peak, QLoRA's dequantization factor, and
-    eager attention's passes over the scores at the catalog's share of the bandwidth."""
-    from pipeline.plan.gpus import eager_attention_bytes, flops_per_token, training_hours
     from pipeline.plan.memory import lora_param_count
+    from pipeline.plan.setup import parse_lora_targets
+    from pipeline.plan.throughput import Job, tokens_per_second
 
-    catalog = _catalog()
-    gpu = next(g for g in catalog.gpus if g.name == gpu_name)
+    gpu = load_catalog().get(gpu_name)
     spec = spec_of(case["model"], case["seq"])
     targets = "all-linear" if case["targets"] in ("all-linear", "") else case["targets"]
     lora = 0 if case["method"] == "full" else lora_param_count(spec, max(case["rank"], 1), targets)
-    tokens = case["seq"] * case["mbs"]
-    eager = eager_attention_bytes(spec, case["seq"], case["mbs"], case["gc"]) if case["attn"] == "eager" else 0.0
-    hours = training_hours(tokens, flops_per_token(spec, case["method"], case["seq"], case["gc"], lora), gpu,
-                           slowdown=catalog.qlora_dequant_factor if case["method"] == "qlora" else 1.0,
-                           micro_steps_per_gpu=1, memory_bound_bytes_per_step=eager,
-                           memory_bound_fraction=catalog.eager_bandwidth_fraction)
-    return tokens / (hours * 3600)
+    modules = 0 if case["method"] == "full" else len(parse_lora_targets(targets, spec))
+    job = Job(spec=spec, method=case["method"], seq_len=case["seq"], micro_batch=case["mbs"], grad_ckpt=case["gc"],
+              lora_params=lora, lora_modules_per_layer=modules, attn=case["attn"], cross_entropy="standard")
+    return tokens_per_second(job, gpu, constants)
 
 
 def throughput_table(cases: list[dict]) -> list[str]:

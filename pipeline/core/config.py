@@ -349,7 +349,9 @@ class EstimateConfig(Section):
     lora_rank: int = Field(16, ge=1, le=4096, description="LoRA rank (lora and qlora).")
     lora_targets: str = Field("all-linear", description="all-linear or modules such as q_proj,v_proj.")
     grad_ckpt: bool = Field(True, description="Gradient checkpointing.")
-    attn: Literal["sdpa", "eager"] = Field("sdpa", description="Attention: sdpa (or FlashAttention) or eager.")
+    attn: Literal["sdpa", "fa2", "eager"] = Field(
+        "sdpa", description="Attention kernel: sdpa (torch scaled_dot_product_attention), fa2 (FlashAttention-2), "
+                            "eager (the model's matmul + softmax code); the time model times each differently.")
     optimizer: Literal["adamw", "adamw8bit", "paged_adamw8bit", "sgd", "adafactor"] = Field(
         "adamw", description="Optimizer, for the size of its state.")
     micro_batch: int | None = Field(None, ge=1, le=1024,

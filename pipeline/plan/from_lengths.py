@@ -28,4 +28,5 @@ def plan_for_lengths(cfg: PrepareConfig, summary: dict) -> dict:
         cfg.estimate.model, cfg.estimate.method, seq_len=summary["max_seq_len"],
         tokens_per_epoch=int(packing.get("tokens_per_epoch", 0)),
         sequences_per_epoch=int(packing.get("sequences_per_epoch", 0)), epochs=cfg.estimate.epochs,
+        padding_ratio=packing.get("padding_ratio"),
         **plan_options(cfg))

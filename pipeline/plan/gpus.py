@@ -2,14 +2,14 @@
 
 The catalog is data (data/gpus.json, or the user's own file in the same format). A job fits a card when the
 expected nvidia-smi figure (peak reserved + CUDA context, see pipeline.plan.memory) is within the card's memory as
-the driver reports it, less a safety margin; both sides in GiB. Time comes from FLOPs per trained token
-(~6N full, ~4N LoRA/QLoRA, +2N when checkpointing recomputes the forward, + attention) over the card's dense
-bf16 peak times a utilisation per card class; cost is hours x price x cards, excluding VAT.
+the driver reports it, less a safety margin; both sides in GiB. Time is the step time of pipeline.plan.throughput
+(named terms per stack and card, fitted on published throughput) times the micro-steps, with a range from the
+model's held-out spread; cost is hours x price x cards, excluding VAT.
 """
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from pipeline.core import numfmt
@@ -18,7 +18,18 @@ from pipeline.core.models import ModelSpec, load_model_spec, param_breakdown
 from pipeline.core.resources import resource
 from pipeline.plan.measured import load_points, measured_slowdown
 from pipeline.plan.memory import GIB, MemoryEstimate, estimate_memory
-from pipeline.plan.setup import TrainingSetup
+from pipeline.plan.setup import TrainingSetup, parse_lora_targets
+from pipeline.plan.throughput import (
+    CLASS_GROUP,
+    Job,
+    flops_per_token,
+    load_constants,
+    matmul_efficiency,
+    stack_assumptions,
+    step_seconds,
+    step_terms,
+    time_range,
+)
 
 CATALOG_FILE = resource("gpus.json")
 DEFAULT_MARGIN = 0.10
@@ -33,7 +44,8 @@ class GPU:
     bf16_tflops: float
     bandwidth_gbs: float | None = None
     gpu_class: str = "default"
-    utilisation: float = 0.28
+    utilisation: float = 0.28            # the matmul efficiency the time model uses on this card
+    interconnect_gbs: float | None = None
     nominal_gb: float | None = None
     typical_use: str = ""
 
@@ -46,10 +58,6 @@ class GPU:
 class Catalog:
     gpus: list[GPU]
     counts: tuple[int, ...] = (1, 2, 4, 8)
-    qlora_dequant_factor: float = 1.25
-    eager_bandwidth_fraction: float = 0.5
-    multi_gpu_efficiency: dict = field(default_factory=lambda: {"ddp": 0.95, "zero2": 0.92, "zero3": 0.85,
-                                                                 "fsdp": 0.85})
     currency: str = "USD"
     price_basis: str = "per GPU-hour, excluding VAT"
     source: str = ""
@@ -72,7 +80,7 @@ def load_catalog(path: str | Path | None = None) -> Catalog:
     entries = data.get("gpus") if isinstance(data, dict) else None
     if not entries:
         raise ValueError(f"GPU catalog {path} has no 'gpus' list")
-    util = {**json.loads(CATALOG_FILE.read_text())["utilisation"], **data.get("utilisation", {})}
+    constants = load_constants()
     gpus = []
     for n, entry in enumerate(entries, 1):
         missing = [k for k in ("name", "memory_mib", "price_per_hour", "bf16_tflops") if entry.get(k) is None]
@@ -84,17 +92,14 @@ def load_catalog(path: str | Path | None = None) -> Catalog:
                             price_per_hour=float(entry["price_per_hour"]), bf16_tflops=float(entry["bf16_tflops"]),
                             bandwidth_gbs=float(entry["bandwidth_gbs"]) if entry.get("bandwidth_gbs") else None,
                             gpu_class=gpu_class,
-                            utilisation=float(entry.get("utilisation", util.get(gpu_class, util["default"]))),
+                            utilisation=float(entry.get("utilisation", matmul_efficiency(gpu_class, constants))),
+                            interconnect_gbs=(float(entry["interconnect_gbs"]) if entry.get("interconnect_gbs")
+                                              else None),
                             nominal_gb=entry.get("nominal_gb"), typical_use=entry.get("typical_use", "")))
         except (TypeError, ValueError) as exc:
             raise ValueError(f"GPU catalog {path}: entry {n} ({entry.get('name')}): {exc}") from None
-    time = data.get("time", {})
     defaults = Catalog(gpus=[])
     return Catalog(gpus=gpus, counts=tuple(data.get("counts", defaults.counts)),
-                   qlora_dequant_factor=float(time.get("qlora_dequant_factor", defaults.qlora_dequant_factor)),
-                   eager_bandwidth_fraction=float(time.get("eager_bandwidth_fraction",
-                                                           defaults.eager_bandwidth_fraction)),
-                   multi_gpu_efficiency={**defaults.multi_gpu_efficiency, **time.get("multi_gpu_efficiency", {})},
                    currency=data.get("currency", "USD"), price_basis=data.get("price_basis", defaults.price_basis),
                    source=str(path))
 
@@ -140,41 +145,20 @@ def largest_micro_batch(spec, method: str, seq_len: int, gpu: GPU, *, margin: fl
 
 # ---------------------------------------------------------------- time and cost
 
-def flops_per_token(spec: ModelSpec, method: str, seq_len: int, grad_ckpt: bool, lora_params: int = 0) -> float:
-    """Training FLOPs per token: forward 2N, activation gradients 2N, weight gradients 2N (full only); the
-    forward again (2N) when checkpointing recomputes it; causal attention 2*s*q_dim per layer per forward
-    (QK^T and PV), three times for forward + backward, once more under checkpointing; adapters 6 x their size."""
-    n = param_breakdown(spec)["matmul_active"]
-    passes = (6 if method == "full" else 4) + (2 if grad_ckpt else 0)
-    attention_forward = 2 * spec.num_hidden_layers * seq_len * spec.q_dim
-    return passes * n + attention_forward * (4 if grad_ckpt else 3) + 6 * lora_params
+def card_constants(gpu: GPU) -> dict:
+    """The time model's constants with this card's matmul efficiency (a catalog entry may set its own)."""
+    constants = dict(load_constants())
+    group = "matmul_efficiency_" + CLASS_GROUP.get(gpu.gpu_class, "consumer")
+    constants[group] = gpu.utilisation / matmul_efficiency(gpu.gpu_class, {**constants, group: 1.0})
+    return constants
 
 
-# Bytes eager attention moves per element of one layer's seq x seq scores (bf16, softmax in fp32), as
-# transformers' eager_attention_forward runs it: forward 24 (QK^T written, scaled, masked, softmax read and
-# written in fp32, cast back, read by PV), backward 30 (the gradient through PV, the cast, the softmax and the
-# scaling); checkpointing runs the forward twice. SDPA's fused kernels never write the scores.
-EAGER_BYTES_PER_SCORE = {"forward": 24, "backward": 30}
-
-
-def eager_attention_bytes(spec: ModelSpec, seq_len: int, micro_batch: int, grad_ckpt: bool) -> float:
-    """Memory traffic of eager attention's elementwise passes over the scores in one micro-step."""
-    passes = EAGER_BYTES_PER_SCORE["forward"] * (2 if grad_ckpt else 1) + EAGER_BYTES_PER_SCORE["backward"]
-    return float(spec.num_hidden_layers * spec.num_attention_heads * micro_batch * seq_len ** 2 * passes)
-
-
-def training_hours(total_tokens: float, token_flops: float, gpu: GPU, *, count: int = 1, efficiency: float = 1.0,
-                   slowdown: float = 1.0, micro_steps_per_gpu: float = 0.0,
-                   weight_bytes_per_step: float = 0.0, memory_bound_bytes_per_step: float = 0.0,
-                   memory_bound_fraction: float = Catalog.eager_bandwidth_fraction) -> float:
-    """Compute-bound time at the card's utilisation, or the memory-bandwidth floor of streaming the weights
-    every micro-step (matters only for tiny micro-batches), whichever is longer; plus the time of memory-bound
-    passes that run between the matmuls (eager attention's scores) at `memory_bound_fraction` of the bandwidth."""
-    compute = total_tokens * token_flops * slowdown / (gpu.bf16_tflops * 1e12 * gpu.utilisation * count * efficiency)
-    bandwidth = micro_steps_per_gpu * weight_bytes_per_step / (gpu.bandwidth_gbs * 1e9) if gpu.bandwidth_gbs else 0.0
-    passes = (micro_steps_per_gpu * memory_bound_bytes_per_step / (gpu.bandwidth_gbs * 1e9 * memory_bound_fraction)
-              if gpu.bandwidth_gbs else 0.0)
-    return (max(compute, bandwidth) + passes) / 3600
+def training_hours(total_sequences: float, job: Job, gpu: GPU) -> tuple[float, dict]:
+    """(hours, seconds per micro-step by term): every card runs total_sequences / (micro-batch x cards)
+    micro-steps of the job's step time."""
+    terms = step_terms(job, gpu, card_constants(gpu))
+    micro_steps = total_sequences / (job.micro_batch * job.gpus)
+    return micro_steps * step_seconds(terms) / 3600, terms
 
 
 def cost_usd(hours: float, price_per_hour: float, count: int = 1) -> float:
@@ -202,12 +186,28 @@ def checkpoint_sizes(spec: ModelSpec, method: str, estimate: MemoryEstimate) -> 
 
 # ---------------------------------------------------------------- planning
 
+def time_job(spec, method: str, seq_len: int, micro_batch: int, options: dict, *, count: int = 1,
+             sharding: str | None = None, lora_params: int = 0) -> Job:
+    """The time model's view of one planned micro-step: the stack's kernels from the options and the preset."""
+    from pipeline.plan.setup import framework_preset
+
+    preset = framework_preset(options.get("framework", "hf"))
+    stack = stack_assumptions(preset.name, options.get("attn", "sdpa"),
+                              options.get("cross_entropy") or preset.cross_entropy, options.get("compile", False))
+    modules = 0 if method == "full" else len(parse_lora_targets(options.get("lora_targets", "all-linear"), spec))
+    return Job(spec=spec, method=method, seq_len=seq_len, micro_batch=micro_batch,
+               grad_ckpt=options.get("grad_ckpt", True), lora_params=lora_params, lora_modules_per_layer=modules,
+               attn=stack["attention"], cross_entropy=stack["cross_entropy"], fused_kernels=stack["fused_kernels"],
+               optimizer=options.get("optimizer") or preset.optimizer, precision=preset.full_precision,
+               gpus=count, sharding=sharding or ("ddp" if count > 1 else "none"))
+
+
 def _evaluate_gpu(spec, method, seq_len, gpu: GPU, catalog: Catalog, *, total_tokens, total_sequences, margin,
                   max_micro_batch, options, trials: list[dict]) -> dict:
     """The smallest card count (with sharding where needed) on which the job fits, and its time and cost;
     `trials`: the stored measured points (pipeline.plan.measured), which correct the time on their card."""
-    grad_ckpt = options.get("grad_ckpt", True)
     shardings_multi = ("zero2", "zero3") if method == "full" else ("fsdp",)
+    spread = time_range()
     last = None
     for count in catalog.counts:
         for sharding in (None,) if count == 1 else shardings_multi:
@@ -216,24 +216,21 @@ def _evaluate_gpu(spec, method, seq_len, gpu: GPU, catalog: Catalog, *, total_to
             last = (count, sharding, est)
             if mb == 0:
                 continue
-            efficiency = catalog.multi_gpu_efficiency.get(sharding or "ddp", 0.85) if count > 1 else 1.0
-            token_flops = flops_per_token(spec, method, seq_len, grad_ckpt, est.params["lora"])
-            weight_passes = 3 if grad_ckpt else 2  # forward, (recompute), backward each read every weight
-            eager = (eager_attention_bytes(spec, seq_len, mb, grad_ckpt) if options.get("attn") == "eager"
-                     else 0.0)
-            hours = training_hours(total_tokens, token_flops, gpu, count=count, efficiency=efficiency,
-                                   slowdown=catalog.qlora_dequant_factor if method == "qlora" else 1.0,
-                                   micro_steps_per_gpu=total_sequences / (mb * count),
-                                   weight_bytes_per_step=weight_passes * est.components["weights"],
-                                   memory_bound_bytes_per_step=eager,
-                                   memory_bound_fraction=catalog.eager_bandwidth_fraction)
+            job = time_job(spec, method, seq_len, mb, options, count=count, sharding=sharding,
+                           lora_params=est.params["lora"])
+            hours, terms = training_hours(total_sequences, job, gpu)
             calibrated = measured_slowdown(spec.name, method, gpu.name, trials)
             if calibrated:
                 hours *= calibrated["slowdown"]
+            cost = cost_usd(hours, gpu.price_per_hour, count)
             return {"gpu": gpu.name, "count": count, "sharding": sharding, "fits": True, "micro_batch": mb,
                     "vram_need_gib": round(est.nvidia_smi_gib, 2), "usable_gib": round(usable_gib(gpu, margin), 2),
                     "memory_gib": round(gpu.memory_gib, 2), "price_per_hour": gpu.price_per_hour,
-                    "hours": round(hours, 2), "cost_usd": cost_usd(hours, gpu.price_per_hour, count),
+                    "hours": round(hours, 2), "cost_usd": cost,
+                    "hours_range": [round(hours * spread["low"], 2), round(hours * spread["high"], 2)],
+                    "cost_range": [cost_usd(hours * spread["low"], gpu.price_per_hour, count),
+                                   cost_usd(hours * spread["high"], gpu.price_per_hour, count)],
+                    "step_seconds": {k: round(v, 6) for k, v in terms.items()},
                     "tokens_per_second": round(total_tokens / (hours * 3600)) if hours > 0 else None,
                     "calibrated": calibrated}
     count, sharding, est = last
@@ -256,8 +253,8 @@ def _summary(c: dict | None) -> dict | None:
     if c is None:
         return None
     return {k: c[k] for k in ("gpu", "count", "micro_batch", "hours", "cost_usd", "sharding", "vram_need_gib",
-                              "price_per_hour")} | {"cost_text": numfmt.cost(c["cost_usd"]),
-                                                     "calibrated": c.get("calibrated")}
+                              "price_per_hour", "hours_range", "cost_range")} | {
+        "cost_text": numfmt.cost(c["cost_usd"]), "calibrated": c.get("calibrated")}
 
 
 def _candidates(spec, method, seq_len, catalog, total_tokens, total_sequences, margin, max_micro_batch, options):
@@ -290,7 +287,8 @@ def _hints(spec, method, seq_len, catalog, best, total_tokens, total_sequences, 
         alt = cheapest("qlora")
         if beats(alt):
             hints.append(f"QLoRA (4-bit base) instead of {'LoRA' if method == 'lora' else 'full fine-tuning'}"
-                         f" fits {where(alt)}; steps are ~25% slower and quality is usually close to LoRA.")
+                         f" fits {where(alt)}; its steps also dequantize the weights, and quality is usually close "
+                         f"to LoRA.")
     if method == "full":
         alt = cheapest("lora")
         if beats(alt):
@@ -320,14 +318,29 @@ def _hints(spec, method, seq_len, catalog, best, total_tokens, total_sequences, 
     return hints
 
 
+def time_model_summary(options: dict, padding_ratio: float | None) -> dict:
+    """What the plan's time assumed: the stack and kernels, the range's basis, the padding it counts."""
+    from pipeline.plan.setup import framework_preset
+
+    preset = framework_preset(options.get("framework", "hf"))
+    spread = time_range()
+    return {"stack": stack_assumptions(preset.name, options.get("attn", "sdpa"),
+                                       options.get("cross_entropy") or preset.cross_entropy,
+                                       options.get("compile", False)),
+            "range_factors": [spread["low"], spread["high"]], "range_basis": spread["basis"],
+            "padding_ratio": padding_ratio}
+
+
 def plan_training(model: str, method: str, *, seq_len: int, tokens_per_epoch: int, sequences_per_epoch: int,
                   epochs: float = 3.0, catalog_path=None, safety_margin: float = DEFAULT_MARGIN,
-                  max_micro_batch: int = MAX_MICRO_BATCH, hints: bool = True, **memory_options) -> dict:
+                  max_micro_batch: int = MAX_MICRO_BATCH, hints: bool = True, padding_ratio: float | None = None,
+                  **memory_options) -> dict:
     """The pre-check's answer: memory at max length, each card's fit / micro-batch / time / cost, the cheapest
     card that fits (recommendation), the fastest, cheaper-path hints and checkpoint sizes. JSON-serializable.
 
     tokens_per_epoch: token positions processed per epoch (padding included, after packing);
-    sequences_per_epoch: packed sequences per epoch; memory_options: TrainingSetup.build() keywords
+    sequences_per_epoch: packed sequences per epoch; padding_ratio: the share of those positions that are padding
+    (the packing summary's), which the time counts and the plan states; memory_options: TrainingSetup.build() keywords
     (grad_ckpt, attn, optimizer, lora_rank, lora_targets, micro_batch for the headline figure, ...)."""
     if tokens_per_epoch < 0 or sequences_per_epoch < 0 or epochs <= 0:
         raise ValueError("tokens_per_epoch and sequences_per_epoch must be >= 0 and epochs > 0")
@@ -367,6 +380,7 @@ def plan_training(model: str, method: str, *, seq_len: int, tokens_per_epoch: in
         "hints": _hints(spec, method, seq_len, catalog, best, total_tokens, total_sequences, safety_margin,
                         max_micro_batch, options) if hints else [],
         "checkpoint_gib": checkpoint_sizes(spec, method, headline),
+        "time_model": time_model_summary(options, padding_ratio),
     }
     return plan
 
@@ -408,8 +422,30 @@ def _choice_line(label: str, c: dict | None) -> str:
     measured = c.get("calibrated")
     trials = (f" (time x{measured['slowdown']:.2f} from {measured['points']} measured trial(s))"
               if measured else "")
+    spread = ""
+    if c.get("hours_range"):
+        (low, high), (cheap, dear) = c["hours_range"], c["cost_range"]
+        hours = (numfmt.hours(low) if numfmt.hours(low) == numfmt.hours(high)
+                 else f"{numfmt.hours(low)} to {numfmt.hours(high)}")
+        spread = f" (likely {hours}, ${cheap:,.2f} to {numfmt.cost(dear)})"
     return (f"{label}: {cards}, micro-batch {c['micro_batch']}, {numfmt.hours(c['hours'])}, "
-            f"{numfmt.cost(c['cost_usd'])}{trials}")
+            f"{numfmt.cost(c['cost_usd'])}{spread}{trials}")
+
+
+def _time_model_line(plan: dict) -> str | None:
+    """Which stack and kernels the times assume, and how sure they are."""
+    model = plan.get("time_model")
+    if not model:
+        return None
+    stack = model["stack"]
+    low, high = model["range_factors"]
+    kernels = [f"{stack['attention']} attention", f"{stack['cross_entropy']} cross-entropy"]
+    if stack["fused_kernels"]:
+        kernels.append("fused kernels")
+    padding = ("" if model.get("padding_ratio") is None
+               else f"; {model['padding_ratio']:.1%} of the token positions are padding and are timed too")
+    return (f"Times assume the {stack['framework']} stack with {', '.join(kernels)}{padding}; the likely range is "
+            f"x{low:.2f} to x{high:.2f} the planned time ({model['range_basis']}).")
 
 
 def _checkpoint_line(plan: dict) -> str:
@@ -426,7 +462,9 @@ def render_plan_markdown(plan: dict) -> str:
         lines += [f"**Approximate: {plan['approximate']}.**", ""]
     lines += [line + "  " for line in _headline_lines(plan)]
     lines += ["", f"**{_choice_line('Recommended (cheapest that fits)', plan['recommendation'])}**  ",
-              _choice_line("Fastest", plan["fastest"]), "",
+              _choice_line("Fastest", plan["fastest"]) + ("  " if _time_model_line(plan) else "")]
+    lines += [_time_model_line(plan)] if _time_model_line(plan) else []
+    lines += ["",
               table(HEADERS, [_candidate_cells(c) for c in plan["candidates"]]), "",
               table(["component", "GiB"], [[name.replace("_", " "), numfmt.gib(size)]
                                            for name, size in plan["memory"]["components"].items() if size > 0])]
@@ -447,6 +485,7 @@ def render_plan_text(plan: dict) -> str:
     lines += _headline_lines(plan) + [""] + table + [""]
     lines += [_choice_line("Recommended (cheapest that fits)", plan["recommendation"]),
               _choice_line("Fastest", plan["fastest"])]
+    lines += [_time_model_line(plan)] if _time_model_line(plan) else []
     if plan["hints"]:
         lines += ["", "Cheaper paths:"] + [f"  - {h}" for h in plan["hints"]]
     lines += ["", _checkpoint_line(plan)]
@@ -458,9 +497,11 @@ def catalog_rows(catalog: Catalog) -> list[dict]:
 
 
 def render_catalog_text(catalog: Catalog) -> str:
-    headers = ["GPU", "memory MiB", "GiB", "$/h excl. VAT", "bf16 TFLOP/s", "GB/s", "util.", "typical use"]
+    headers = ["GPU", "memory MiB", "GiB", "$/h excl. VAT", "bf16 TFLOP/s", "GB/s", "link GB/s", "matmul eff.",
+               "typical use"]
     rows = [headers] + [[g.name, str(g.memory_mib), f"{g.memory_gib:.1f}", f"{g.price_per_hour:.2f}",
-                         f"{g.bf16_tflops:g}", _fmt(g.bandwidth_gbs, "g"), f"{g.utilisation:.0%}", g.typical_use]
+                         f"{g.bf16_tflops:g}", _fmt(g.bandwidth_gbs, "g"), _fmt(g.interconnect_gbs, "g"),
+                         f"{g.utilisation:.0%}", g.typical_use]
                         for g in catalog.gpus]
     widths = [max(len(r[i]) for r in rows) for i in range(len(headers))]
     lines = ["  ".join(cell.ljust(w) for cell, w in zip(r, widths)).rstrip() for r in rows]

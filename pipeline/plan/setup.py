@@ -111,7 +111,8 @@ def preset_with(name: str, **changes) -> FrameworkPreset:
 # ---------------------------------------------------------------- the training step to estimate
 
 METHODS = ("full", "lora", "qlora")
-ATTENTION = ("sdpa", "eager")
+# fa2 is FlashAttention-2: for memory the same as SDPA's flash backend (ATTN_ALIASES), for time its own kernel
+ATTENTION = ("sdpa", "fa2", "eager")
 OPTIMIZERS = ("adamw", "adamw8bit", "paged_adamw8bit", "sgd", "adafactor")
 SHARDING = ("none", "ddp", "zero2", "zero3", "fsdp")
 PRECISIONS = ("mixed", "bf16")

@@ -42,3 +42,24 @@ def test_report_tables_survive_odd_file_names():
 
     lines = table(["file", "records"], [["in/a|b\nc.jsonl", 3]], numeric=(1,)).splitlines()
     assert lines[1] == "|---|---:|" and lines[2] == "| in/a\\|b c.jsonl | 3 |"
+
+
+def test_report_schema_takes_the_plans_time_range_and_stack():
+    """The plan part of report.schema.json: the time model's keys are described and checked."""
+    import jsonschema
+
+    from pipeline.core.schemas import load_schema
+    from pipeline.plan.gpus import plan_training
+
+    plan = plan_training("Llama-3.1-8B", "qlora", seq_len=2048, tokens_per_epoch=2_048_000, sequences_per_epoch=1000,
+                         epochs=1, hints=False, attn="fa2", padding_ratio=0.1)
+    schema = load_schema("report")
+    plan_only = jsonschema.Draft202012Validator({**schema, "required": []})
+    plan_only.validate({"plan": json.loads(json.dumps(plan))})
+    plan["time_model"]["stack"]["attention"] = "flash"
+    with pytest.raises(ValidationError):
+        plan_only.validate({"plan": plan})
+    plan["time_model"]["stack"]["attention"] = "fa2"
+    plan["recommendation"]["hours_range"] = [1.0]
+    with pytest.raises(ValidationError):
+        plan_only.validate({"plan": plan})
