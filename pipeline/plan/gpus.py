@@ -422,17 +422,20 @@ def _choice_line(label: str, c: dict | None) -> str:
     measured = c.get("calibrated")
     trials = (f" (time x{measured['slowdown']:.2f} from {measured['points']} measured trial(s))"
               if measured else "")
-    spread = ""
-    if c.get("hours_range"):
-        (low, high), (cheap, dear) = c["hours_range"], c["cost_range"]
-        hours = (numfmt.hours(low) if numfmt.hours(low) == numfmt.hours(high)
-                 else f"{numfmt.hours(low)} to {numfmt.hours(high)}")
-        spread = f" (likely {hours}, ${cheap:,.2f} to {numfmt.cost(dear)})"
+    spread = f" ({likely_range(c)})" if c.get("hours_range") else ""
     return (f"{label}: {cards}, micro-batch {c['micro_batch']}, {numfmt.hours(c['hours'])}, "
             f"{numfmt.cost(c['cost_usd'])}{spread}{trials}")
 
 
-def _time_model_line(plan: dict) -> str | None:
+def likely_range(c: dict) -> str:
+    """A candidate's time and cost range from the time model's held-out spread: "likely 2.1 h to 4.0 h, ..."."""
+    (low, high), (cheap, dear) = c["hours_range"], c["cost_range"]
+    hours = (numfmt.hours(low) if numfmt.hours(low) == numfmt.hours(high)
+             else f"{numfmt.hours(low)} to {numfmt.hours(high)}")
+    return f"likely {hours}, ${cheap:,.2f} to {numfmt.cost(dear)}"
+
+
+def time_model_line(plan: dict) -> str | None:
     """Which stack and kernels the times assume, and how sure they are."""
     model = plan.get("time_model")
     if not model:
@@ -462,8 +465,8 @@ def render_plan_markdown(plan: dict) -> str:
         lines += [f"**Approximate: {plan['approximate']}.**", ""]
     lines += [line + "  " for line in _headline_lines(plan)]
     lines += ["", f"**{_choice_line('Recommended (cheapest that fits)', plan['recommendation'])}**  ",
-              _choice_line("Fastest", plan["fastest"]) + ("  " if _time_model_line(plan) else "")]
-    lines += [_time_model_line(plan)] if _time_model_line(plan) else []
+              _choice_line("Fastest", plan["fastest"]) + ("  " if time_model_line(plan) else "")]
+    lines += [time_model_line(plan)] if time_model_line(plan) else []
     lines += ["",
               table(HEADERS, [_candidate_cells(c) for c in plan["candidates"]]), "",
               table(["component", "GiB"], [[name.replace("_", " "), numfmt.gib(size)]
@@ -485,7 +488,7 @@ def render_plan_text(plan: dict) -> str:
     lines += _headline_lines(plan) + [""] + table + [""]
     lines += [_choice_line("Recommended (cheapest that fits)", plan["recommendation"]),
               _choice_line("Fastest", plan["fastest"])]
-    lines += [_time_model_line(plan)] if _time_model_line(plan) else []
+    lines += [time_model_line(plan)] if time_model_line(plan) else []
     if plan["hints"]:
         lines += ["", "Cheaper paths:"] + [f"  - {h}" for h in plan["hints"]]
     lines += ["", _checkpoint_line(plan)]

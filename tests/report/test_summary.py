@@ -191,3 +191,24 @@ def test_report_md_and_report_html_show_the_same_figures_the_same_way():
         assert figure in md and figure in page, figure
     # and not the other way either
     assert f"{rec['hours']:.2f} h" not in page and f"max length {report['plan']['max_seq_len']}," not in md
+
+
+def test_precheck_text_report_md_and_report_html_give_the_time_range_and_the_assumed_stack():
+    """Issue 33: the plan says how sure it is: the recommended card's likely time and cost range (the time
+    model's held-out spread) and the stack and kernels the times assume, in every view."""
+    import html
+    import re
+
+    from pipeline.plan.gpus import likely_range, render_plan_text, time_model_line
+    from pipeline.report.build import render_markdown
+    from pipeline.report.html import render_html
+
+    report = _report_with_lengths_and_plan()
+    plan = report["plan"]
+    low, high = plan["recommendation"]["hours_range"]
+    assert low < plan["recommendation"]["hours"] < high
+    spread, stack = likely_range(plan["recommendation"]), time_model_line(plan)
+    assert spread.startswith("likely ") and plan["time_model"]["stack"]["framework"] in stack
+    page = html.unescape(re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", render_html(report))))
+    for view in (render_plan_text(plan), render_markdown(report), page):
+        assert spread in view and stack in view

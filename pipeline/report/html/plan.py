@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from pipeline.core.numfmt import cost, gib, hours, number
+from pipeline.plan.gpus import likely_range, time_model_line
 from pipeline.report.html.page import needs, paragraph, section, svg_gpu_costs, svg_memory, table
 
 
@@ -46,10 +47,13 @@ def gpus_section(report: dict, plan: dict) -> str:
     body = []
     if rec:
         body.append(paragraph(f"Recommended (cheapest that fits): {rec['gpu']} x{rec['count']}, micro-batch "
-                              f"{rec['micro_batch']}, {hours(rec['hours'])}, {cost(rec['cost_usd'])}.", "big"))
+                              f"{rec['micro_batch']}, {hours(rec['hours'])}, {cost(rec['cost_usd'])}"
+                              f"{_spread(rec)}.", "big"))
     if fastest:
         body.append(paragraph(f"Fastest: {fastest['gpu']} x{fastest['count']}, {hours(fastest['hours'])}, "
-                              f"{cost(fastest['cost_usd'])}."))
+                              f"{cost(fastest['cost_usd'])}{_spread(fastest)}."))
+    if time_model_line(plan):
+        body.append(paragraph(time_model_line(plan), "note"))
     body.append(svg_gpu_costs(plan.get("candidates", []), rec, fastest, "chart-gpus"))
     body.append(table(["GPU", "cards", "fits", "need / usable GiB", "micro-batch",
                        f"{plan.get('currency', 'USD')}/h per card", "time", "cost",
@@ -61,3 +65,7 @@ def gpus_section(report: dict, plan: dict) -> str:
     for h in plan.get("hints") or []:
         body.append(paragraph(h, "note"))
     return section("gpus", "".join(body))
+
+
+def _spread(choice: dict) -> str:
+    return f" ({likely_range(choice)})" if choice.get("hours_range") else ""
