@@ -77,6 +77,16 @@ def test_a_short_eval_item_quoted_whole_is_found():
                             record(1, "In which year did the first telegraph cable carry a message")]) == {"train-1"}
 
 
+def test_a_short_question_of_a_chat_eval_record_quoted_alone_is_found():
+    question = "Which planet in the solar system has the longest day"  # 10 words; the record has 12
+    index = EvalIndex.from_records([{"id": "q", "messages": [{"role": "user", "content": question},
+                                                             {"role": "assistant", "content": "Venus, probably."}],
+                                     "source": {"file": "eval.jsonl", "line": 1}}])
+    assert index.short_lengths == (10, 12)
+    assert kept_ids(index, [record(0, f"### Instruction:\n{question}?\n\n### Response:\nMercury."),
+                            record(1, "Which planet in the solar system has the shortest day")]) == {"train-1"}
+
+
 def test_a_near_duplicate_of_an_eval_record_is_dropped_as_such(index):
     """"Name the capital of Peru. Lima" has no n-gram of 8 words; a copy of it differing only in
     punctuation and case is its near duplicate (character n-grams, as dedup does short texts)."""

@@ -71,26 +71,27 @@ class EvalIndex:
 
     @classmethod
     def from_records(cls, records: Iterable[dict], ngram: int = 13, near_threshold: float = 0.8) -> EvalIndex:
-        refs, texts = [], []
+        refs, texts, turns, turn_owner = [], [], [], []
         for rec in records:
             text = fold(content_text(rec))
-            if text.strip():
-                source = rec.get("source") or {}
-                refs.append(EvalRef(source.get("file", ""), int(source.get("line") or 0), rec.get("id", "")))
-                texts.append(text)
-        hashes, owners, lengths = [], [], set()
-        for lo in range(0, len(texts), BUILD_BATCH):
-            h, o, short = _record_ngrams(texts[lo:lo + BUILD_BATCH], ngram)
-            hashes.append(h)
-            owners.append(o + lo)
-            lengths |= short
-        h = np.concatenate(hashes) if hashes else np.zeros(0, np.uint64)
-        o = np.concatenate(owners) if owners else np.zeros(0, np.int64)
+            if not text.strip():
+                continue
+            source = rec.get("source") or {}
+            refs.append(EvalRef(source.get("file", ""), int(source.get("line") or 0), rec.get("id", "")))
+            texts.append(text)
+            # each turn too, for the short ones: a short question quoted alone, without its answer, is found
+            contents = [m.get("content") or "" for m in rec.get("messages") or ()]
+            if len(contents) > 1:
+                turns += map(fold, contents)
+                turn_owner += [len(refs) - 1] * len(contents)
+        parts = [_ngrams(texts, ngram), _ngrams(turns, ngram, np.array(turn_owner, dtype=np.int64), windows=False)]
+        h, o = np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts])
         order = np.lexsort((o, h))  # by hash, then the first eval record holding it
         h, o = h[order], o[order]
         first = np.ones(len(h), dtype=bool)
         first[1:] = h[1:] != h[:-1]
-        return cls(ngram, h[first], o[first].astype(np.int32), tuple(sorted(lengths)), NearIndex.build(texts, near_threshold), refs)
+        lengths = tuple(sorted(parts[0][2] | parts[1][2]))
+        return cls(ngram, h[first], o[first].astype(np.int32), lengths, NearIndex.build(texts, near_threshold), refs)
 
     @property
     def nbytes(self) -> int:
@@ -138,12 +139,23 @@ class EvalIndex:
                    [EvalRef(**r) for r in meta["refs"]])
 
 
-def _record_ngrams(texts: list[str], ngram: int) -> tuple[np.ndarray, np.ndarray, set[int]]:
-    """(n-gram hashes, text of each, lengths of the short ones) of folded texts; a text of
-    SHORT_MIN_WORDS..ngram-1 words as one whole."""
-    words, counts = batch_words(texts)
-    windows, text = batch_windows(words, counts, ngram)
-    starts = np.cumsum(counts) - counts
-    short = np.flatnonzero((counts >= SHORT_MIN_WORDS) & (counts < ngram))
-    whole = [window_hashes(words[starts[i]:starts[i] + counts[i]], int(counts[i])) for i in short]
-    return np.concatenate([windows, *whole]), np.concatenate([text, short]), set(counts[short].tolist())
+def _ngrams(texts: list[str], ngram: int, owner: np.ndarray | None = None,
+            windows: bool = True) -> tuple[np.ndarray, np.ndarray, set[int]]:
+    """(hashes, eval record of each, lengths of the short ones) of folded texts, BUILD_BATCH at a time: their
+    n-word windows (if `windows`), and each text of SHORT_MIN_WORDS to ngram - 1 words as one window of its own
+    length. `owner`: the eval record of each text (default: its position)."""
+    hashes, owners, lengths = [], [], set()
+    for lo in range(0, len(texts), BUILD_BATCH):
+        words, counts = batch_words(texts[lo:lo + BUILD_BATCH])
+        if windows:
+            h, o = batch_windows(words, counts, ngram)
+            hashes.append(h)
+            owners.append(o + lo)
+        starts = np.cumsum(counts) - counts
+        short = np.flatnonzero((counts >= SHORT_MIN_WORDS) & (counts < ngram))
+        hashes += [window_hashes(words[starts[i]:starts[i] + counts[i]], int(counts[i])) for i in short]
+        owners.append(short + lo)
+        lengths |= set(counts[short].tolist())
+    h = np.concatenate(hashes) if hashes else np.zeros(0, np.uint64)
+    o = np.concatenate(owners) if owners else np.zeros(0, np.int64)
+    return h, (o if owner is None else owner[o]), lengths
