@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
 import re
 import sys
@@ -237,6 +238,8 @@ def main(argv=None) -> None:
         print(line, flush=True)
         lines.append(line)
 
+    log(f"bench/decontam/run.py --seed {args.seed}: {os.cpu_count()} CPU cores (times are wall clock, one process; "
+        "on a shared machine they vary by 2x between runs)\n")
     rng = random.Random(args.seed)
     contamination([8, 13, 20], rng, log)
     scale([2_000, 10_000] if args.quick else [10_000, 100_000], 20_000, rng, log)
