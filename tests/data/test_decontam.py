@@ -173,3 +173,11 @@ def test_the_config_section():
         DecontamConfig(ngram=2)
     with pytest.raises(ValueError):
         DecontamConfig(enabled=True)  # derived from eval_sets: not a setting
+
+
+@pytest.mark.parametrize("evals", [[], [{"id": "e", "text": " .,; ", "source": {"file": "e", "line": 1}}]])
+def test_an_index_without_eval_words_keeps_everything(evals):
+    index = EvalIndex.from_records(evals)
+    assert len(index.hashes) == 0
+    step = DecontamStep(index)
+    assert len(step([record(0, EVAL_TEXT), record(1, " .,; ")])) == 2 and step.stats.dropped == {}
