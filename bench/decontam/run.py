@@ -94,7 +94,8 @@ def eval_items(rng: random.Random) -> tuple[list[dict], list[str]]:
     fake.seed_instance(rng.randint(0, 1 << 30))
     seen = {f"{it['q']}\n{it['a']}" for it in items}
     other = [t for t in other if t not in seen]  # alpaca_en_demo.json holds a few items twice
-    other += [fake.paragraph(nb_sentences=5) for _ in range(300)] + [fake_ru.paragraph(nb_sentences=4) for _ in range(100)]
+    other += [fake.paragraph(nb_sentences=5) for _ in range(300)]
+    other += [fake_ru.paragraph(nb_sentences=4) for _ in range(100)]
     return items, other
 
 

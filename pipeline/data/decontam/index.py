@@ -2,9 +2,10 @@
 and the eval records' MinHash bands for near duplicates (near.py). No text is kept: hashes, and for each eval
 record its file label, line and id, which is what a removal's audit names.
 
-An eval record shorter than the window but at least SHORT_MIN_WORDS words (a short question) is indexed whole, as
-one n-gram of its own length; a training text is checked for windows of each such length too, so a training
-record that quotes a short eval item is found although the item has no n-gram of the window's length.
+An eval record shorter than the window but at least SHORT_MIN_WORDS words (a short question), and such a turn of
+a chat eval record, is indexed whole, as one n-gram of its own length; a training text is checked for windows of
+each such length too, so a training record that quotes a short eval item is found although the item has no
+n-gram of the window's length.
 """
 from __future__ import annotations
 
@@ -15,8 +16,8 @@ from typing import Iterable, Iterator
 
 import numpy as np
 
-from pipeline.core.config import PrepareConfig
-from pipeline.data.decontam.near import NearIndex
+from pipeline.core.config import DedupConfig, PrepareConfig
+from pipeline.data.decontam.near import NearIndex, signatures
 from pipeline.data.decontam.tokens import batch_windows, batch_words, fold, window_hashes
 from pipeline.data.normalize import NormalizeStep, ReadStep
 from pipeline.data.readers import InputFile, expand_inputs
@@ -71,27 +72,38 @@ class EvalIndex:
 
     @classmethod
     def from_records(cls, records: Iterable[dict], ngram: int = 13, near_threshold: float = 0.8) -> EvalIndex:
-        refs, texts, turns, turn_owner = [], [], [], []
-        for rec in records:
-            text = fold(content_text(rec))
-            if not text.strip():
-                continue
-            source = rec.get("source") or {}
-            refs.append(EvalRef(source.get("file", ""), int(source.get("line") or 0), rec.get("id", "")))
-            texts.append(text)
-            # each turn too, for the short ones: a short question quoted alone, without its answer, is found
-            contents = [m.get("content") or "" for m in rec.get("messages") or ()]
-            if len(contents) > 1:
-                turns += map(fold, contents)
-                turn_owner += [len(refs) - 1] * len(contents)
-        parts = [_ngrams(texts, ngram), _ngrams(turns, ngram, np.array(turn_owner, dtype=np.int64), windows=False)]
-        h, o = np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts])
-        order = np.lexsort((o, h))  # by hash, then the first eval record holding it
-        h, o = h[order], o[order]
-        first = np.ones(len(h), dtype=bool)
-        first[1:] = h[1:] != h[:-1]
-        lengths = tuple(sorted(parts[0][2] | parts[1][2]))
-        return cls(ngram, h[first], o[first].astype(np.int32), lengths, NearIndex.build(texts, near_threshold), refs)
+        """The index of eval records, BUILD_BATCH at a time: memory holds the arrays, not the eval texts."""
+        refs: list[EvalRef] = []
+        hashes, owners, lengths, sigs, usable = [], [], set(), [], []
+        near_cfg = DedupConfig(threshold=near_threshold)
+        for batch in _batches(records, BUILD_BATCH):
+            texts, turns, turn_owner = [], [], []
+            for rec in batch:
+                text = fold(content_text(rec))
+                if not text.strip():
+                    continue
+                source = rec.get("source") or {}
+                refs.append(EvalRef(source.get("file", ""), int(source.get("line") or 0), rec.get("id", "")))
+                texts.append(text)
+                # each turn too, for the short ones: a short question quoted alone, without its answer, is found
+                contents = [m.get("content") or "" for m in rec.get("messages") or ()]
+                if len(contents) > 1:
+                    turns += map(fold, contents)
+                    turn_owner += [len(refs) - 1] * len(contents)
+            first = len(refs) - len(texts)
+            turn_parts = _ngrams(turns, ngram, np.array(turn_owner, np.int64), windows=False)
+            for h, o, short in (_ngrams(texts, ngram, first), turn_parts):
+                hashes.append(h)
+                owners.append(o)
+                lengths |= short
+            s, u = signatures(texts, near_cfg)
+            sigs.append(s)
+            usable.append(u)
+        h, o = _first_owner(np.concatenate([np.zeros(0, np.uint64), *hashes]),
+                            np.concatenate([np.zeros(0, np.int64), *owners]))
+        near = NearIndex.build(np.concatenate([np.zeros((0, near_cfg.num_perm), np.uint32), *sigs]),
+                               np.concatenate([np.zeros(0, bool), *usable]), near_cfg)
+        return cls(ngram, h, o, tuple(sorted(lengths)), near, refs)
 
     @property
     def nbytes(self) -> int:
@@ -139,23 +151,36 @@ class EvalIndex:
                    [EvalRef(**r) for r in meta["refs"]])
 
 
-def _ngrams(texts: list[str], ngram: int, owner: np.ndarray | None = None,
+def _batches(records: Iterable[dict], size: int) -> Iterator[list[dict]]:
+    batch = []
+    for rec in records:
+        batch.append(rec)
+        if len(batch) == size:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
+
+
+def _ngrams(texts: list[str], ngram: int, owner: int | np.ndarray = 0,
             windows: bool = True) -> tuple[np.ndarray, np.ndarray, set[int]]:
-    """(hashes, eval record of each, lengths of the short ones) of folded texts, BUILD_BATCH at a time: their
-    n-word windows (if `windows`), and each text of SHORT_MIN_WORDS to ngram - 1 words as one window of its own
-    length. `owner`: the eval record of each text (default: its position)."""
-    hashes, owners, lengths = [], [], set()
-    for lo in range(0, len(texts), BUILD_BATCH):
-        words, counts = batch_words(texts[lo:lo + BUILD_BATCH])
-        if windows:
-            h, o = batch_windows(words, counts, ngram)
-            hashes.append(h)
-            owners.append(o + lo)
-        starts = np.cumsum(counts) - counts
-        short = np.flatnonzero((counts >= SHORT_MIN_WORDS) & (counts < ngram))
-        hashes += [window_hashes(words[starts[i]:starts[i] + counts[i]], int(counts[i])) for i in short]
-        owners.append(short + lo)
-        lengths |= set(counts[short].tolist())
-    h = np.concatenate(hashes) if hashes else np.zeros(0, np.uint64)
-    o = np.concatenate(owners) if owners else np.zeros(0, np.int64)
-    return h, (o if owner is None else owner[o]), lengths
+    """(hashes, eval record of each, lengths of the short ones) of folded texts: their n-word windows (if
+    `windows`), and each text of SHORT_MIN_WORDS to ngram - 1 words as one window of its own length. `owner`:
+    the eval record of the first text (the others follow it), or of each text."""
+    words, counts = batch_words(texts)
+    hashes, text = batch_windows(words, counts, ngram) if windows else (np.zeros(0, np.uint64), np.zeros(0, np.int64))
+    starts = np.cumsum(counts) - counts
+    short = np.flatnonzero((counts >= SHORT_MIN_WORDS) & (counts < ngram))
+    whole = [window_hashes(words[starts[i]:starts[i] + counts[i]], int(counts[i])) for i in short]
+    text = np.concatenate([text, short])
+    return np.concatenate([hashes, *whole]), (owner + text if np.isscalar(owner) else owner[text]), \
+        set(counts[short].tolist())
+
+
+def _first_owner(hashes: np.ndarray, owners: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each hash once, sorted, with the first eval record that holds it."""
+    order = np.lexsort((owners, hashes))
+    hashes, owners = hashes[order], owners[order]
+    first = np.ones(len(hashes), dtype=bool)
+    first[1:] = hashes[1:] != hashes[:-1]
+    return hashes[first], owners[first].astype(np.int32)

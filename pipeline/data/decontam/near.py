@@ -32,14 +32,13 @@ class NearIndex:
     sigs: np.ndarray  # (eval records, num_perm) uint32; rows of records without shingles never match
 
     @classmethod
-    def build(cls, texts: list[str], threshold: float) -> NearIndex:
-        cfg = DedupConfig(threshold=threshold)
-        bands, rows = lsh_params(cfg.num_perm, threshold, cfg.verify)
-        sigs, usable = signatures(texts, cfg)
+    def build(cls, sigs: np.ndarray, usable: np.ndarray, cfg: DedupConfig) -> NearIndex:
+        """The index of the eval records' `signatures` (sigs, usable)."""
+        bands, rows = lsh_params(cfg.num_perm, cfg.threshold, cfg.verify)
         owners = np.flatnonzero(usable).astype(np.int32)
         keys = band_hashes(sigs[owners], bands, rows).T  # (bands, m)
         order = np.argsort(keys, axis=1, kind="stable")
-        return cls(threshold, bands, rows, np.take_along_axis(keys, order, axis=1), owners[order], sigs)
+        return cls(cfg.threshold, bands, rows, np.take_along_axis(keys, order, axis=1), owners[order], sigs)
 
     @property
     def nbytes(self) -> int:

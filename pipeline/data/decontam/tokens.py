@@ -9,8 +9,8 @@ the four letters I, İ, ı, i fold to "i" everywhere: an upper-case Turkish copy
 Python-lowered one then give the same words. Russian writes ё as е as often as not: ё folds to е.
 
 Words (`words`): runs of Unicode letters, combining marks and digits; punctuation, symbols, underscores (folded
-to spaces) and whitespace separate words and are dropped, numbers are kept. Marks count as word characters so that scripts
-whose vowels are marks (Devanagari) keep their words whole.
+to spaces) and whitespace separate words and are dropped, numbers are kept. Marks count as word characters so
+that scripts whose vowels are marks (Devanagari) keep their words whole.
 """
 from __future__ import annotations
 
