@@ -110,23 +110,21 @@ class EvalIndex:
         """Memory held by the index's arrays (the refs aside: a file label, a line and an id per eval record)."""
         return self.hashes.nbytes + self.owners.nbytes + self.near.nbytes
 
-    def ngram_match(self, texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
+    def ngram_match(self, texts: list[str]) -> np.ndarray:
         """For each folded text: the eval record it shares a window with (-1: none; the one holding its first
-        shared window) and the number of its windows found in the index."""
+        shared window, the windows of the index's ngram looked at before the short lengths)."""
         found = np.full(len(texts), -1, dtype=np.int64)
-        hits = np.zeros(len(texts), dtype=np.int64)
         if not texts or not len(self.hashes):
-            return found, hits
+            return found
         words, counts = batch_words(texts)
         for n in (self.ngram, *self.short_lengths):
             windows, text = batch_windows(words, counts, n)
             pos = np.minimum(np.searchsorted(self.hashes, windows), len(self.hashes) - 1)
             hit = self.hashes[pos] == windows
-            np.add.at(hits, text[hit], 1)
             first = np.unique(text[hit], return_index=True)
             new = found[first[0]] < 0
             found[first[0][new]] = self.owners[pos[hit][first[1][new]]]
-        return found, hits
+        return found
 
     # --- on disk, for worker processes: arrays memory-mapped, refs as JSON
     def save(self, folder: str | Path) -> None:

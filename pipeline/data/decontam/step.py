@@ -26,7 +26,7 @@ class DecontamStep(Step):
     def process(self, batch: list[dict]) -> list[dict]:
         train = [i for i, r in enumerate(batch) if not r.get("_eval")]
         texts = [fold(content_text(batch[i])) for i in train]
-        match, _ = self.index.ngram_match(texts)
+        match = self.index.ngram_match(texts)
         similarity = np.full(len(train), np.nan, dtype=np.float32)
         rest = np.flatnonzero(match < 0)
         near, sim = self.index.near.match([texts[i] for i in rest])
