@@ -87,10 +87,11 @@ def build_report(cfg: PrepareConfig, shard_results: list[dict], stages: dict[str
     }
     if dedup_report is not None:
         report["dedup"] = dedup_report
-    if "quality" in stages:
+    if "read" in stages:  # with the quality step off too: its checks are shown off
         from pipeline.data.quality import quality_summary
 
-        report["quality"] = quality_summary(stages["quality"].counters, canned, cfg.quality)
+        quality = stages.get("quality")
+        report["quality"] = quality_summary(quality.counters if quality else None, canned, cfg.quality)
     if "pii" in stages:
         from pipeline.data.pii import kvkk_summary
 
