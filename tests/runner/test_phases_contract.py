@@ -1,23 +1,30 @@
 """The Step contract as the runner applies it: each phase's step list is built from the config by one function
 (pipeline/runner/steps.py), the steps built are the steps listed, each accounts for every record, the resume
 key names the same steps, and a step that is off is not in the list (no step decides on its own)."""
+import importlib
 import inspect
 import json
+from pathlib import Path
 
 import pytest
 from pydantic import ValidationError
 
 from pipeline.core.config import PrepareConfig
-from pipeline.core.step import Planned, Step, build_steps, config_key, run_steps
+from pipeline.core.step import GlobalStep, Planned, Step, build_steps, config_key, run_steps
+from pipeline.data import dedup
 from pipeline.data.normalize import Normalizer
 from pipeline.data.readers import describe
+from pipeline.data.split import read_validation_ids
 from pipeline.runner import run_prepare
-from pipeline.runner.steps import KeySinks, ShardDecisions, normalize_steps, process_steps
+from pipeline.runner.steps import KeySinks, ShardDecisions, global_steps, normalize_steps, process_steps
+from pipeline.runner.work import WorkWriter, work_paths
 
 ALL_OFF = {"clean": {"enabled": False}, "quality": {"enabled": False}, "filters": {"detect_language": False},
            "dedup": {"enabled": False}, "pii": {"enabled": False}, "lengths": {"enabled": False},
            "estimate": {"enabled": False}}
 CONFIGS = {"defaults": {}, "all_off": ALL_OFF, "strict_kvkk": {"pii": {"kvkk": "strict"}}}
+# the PII engine and the tokenizer take seconds to load: with them on, a config is in the slow tier
+TIERED = [pytest.param(name, marks=[] if name == "all_off" else [pytest.mark.slow]) for name in CONFIGS]
 ANSWERS = ["Open the settings page and choose a new password there.",
            "Orders ship within two working days of the payment.",
            "The warranty covers every part for two full years."]
@@ -44,27 +51,48 @@ def check_built(plan: list[Planned], steps: list[Step], cfg: PrepareConfig) -> N
         assert st.records_in == st.records_out + sum(st.dropped.values()) + sum(st.quarantined.values()), step.name
 
 
-@pytest.mark.parametrize("name", CONFIGS)
+@pytest.mark.parametrize("name", TIERED)
 def test_each_phase_list_runs_as_built_and_accounts_for_every_record(tmp_path, name):
-    cfg = config(tmp_path, name)
+    cfg, work = config(tmp_path, name), tmp_path / "work"
+    # phase 1: the file's steps after its reader, then the key steps writing the shard's key files
     phase1 = normalize_steps(cfg)
     normalizer = Normalizer(describe(str(write_input(tmp_path / "in.jsonl"))), cfg, plan=phase1.files)
-    written = {"keys": [], "canned": [], "langs": []}
-    key_steps = build_steps(phase1.keys, KeySinks(*(written[n].append for n in ("keys", "canned", "langs"))))
+    paths = work_paths(work, 0)
+    for path in paths.values():
+        path.parent.mkdir(parents=True)
+    writers = {kind: WorkWriter(paths[kind]) for kind in ("keys", "canned", "langs")}
+    key_steps = build_steps(phase1.keys, KeySinks(*(w.append for w in writers.values())))
     records = [r for batch in run_steps(key_steps, normalizer.batches()) for r in batch]
+    for w in writers.values():
+        w.close()
     check_built(phase1.files, normalizer.steps, cfg)
     check_built(phase1.keys, key_steps, cfg)
     assert normalizer.read.records_in == 9 and records
-    sink_of = {"KeysStep": "keys", "CannedKeysStep": "canned", "LanguageIdsStep": "langs"}
-    assert {n for n, tables in written.items() if tables} == {sink_of[p.cls.__name__] for p in phase1.keys}
 
+    # phase 2: each global step decides from the key files that phase 1's list wrote
+    shard = {"index": 0, **{f"has_{kind}": w.written for kind, w in writers.items()}}
+    decided = global_steps(cfg, tmp_path, work, [shard], has_eval=False)
+    for step in decided:
+        assert isinstance(step.run(), dict) and Path(step.decision).exists()
+    decisions = {step.name: step.decision for step in decided}
+
+    # phase 3, built with those decisions
     phase3 = process_steps(cfg, residual_rate=0.5)
-    steps = build_steps(phase3, ShardDecisions(0, False, {}, None, None, b"contract-salt", None))
+    assert set(decisions) <= {p.cls.name for p in phase3}  # every global decision has its phase-3 step
+    ids = read_validation_ids(decisions["split"]) if "split" in decisions else None
+    steps = build_steps(phase3, ShardDecisions(0, False, dedup.removed_reasons(decisions.get("dedup"), 0),
+                                               decisions.get("canned"), ids, b"contract-salt", None))
     out = [r for batch in run_steps(steps, [records]) for r in batch]
     check_built(phase3, steps, cfg)
     assert out and all(r["_split"] in ("train", "validation") for r in out)
 
 
+def test_every_step_reads_only_sections_of_the_config():
+    for cls in [*step_classes(Step), *step_classes(GlobalStep)]:
+        assert cls.name and set(cls.config_sections) <= set(PrepareConfig.model_fields), cls.__name__
+
+
+@pytest.mark.slow  # whole runs
 @pytest.mark.parametrize("name", ["defaults", "all_off"])
 def test_a_listed_step_runs_and_an_off_one_is_absent(tmp_path, name):
     cfg = config(tmp_path, name)
@@ -77,17 +105,25 @@ def test_a_listed_step_runs_and_an_off_one_is_absent(tmp_path, name):
         assert {c["setting"] for c in report["quality"]["checks"].values()} == {"off"}  # shown off, as before
 
 
-def test_no_step_decides_on_its_own_whether_it_runs():
-    import pipeline.data.pii.residual  # noqa: F401 - every step class of the package, imported
-    from pipeline.runner import steps  # noqa: F401
+STEP_MODULES = ("normalize", "clean", "quality", "lang", "split", "dedup", "pii", "pii.residual", "lengths.step",
+                "shards")
+
+
+def step_classes(base: type) -> list[type]:
+    for module in STEP_MODULES:
+        importlib.import_module(f"pipeline.data.{module}")
 
     def subclasses(cls):
         for sub in cls.__subclasses__():
             yield sub
             yield from subclasses(sub)
 
-    found = [cls for cls in subclasses(Step) if cls.__module__.startswith("pipeline.")]
-    assert len(found) >= 14
+    return [cls for cls in subclasses(base) if cls.__module__.startswith("pipeline.")]
+
+
+def test_no_step_decides_on_its_own_whether_it_runs():
+    found = step_classes(Step)
+    assert len(found) >= 15
     for cls in found:
         for method in ("process", "annotate"):
             if hasattr(cls, method):
