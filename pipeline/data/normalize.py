@@ -160,7 +160,7 @@ class Normalizer:
     def __init__(self, file: InputFile, cfg: PrepareConfig, index: int = 0, is_eval: bool = False,
                  reject: QuarantineSink | None = None, offset: int = 0, plan: list[Planned] | None = None):
         self.steps = build_steps(front_steps(cfg) if plan is None else plan, FileAt(file, index, is_eval, offset))
-        self.read_step, self.normalize_step = self.steps[:2]  # every plan of a file starts with front_steps'
+        self.read_step, self.normalize_step = self.steps[:2]  # a file's plan starts with front_steps' two
         for step in self.steps:
             step.quarantine_sink = reject
 
