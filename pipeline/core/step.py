@@ -2,9 +2,10 @@
 
 A step declares, as class attributes:
 - `name`: its stage in the report (`stages.<name>` of report.json), its progress counter and its resume entry;
-- `config_sections`: the PrepareConfig sections it reads. A shard's resume key (config_key below, used by runner/phases.py) is
-  made of these sections of the config and of the step names, so a step that starts reading another section
-  names it here and resume can never reuse work done under other settings; there is no other list.
+- `config_sections`: the PrepareConfig sections it reads. A shard's resume key (config_key below, over the
+  phase's list of runner/steps.py) is made of these sections of the config and of the step names, so a step
+  that starts reading another section names it here and resume can never reuse work done under other
+  settings; there is no other list.
 
 and implements `process(batch) -> batch`: records in, the records that go on out. A record it removes is
 counted with `self.drop(reason)` (valid, removed by a rule) or `self.quarantine(reason, line)` (unusable
@@ -16,11 +17,21 @@ so `records_in == records_out + dropped + quarantined` holds by construction), a
 counter (`self.progress`, a progress.ProgressFile, when the phase attached one).
 
 A step that is also used outside a run to annotate records counted elsewhere (LengthStep.annotate) offers
-that as a method of its own; process(batch) is the one contract. A new step is one class here or in its
-package, and one line in the list of its phase (runner/phases.py).
+that as a method of its own; process(batch) is the one contract, and `run_steps` the one way to chain steps.
+
+Whether a step runs is decided by its phase's list alone (runner/steps.py: one function per phase builds it
+from the config): a step that is off is not in the list, and no step looks at an `enabled` of its own. The list
+holds `Planned` steps, a class and how to build it, so that the resume key and the "is it on" decision read the
+same list before anything is built. A new step is one class here or in its package, and one line in the list
+of its phase.
+
+A stage decided once over the whole run from the shards' key files (dedup clustering, the canned-answer cap,
+the validation choice) is a `GlobalStep`: a name and config_sections like a Step, and run() -> its report
+section, writing the decision file its phase-3 step reads (datatrove's MinHash stages are the model).
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Callable, ClassVar, Iterable, Iterator
 
 from pipeline.core.stats import StageStats
@@ -124,9 +135,33 @@ def run_steps(steps: list[Step], batches: Iterable[list]) -> Iterator[list]:
             yield batch
 
 
-def config_key(cfg: Any, steps: Iterable[type[Step] | Step]) -> dict:
+@dataclass(frozen=True)
+class Planned:
+    """A step of a phase's list before it is built: its class (all the resume key and the contract need) and
+    how to build it from what the phase has only when it runs (`at`: the input file, the shard's decisions)."""
+    cls: type[Step]
+    build: Callable[[Any], Step]
+
+
+def build_steps(plan: Iterable[Planned], at: Any) -> list[Step]:
+    return [planned.build(at) for planned in plan]
+
+
+class GlobalStep:
+    """A stage decided once over the whole run (phase 2). Its constructor takes its config section and its
+    files (the shards' key files in, its decision file out); run() writes the decision and returns the stage's
+    report section."""
+
+    name: ClassVar[str] = ""
+    config_sections: ClassVar[tuple[str, ...]] = ()
+
+    def run(self) -> dict:
+        raise NotImplementedError
+
+
+def config_key(cfg: Any, steps: Iterable[type[Step] | Step | Planned]) -> dict:
     """The part of the config the steps read, from their `config_sections`, with the steps' names: the
     config half of a resume key."""
-    classes = [s if isinstance(s, type) else type(s) for s in steps]
+    classes = [s.cls if isinstance(s, Planned) else s if isinstance(s, type) else type(s) for s in steps]
     sections = sorted({section for cls in classes for section in cls.config_sections})
     return {"steps": [cls.name for cls in classes], "config": cfg.model_dump(include=set(sections), mode="json")}

@@ -6,7 +6,7 @@ from pipeline.core.textnorm import answer_chars, content_chars
 
 
 class CleanStep(Step):
-    """Drops records below the length floors (too_short / empty_response); passes all through when off."""
+    """Drops records below the length floors (too_short / empty_response)."""
 
     name = "clean"
     config_sections = ("clean",)
@@ -15,8 +15,6 @@ class CleanStep(Step):
         self.cfg = cfg
 
     def process(self, batch: list[dict]) -> list[dict]:
-        if not self.cfg.enabled:
-            return batch
         kept = []
         for rec in batch:
             if content_chars(rec) < self.cfg.min_chars:

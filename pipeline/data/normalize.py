@@ -1,14 +1,15 @@
-"""The first steps of a shard: read (raw rows of one input), normalize (rows to canonical records) and clean,
-and `Normalizer`, the three chained over one input file, every row accounted for in the three stages' stats
-(quarantine reasons, drop reasons)."""
+"""The first steps of a shard: read (raw rows of one input) and normalize (rows to canonical records); the front
+of phase 1 (`front_steps`: read, normalize, clean, quality) and `Normalizer`, a file's steps chained after its
+reader, every row accounted for in the stages' stats (quarantine reasons, drop reasons)."""
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Iterator
 
 from pipeline.core.config import PrepareConfig
 from pipeline.core.errors import PrepareError
 from pipeline.core.stats import StageStats
-from pipeline.core.step import QuarantineSink, Step
+from pipeline.core.step import Planned, QuarantineSink, Step, build_steps, run_steps
 from pipeline.core.textnorm import content_chars
 from pipeline.data.clean import CleanStep
 from pipeline.data.formats import (
@@ -68,7 +69,8 @@ class NormalizeStep(Step):
     not convert are quarantined with their reason, by reference only."""
 
     name = "normalize"
-    config_sections = ("formats", "read")  # read.max_record_bytes, read.max_turns
+    # read.max_record_bytes, read.max_turns; pii: whether an unknown column's name is shown (shown_column)
+    config_sections = ("formats", "read", "pii")
 
     def __init__(self, file: InputFile, cfg: PrepareConfig, index: int = 0, is_eval: bool = False, offset: int = 0):
         self.file, self.cfg, self.is_eval = file, cfg, is_eval
@@ -130,21 +132,37 @@ class NormalizeStep(Step):
         return (self.index << ORDER_SHIFT) + position
 
 
+@dataclass(frozen=True)
+class FileAt:
+    """What the steps of one input file are built with: the file, its shard and its rows' place in it."""
+    file: InputFile
+    index: int = 0
+    is_eval: bool = False
+    offset: int = 0  # the highest row number of the shard's files before this one
+
+
+def front_steps(cfg: PrepareConfig) -> list[Planned]:
+    """read -> normalize -> clean -> quality: the front of phase 1 (runner/steps.py goes on from it) and what
+    `prepare show` and the precheck read with. A step that is off is not in the list."""
+    plan = [Planned(ReadStep, lambda at: ReadStep(at.file, cfg)),
+            Planned(NormalizeStep, lambda at: NormalizeStep(at.file, cfg, at.index, at.is_eval, at.offset))]
+    if cfg.clean.enabled:
+        plan.append(Planned(CleanStep, lambda at: CleanStep(cfg.clean)))
+    if cfg.quality.enabled:
+        plan.append(Planned(QualityStep, lambda at: QualityStep(cfg.quality, cfg.clean.min_assistant_chars)))
+    return plan
+
+
 class Normalizer:
-    """read -> normalize -> clean over one input file: `batches()` yields lists of canonical records."""
+    """The steps of one input file, read first: `batches()` yields lists of canonical records. `plan` is
+    front_steps(cfg) unless given (the run's phase 1 goes on to the language step)."""
 
     def __init__(self, file: InputFile, cfg: PrepareConfig, index: int = 0, is_eval: bool = False,
-                 reject: QuarantineSink | None = None, offset: int = 0):
-        self.read_step = ReadStep(file, cfg)
-        self.normalize_step = NormalizeStep(file, cfg, index, is_eval, offset)
-        self.clean_step = CleanStep(cfg.clean)
-        self.quality_step = QualityStep(cfg.quality, cfg.clean.min_assistant_chars)
+                 reject: QuarantineSink | None = None, offset: int = 0, plan: list[Planned] | None = None):
+        self.steps = build_steps(front_steps(cfg) if plan is None else plan, FileAt(file, index, is_eval, offset))
+        self.read_step, self.normalize_step = self.steps[:2]  # a file's plan starts with front_steps' two
         for step in self.steps:
             step.quarantine_sink = reject
-
-    @property
-    def steps(self) -> list[Step]:
-        return [self.read_step, self.normalize_step, self.clean_step, self.quality_step]
 
     @property
     def reader(self) -> FileReader:
@@ -163,17 +181,8 @@ class Normalizer:
         return self.normalize_step.stats
 
     @property
-    def clean(self) -> StageStats:
-        return self.clean_step.stats
-
-    @property
     def stats(self) -> list[StageStats]:
         return [s.stats for s in self.steps]
 
     def batches(self) -> Iterator[list[dict]]:
-        for rows in self.read_step.batches():
-            records = self.normalize_step(rows)
-            records = self.clean_step(records)
-            records = self.quality_step(records) if records else records
-            if records:
-                yield records
+        return run_steps(self.steps[1:], self.read_step.batches())

@@ -20,7 +20,7 @@ import pyarrow.parquet as pq
 
 from pipeline.core.config import QualityConfig
 from pipeline.core.stats import StageStats
-from pipeline.core.step import Step
+from pipeline.core.step import GlobalStep, Step
 from pipeline.core.textnorm import normalize_text
 
 EXAMPLE_IDS = 5  # record ids kept per check and shard as examples (the report keeps the first ones)
@@ -224,8 +224,6 @@ class QualityStep(Step):
         self.cfg, self.min_answer_chars = cfg, min_answer_chars
 
     def process(self, batch: list[dict]) -> list[dict]:
-        if not self.cfg.enabled:
-            return batch
         return [rec for rec in batch if self._check(rec, self.stats)]
 
     def _check(self, rec: dict, stats: StageStats) -> bool:
@@ -321,6 +319,22 @@ def canned_keys(records: list[dict]) -> pa.Table:
                                 schema=CANNED_SCHEMA)
 
 
+class CannedKeysStep(Step):
+    """Phase 1's part of the canned-answer stage: each batch's answer keys go to `write` (the shard's canned key
+    file); the records pass unchanged. Timed into the "canned" stage; its records are counted by CannedStep."""
+
+    name = "canned"
+    config_sections = ("quality",)
+    counts_records = False
+
+    def __init__(self, write):
+        self.write = write
+
+    def process(self, batch: list[dict]) -> list[dict]:
+        self.write(canned_keys(batch))
+        return batch
+
+
 def find_canned(key_paths: list[str], cfg: QualityConfig, removed_path: str | None, drop_path: str) -> dict:
     """The global canned-answer decision from the shards' key files. An answer given in at least
     canned_min_count kept records is canned; under canned "cap" the records past the first canned_cap (in
@@ -370,6 +384,21 @@ def _fill_examples(key_paths: list[str], top: list[dict]) -> None:
         orders = entry.pop("first_orders")
         entry["chars"] = found[orders[0]][0] if orders and orders[0] in found else None
         entry["example_ids"] = [found[o][1] for o in orders if o in found]
+
+
+class CannedAnswers(GlobalStep):
+    """Phase 2's part of the canned-answer stage: the run's canned answers (find_canned) from every shard's
+    canned key file, without what dedup removed (`removed_path`, its audit); the records past the cap go to
+    the decision file CannedStep drops."""
+
+    name = "canned"
+    config_sections = ("quality",)
+
+    def __init__(self, cfg: QualityConfig, key_paths: list[str], removed_path: str | None, drop_path: str):
+        self.cfg, self.key_paths, self.removed_path, self.decision = cfg, key_paths, removed_path, drop_path
+
+    def run(self) -> dict:
+        return find_canned(self.key_paths, self.cfg, self.removed_path, self.decision)
 
 
 class CannedStep(Step):

@@ -280,7 +280,7 @@ def run_show(target: Target, n: int = 5, ids: list[str] | None = None, color: bo
     """Print the chosen records as the trainer sees them and check every record for trainable tokens."""
     cache = str(Path(os.environ.get("PREPARE_CACHE", ".cache/prepare")) / "tokens")  # the run's token cache
     # counted even where the run had the lengths step off: what is shown is what the trainer will see
-    step = LengthStep(target.lengths_cfg.model_copy(update={"enabled": True}), cache, model=target.model)
+    step = LengthStep(target.lengths_cfg, cache, model=target.model)
     handle = step.handle
     max_len = target.max_seq_len
     want = set(ids or ())

@@ -20,7 +20,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from pipeline.core.config import SplitConfig
-from pipeline.core.step import Step
+from pipeline.core.step import GlobalStep, Step
 from pipeline.data.lang import record_lang
 
 LANG_IDS_SCHEMA = pa.schema([("_order", pa.int64()), ("id", pa.string()), ("lang", pa.string())])
@@ -41,6 +41,23 @@ def lang_ids(records: list[dict]) -> pa.Table:
             [record_lang(r) or "und" for r in records])
     return pa.Table.from_arrays([pa.array(c, type=f.type) for c, f in zip(cols, LANG_IDS_SCHEMA)],
                                 schema=LANG_IDS_SCHEMA)
+
+
+class LanguageIdsStep(Step):
+    """Phase 1's part of the stratified split: each batch's (_order, id, language) go to `write` (the shard's
+    language file); the records pass unchanged. Timed into the "split" stage; its records are counted by
+    SplitStep."""
+
+    name = "split"
+    config_sections = ()
+    counts_records = False
+
+    def __init__(self, write):
+        self.write = write
+
+    def process(self, batch: list[dict]) -> list[dict]:
+        self.write(lang_ids(batch))
+        return batch
 
 
 def stratified_validation(chunks: Iterable[tuple[list[str], list[str]]], fraction: float,
@@ -110,6 +127,23 @@ def choose_validation(lang_paths: list[str], removed_paths: list[str], cfg: Spli
     pq.write_table(pa.table({"id": pa.array(sorted(ids), pa.string())}, schema=IDS_SCHEMA), ids_path,
                    compression="zstd")
     return {"method": "stratified_by_language", "languages": per_lang}
+
+
+class ValidationChoice(GlobalStep):
+    """Phase 2's part of the split stage: the stratified validation ids of the whole run (choose_validation)
+    from every shard's language file, without what dedup and the canned-answer cap removed (`removed_paths`,
+    their decision files); SplitStep reads the ids file it writes."""
+
+    name = "split"
+    config_sections = ("split",)
+
+    def __init__(self, cfg: SplitConfig, lang_paths: list[str], removed_paths: list[str | None], ids_path: str,
+                 order_shift: int):
+        self.cfg, self.lang_paths, self.decision, self.order_shift = cfg, lang_paths, ids_path, order_shift
+        self.removed_paths = removed_paths  # None for a stage that is off
+
+    def run(self) -> dict:
+        return choose_validation(self.lang_paths, self.removed_paths, self.cfg, self.decision, self.order_shift)
 
 
 def read_validation_ids(path: str) -> set[str]:

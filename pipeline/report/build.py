@@ -93,12 +93,11 @@ def build_report(cfg: PrepareConfig, shard_results: list[dict], stages: dict[str
     }
     if dedup_report is not None:
         report["dedup"] = dedup_report
-    if "quality" in stages:
-        report["quality"] = quality_summary(stages["quality"].counters, canned, cfg.quality)
+    if "read" in stages:  # with the quality step off too: its checks are shown off
+        quality = stages.get("quality")
+        report["quality"] = quality_summary(quality.counters if quality else None, canned, cfg.quality)
     if "pii" in stages:
-        from pipeline.data.pii import (
-            kvkk_summary,  # the PII package loads Presidio and torch: only for a run that had the step
-        )
+        from pipeline.data.pii import kvkk_summary  # loads Presidio and torch: only for a run with the step
 
         probe = stages.get("pii_residual")
         report["pii"] = kvkk_summary(stages["pii"].counters, cfg.pii, probe.counters if probe else None)
@@ -239,9 +238,7 @@ def render_markdown(report: dict) -> str:
         d = report["dedup"]
         out += ["## Duplicates", "", "```json", json.dumps(d.get("counts", d), indent=1)[:2000], "```", ""]
     if "pii" in report:
-        from pipeline.data.pii import (
-            render_kvkk_markdown,  # loads Presidio and torch: only when the report has a pii section
-        )
+        from pipeline.data.pii import render_kvkk_markdown  # loads Presidio and torch: only with a pii section
 
         out += ["## Personal data (KVKK)", "", render_kvkk_markdown(report["pii"]), ""]
     if "lengths" in report:

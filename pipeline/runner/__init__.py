@@ -2,16 +2,17 @@
 
     1. normalize_shard  (per input shard, parallel): read -> normalize -> clean -> quality -> language ->
                         dedup keys, canned-answer keys, (id, language)
-    2. run_dedup, run_canned, run_split  (global, from the small key files): exact + near + leakage duplicates,
+    2. run_global       (global, from the small key files, once per step): exact + near + leakage duplicates,
                         canned answers past the cap, the validation ids stratified by language
     3. process_shard    (per input shard, parallel): dedup filter -> canned cap -> pii -> lengths -> split
     4. finalize         (global): lengths summary, max length, zero-trainable check, overflow policy, Parquet
                         shards (write step), GPU plan, report, manifest (last, atomic)
     5. upload           (optional): shards, then the manifest
 
-Modules: run (run_prepare, the outline in run order), phases (the phase functions and each phase's list of
-steps), finalize (phase 4 in named parts), executor (where phases run), resume (the shard result cache and
-its keys), work (the work folder's files). Steps themselves are pipeline.core.step.Step subclasses.
+Modules: run (run_prepare, the outline in run order), steps (each phase's list of steps, built from the config
+by one function per phase), phases (the phase functions), finalize (phase 4 in named parts), executor (where
+phases run), resume (the shard result cache and its keys), work (the work folder's files). Steps themselves are
+pipeline.core.step.Step (and GlobalStep) subclasses.
 """
 from pipeline.core.errors import PrepareError
 from pipeline.runner.executor import Executor, LocalExecutor
@@ -22,9 +23,7 @@ from pipeline.runner.phases import (
                      normalize_shard,
                      plan_shards,
                      process_shard,
-                     run_canned,
-                     run_dedup,
-                     run_split,
+                     run_global,
                      upload,
 )
 from pipeline.runner.resume import code_version
@@ -33,4 +32,4 @@ from pipeline.runner.work import INTERNAL_COLUMNS, PROCESSED_COLUMNS, progress_d
 
 __all__ = ["Executor", "INTERNAL_COLUMNS", "LocalExecutor", "PROCESSED_COLUMNS", "PrepareError", "RunResult",
            "ShardTask", "check_readable", "code_version", "finalize", "normalize_shard", "plan_shards",
-           "process_shard", "progress_dir", "run_canned", "run_dedup", "run_prepare", "run_split", "upload", "work_paths"]
+           "process_shard", "progress_dir", "run_global", "run_prepare", "upload", "work_paths"]

@@ -55,7 +55,7 @@ def length_groups(processed: list[Path], inputs: list[tuple[int, str]]) -> tuple
 def lengths_summary(cfg: PrepareConfig, work_dir: str, shard_results: list[dict],
                     tokenizer_name: str | None) -> dict | None:
     """The token-length summary with the chosen max length; None without the lengths step or records."""
-    if not cfg.lengths.enabled:
+    if not any("lengths" in r["stages"] for r in shard_results):  # phase 3's list had no lengths step
         return None
     from pipeline.data.lengths.summary import summarize_lengths
     from pipeline.plan.from_lengths import max_positions

@@ -17,16 +17,17 @@ from pipeline.core.files import sha256_file
 from pipeline.core.progress import ProgressFile
 from pipeline.core.records import to_table
 from pipeline.core.stats import StageStats, merge_all
-from pipeline.core.step import Step, config_key, run_steps
+from pipeline.core.step import GlobalStep, Planned, Step, build_steps, config_key, run_steps
 from pipeline.core.textnorm import content_chars
 from pipeline.data import dedup
 from pipeline.data.lang import record_lang
 from pipeline.data.normalize import ORDER_SHIFT, Normalizer
 from pipeline.data.readers import FileReader, InputFile, UnreadableInput, expand_inputs, split_ranges
-from pipeline.data.split import SplitStep, lang_ids, read_validation_ids
+from pipeline.data.split import read_validation_ids
 from pipeline.runner import resume
 from pipeline.runner.preflight import disk_full, unsupported_files
 from pipeline.runner.rundir import is_inside, read_salt
+from pipeline.runner.steps import KeySinks, ShardDecisions, normalize_steps, process_steps, stage_names
 from pipeline.runner.work import (
     INTERNAL_COLUMNS,
     PROCESSED_COLUMNS,
@@ -172,32 +173,9 @@ def check_readable(task: ShardTask, cfg: PrepareConfig) -> tuple[ShardTask | Non
 
 # --- phase 1, per shard: read -> normalize -> clean -> quality -> language -> dedup keys --------------------
 
-def canned_on(cfg: PrepareConfig) -> bool:
-    return cfg.quality.enabled and cfg.quality.canned != "off"
-
-
-def language_steps(cfg: PrepareConfig) -> list[Step]:
-    """Phase 1's steps after the normalizer's (read, normalize, clean, quality): the language step, so that a
-    record dropped for its language is no dedup candidate and the split can be stratified by language once
-    the duplicates are known."""
-    from pipeline.data.lang import LanguageStep
-
-    return [LanguageStep(cfg.filters)] if cfg.filters.detect_language else []
-
-
-def normalize_steps(normalizer: Normalizer, cfg: PrepareConfig, keys: WorkWriter) -> list[Step]:
-    """Every step of phase 1: the last one (dedup keys) only reads the records the others leave."""
-    return [*normalizer.steps, *language_steps(cfg), dedup.KeysStep(cfg.dedup, keys.append)]
-
-
 def _normalize_key(task: ShardTask, cfg: PrepareConfig) -> str:
-    from pipeline.data.clean import CleanStep
-    from pipeline.data.normalize import NormalizeStep, ReadStep
-    from pipeline.data.quality import QualityStep
-
-    steps = [ReadStep, NormalizeStep, CleanStep, QualityStep, *map(type, language_steps(cfg)), dedup.KeysStep]
     return resume.key(resume.code_version(), [resume.input_fingerprint(f) for f in task.files], task.index,
-                      task.eval, config_key(cfg, steps))
+                      task.eval, config_key(cfg, normalize_steps(cfg).steps))
 
 
 @shard_errors("normalize")
@@ -219,13 +197,13 @@ def normalize_shard(task: ShardTask, cfg: PrepareConfig, run_dir: str, work_dir:
         p.parent.mkdir(parents=True, exist_ok=True)
     quarantine_path.parent.mkdir(parents=True, exist_ok=True)  # the folder is always there, maybe empty
     quarantine_path.unlink(missing_ok=True)  # an earlier run's; a shard without rejected rows writes none
-    out = _NormalizedOutput(paths, cfg)
-    shaping = language_steps(cfg)
+    plan = normalize_steps(cfg)
+    out = _NormalizedOutput(paths, cfg, plan.keys)
     files, offset, rows_read = [], 0, 0
     with LazyFile(quarantine_path) as quarantine:
         for f in task.files:
             with _naming(f.name):
-                part = _normalize_file(f, task, cfg, offset, shaping, out, quarantine,
+                part = _normalize_file(f, task, cfg, offset, plan.files, out, quarantine,
                                        lambda n, final=False, before=rows_read: counter.set(before + n, final))
             rows_read += part["stages"]["read"]["records_in"]
             offset = part.pop("last_order") - (task.index << ORDER_SHIFT)
@@ -236,7 +214,7 @@ def normalize_shard(task: ShardTask, cfg: PrepareConfig, run_dir: str, work_dir:
     written = out.writers
     return resume.save(work_dir, f"normalize-{task.index:05d}", key, {
         "index": task.index, "eval": task.eval, "files": files,
-        "stages": merged_stages([*(p["stages"] for p in files), {"dedup": out.keys_step.stats.to_dict()}]),
+        "stages": merged_stages([*(p["stages"] for p in files), *({s.name: s.stats.to_dict()} for s in out.steps)]),
         "records": out.records, "has_records": written["normalized"].written,
         "has_keys": written["keys"].written, "has_canned": written["canned"].written,
         "has_langs": written["langs"].written, "quarantined_rows": quarantine.lines,
@@ -248,10 +226,10 @@ class _NormalizedOutput:
     The records of small files are gathered into batches of about read.batch_size rows or batch_bytes of
     content first: a row group and a keys call per one-line file made a shard of 1,000 files take seconds."""
 
-    def __init__(self, paths: dict, cfg: PrepareConfig):
+    def __init__(self, paths: dict, cfg: PrepareConfig, key_steps: list[Planned]):
         self.cfg, self.records = cfg, 0
         self.writers = {name: WorkWriter(paths[name]) for name in ("normalized", "keys", "canned", "langs")}
-        self.keys_step = dedup.KeysStep(cfg.dedup, self.writers["keys"].append)
+        self.steps = build_steps(key_steps, KeySinks(*(self.writers[n].append for n in ("keys", "canned", "langs"))))
         self.pending: list[dict] = []
         self.pending_chars = 0
 
@@ -263,17 +241,12 @@ class _NormalizedOutput:
             self._flush()
 
     def _flush(self) -> None:
-        from pipeline.data.quality import canned_keys
-
         records, self.pending, self.pending_chars = self.pending, [], 0
         if not records:
             return
         self.writers["normalized"].append(to_table(records, INTERNAL_COLUMNS))
-        self.keys_step(records)
-        if canned_on(self.cfg):
-            self.writers["canned"].append(canned_keys(records))
-        if self.cfg.filters.detect_language:  # the language step ran: the split is stratified by it
-            self.writers["langs"].append(lang_ids(records))
+        for _passed in run_steps(self.steps, [records]):  # the key steps write; the records pass unchanged
+            pass
 
     def pending_file(self) -> str | None:
         """The one file the records not yet written come from; None when several (or none)."""
@@ -306,23 +279,19 @@ class _Progress:
         self.set = set_count
 
 
-def _normalize_file(f: InputFile, task: ShardTask, cfg: PrepareConfig, offset: int, shaping: list[Step],
+def _normalize_file(f: InputFile, task: ShardTask, cfg: PrepareConfig, offset: int, plan: list[Planned],
                     out: _NormalizedOutput, quarantine: LazyFile, set_progress) -> dict:
-    """One file of a shard through phase 1 into the shard's work files; its stats and what its reader found.
-    Its rows take the orders after `offset` (last_order: the highest it could use)."""
+    """One file of a shard through phase 1's file steps (`plan`) into the shard's work files; its stats and what
+    its reader found. Its rows take the orders after `offset` (last_order: the highest it could use)."""
     def reject(line: int, reason: str) -> None:
         quarantine.write(json.dumps({"file": f.name, "line": line, "reason": reason}) + "\n")
 
-    normalizer = Normalizer(f, cfg, task.index, task.eval, reject, offset)
+    normalizer = Normalizer(f, cfg, task.index, task.eval, reject, offset, plan)
     normalizer.read_step.progress = _Progress(set_progress)
     for records in normalizer.batches():
-        for step in shaping:
-            records = step(records)
-        if records:
-            out.add(records)
+        out.add(records)
     reader = normalizer.reader
     stages = {s.name: s.stats.to_dict() for s in normalizer.steps}
-    stages.update({s.name: s.take_stats().to_dict() for s in shaping})
     base = (task.index << ORDER_SHIFT) + offset
     return {"file": f.name, "format": normalizer.format, "encoding": reader.encoding,
             "encoding_guessed": reader.encoding_guessed, "warnings": reader.warnings, "unread": reader.unread,
@@ -339,54 +308,18 @@ def file_of_order(files: list[dict], orders) -> "np.ndarray":
 
 # --- phase 2, once: the global duplicate, canned-answer and validation decisions --------------------------
 
-def run_dedup(key_paths: list[str], cfg: PrepareConfig, work_dir: str, removed_path: str) -> dict:
-    """Global duplicate decisions from the per-shard key files; the audit file lists every removal."""
-    result = dedup.find_duplicates(key_paths, cfg.dedup, work_dir)
-    dedup.write_audit(result, removed_path)
-    ProgressFile(progress_dir(work_dir), "dedup", 0).set(result.report.get("records", 0), final=True)
-    return result.report
+PROGRESS_GLOBAL = ("dedup",)  # phase 2's steps with a progress line of their own, counted in records
 
 
-def run_canned(key_paths: list[str], cfg: PrepareConfig, removed_path: str | None, drop_path: str) -> dict:
-    """The canned answers of the whole run, from the shards' canned key files (what dedup removed is not
-    counted); drop_path lists the records past the cap for phase 3's CannedStep. Returns report.quality.canned."""
-    from pipeline.data.quality import find_canned
-
-    return find_canned(key_paths, cfg.quality, removed_path, drop_path)
-
-
-def run_split(lang_paths: list[str], cfg: PrepareConfig, removed_paths: list[str], ids_path: str) -> dict:
-    """The stratified validation ids of the whole run (split.choose_validation); returns report.split."""
-    from pipeline.data.split import choose_validation
-
-    return choose_validation(lang_paths, removed_paths, cfg.split, ids_path, ORDER_SHIFT)
+def run_global(step: GlobalStep, work_dir: str) -> dict:
+    """One step of phase 2 (steps.global_steps); returns its report section."""
+    report = step.run()
+    if step.name in PROGRESS_GLOBAL:
+        ProgressFile(progress_dir(work_dir), step.name, 0).set(report.get("records", 0), final=True)
+    return report
 
 
 # --- phase 3, per shard: dedup filter -> canned -> pii -> lengths -> split ---------------------------------
-
-def process_steps(cfg: PrepareConfig, removed: dict[int, str], has_eval: bool, salt: bytes | None,
-                  token_cache: str | None, shard_index: int = 0, canned_drop: str | None = None,
-                  validation_ids: set[str] | None = None, residual_rate: float = 0.0) -> list[Step]:
-    steps: list[Step] = [dedup.DedupFilter(removed)]
-    if canned_on(cfg):
-        from pipeline.data.quality import CannedStep
-
-        steps.append(CannedStep(canned_drop, shard_index, ORDER_SHIFT))
-    if cfg.pii.enabled:  # PII routes each record by its meta.lang (phase 1's language step)
-        from pipeline.data.pii import PiiStep
-
-        if residual_rate:  # on copies of the records the PII step gets (pipeline/data/pii/residual.py)
-            from pipeline.data.pii.residual import ResidualProbe
-
-            steps.append(ResidualProbe(cfg.pii, salt, cfg.split.seed, residual_rate))
-        steps.append(PiiStep(cfg.pii, salt=salt))
-    if cfg.lengths.enabled:
-        from pipeline.data.lengths.step import LengthStep
-
-        steps.append(LengthStep(cfg.lengths, token_cache, model=cfg.estimate.model))
-    steps.append(SplitStep(cfg.split, has_eval, validation_ids))
-    return steps
-
 
 def run_salt(cfg: PrepareConfig, work_dir: str) -> bytes:
     """The user's salt (pii.salt_env), else the run's own from work/ (rundir.ensure_salt)."""
@@ -413,12 +346,10 @@ def process_shard(task: ShardTask, cfg: PrepareConfig, work_dir: str, removed_pa
     def file_hash(path: str | None) -> str | None:  # a global decision's file: part of the resume key
         return sha256_file(path) if path and os.path.exists(path) else None
 
-    salt = run_salt(cfg, work_dir) if cfg.pii.enabled else None
+    plan = process_steps(cfg, residual_rate)
+    salt = run_salt(cfg, work_dir) if "pii" in stage_names(plan) else None
     salt_digest = hashlib.blake2b(salt, key=b"cache-key", digest_size=8).hexdigest() if salt else None
-    validation_ids = read_validation_ids(validation_path) if validation_path else None
-    steps = process_steps(cfg, dedup.removed_reasons(removed_path, task.index), has_eval, salt, token_cache,
-                          task.index, canned_drop, validation_ids, residual_rate)
-    key = resume.key(_normalize_key(task, cfg), config_key(cfg, steps), has_eval, file_hash(removed_path),
+    key = resume.key(_normalize_key(task, cfg), config_key(cfg, plan), has_eval, file_hash(removed_path),
                      salt_digest, file_hash(canned_drop), file_hash(validation_path), residual_rate)
     cached = resume.cached(work_dir, f"process-{task.index:05d}", key)
     counters = {name: ProgressFile(progress_dir(work_dir), name, task.index) for name in PROGRESS_STAGES}
@@ -426,6 +357,9 @@ def process_shard(task: ShardTask, cfg: PrepareConfig, work_dir: str, removed_pa
         for name, counter in counters.items():
             counter.set(cached["stages"].get(name, {}).get("records_in", 0), final=True)
         return cached
+    validation_ids = read_validation_ids(validation_path) if validation_path else None
+    steps = build_steps(plan, ShardDecisions(task.index, has_eval, dedup.removed_reasons(removed_path, task.index),
+                                             canned_drop, validation_ids, salt, token_cache))
     for step in steps:
         step.progress = counters.get(step.name)
     paths = work_paths(work_dir, task.index)

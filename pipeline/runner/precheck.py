@@ -9,7 +9,7 @@ import numpy as np
 
 from pipeline.core.config import PrepareConfig
 from pipeline.core.stats import StageStats
-from pipeline.data.normalize import Normalizer
+from pipeline.data.normalize import Normalizer, front_steps
 from pipeline.data.readers import expand_inputs, guessed_encoding_note
 
 
@@ -44,7 +44,7 @@ def sample_records(cfg: PrepareConfig, sample_size: int, seed: int = 0,
     sample = sample_for_precheck(records(), sample_size, seed)
     bar.close()
     counts["records"] = sample.total
-    counts["steps"] = (["normalize", "clean"] + (["quality"] if cfg.quality.enabled else [])
+    counts["steps"] = ([planned.cls.name for planned in front_steps(cfg)[1:]]  # what ran after reading
                        + (["exact dedup"] if exact else []))
     return sample.records, sample.total, counts
 

@@ -17,20 +17,20 @@ from pipeline.data.readers import guessed_encoding_note, save_names
 from pipeline.runner.executor import Executor, LocalExecutor
 from pipeline.runner.finalize import finalize
 from pipeline.runner.phases import (
+    PROGRESS_GLOBAL,
+    PROGRESS_STAGES,
     ShardTask,
-    canned_on,
     check_readable,
     normalize_shard,
     plan_shards,
     process_shard,
-    run_canned,
-    run_dedup,
-    run_split,
+    run_global,
     upload,
 )
 from pipeline.runner.preflight import refuse_empty_run
 from pipeline.runner.rundir import RunDir, check_out, ensure_salt
-from pipeline.runner.work import progress_dir, work_paths
+from pipeline.runner.steps import global_steps, process_steps, stage_names
+from pipeline.runner.work import progress_dir
 
 
 @dataclass
@@ -65,7 +65,7 @@ def run_prepare(cfg: PrepareConfig, executor: Executor | None = None, progress: 
     with RunDir(cfg.out) as rundir:
         save_names(cfg.out)  # the map of file-name labels, only with the lock held (readers.NameMap)
         rundir.wait_for_stale_workers()
-        if cfg.pii.enabled and not os.environ.get(cfg.pii.salt_env):
+        if "pii" in stage_names(process_steps(cfg)) and not os.environ.get(cfg.pii.salt_env):
             ensure_salt(rundir.work)  # read by the workers from work/; the user's own salt is never written
         own_executor = executor is None
         executor = executor or LocalExecutor(cfg.workers, progress, str(rundir.workers_lock()))
@@ -128,41 +128,28 @@ def _run(cfg: PrepareConfig, executor: Executor, rundir: RunDir, readable: list[
         log(line)
 
     # 2. once: exact, near and leakage duplicates, canned answers, the stratified validation ids
-    removed_path, dedup_report = None, None
-    if cfg.dedup.enabled:
-        key_paths = [str(work_paths(work_dir, r["index"])["keys"]) for r in results if r["has_keys"]]
-        removed_path = str(run_dir / "dedup_removed.parquet")
-        with stages({"dedup": ("dedup", "records", candidates)}):
-            dedup_report = executor.call(run_dedup, "dedup", key_paths=key_paths, cfg=cfg,
-                                         work_dir=str(work_dir), removed_path=removed_path)
-    canned_drop, canned_report = None, None
-    if canned_on(cfg):
-        canned_drop = str(work_dir / "canned_drop.parquet")
-        canned_report = executor.call(
-            run_canned, "canned", cfg=cfg, removed_path=removed_path, drop_path=canned_drop,
-            key_paths=[str(work_paths(work_dir, r["index"])["canned"]) for r in results if r["has_canned"]])
     has_eval = any(t.eval for t in readable)
-    validation_path, split_report = None, None
-    if cfg.filters.detect_language and not has_eval:  # validation inputs: no random share is taken
-        validation_path = str(work_dir / "validation_ids.parquet")
-        split_report = executor.call(
-            run_split, "split", cfg=cfg, removed_paths=[removed_path, canned_drop], ids_path=validation_path,
-            lang_paths=[str(work_paths(work_dir, r["index"])["langs"]) for r in results if r["has_langs"]])
+    decisions, reports = {}, {}
+    for step in global_steps(cfg, run_dir, work_dir, results, has_eval):
+        with stages({step.name: (step.name, "records", candidates)} if step.name in PROGRESS_GLOBAL else {}):
+            reports[step.name] = executor.call(run_global, step.name, step=step, work_dir=str(work_dir))
+        decisions[step.name] = step.decision
+    dedup_report, canned_report = reports.get("dedup"), reports.get("canned")
 
     # 3. per shard: dedup filter -> canned cap -> pii -> lengths -> split
     # absolute: workers of a cluster run in folders of their own
     token_cache = str(Path(os.environ.get("PREPARE_CACHE", ".cache/prepare")).absolute() / "tokens")
     kept = candidates - (dedup_report or {}).get("counts", {}).get("total", 0) - (canned_report or {}).get("capped", 0)
-    steps = {name: (name, "records", kept) for name, on in (("pii", cfg.pii.enabled), ("lengths", cfg.lengths.enabled))
-             if on}
-    residual_rate = cfg.pii.residual_sample / kept if cfg.pii.enabled and kept else 0.0  # probe copies per record
-    with stages(steps):
+    pii_on = "pii" in stage_names(process_steps(cfg))
+    residual_rate = cfg.pii.residual_sample / kept if pii_on and kept else 0.0  # probe copies per record
+    on = stage_names(process_steps(cfg, residual_rate))
+    with stages({name: (name, "records", kept) for name in PROGRESS_STAGES if name in on}):
         processed = executor.map(process_shard, readable, "process", cfg=cfg, work_dir=str(work_dir),
-                                 removed_path=removed_path, has_eval=has_eval, token_cache=token_cache,
-                                 canned_drop=canned_drop, validation_path=validation_path,
+                                 removed_path=decisions.get("dedup"), has_eval=has_eval, token_cache=token_cache,
+                                 canned_drop=decisions.get("canned"), validation_path=decisions.get("split"),
                                  residual_rate=residual_rate)
     shard_results = [_shard_result(a, b) for a, b in zip(results, processed)]
-    if cfg.pii.enabled:  # kvkk: strict on the measured residual risk, before any shard is written
+    if pii_on:  # kvkk: strict on the measured residual risk, before any shard is written
         from pipeline.data.pii.residual import check_residual, measured_residual
 
         check_residual(cfg.pii, measured_residual(cfg.pii, shard_results))
@@ -174,7 +161,7 @@ def _run(cfg: PrepareConfig, executor: Executor, rundir: RunDir, readable: list[
         rep = executor.call(finalize, "finalize", cfg=cfg, run_dir=str(run_dir), work_dir=str(work_dir),
                             shard_results=shard_results, dedup_report=dedup_report,
                             tokenizer_name=tokenizer_name, token_cache=token_cache, unreadable=unreadable,
-                            canned=canned_report, split=split_report)
+                            canned=canned_report, split=reports.get("split"))
     reused = sum(bool(r.get("reused")) for r in results + processed)
     if reused:
         log(f"prepare: reused {reused} shard result(s) finished by an earlier run")

@@ -421,7 +421,7 @@ def test_settings_mismatch_disabled_and_duplicate_orders(tmp_path):
     pq.write_table(D.compute_keys(recs, DedupConfig(num_perm=64)), path)
     with pytest.raises(ValueError, match="other settings"):
         D.find_duplicates([str(path)], DedupConfig(), str(tmp_path))
-    off = D.find_duplicates([str(path)], DedupConfig(enabled=False), str(tmp_path))
+    off = D.find_duplicates([str(path)], DedupConfig(exact=False, near=False), str(tmp_path))
     assert off.removed.num_rows == 0 and off.report["enabled"] is False
     pq.write_table(D.compute_keys(recs + [text_rec("x", 1)], DedupConfig()), path)
     with pytest.raises(ValueError, match="_order"):

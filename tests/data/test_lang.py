@@ -160,10 +160,10 @@ def test_the_reports_show_the_language_mix_per_source():
 def test_detection_can_be_turned_off_and_the_filters_that_need_it_are_refused():
     from pydantic import ValidationError
 
-    from pipeline.runner.phases import language_steps
+    from pipeline.runner.steps import normalize_steps
 
     def names(cfg: PrepareConfig) -> list[str]:
-        return [s.name for s in language_steps(cfg)]
+        return [planned.cls.name for planned in normalize_steps(cfg).files]
 
     assert "language" in names(PrepareConfig())
     assert "language" not in names(PrepareConfig(filters={"detect_language": False}))

@@ -226,8 +226,12 @@ def test_strict_policy_refuses_a_disabled_step():
 
     with pytest.raises(ConfigError, match="pii.kvkk: strict needs the PII step"):  # the config, not the step
         validate_config({"pii": {"enabled": False, "kvkk": "strict"}})
-    out, _ = run([text_record(f"TC {PLANTED['tckn']}")], enabled=False)
-    assert PLANTED["tckn"] in out[0]["text"]
+    # with PII off the step is not in phase 3's list (tests/runner/test_phases_contract.py): no pass-through
+    from pipeline.core.config import PrepareConfig
+    from pipeline.runner.steps import process_steps
+
+    off = PrepareConfig(inputs=["x"], out="o", pii={"enabled": False})
+    assert "pii" not in {planned.cls.name for planned in process_steps(off)}
 
 
 # ------------------------------------------------------------------------------------------ no leaks

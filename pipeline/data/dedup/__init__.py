@@ -25,6 +25,7 @@ records in a cluster with one are removed as ``validation_leak``.
 """
 from pipeline.data.dedup.clusters import (
                        REMOVED_SCHEMA,
+                       DedupClusters,
                        DedupFilter,
                        DedupResult,
                        apply_removals,
@@ -55,7 +56,8 @@ from pipeline.data.dedup.text import (
 )
 
 __all__ = [
-    "DedupFilter", "DedupResult", "KeysStep", "REMOVED_SCHEMA", "REASONS", "apply_removals", "band_hashes", "candidate_probability",
+    "DedupClusters", "DedupFilter", "DedupResult", "KeysStep", "REMOVED_SCHEMA", "REASONS", "apply_removals",
+    "band_hashes", "candidate_probability",
     "char_classes", "compute_keys", "exact_hashes", "exact_text", "find_duplicates", "key_schema", "lsh_params",
     "minhash_permutations", "minhash_signatures", "normalize_exact", "optimal_param", "params",
     "removed_reasons", "shingle_hashes", "signature_array", "trainer_text", "write_audit", "write_keys",

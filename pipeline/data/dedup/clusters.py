@@ -41,7 +41,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from pipeline.core.config import DedupConfig
-from pipeline.core.step import Step
+from pipeline.core.step import GlobalStep, Step
 from pipeline.data.dedup.params import KEY_SETTINGS, REASONS, params
 from pipeline.data.normalize import ORDER_SHIFT
 
@@ -333,7 +333,7 @@ def find_duplicates(key_paths: list[str], cfg: DedupConfig, work_dir: str) -> De
     """Exact groups, LSH candidates, verification, clusters and the keep policy over all shards' keys."""
     lap = _Laps()
     p = params(cfg)
-    if not cfg.enabled or not (cfg.exact or cfg.near):
+    if not (cfg.exact or cfg.near):
         return _empty({"enabled": False, "parameters": p})
     keys = _Keys(key_paths, cfg, p)
     n = keys.n
@@ -652,6 +652,22 @@ class DedupFilter(Step):
 
     def process(self, batch: list[dict]) -> list[dict]:
         return apply_removals(batch, self.reasons, self.stats) if self.reasons else batch
+
+
+class DedupClusters(GlobalStep):
+    """Phase 2's part of the dedup stage: exact, near and leakage duplicates over every shard's key file
+    (find_duplicates); the audit file it writes lists every removal and is what DedupFilter drops."""
+
+    name = "dedup"
+    config_sections = ("dedup",)
+
+    def __init__(self, cfg: DedupConfig, key_paths: list[str], work_dir: str, audit_path: str):
+        self.cfg, self.key_paths, self.work_dir, self.decision = cfg, key_paths, work_dir, audit_path
+
+    def run(self) -> dict:
+        result = find_duplicates(self.key_paths, self.cfg, self.work_dir)
+        write_audit(result, self.decision)
+        return result.report
 
 
 def write_audit(result: DedupResult, path: str | os.PathLike) -> str:

@@ -125,8 +125,8 @@ def write_keys(table: pa.Table, path: str | os.PathLike) -> str:
 
 
 class KeysStep(Step):
-    """Phase 1's part of the dedup stage: with dedup on, each batch's key table goes to `write` (the shard's
-    key file); the records pass unchanged. Timed into the "dedup" stage; its records are counted where duplicates are
+    """Phase 1's part of the dedup stage: each batch's key table goes to `write` (the shard's key file); the
+    records pass unchanged. Timed into the "dedup" stage; its records are counted where duplicates are
     dropped (clusters.DedupFilter)."""
 
     name = "dedup"
@@ -137,6 +137,5 @@ class KeysStep(Step):
         self.cfg, self.write = cfg, write
 
     def process(self, batch: list[dict]) -> list[dict]:
-        if self.cfg.enabled:
-            self.write(compute_keys(batch, self.cfg))
+        self.write(compute_keys(batch, self.cfg))
         return batch

@@ -178,7 +178,7 @@ class LengthStep(Step):
     def annotate(self, batch: list[dict], stats: StageStats) -> list[dict]:
         """Set rec["_tokens"] and rec["_trainable"] (from the cache where it has them), counting into `stats`:
         the step's own for the run, a separate one for records counted elsewhere (a re-measure, a preview)."""
-        if not self.cfg.enabled or not batch:
+        if not batch:
             return batch
         keys = self.keys(batch)
         found: dict[bytes, tuple[int, int]] = {}

@@ -245,8 +245,6 @@ class PiiStep(Step):
         return get_detector(self.languages)
 
     def process(self, batch: list[dict]) -> list[dict]:
-        if not self.cfg.enabled:
-            return batch
         try:
             return self._process(batch, self.stats)
         except PiiPolicyError:
