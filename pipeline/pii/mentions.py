@@ -22,6 +22,7 @@ from functools import lru_cache
 from .names import (_LAT_LO, _LAT_UP, LATIN_AMBIGUOUS, LATIN_FIRST, LATIN_LAST, LISTED_EXT, NEVER, OFFICES,
                     PLACE_BEFORE, RU_AMBIGUOUS, STOP, TITLES, TITLES_AFTER, TURKISH_WORDS, _CTX, _SURNAME_ENDINGS,
                     _sentence_initial, ru_name_kind)
+from .later import lower_case_mention, lower_case_name_words, sentence_start_name_word
 from .name_signals import common_words
 from .ru_morph import mention_forms as ru_mention_forms
 from .text import Hit, fold
@@ -187,7 +188,8 @@ class NameBook:
         sentence there."""
         if any(c.isdigit() or c in "/@:;,!?()" for c in value):
             return  # a span merged with an address or an identifier: its words are no name to look for
-        written = name_words(value)
+        typed_lower = value.islower()
+        written = name_words(value) or (lower_case_name_words(value) if typed_lower else ())
         if len(written) > 5:
             return
         if len(written) >= 3 and _RUN_ON.match(after) and not _listed(written[-1], fold(written[-1])) \
@@ -195,7 +197,8 @@ class NameBook:
             # a run that went on into the next sentence ("Yetkili kişi: Sezer Ergün Türk Telekom faturası",
             # "Получатель: Едуард Титаренко Мой заказ"): an unlisted last word is not looked for alone
             written = written[:-1]
-        if initial and len(written) >= 2 and not _listed(written[0], fold(written[0])):
+        if initial and not typed_lower and len(written) >= 2 and not _listed(written[0], fold(written[0])) \
+                and not sentence_start_name_word(fold(written[0])):
             written = written[1:]  # "Dosyayı Baysal adına açtım": the sentence's first word is no name word
         words = frozenset(fold(w) for w in written)
         if not words:
@@ -329,7 +332,8 @@ def find_mentions(text: str, book: NameBook, kept: list[Hit]) -> list[Hit]:
         if initial and key in _AMBIGUOUS and not _TITLE_OR_SUFFIX.match(text, e):
             continue  # "Rose ...", "Kara ...": a capital at a sentence start says nothing, unless a title or an
             # apostrophe suffix follows ("Deniz Hanım", "Derya'nın")
-        if text[s].islower() and (key in _AMBIGUOUS or _everyday_word(key) or not _listed_any(key)) \
+        if text[s].islower() and (key in _AMBIGUOUS or _everyday_word(key)
+                                  or not (_listed_any(key) or lower_case_mention(key))) \
                 and not _TITLE_OR_SUFFIX.match(text, e):
             continue  # "the rose is red", "çelik kapı", "anarchism": in lower case a word, unless a listed name
             # or "çelik bey", "çelik'in"

@@ -28,6 +28,7 @@ from . import ru_morph
 from .name_signals import Rarity
 from .ner import entity_spans
 from .text import NON_WORD, ContextWords, Hit, TextContext, fold, load_data, to_results
+from .tr_suffix import suffixed_names
 
 # A name found by rarity alone (no list, no context): under the 0.7 a title-cased file name needs
 # (readers.names), where every word is capitalized and capitalization says nothing ("Img Src")
@@ -387,10 +388,17 @@ class LatinNameRecognizer(PersonRecognizer):
                 i, hit = self._name_from(ctx, toks, i, titled, out)
             if hit is not None:
                 out.append(hit)
+        if "'" in ctx.text or "’" in ctx.text:
+            out += suffixed_names(ctx, toks, self.rarity, out, self._never_a_name)
         if not ctx.words.isdisjoint(_LOWER_FIRST) or not ctx.words.isdisjoint(_LOWER_INTRO_WORDS):
             lower = _lower_case_names(ctx, self.rarity, self.ambiguous)
             out += [h for h in lower if not any(o.start < h.end and h.start < o.end for o in out)]
         return out
+
+    def _never_a_name(self, key: str) -> bool:
+        """A stop word, title, office, firm, cue word or a first name that is also a word."""
+        return key in STOP or key in NEVER or key in TITLES or key in OFFICES or key in PLACE_BEFORE \
+            or key in _BRANDS or key in _CUE_WORDS or key in self.ambiguous
 
     def _namelike(self, tok: _Tok) -> bool:
         """A listed name (the gazetteer or its names-dataset extension), or a word rare as an ordinary word and

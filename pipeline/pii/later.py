@@ -1,0 +1,50 @@
+"""Which words of a name found once in a record the record-level pass (mentions.NameBook) looks for again.
+
+A word found as a person's name anywhere in a record is that person's in every casing of the record
+("eflinaz" typed in lower case two turns later), as long as it is no ordinary word: rare in Turkish and in
+English (wordfreq, name_signals.common_words). And a name that starts a sentence keeps its first word when
+that word is rare and no inflected form of a common word: "Eflinaz Harmankaya aradı" is a full name,
+"Dosyayı Harmankaya adına açtım" starts with an inflected noun ("dosya" + "yı").
+"""
+from __future__ import annotations
+
+from .name_signals import common_words
+
+_LANGS = ("tr", "en")
+
+
+def rare_word(key: str) -> bool:
+    """The folded word is common neither in Turkish nor in English."""
+    return all(key not in common_words(lang) for lang in _LANGS)
+
+
+def inflected_common(key: str) -> bool:
+    """The folded word, rare as such, is a common Turkish word plus up to five letters of suffixes
+    ("siparişinizi", "dosyayı"): a stem of four letters at least. Turkish only: an English name often starts
+    with a word ("Evander", "Quillbury")."""
+    common = common_words("tr")
+    return any(key[:k] in common for k in range(max(4, len(key) - 5), len(key)))
+
+
+def sentence_start_name_word(key: str) -> bool:
+    """A capitalized first word of a sentence that belongs to the name after it (see the module doc)."""
+    return len(key) >= 3 and rare_word(key) and not inflected_common(key)
+
+
+def lower_case_mention(key: str) -> bool:
+    """A book word that, typed in lower case elsewhere in the record, is still the person's name."""
+    return len(key) >= 4 and rare_word(key)
+
+
+def lower_case_name_words(value: str) -> tuple[str, ...]:
+    """The words of a name found in lower case ("evander quillbury"), written as a name is, so that the record's
+    capitalized mentions are found too ("Told Evander ..."); a Turkish word that starts with i both ways
+    ("İlkay", "Ilkay")."""
+    out: list[str] = []
+    for w in value.split():
+        if len(w) < 3 or not w.isalpha() or not w.islower():
+            continue
+        out.append(w[:1].upper() + w[1:])
+        if w[0] == "i":
+            out.append("İ" + w[1:])
+    return tuple(out)
