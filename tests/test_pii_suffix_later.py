@@ -110,3 +110,21 @@ def test_later_helpers():
     assert sentence_start_name_word("eflinaz") and not sentence_start_name_word("dosyayı")
     assert inflected_common("siparişinizi") and not inflected_common("kayratbek")
     assert lower_case_name_words("ilkay pendrick") == ("Ilkay", "İlkay", "Pendrick")
+
+
+# ---------------------------------------------------------------------------------------------- capitals
+@pytest.mark.parametrize("text, kept", [
+    ("DENİZ ÇELİK DÜN ARADI.", "DÜN ARADI."),  # both words are everyday words: the verb makes them a name
+    ("SİPARİŞ DENİZ ÇELİK ADINA OLUŞTURULMUŞ.", "ADINA OLUŞTURULMUŞ."),  # the cue word stays
+    ("AZ ÖNCE EFLİNAZ KAYRATBEK İLE KONUŞTUM.", "İLE KONUŞTUM."),
+    ("HAT SAHİBİ: MEHMET ÇELİK OLARAK KAYITLI.", "OLARAK KAYITLI."),  # everyday words do not join the name
+])
+def test_a_cue_makes_a_name_of_words_in_capitals(step, text, kept):
+    out = clean(step, text)[0]
+    assert left(["Deniz", "Çelik", "Eflinaz", "Kayratbek", "Mehmet"], out) == [], out
+    assert out.endswith(kept), out
+
+
+@pytest.mark.parametrize("text", ["SİPARİŞ DURUMU HAKKINDA BİLGİ İSTEDİ.", "KARGO FİRMASI ADRESİ BULAMADI DEDİ."])
+def test_everyday_words_in_capitals_before_a_verb_stay(step, text):
+    assert clean(step, text)[0] == text

@@ -28,6 +28,7 @@ from . import ru_morph
 from .name_signals import Rarity
 from .ner import entity_spans
 from .text import NON_WORD, ContextWords, Hit, TextContext, fold, load_data, to_results
+from .caps import cued_caps_name
 from .tr_suffix import suffixed_names
 
 # A name found by rarity alone (no list, no context): under the 0.7 a title-cased file name needs
@@ -380,7 +381,11 @@ class LatinNameRecognizer(PersonRecognizer):
         while i < len(toks):
             titled = _titled(ctx.text, toks, i)
             if len(toks[i].word) >= 3 and toks[i].word.isupper():
-                i, hit = self._caps_name_from(ctx, toks, i, titled)
+                at = i
+                i, hit = self._caps_name_from(ctx, toks, at, titled)
+                if hit is None:
+                    nxt, hit = cued_caps_name(ctx, toks, at, self.rarity, self._caps_cued_word)
+                    i = max(i, nxt)
             elif self._starts_no_name(ctx, toks, i, titled, surnames):
                 i += 1
                 continue
@@ -399,6 +404,13 @@ class LatinNameRecognizer(PersonRecognizer):
         """A stop word, title, office, firm, cue word or a first name that is also a word."""
         return key in STOP or key in NEVER or key in TITLES or key in OFFICES or key in PLACE_BEFORE \
             or key in _BRANDS or key in _CUE_WORDS or key in self.ambiguous
+
+    def _caps_cued_word(self, key: str) -> bool:
+        """In capitals next to a cue: a listed name, an ambiguous one too ("UMUT KAYA"), or no everyday word;
+        no stop, cue, title or office word."""
+        if key in STOP or key in NEVER or key in _CUE_WORDS or key in TITLES or key in OFFICES or key in _BRANDS:
+            return False
+        return key in LATIN_FIRST or key in LATIN_LAST or key in LISTED_EXT or not self.rarity.everyday(key)
 
     def _namelike(self, tok: _Tok) -> bool:
         """A listed name (the gazetteer or its names-dataset extension), or a word rare as an ordinary word and
@@ -421,7 +433,8 @@ class LatinNameRecognizer(PersonRecognizer):
             if tk.key in STOP or len(tk.key) < 2 or tk.word.isupper() != caps or (not caps and _acronym(tk)) \
                     or tk.key in _CUE_WORDS:
                 break
-            if not (self._caps_name_word(tk.key) or (j > i and self._caps_first_name(toks[i].key))
+            if not (self._caps_name_word(tk.key) or (j > i and self._caps_first_name(toks[i].key)
+                                                     and not self._everyday_unlisted(tk.key))
                     if caps else self._namelike(tk)):
                 break
             j += 1
@@ -433,6 +446,12 @@ class LatinNameRecognizer(PersonRecognizer):
         if key in self.ambiguous:
             return False
         return key in LATIN_FIRST or key in LATIN_LAST or key in LISTED_EXT or not self.rarity.everyday(key)
+
+    def _everyday_unlisted(self, key: str) -> bool:
+        """An everyday word that is no listed name: it does not follow a first name in capitals ("YILMAZ OLARAK
+        KAYITLI"; "MEHMET ÇELİK" keeps its listed surname)."""
+        return self.rarity.everyday(key) and key not in LATIN_LAST and key not in LATIN_FIRST \
+            and key not in LISTED_EXT
 
     def _caps_first_name(self, key: str) -> bool:
         """A listed first name that is no word: any capitalized word after it in the run is its surname
@@ -446,8 +465,8 @@ class LatinNameRecognizer(PersonRecognizer):
         HTML"). One word alone: after a title or an introduction, or a listed first name that is no word."""
         text = ctx.text
         j = self._run_of(ctx, toks, i, True)
-        if j == i and toks[i].key in LATIN_FIRST and i + 1 < len(toks) and _adjacent(text, toks[i], toks[i + 1]) \
-                and toks[i + 1].word.isupper():
+        if j == i and toks[i].key in LATIN_FIRST and toks[i].key not in _CUE_WORDS and i + 1 < len(toks) \
+                and _adjacent(text, toks[i], toks[i + 1]) and toks[i + 1].word.isupper():
             j = self._run_of(ctx, toks, i + 1, True)  # "ADA LOVELACE": a first name that is also a word, a surname
             j = i if j == i + 1 else j
         if j == i:
