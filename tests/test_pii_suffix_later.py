@@ -11,7 +11,7 @@ import pytest
 
 from pipeline.config import PiiConfig
 from pipeline.pii import PiiStep
-from pipeline.pii.later import inflected_common, lower_case_name_words, sentence_start_name_word
+from pipeline.pii.later import capitalized_forms, inflected_common, lower_case_name_words, sentence_start_name_word
 from pipeline.pii.names import LATIN_FIRST, LATIN_LAST, LISTED_EXT
 from pipeline.pii.text import fold
 from pipeline.pii.tr_suffix import CASE_SUFFIXES
@@ -127,4 +127,43 @@ def test_a_cue_makes_a_name_of_words_in_capitals(step, text, kept):
 
 @pytest.mark.parametrize("text", ["SİPARİŞ DURUMU HAKKINDA BİLGİ İSTEDİ.", "KARGO FİRMASI ADRESİ BULAMADI DEDİ."])
 def test_everyday_words_in_capitals_before_a_verb_stay(step, text):
+    assert clean(step, text)[0] == text
+
+
+def test_a_name_found_in_capitals_is_found_capitalized_later(step):
+    # "EFLİNAZ": str.lower would give "efli̇naz" (i and a combining dot), a form no text holds
+    out = clean(step, "BU HATTI EFLİNAZ KAYRATBEK KULLANIYOR.", "Eflinaz az önce tekrar yazdı.")
+    assert left(["Eflinaz", "Kayratbek", "EFLİNAZ"], " ".join(out)) == [], out
+
+
+def test_capitalized_forms():
+    assert capitalized_forms("EFLİNAZ") == ("Eflinaz",)
+    assert capitalized_forms("IŞIK") == ("Işik", "Işık")
+    assert capitalized_forms("Evander") == ("Evander",)
+
+
+# ---------------------------------------------------------------------------------------------- lone names
+@pytest.mark.parametrize("text, name", [
+    ("Tamam Eflinaz, bakıyorum.", "Eflinaz"),
+    ("Thanks Evander!", "Evander"),
+    ("Evet Kayratbek, hemen bakıyorum.", "Kayratbek"),
+])
+def test_a_rare_word_addressed_after_the_first_word_is_a_name(step, text, name):
+    out = clean(step, text)[0]
+    assert left([name], out) == [] and "<PERSON>" in out, out
+
+
+def test_a_rare_first_word_before_a_lower_case_word_is_a_name_in_turkish(step):
+    out = clean(step, "Kargo yolda. Kayratbek faturanın kopyasını istedi.")[0]
+    assert out == "Kargo yolda. <PERSON> faturanın kopyasını istedi.", out
+
+
+@pytest.mark.parametrize("text", [
+    "Summarize the following text in two sentences.",  # English: a rare first word is often an imperative
+    "Preheat the oven to 180 degrees.",
+    "In Corinth, the temple was rebuilt.",  # a place after a preposition, not a person addressed
+    "Dosyayı kapattım, bilgi verildi.",  # an inflected Turkish word starts the sentence
+    "Kargoyu teslim ettik.",
+])
+def test_rare_words_that_are_no_lone_names_stay(step, text):
     assert clean(step, text)[0] == text

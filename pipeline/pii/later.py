@@ -48,3 +48,12 @@ def lower_case_name_words(value: str) -> tuple[str, ...]:
         if w[0] == "i":
             out.append("İ" + w[1:])
     return tuple(out)
+
+
+def capitalized_forms(word: str) -> tuple[str, ...]:
+    """A name word as it is written in mixed case, from any casing: "EFLİNAZ" -> "Eflinaz" (str.lower would make
+    "İ" an i and a combining dot), "IŞIK" -> "Işık" and "Işik", "JOHN" -> "John"."""
+    if not word.isupper():
+        return (word,)
+    rest = word[1:].replace("İ", "i")
+    return tuple(dict.fromkeys((word[:1] + rest.lower(), word[:1] + rest.replace("I", "ı").lower())))

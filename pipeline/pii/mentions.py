@@ -22,7 +22,7 @@ from functools import lru_cache
 from .names import (_LAT_LO, _LAT_UP, LATIN_AMBIGUOUS, LATIN_FIRST, LATIN_LAST, LISTED_EXT, NEVER, OFFICES,
                     PLACE_BEFORE, RU_AMBIGUOUS, STOP, TITLES, TITLES_AFTER, TURKISH_WORDS, _CTX, _SURNAME_ENDINGS,
                     _sentence_initial, ru_name_kind)
-from .later import lower_case_mention, lower_case_name_words, sentence_start_name_word
+from .later import capitalized_forms, lower_case_mention, lower_case_name_words, sentence_start_name_word
 from .name_signals import common_words
 from .ru_morph import mention_forms as ru_mention_forms
 from .text import Hit, fold
@@ -207,7 +207,7 @@ class NameBook:
             self.persons.append(words)
             self.order[words] = " ".join(dict.fromkeys(fold(w) for w in written))
         for w in written:
-            self.surfaces.setdefault(fold(w), set()).add(w[:1] + w[1:].lower() if w.isupper() else w)
+            self.surfaces.setdefault(fold(w), set()).update(capitalized_forms(w))
         self._searchable = None
 
     def __bool__(self) -> bool:

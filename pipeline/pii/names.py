@@ -29,6 +29,7 @@ from .name_signals import Rarity
 from .ner import entity_spans
 from .text import NON_WORD, ContextWords, Hit, TextContext, fold, load_data, to_results
 from .caps import cued_caps_name
+from .lone_name import lone_names
 from .tr_suffix import suffixed_names
 
 # A name found by rarity alone (no list, no context): under the 0.7 a title-cased file name needs
@@ -395,6 +396,7 @@ class LatinNameRecognizer(PersonRecognizer):
                 out.append(hit)
         if "'" in ctx.text or "’" in ctx.text:
             out += suffixed_names(ctx, toks, self.rarity, out, self._never_a_name)
+        out += lone_names(ctx, toks, out, self._never_a_name, self.supported_language == "tr")
         if not ctx.words.isdisjoint(_LOWER_FIRST) or not ctx.words.isdisjoint(_LOWER_INTRO_WORDS):
             lower = _lower_case_names(ctx, self.rarity, self.ambiguous)
             out += [h for h in lower if not any(o.start < h.end and h.start < o.end for o in out)]
