@@ -167,3 +167,19 @@ def test_a_rare_first_word_before_a_lower_case_word_is_a_name_in_turkish(step):
 ])
 def test_rare_words_that_are_no_lone_names_stay(step, text):
     assert clean(step, text)[0] == text
+
+
+# ---------------------------------------------------------------------------------------------- sentence openers
+@pytest.mark.parametrize("text, kept", [
+    ("Dosyayı Kayratbek adına güncelledim.", "Dosyayı "),  # an inflected noun starts the sentence
+    ("Belgeleri Kayratbek Bey'den aldım.", "Belgeleri "),
+    ("Günaydın Eflinaz Hanım!", "Günaydın "),  # a greeting (also a Faker first name)
+])
+def test_the_first_word_of_a_sentence_that_is_a_word_is_not_replaced(step, text, kept):
+    out = clean(step, text)[0]
+    assert out.startswith(kept + "<PERSON>"), out
+
+
+def test_a_label_and_a_name_keep_the_name_whole(step):
+    out = clean(step, "Müşteri adı: Deniz Kayratbek")[0]
+    assert out == "Müşteri adı: <PERSON>", out

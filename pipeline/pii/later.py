@@ -9,6 +9,7 @@ that word is rare and no inflected form of a common word: "Eflinaz Harmankaya ar
 from __future__ import annotations
 
 from .name_signals import common_words
+from .text import fold
 
 _LANGS = ("tr", "en")
 
@@ -19,9 +20,8 @@ def rare_word(key: str) -> bool:
 
 
 def inflected_common(key: str) -> bool:
-    """The folded word, rare as such, is a common Turkish word plus up to five letters of suffixes
-    ("siparişinizi", "dosyayı"): a stem of four letters at least. Turkish only: an English name often starts
-    with a word ("Evander", "Quillbury")."""
+    """The folded word is a common Turkish word plus up to five letters of suffixes ("siparişinizi", "dosyayı"):
+    a stem of four letters at least. Turkish only: an English name often starts with a word ("Evander")."""
     common = common_words("tr")
     return any(key[:k] in common for k in range(max(4, len(key) - 5), len(key)))
 
@@ -57,3 +57,24 @@ def capitalized_forms(word: str) -> tuple[str, ...]:
         return (word,)
     rest = word[1:].replace("İ", "i")
     return tuple(dict.fromkeys((word[:1] + rest.lower(), word[:1] + rest.replace("I", "ı").lower())))
+
+
+def drop_sentence_opener(text: str, hit, listed, everyday, turkish: bool) -> object:
+    """A PERSON hit of two or more words that starts a sentence, less its first word when that word is no
+    listed name (`listed(key)`) and an everyday word (`everyday(key)`) or, in Turkish text, an inflected common
+    word: "Dosyayı Kayratbek adına", "Belgeleri Kayratbek Bey'den". A rarer common word stays: many names are
+    ("Caller: Evander Quillbury" keeps its). Not after a colon: "Müşteri adı: Umut Kaya" is a label and a name."""
+    space = text.find(" ", hit.start, hit.end)
+    if space < 0 or not _after_full_stop(text, hit.start):
+        return hit
+    key = fold(text[hit.start:space])
+    if listed(key) or not (everyday(key) or (turkish and inflected_common(key))):
+        return hit
+    return hit._replace(start=space + 1)
+
+
+def _after_full_stop(text: str, start: int) -> bool:
+    k = start - 1
+    while k >= 0 and text[k] in " \t\u00a0":
+        k -= 1
+    return k < 0 or text[k] in ".!?\n"

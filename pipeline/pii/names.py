@@ -29,6 +29,7 @@ from .name_signals import Rarity
 from .ner import entity_spans
 from .text import NON_WORD, ContextWords, Hit, TextContext, fold, load_data, to_results
 from .caps import cued_caps_name
+from .later import drop_sentence_opener
 from .lone_name import lone_names
 from .tr_suffix import suffixed_names
 
@@ -397,6 +398,8 @@ class LatinNameRecognizer(PersonRecognizer):
         if "'" in ctx.text or "’" in ctx.text:
             out += suffixed_names(ctx, toks, self.rarity, out, self._never_a_name)
         out += lone_names(ctx, toks, out, self._never_a_name, self.supported_language == "tr")
+        turkish = self.supported_language == "tr"
+        out = [drop_sentence_opener(ctx.text, h, self._listed_word, self.rarity.everyday, turkish) for h in out]
         if not ctx.words.isdisjoint(_LOWER_FIRST) or not ctx.words.isdisjoint(_LOWER_INTRO_WORDS):
             lower = _lower_case_names(ctx, self.rarity, self.ambiguous)
             out += [h for h in lower if not any(o.start < h.end and h.start < o.end for o in out)]
@@ -406,6 +409,11 @@ class LatinNameRecognizer(PersonRecognizer):
         """A stop word, title, office, firm, cue word or a first name that is also a word."""
         return key in STOP or key in NEVER or key in TITLES or key in OFFICES or key in PLACE_BEFORE \
             or key in _BRANDS or key in _CUE_WORDS or key in self.ambiguous
+
+    def _listed_word(self, key: str) -> bool:
+        """A name of the gazetteer, or of its names-dataset extension that is rare as a word ("Günaydın" is a
+        greeting first)."""
+        return key in LATIN_FIRST or key in LATIN_LAST or (key in LISTED_EXT and self.rarity.rare(key))
 
     def _caps_cued_word(self, key: str) -> bool:
         """In capitals next to a cue: a listed name, an ambiguous one too ("UMUT KAYA"), or no everyday word;
