@@ -183,3 +183,30 @@ def test_the_first_word_of_a_sentence_that_is_a_word_is_not_replaced(step, text,
 def test_a_label_and_a_name_keep_the_name_whole(step):
     out = clean(step, "Müşteri adı: Deniz Kayratbek")[0]
     assert out == "Müşteri adı: <PERSON>", out
+
+
+# ---------------------------------------------------------------------------------------------- lower case
+def test_a_labelled_lower_case_name_keeps_a_second_word_that_is_a_rarer_common_word(step):
+    out = clean(step, "customer name: evander lantern\nok, thanks")[0]
+    assert out == "customer name: <PERSON>\nok, thanks", out
+
+
+def test_two_lower_case_words_before_a_calling_verb(step):
+    assert clean(step, "faith adkins asked for a refund.")[0] == "<PERSON> asked for a refund."
+
+
+@pytest.mark.parametrize("text", ["faturanın kopyasını istedi.", "the customer asked for a refund.",
+                                  "sipariş durumu hakkında bilgi istedi."])
+def test_ordinary_lower_case_words_before_a_calling_verb_stay(step, text):
+    assert clean(step, text)[0] == text
+
+
+def test_pair_before_verb():
+    from pipeline.pii.lower_cue import ends_value, pair_before_verb
+    from pipeline.pii.name_signals import Rarity
+    from pipeline.pii.names import STOP, _listed_name
+
+    rarity = Rarity("tr")
+    assert pair_before_verb("eflinaz", "kayratbek", rarity, STOP, _listed_name, frozenset())
+    assert not pair_before_verb("faturanın", "kopyasını", rarity, STOP, _listed_name, frozenset())
+    assert ends_value("ad: x y", 7) and ends_value("ad: x y, z", 7) and not ends_value("ad: x y z", 7)

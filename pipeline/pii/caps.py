@@ -1,15 +1,16 @@
-"""Names in text written in capitals, by context: "UMUT KAYA DÜN ARADI", "MÜŞTERİ ADI: SAVAŞ YILMAZ".
+"""Names in text written in capitals, by context: "DENİZ ÇELİK DÜN ARADI", "MÜŞTERİ ADI: DENİZ ÇELİK".
 
-In capitals a capital letter says nothing, and the words of many names are everyday words too ("Umut" hope,
-"Kaya" rock, "Yılmaz"), so the list-and-rarity rules of names.LatinNameRecognizer miss them there. A cue does
-not care about case: two or three adjacent words in capitals right after a strong introduction or title, or
-right before a calling verb, a cue after a name ("ADINA", "İLE KONUŞTUM") or Bey/Hanım, are a name when each is
-a listed name (an ambiguous one too) or no everyday word, and none is a stop, cue or title word ("BİLGİ İSTEDİ"
-is no name). The run is the two words nearest the cue; a third joins only
-when it is rare as a word ("SABAH X Y TEKRAR YAZDI": "SABAH" is no name's).
+In capitals a capital letter says nothing, and the words of many names are everyday words too ("Deniz" sea,
+"Çelik" steel), so the list-and-rarity rules of names.LatinNameRecognizer miss them there. A cue does not
+care about case: two or three adjacent words in capitals right after a strong introduction or title, or right
+before a calling verb, a cue after a name ("ADINA", "İLE KONUŞTUM") or Bey/Hanım, are a name when each is a
+listed name (an ambiguous one too) or no everyday word, and none is a stop, cue or title word ("BİLGİ İSTEDİ"
+is no name). The run is the two words nearest the cue; a third joins only when it is rare as a word ("SABAH X
+Y TEKRAR YAZDI": "SABAH" is no name's).
 
 The other half: in capitals, an everyday word that is no listed name does not join the run after a listed first
-name ("YILMAZ OLARAK KAYITLI" is no name), and a cue word never starts one ("ADINA" is also a first name).
+name ("MEHMET ÇELİK OLARAK KAYITLI": "OLARAK" is no name's), and a cue word never starts one ("ADINA" is also a
+first name).
 """
 from __future__ import annotations
 

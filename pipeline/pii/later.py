@@ -63,7 +63,7 @@ def drop_sentence_opener(text: str, hit, listed, everyday, turkish: bool) -> obj
     """A PERSON hit of two or more words that starts a sentence, less its first word when that word is no
     listed name (`listed(key)`) and an everyday word (`everyday(key)`) or, in Turkish text, an inflected common
     word: "Dosyayı Kayratbek adına", "Belgeleri Kayratbek Bey'den". A rarer common word stays: many names are
-    ("Caller: Evander Quillbury" keeps its). Not after a colon: "Müşteri adı: Umut Kaya" is a label and a name."""
+    ("Caller: Evander Quillbury" keeps its). Not after a colon: "Müşteri adı: Deniz Çelik" is a label and a name."""
     space = text.find(" ", hit.start, hit.end)
     if space < 0 or not _after_full_stop(text, hit.start):
         return hit

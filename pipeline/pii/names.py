@@ -31,6 +31,7 @@ from .text import NON_WORD, ContextWords, Hit, TextContext, fold, load_data, to_
 from .caps import cued_caps_name
 from .later import drop_sentence_opener
 from .lone_name import lone_names
+from .lower_cue import ends_value, labelled_second_word, pair_before_verb
 from .tr_suffix import suffixed_names
 
 # A name found by rarity alone (no list, no context): under the 0.7 a title-cased file name needs
@@ -416,7 +417,7 @@ class LatinNameRecognizer(PersonRecognizer):
         return key in LATIN_FIRST or key in LATIN_LAST or (key in LISTED_EXT and self.rarity.rare(key))
 
     def _caps_cued_word(self, key: str) -> bool:
-        """In capitals next to a cue: a listed name, an ambiguous one too ("UMUT KAYA"), or no everyday word;
+        """In capitals next to a cue: a listed name, an ambiguous one too ("DENİZ ÇELİK"), or no everyday word;
         no stop, cue, title or office word."""
         if key in STOP or key in NEVER or key in _CUE_WORDS or key in TITLES or key in OFFICES or key in _BRANDS:
             return False
@@ -458,8 +459,8 @@ class LatinNameRecognizer(PersonRecognizer):
         return key in LATIN_FIRST or key in LATIN_LAST or key in LISTED_EXT or not self.rarity.everyday(key)
 
     def _everyday_unlisted(self, key: str) -> bool:
-        """An everyday word that is no listed name: it does not follow a first name in capitals ("YILMAZ OLARAK
-        KAYITLI"; "MEHMET ÇELİK" keeps its listed surname)."""
+        """An everyday word that is no listed name: it does not follow a first name in capitals ("MEHMET ÇELİK
+        OLARAK KAYITLI": "ÇELİK" is a listed surname, "OLARAK" none)."""
         return self.rarity.everyday(key) and key not in LATIN_LAST and key not in LATIN_FIRST \
             and key not in LISTED_EXT
 
@@ -749,6 +750,10 @@ def _lower_name_word(key: str, rarity: Rarity, ambiguous: frozenset, cued: bool 
 _NOT_LOWER_NAME = frozenset("the and bir ile için gibi".split())
 
 
+def _listed_name(key: str) -> bool:
+    return key in LATIN_FIRST or key in LATIN_LAST or key in LISTED_EXT
+
+
 def _introduced_lower_case(ctx: TextContext, rarity: Rarity, ambiguous: frozenset) -> list[Hit]:
     norm, text = ctx.norm, ctx.text
     out = []
@@ -756,7 +761,8 @@ def _introduced_lower_case(ctx: TextContext, rarity: Rarity, ambiguous: frozense
         if not text[m.start(1)].islower() or not _lower_name_word(m.group(1), rarity, ambiguous, True):
             continue
         e = m.end(1)
-        if m.group(2) and _lower_name_word(m.group(2), rarity, ambiguous, True):
+        if m.group(2) and (_lower_name_word(m.group(2), rarity, ambiguous, True)
+                           or (ends_value(norm, m.end(2)) and labelled_second_word(m.group(2), rarity, STOP))):
             e = m.end(2)
         elif m.group(1) in ambiguous:
             continue  # "ben evde değilim": a word that is also a name, alone after a cue, is the word
@@ -766,7 +772,9 @@ def _introduced_lower_case(ctx: TextContext, rarity: Rarity, ambiguous: frozense
             w = _LOWER_WORD_BEFORE.search(norm, max(0, m.start() - 60), m.start())
             if w is None or not text[w.start(1)].islower() or (w.start(1) > 0 and norm[w.start(1) - 1].isalnum()):
                 continue
-            if _lower_name_word(w.group(1), rarity, ambiguous) and _lower_name_word(w.group(2), rarity, ambiguous):
+            if (_lower_name_word(w.group(1), rarity, ambiguous) and _lower_name_word(w.group(2), rarity, ambiguous)) \
+                    or pair_before_verb(w.group(1), w.group(2), rarity, STOP | _NOT_LOWER_NAME, _listed_name,
+                                        ambiguous):
                 out.append(Hit(w.start(1), w.end(2), "PERSON", 0.7, "gazetteer"))
     if len(out) < 2:
         return out
