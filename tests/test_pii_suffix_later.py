@@ -107,8 +107,9 @@ def test_an_everyday_word_of_a_name_stays_in_lower_case(step):
 
 
 def test_later_helpers():
-    assert sentence_start_name_word("eflinaz") and not sentence_start_name_word("dosyayı")
+    assert sentence_start_name_word("eflinaz") and not sentence_start_name_word(fold("dosyayı"))  # folded keys
     assert inflected_common("siparişinizi") and not inflected_common("kayratbek")
+    assert inflected_common(fold("kopyasını")) and not inflected_common(fold("karagöz"))  # a compound: no suffix
     assert lower_case_name_words("ilkay pendrick") == ("Ilkay", "İlkay", "Pendrick")
 
 
@@ -208,5 +209,5 @@ def test_pair_before_verb():
 
     rarity = Rarity("tr")
     assert pair_before_verb("eflinaz", "kayratbek", rarity, STOP, _listed_name, frozenset())
-    assert not pair_before_verb("faturanın", "kopyasını", rarity, STOP, _listed_name, frozenset())
+    assert not pair_before_verb(fold("faturanın"), fold("kopyasını"), rarity, STOP, _listed_name, frozenset())
     assert ends_value("ad: x y", 7) and ends_value("ad: x y, z", 7) and not ends_value("ad: x y z", 7)

@@ -8,6 +8,8 @@ that word is rare and no inflected form of a common word: "Eflinaz Harmankaya ar
 """
 from __future__ import annotations
 
+import re
+
 from .name_signals import common_words
 from .text import fold
 
@@ -19,11 +21,19 @@ def rare_word(key: str) -> bool:
     return all(key not in common_words(lang) for lang in _LANGS)
 
 
+# a chain of Turkish inflectional suffixes, in folded spelling (ı is i): case, possessive, plural, -lik
+_SUFFIX_CHAIN = re.compile(r"(?:[yns]?[iuü]|[yn]?[ae]|l[ae]r|n?[dt][ae]n?|[iuü]?n|[iuü]?m|[iuü]?n[iuü]z|[iuü]m[iuü]z"
+                           r"|y?l[ae]|[cç][ae]|ki|l[iuü][kğ])+")
+
+
 def inflected_common(key: str) -> bool:
-    """The folded word is a common Turkish word plus up to five letters of suffixes ("siparişinizi", "dosyayı"):
-    a stem of four letters at least. Turkish only: an English name often starts with a word ("Evander")."""
+    """The folded word is a common Turkish word and a chain of inflectional suffixes ("siparişinizi", "dosyayı",
+    "aboneliğini"): a stem of four letters at least, six letters of suffixes at most. Not a compound of common
+    words, as many surnames are ("Karagöz": "kara" + "göz"). Turkish only: an English name often starts with a
+    word ("Evander")."""
     common = common_words("tr")
-    return any(key[:k] in common for k in range(max(4, len(key) - 5), len(key)))
+    return any(key[:k] in common and _SUFFIX_CHAIN.fullmatch(key, k) is not None
+               for k in range(max(4, len(key) - 6), len(key)))
 
 
 def sentence_start_name_word(key: str) -> bool:
