@@ -211,3 +211,9 @@ def test_pair_before_verb():
     assert pair_before_verb("eflinaz", "kayratbek", rarity, STOP, _listed_name, frozenset())
     assert not pair_before_verb(fold("faturanın"), fold("kopyasını"), rarity, STOP, _listed_name, frozenset())
     assert ends_value("ad: x y", 7) and ends_value("ad: x y, z", 7) and not ends_value("ad: x y z", 7)
+
+
+def test_a_signature_under_a_closing_formula_keeps_its_first_word(step):
+    # "Bahar" is also a word (spring); under "Saygılarımla," the line is a name, not a sentence
+    out = clean(step, "Saygılarımla,\nBahar Kayratbek")[0]
+    assert out == "Saygılarımla,\n<PERSON>", out

@@ -69,13 +69,15 @@ def capitalized_forms(word: str) -> tuple[str, ...]:
     return tuple(dict.fromkeys((word[:1] + rest.lower(), word[:1] + rest.replace("I", "ı").lower())))
 
 
-def drop_sentence_opener(text: str, hit, listed, everyday, turkish: bool) -> object:
+def drop_sentence_opener(text: str, hit, listed, everyday, turkish: bool, signed) -> object:
     """A PERSON hit of two or more words that starts a sentence, less its first word when that word is no
     listed name (`listed(key)`) and an everyday word (`everyday(key)`) or, in Turkish text, an inflected common
     word: "Dosyayı Kayratbek adına", "Belgeleri Kayratbek Bey'den". A rarer common word stays: many names are
-    ("Caller: Evander Quillbury" keeps its). Not after a colon: "Müşteri adı: Deniz Çelik" is a label and a name."""
+    ("Caller: Evander Quillbury" keeps its). Not after a colon: "Müşteri adı: Deniz Çelik" is a label and a name;
+    not under a closing formula (`signed(start)`: "Saygılarımla,\nDeniz Çelik") or a line that ends with a
+    comma: a signature is a name alone."""
     space = text.find(" ", hit.start, hit.end)
-    if space < 0 or not _after_full_stop(text, hit.start):
+    if space < 0 or not _after_full_stop(text, hit.start) or signed(hit.start):
         return hit
     key = fold(text[hit.start:space])
     if listed(key) or not (everyday(key) or (turkish and inflected_common(key))):
@@ -84,7 +86,11 @@ def drop_sentence_opener(text: str, hit, listed, everyday, turkish: bool) -> obj
 
 
 def _after_full_stop(text: str, start: int) -> bool:
+    """`start` begins the text, a sentence after . ! ? or a line whose line above does not end with a comma."""
     k = start - 1
     while k >= 0 and text[k] in " \t\u00a0":
         k -= 1
-    return k < 0 or text[k] in ".!?\n"
+    if k >= 0 and text[k] == "\n":
+        above = text[:k].rstrip(" \t\u00a0\r\n")
+        return not above.endswith(",")
+    return k < 0 or text[k] in ".!?"

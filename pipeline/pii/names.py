@@ -400,7 +400,8 @@ class LatinNameRecognizer(PersonRecognizer):
             out += suffixed_names(ctx, toks, self.rarity, out, self._never_a_name)
         out += lone_names(ctx, toks, out, self._never_a_name, self.supported_language == "tr")
         turkish = self.supported_language == "tr"
-        out = [drop_sentence_opener(ctx.text, h, self._listed_word, self.rarity.everyday, turkish) for h in out]
+        out = [drop_sentence_opener(ctx.text, h, self._listed_word, self.rarity.everyday, turkish,
+                                    lambda start: _signoff_above(ctx.norm, start)) for h in out]
         if not ctx.words.isdisjoint(_LOWER_FIRST) or not ctx.words.isdisjoint(_LOWER_INTRO_WORDS):
             lower = _lower_case_names(ctx, self.rarity, self.ambiguous)
             out += [h for h in lower if not any(o.start < h.end and h.start < o.end for o in out)]
