@@ -16,9 +16,14 @@ from .text import fold
 _LANGS = ("tr", "en")
 
 
+_COMMON_TR_EN: list = []  # the union of the two lists, built on first use (one lookup per word, not two)
+
+
 def rare_word(key: str) -> bool:
     """The folded word is common neither in Turkish nor in English."""
-    return all(key not in common_words(lang) for lang in _LANGS)
+    if not _COMMON_TR_EN:
+        _COMMON_TR_EN.append(frozenset().union(*(common_words(lang) for lang in _LANGS)))
+    return key not in _COMMON_TR_EN[0]
 
 
 # a chain of Turkish inflectional suffixes, in folded spelling (ı is i): case, possessive, plural, -lik

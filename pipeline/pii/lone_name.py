@@ -34,8 +34,8 @@ def lone_names(ctx, toks: list, taken: list[Hit], not_a_name, subject: bool) -> 
     n = len(toks)
     for i, t in enumerate(toks):
         key = t.key
-        if len(key) < 4 or not t.word[1:].islower() or t.full_end != t.end:
-            continue
+        if len(key) < 4 or t.full_end != t.end or not t.word[1:].islower() or not rare_word(key):
+            continue  # most capitalized words are common words: the cheap tests first
         if (i > 0 and _adjacent(text, toks[i - 1], t) and not _sentence_initial(text, toks[i - 1].start)) \
                 or (i + 1 < n and _adjacent(text, t, toks[i + 1])):
             continue  # part of a run of capitalized words: the recognizer decides on the run
@@ -45,7 +45,7 @@ def lone_names(ctx, toks: list, taken: list[Hit], not_a_name, subject: bool) -> 
                 continue
         elif not (after[:1] in (",", "!") and _second_word(text, t.start)):
             continue
-        if not rare_word(key) or inflected_common(key) or not_a_name(key):
+        if inflected_common(key) or not_a_name(key):
             continue
         if any(h.start < t.end and t.start < h.end for h in taken):
             continue
