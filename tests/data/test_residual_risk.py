@@ -169,7 +169,7 @@ def test_summary_schema_and_strict_threshold():
     assert measured["recall"] == 0.985 and est["share"] == 0.03 and est["records"] == 6000
     assert (est["low"], est["high"]) == tuple(round(x, 4) for x in wilson(3, 100))
     assert measured["by_language"]["tr"]["by_shape"]["greeting"]["recall"] == 0.975
-    assert "3.0% of 100 probe copies" in measured_line(measured) and "180 of 6,000" in measured_line(measured)
+    assert "3.00% of 100 probe copies" in measured_line(measured) and "180 of 6,000" in measured_line(measured)
     report = {"counts": {"input": 0, "kept": 0, "rows": 0, "quarantined": 0, "quarantined_by_reason": {},
                          "dropped": {}, "splits": {"train": 0, "validation": 0}},
               "files": {}, "unreadable_inputs": [], "stages": {}, "shards": {"count": 0, "bytes": 0},

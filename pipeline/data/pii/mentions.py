@@ -19,6 +19,12 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
+from pipeline.data.pii.later import (
+    capitalized_forms,
+    lower_case_mention,
+    lower_case_name_words,
+    sentence_start_name_word,
+)
 from pipeline.data.pii.name_signals import common_words
 from pipeline.data.pii.names import (
     CONTEXT_WORDS,
@@ -204,7 +210,8 @@ class NameBook:
         sentence there."""
         if any(c.isdigit() or c in "/@:;,!?()" for c in value):
             return  # a span merged with an address or an identifier: its words are no name to look for
-        written = name_words(value)
+        typed_lower = value.islower()
+        written = name_words(value) or (lower_case_name_words(value) if typed_lower else ())
         if len(written) > 5:
             return
         if len(written) >= 3 and _RUN_ON.match(after) and not _listed(written[-1], fold(written[-1])) \
@@ -212,7 +219,8 @@ class NameBook:
             # a run that went on into the next sentence ("Yetkili kişi: Sezer Ergün Türk Telekom faturası",
             # "Получатель: Едуард Титаренко Мой заказ"): an unlisted last word is not looked for alone
             written = written[:-1]
-        if initial and len(written) >= 2 and not _listed(written[0], fold(written[0])):
+        if initial and not typed_lower and len(written) >= 2 and not _listed(written[0], fold(written[0])) \
+                and not sentence_start_name_word(fold(written[0])):
             written = written[1:]  # "Dosyayı Baysal adına açtım": the sentence's first word is no name word
         words = frozenset(fold(w) for w in written)
         if not words:
@@ -221,7 +229,7 @@ class NameBook:
             self.persons.append(words)
             self.order[words] = " ".join(dict.fromkeys(fold(w) for w in written))
         for w in written:
-            self.surfaces.setdefault(fold(w), set()).add(w[:1] + w[1:].lower() if w.isupper() else w)
+            self.surfaces.setdefault(fold(w), set()).update(capitalized_forms(w))
         self._searchable = None
 
     def __bool__(self) -> bool:
@@ -346,7 +354,8 @@ def find_mentions(text: str, book: NameBook, kept: list[Hit]) -> list[Hit]:
         if initial and key in _AMBIGUOUS and not _TITLE_OR_SUFFIX.match(text, e):
             continue  # "Rose ...", "Kara ...": a capital at a sentence start says nothing, unless a title or an
             # apostrophe suffix follows ("Deniz Hanım", "Derya'nın")
-        if text[s].islower() and (key in _AMBIGUOUS or _everyday_word(key) or not _listed_any(key)) \
+        if text[s].islower() and (key in _AMBIGUOUS or _everyday_word(key)
+                                  or not (_listed_any(key) or lower_case_mention(key))) \
                 and not _TITLE_OR_SUFFIX.match(text, e):
             continue  # "the rose is red", "çelik kapı", "anarchism": in lower case a word, unless a listed name
             # or "çelik bey", "çelik'in"

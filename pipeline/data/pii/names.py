@@ -20,14 +20,42 @@ import re
 import threading
 from collections import OrderedDict
 from functools import lru_cache
-from typing import NamedTuple
 
 from presidio_analyzer import LocalRecognizer
 
 from pipeline.data.pii import ru_morph
+from pipeline.data.pii.caps import cued_caps_name
+from pipeline.data.pii.later import drop_sentence_opener
+from pipeline.data.pii.lone_name import lone_names
+from pipeline.data.pii.lower_cue import ends_value, labelled_second_word, pair_before_verb
+from pipeline.data.pii.name_context import (
+    CONTEXT_WORDS,
+    CUES_AFTER,
+    PHRASES_STRONG,
+    ROLES,
+    THING_BEFORE,
+    TITLES,
+    TITLES_AFTER,
+    VERBS_AFTER,
+    Token,
+    adjacent_words,
+    after_title,
+    context_before,
+    cue_after,
+    norm_phrase,
+    phrase_before,
+    role_before,
+    sentence_initial,
+    signoff_above,
+    strong_before,
+    title_after,
+    verb_after,
+    word_before_in,
+)
 from pipeline.data.pii.name_signals import Rarity
 from pipeline.data.pii.ner import entity_spans
 from pipeline.data.pii.text import NON_WORD, ContextWords, Hit, TextContext, fold, load_data, to_results
+from pipeline.data.pii.tr_suffix import suffixed_names
 
 # A name found by rarity alone (no list, no context): under the 0.7 a title-cased file name needs
 # (readers.names), where every word is capitalized and capitalization says nothing ("Img Src")
@@ -36,7 +64,6 @@ _NAMES = load_data("names.json")
 # names-dataset first names and surnames (the allowed half, bench/pii/build_name_extension.py), folded: a name
 # word only beside another name-like word, never alone
 _NAMES_EXT = load_data("names_ext.json")
-CONTEXT_WORDS = load_data("context.json")
 
 LATIN_FIRST = frozenset(fold(n) for n in _NAMES["latin_first"])
 LATIN_LAST = frozenset(fold(n) for n in _NAMES["latin_last"])
@@ -49,52 +76,25 @@ NEVER = frozenset(fold(w) for w in CONTEXT_WORDS["name_never"])  # never in a na
 # a place word that is also a surname ("West") is no stop word: "Steve West" is a name, "West Virginia" a place
 STOP = frozenset(fold(w) for w in CONTEXT_WORDS["name_stop"] + CONTEXT_WORDS["name_titles_before"] + CONTEXT_WORDS["name_titles_after"]) \
     | (PLACE_BEFORE - LATIN_LAST - LATIN_FIRST) | NEVER
-TITLES_AFTER = frozenset(fold(w) for w in CONTEXT_WORDS["name_titles_after"])
 OFFICES = frozenset(fold(w) for w in CONTEXT_WORDS["name_offices"])
 STOP_SURNAMES = (STOP - NEVER - TITLES_AFTER) & LATIN_LAST  # Park, Day, Church: end a name unless context says
 OFFICE_NOT_NAME = OFFICES - LATIN_FIRST - LATIN_LAST  # "President", not "Pope" or "King" (surnames too)
 
-TITLES = frozenset(fold(w) for w in CONTEXT_WORDS["name_titles_before"])
 # a trophy, institution or team named after a person or place: the words before it are no person
 PROPER_NOUN_AFTER = frozenset(fold(w) for w in CONTEXT_WORDS["name_proper_noun_after"])
 STOP = STOP | PROPER_NOUN_AFTER
-# titles that are also words, inside a proper noun after a capitalized word: "Tampa Bay Lightning", "Little Miss"
-_WORD_TITLES = frozenset(("bay", "bayan", "miss"))
 # an article right before two or more capitalized words makes them a title or an organisation ("The Selfish
 # Gene", "the Rolling Stones"); one word after it may still be a family ("the Smiths")
 _ARTICLES = frozenset(("the", "a", "an"))
 _INDEFINITE = frozenset(("a", "an"))
 
 
-_GAP = " \t\u00a0:,-—–"
-_SPACES = " \t\u00a0"
 
 
-def _norm_phrase(w: str) -> str:
-    return " ".join(fold(w).replace(",", " ").replace(":", " ").split())
 
 
-ABBREVIATED = frozenset(fold(w) for w in CONTEXT_WORDS["abbreviated_titles"])
-_PHRASES_ALL = frozenset(_norm_phrase(w) for w in CONTEXT_WORDS["name_intros"] + CONTEXT_WORDS["name_intros_strong"]
-                         + CONTEXT_WORDS["name_titles_before"])
-_PHRASES_STRONG = frozenset(_norm_phrase(w) for w in CONTEXT_WORDS["name_intros_strong"] + CONTEXT_WORDS["name_titles_before"])
-_LAST_WORDS = frozenset(p.split()[-1] for p in _PHRASES_ALL)
-_SIGNOFFS = frozenset(_norm_phrase(w) for w in CONTEXT_WORDS["name_signoffs"])
-_ROLES = frozenset(fold(w) for w in CONTEXT_WORDS["name_roles"])
-# as TextContext.words may hold them (text.lower(): "DANIŞMAN" -> "danişman")
-_ROLE_WORDS = frozenset(f for w in CONTEXT_WORDS["name_roles"] for f in (w.lower(), fold(w)))
 SURNAME_ENDINGS = tuple(fold(w) for w in CONTEXT_WORDS["name_surname_endings"])
-# "From: Wietske Hooijman <...>": a header word and a colon, the whole line before the name
-_HEADER = re.compile(r"[ \t]*(?:" + "|".join(re.escape(fold(w)) for w in CONTEXT_WORDS["name_headers"]) + r")[ \t]*:[ \t]*")
-# "Anar Baharlı adına", "Xəlil Vilayətoğlu ile görüştüm": matched in folded text right after a name's last word
-_CUES_AFTER = re.compile("[ \u00a0]+(?:" + "|".join(
-    re.escape(_norm_phrase(w.rstrip("*"))) + (r"\w*" if w.endswith("*") else "")
-    for w in sorted(CONTEXT_WORDS["name_cues_after"], key=len, reverse=True)) + r")(?!\w)")
 
-# "Aodhan Nizam called yesterday", "Bu hattı X kullanıyor": a verb right after words that are listed names or rare
-_VERBS_AFTER = re.compile("[ \u00a0]+(?:" + "|".join(
-    re.escape(_norm_phrase(w.rstrip("*"))) + (r"\w*" if w.endswith("*") else "")
-    for w in sorted(CONTEXT_WORDS["name_verbs_after"], key=len, reverse=True)) + r")(?!\w)")
 # firms and brands named after a person, by their first word's key
 _BRANDS: dict[str, list[tuple[str, ...]]] = {}
 for _b in CONTEXT_WORDS["name_brands"]:
@@ -113,115 +113,26 @@ _LATIN_TOKEN = re.compile(
 # an apostrophe inside: Ukrainian names in Russian text ("Демʼянюк", "Мар'яна"; U+02BC is a word character)
 _CYR_TOKEN = re.compile(r"([А-ЯЁ](?<![\w'’].)(?:[а-яё]+(?:[ʼ'’][а-яё]+)?(?:-[А-ЯЁ][а-яё]+)?|[А-ЯЁ]+))(?!\w)()")
 _LATIN_CAPITAL = re.compile(rf"[{LATIN_UPPER}]")
-_SENTENCE_END = set(".!?:;\n\"«“(—–-•*>")
 
 
-def sentence_initial(text: str, start: int) -> bool:
-    k = start - 1
-    while k >= 0 and text[k] in " \t\u00a0":
-        k -= 1
-    return k < 0 or text[k] in _SENTENCE_END
 
 
-def _phrase_before(ctx: TextContext, start: int, phrases: frozenset) -> bool:
-    """One of `phrases` (an introduction, title or greeting) ends right before `start`, separated only by
-    spaces, ':', ',' or a dash; a '.' only after an abbreviated title ("Mr. Smith", not "Thanks. Ends").
-    Whatever `phrases` are: a header ("From:") that is all of the line before `start`, or, at the start of a
-    line, a closing formula that is all of the line above ("Best regards,")."""
-    if start < 2:
-        return False
-    norm = ctx.norm
-    c = norm[start - 1]
-    if c not in _SPACES:
-        return c == "\n" and _signoff_above(norm, start)
-    if norm.find(":", start - 16 if start > 16 else 0, start) >= 0:
-        line = norm.rfind("\n", 0, start) + 1
-        if start - line <= 16 and _HEADER.fullmatch(norm, line, start):
-            return True
-    p = norm[start - 40 if start > 40 else 0:start].rstrip(_GAP)
-    # quick test: the word before must end some phrase
-    k = max(p.rfind(" "), p.rfind("\t"), p.rfind("\u00a0"), p.rfind("\n"))
-    if p[k + 1:].strip(",:;.\"'«»()") not in _LAST_WORDS:
-        return False
-    abbrev = p.endswith(".")
-    if abbrev:
-        p = p[:-1]
-    words = p.split()[-3:]
-    if not words:
-        return False
-    words = [w.strip(",:;\"'«»()") for w in words]
-    if words[-1] not in _LAST_WORDS:
-        return False
-    for k in (1, 2, 3):
-        if len(words) >= k:
-            ph = " ".join(words[-k:])
-            if ph in phrases and (not abbrev or ph in ABBREVIATED):
-                return True
-    return False
 
 
-def _signoff_above(norm: str, start: int) -> bool:
-    """The line above the one `start` begins (one blank line between allowed) holds only a closing formula
-    and its punctuation: "Best regards,", "Saygılarımla", "Thanks!". A formula inside a sentence does not
-    count ("I wanted to say thanks,")."""
-    lo = max(0, start - 48)
-    above = norm[lo:start].rstrip(" \t\u00a0\r\n")
-    if norm.count("\n", lo + len(above), start) > 2:
-        return False
-    k = above.rfind("\n")
-    if k < 0 and lo > 0:
-        return False  # the line above is longer than any closing formula
-    return _norm_phrase(above[k + 1:].strip(" \t\u00a0,.!-—–")) in _SIGNOFFS
 
 
-def _role_before(ctx: TextContext, start: int) -> bool:
-    """A job word (courier, temsilcimiz) right before `start`, only spaces between, in lower case or at the
-    start of a sentence: not a speaker label ("Agent: Thank you") or a title ("Driver > Driver Details")."""
-    text = ctx.text
-    if text[start - 1] != " ":
-        return False
-    roles = ctx.extra.get("role_words")
-    if roles is None:  # most texts hold no job word at all
-        roles = ctx.extra["role_words"] = not ctx.words.isdisjoint(_ROLE_WORDS)
-    if not roles:
-        return False
-    k = start
-    while k > 0 and text[k - 1] == " ":
-        k -= 1
-    if k == start or k == 0:
-        return False
-    j = k
-    while j > 0 and text[j - 1].isalpha():
-        j -= 1
-    if ctx.norm[j:k] not in _ROLES:
-        return False
-    if text[j].islower():
-        return True
-    before = text[:j].rstrip(" \t\u00a0")
-    return not before or before[-1] in ".!?\n"
 
 
-def _context_before(ctx: TextContext, start: int) -> bool:
-    """An introduction, title, greeting or job word ends right where the name starts."""
-    return _phrase_before(ctx, start, _PHRASES_ALL) or _role_before(ctx, start)
 
 
-def _strong_before(ctx: TextContext, start: int) -> bool:
-    return _phrase_before(ctx, start, _PHRASES_STRONG) or _role_before(ctx, start)
 
 
-class _Tok(NamedTuple):
-    start: int
-    end: int          # end of the word
-    full_end: int     # end of the word and its apostrophe suffix
-    word: str
-    key: str          # folded lower case
 
 
-_new_tok = tuple.__new__  # a _Tok without NamedTuple's Python-level __new__ (tens of thousands per batch)
+_new_tok = tuple.__new__  # a Token without NamedTuple's Python-level __new__ (tens of thousands per batch)
 
 
-def _tokens(ctx: TextContext, regex, cache_key: str) -> list[_Tok]:
+def _tokens(ctx: TextContext, regex, cache_key: str) -> list[Token]:
     """The tokens of `regex` in the text, computed once per text. A token's key is its slice of the folded
     text: fold keeps the length and maps each letter on its own, so the slice is fold(word)."""
     try:
@@ -232,29 +143,15 @@ def _tokens(ctx: TextContext, regex, cache_key: str) -> list[_Tok]:
     toks = ctx.extra[cache_key] = []
     for m in regex.finditer(text):
         s, e = m.span(1)
-        toks.append(_new_tok(_Tok, (s, e, m.end(), text[s:e], norm[s:e])))
+        toks.append(_new_tok(Token, (s, e, m.end(), text[s:e], norm[s:e])))
     return toks
 
 
-def _adjacent(text: str, a: _Tok, b: _Tok) -> bool:
-    """b follows a after one space (no suffix on a, no punctuation between)."""
-    return a.full_end == a.end and b.start == a.end + 1 and text[a.end] in " \u00a0"
 
 
-def _titled(text: str, toks: list, i: int) -> bool:
-    """toks[i] follows a title token: "Mr. Smith", "Sayın Öztürk", "Dear Sarah", "Hi, Sarah"."""
-    if i == 0:
-        return False
-    prev = toks[i - 1]
-    if prev.key not in TITLES:
-        return False
-    if prev.key in _WORD_TITLES and i >= 2 and _adjacent(text, toks[i - 2], prev) and toks[i - 2].key not in TITLES:
-        return False  # "Tampa Bay Lightning": the title word ends a place name
-    gap = text[prev.full_end:toks[i].start]
-    return gap in (" ", ", ", "\u00a0") or (prev.key in ABBREVIATED and gap in (". ", "."))
 
 
-def _acronym(tok: _Tok) -> bool:
+def _acronym(tok: Token) -> bool:
     """US, UK, ANN, CEO: short all-capital words are abbreviations, not names."""
     return len(tok.word) <= 3 and tok.word.isupper()
 
@@ -277,19 +174,10 @@ def _after_place_word(text: str, toks: list, i: int) -> bool:
     return text[toks[i - 1].full_end:toks[i].start] in (" ", ". ", "\u00a0")
 
 
-def _title_after(text: str, toks: list, j: int) -> bool:
-    """toks[j] is followed by Bey / Hanım."""
-    return j + 1 < len(toks) and toks[j + 1].key in TITLES_AFTER and _adjacent(text, toks[j], toks[j + 1])
 
 
-def _cue_after(ctx: TextContext, tok: _Tok) -> bool:
-    """tok is followed by a phrase that names a person before it ("adına", "ile görüştüm")."""
-    return tok.full_end == tok.end and _CUES_AFTER.match(ctx.norm, tok.end) is not None
 
 
-def _verb_after(ctx: TextContext, tok: _Tok) -> bool:
-    """tok is followed by a calling, writing or complaining verb ("called yesterday", "dün aradı")."""
-    return tok.full_end == tok.end and _VERBS_AFTER.match(ctx.norm, tok.end) is not None
 
 
 def _brand_end(text: str, toks: list, i: int) -> int:
@@ -325,7 +213,7 @@ def _run_end(text: str, toks: list, i: int) -> int:
     an office word that is no name ("German President Richard": a name starts after the office; "John Pope"
     and "Martin Luther King" keep theirs) or an acronym."""
     j = i
-    while j + 1 < len(toks) and j - i < 3 and _adjacent(text, toks[j], toks[j + 1]) and toks[j + 1].key not in STOP \
+    while j + 1 < len(toks) and j - i < 3 and adjacent_words(text, toks[j], toks[j + 1]) and toks[j + 1].key not in STOP \
             and toks[j + 1].key not in OFFICE_NOT_NAME and not _acronym(toks[j + 1]):
         j += 1
     return j
@@ -377,9 +265,13 @@ class LatinNameRecognizer(PersonRecognizer):
         surnames = any(tk.key.endswith(SURNAME_ENDINGS) for tk in toks)  # a word with a surname ending at all?
         i = 0
         while i < len(toks):
-            titled = _titled(ctx.text, toks, i)
+            titled = after_title(ctx.text, toks, i)
             if len(toks[i].word) >= 3 and toks[i].word.isupper():
-                i, hit = self._caps_name_from(ctx, toks, i, titled)
+                at = i
+                i, hit = self._caps_name_from(ctx, toks, at, titled)
+                if hit is None:
+                    nxt, hit = cued_caps_name(ctx, toks, at, self.rarity, self._caps_cued_word)
+                    i = max(i, nxt)
             elif self._starts_no_name(ctx, toks, i, titled, surnames):
                 i += 1
                 continue
@@ -387,12 +279,35 @@ class LatinNameRecognizer(PersonRecognizer):
                 i, hit = self._name_from(ctx, toks, i, titled, out)
             if hit is not None:
                 out.append(hit)
+        if "'" in ctx.text or "’" in ctx.text:
+            out += suffixed_names(ctx, toks, self.rarity, out, self._never_a_name)
+        out += lone_names(ctx, toks, out, self._never_a_name, self.supported_language == "tr")
+        turkish = self.supported_language == "tr"
+        out = [drop_sentence_opener(ctx.text, h, self._listed_word, self.rarity.everyday, turkish,
+                                    lambda start: signoff_above(ctx.norm, start)) for h in out]
         if not ctx.words.isdisjoint(_LOWER_FIRST) or not ctx.words.isdisjoint(_LOWER_INTRO_WORDS):
             lower = _lower_case_names(ctx, self.rarity, self.ambiguous)
             out += [h for h in lower if not any(o.start < h.end and h.start < o.end for o in out)]
         return out
 
-    def _namelike(self, tok: _Tok) -> bool:
+    def _never_a_name(self, key: str) -> bool:
+        """A stop word, title, office, firm, cue word or a first name that is also a word."""
+        return key in STOP or key in NEVER or key in TITLES or key in OFFICES or key in PLACE_BEFORE \
+            or key in _BRANDS or key in _CUE_WORDS or key in self.ambiguous
+
+    def _listed_word(self, key: str) -> bool:
+        """A name of the gazetteer, or of its names-dataset extension that is rare as a word ("Günaydın" is a
+        greeting first)."""
+        return key in LATIN_FIRST or key in LATIN_LAST or (key in LISTED_EXT and self.rarity.rare(key))
+
+    def _caps_cued_word(self, key: str) -> bool:
+        """In capitals next to a cue: a listed name, an ambiguous one too ("DENİZ ÇELİK"), or no everyday word;
+        no stop, cue, title or office word."""
+        if key in STOP or key in NEVER or key in _CUE_WORDS or key in TITLES or key in OFFICES or key in _BRANDS:
+            return False
+        return key in LATIN_FIRST or key in LATIN_LAST or key in LISTED_EXT or not self.rarity.everyday(key)
+
+    def _namelike(self, tok: Token) -> bool:
         """A listed name (the gazetteer or its names-dataset extension), or a word rare as an ordinary word and
         written as a name is ("Nizam", "NIZAM"; not "LanguageMost", two words glued)."""
         key = tok.key
@@ -408,12 +323,13 @@ class LatinNameRecognizer(PersonRecognizer):
         ("MÜJDAT": a name the corpus holds often)."""
         text = ctx.text
         j = i
-        while j < len(toks) and j - i < 3 and (j == i or _adjacent(text, toks[j - 1], toks[j])):
+        while j < len(toks) and j - i < 3 and (j == i or adjacent_words(text, toks[j - 1], toks[j])):
             tk = toks[j]
             if tk.key in STOP or len(tk.key) < 2 or tk.word.isupper() != caps or (not caps and _acronym(tk)) \
                     or tk.key in _CUE_WORDS:
                 break
-            if not (self._caps_name_word(tk.key) or (j > i and self._caps_first_name(toks[i].key))
+            if not (self._caps_name_word(tk.key) or (j > i and self._caps_first_name(toks[i].key)
+                                                     and not self._everyday_unlisted(tk.key))
                     if caps else self._namelike(tk)):
                 break
             j += 1
@@ -425,6 +341,12 @@ class LatinNameRecognizer(PersonRecognizer):
         if key in self.ambiguous:
             return False
         return key in LATIN_FIRST or key in LATIN_LAST or key in LISTED_EXT or not self.rarity.everyday(key)
+
+    def _everyday_unlisted(self, key: str) -> bool:
+        """An everyday word that is no listed name: it does not follow a first name in capitals ("MEHMET ÇELİK
+        OLARAK KAYITLI": "ÇELİK" is a listed surname, "OLARAK" none)."""
+        return self.rarity.everyday(key) and key not in LATIN_LAST and key not in LATIN_FIRST \
+            and key not in LISTED_EXT
 
     def _caps_first_name(self, key: str) -> bool:
         """A listed first name that is no word: any capitalized word after it in the run is its surname
@@ -438,8 +360,8 @@ class LatinNameRecognizer(PersonRecognizer):
         HTML"). One word alone: after a title or an introduction, or a listed first name that is no word."""
         text = ctx.text
         j = self._run_of(ctx, toks, i, True)
-        if j == i and toks[i].key in LATIN_FIRST and i + 1 < len(toks) and _adjacent(text, toks[i], toks[i + 1]) \
-                and toks[i + 1].word.isupper():
+        if j == i and toks[i].key in LATIN_FIRST and toks[i].key not in _CUE_WORDS and i + 1 < len(toks) \
+                and adjacent_words(text, toks[i], toks[i + 1]) and toks[i + 1].word.isupper():
             j = self._run_of(ctx, toks, i + 1, True)  # "ADA LOVELACE": a first name that is also a word, a surname
             j = i if j == i + 1 else j
         if j == i:
@@ -450,14 +372,14 @@ class LatinNameRecognizer(PersonRecognizer):
             return brand + 1, None
         listed = any((tk.key in LATIN_FIRST or tk.key in LATIN_LAST or tk.key in LISTED_EXT)
                      and tk.key not in self.ambiguous for tk in toks[i:j])
-        context = titled or _context_before(ctx, first.start) or _verb_after(ctx, toks[j - 1])
+        context = titled or context_before(ctx, first.start) or verb_after(ctx, toks[j - 1])
         if j - i >= 2:
             if (listed or any(self._namelike(tk) for tk in toks[i:j])) \
                     and (listed or context or _shouted(text, first.start, toks[j - 1].end)):
                 score = 0.85 if listed or context else RARE_ONLY_SCORE
                 return j, Hit(first.start, toks[j - 1].end, "PERSON", score, "gazetteer")
             return j, None  # not a surname alone either
-        if titled or _strong_before(ctx, first.start) or _title_after(text, toks, i) \
+        if titled or strong_before(ctx, first.start) or title_after(text, toks, i) \
                 or (first.key in LATIN_FIRST and first.key not in self.ambiguous and self.rarity.rare(first.key)):
             return i + 1, Hit(first.start, first.end, "PERSON", 0.6, "gazetteer")
         return i + 1, None
@@ -472,21 +394,21 @@ class LatinNameRecognizer(PersonRecognizer):
         if len(t.key) < 3 or t.word.isupper():
             return False
         initial = sentence_initial(text, t.start)
-        if i > 0 and _adjacent(text, toks[i - 1], t) and not sentence_initial(text, toks[i - 1].start) \
+        if i > 0 and adjacent_words(text, toks[i - 1], t) and not sentence_initial(text, toks[i - 1].start) \
                 and toks[i - 1].key not in TITLES:
             return False
         if self._namelike(t):
             j = self._run_of(ctx, toks, i, False) - 1
         elif not initial and not self.rarity.everyday(t.key) and t.word[1:].islower():
             # capitalized mid-sentence, a name the corpus holds often ("Hulusi"), before a name-like word
-            j = self._run_of(ctx, toks, i + 1, False) - 1 if i + 1 < len(toks) and _adjacent(text, t, toks[i + 1]) \
+            j = self._run_of(ctx, toks, i + 1, False) - 1 if i + 1 < len(toks) and adjacent_words(text, t, toks[i + 1]) \
                 else i
         else:
             return False
-        if j + 1 < len(toks) and _adjacent(text, toks[j], toks[j + 1]) and toks[j + 1].key not in TITLES_AFTER \
+        if j + 1 < len(toks) and adjacent_words(text, toks[j], toks[j + 1]) and toks[j + 1].key not in TITLES_AFTER \
                 and toks[j + 1].key not in NEVER:
             return False  # "Kuala Lumpur Airport": part of a longer proper noun
-        verb = _verb_after(ctx, toks[j])
+        verb = verb_after(ctx, toks[j])
         if j == i:
             return verb and self._namelike(t)
         if initial and not (t.key in LATIN_FIRST or t.key in LATIN_LAST or t.key in LISTED_EXT) \
@@ -495,7 +417,7 @@ class LatinNameRecognizer(PersonRecognizer):
         listed = any((tk.key in LATIN_FIRST or tk.key in LATIN_LAST or tk.key in LISTED_EXT)
                      and self.rarity.rare(tk.key)
                      for tk in toks[i:j + 1])
-        return listed or verb or not _word_before_in(text, t.start, _THING_BEFORE)
+        return listed or verb or not word_before_in(text, t.start, THING_BEFORE)
 
     def _inflected(self, key: str) -> bool:
         """A word rare as such whose stem (less up to five letters of suffixes) is a common word: a Turkish
@@ -514,14 +436,14 @@ class LatinNameRecognizer(PersonRecognizer):
             return True
         n = len(toks)
         if key in self.common_words and i + 2 < n and toks[i + 1].key in LATIN_FIRST \
-                and toks[i + 1].key not in self.ambiguous and _adjacent(text, toks[i + 1], toks[i + 2]) \
+                and toks[i + 1].key not in self.ambiguous and adjacent_words(text, toks[i + 1], toks[i + 2]) \
                 and (toks[i + 2].key in LATIN_FIRST or toks[i + 2].key in LATIN_LAST) \
                 and sentence_initial(text, t.start):
             return True  # "Eşim Elif Yıldız ...": a word at the start of the sentence, then a full name
         if key in LATIN_FIRST or titled or (surnames and _surname_shaped_run(text, toks, i)) \
-                or _phrase_before(ctx, t.start, _PHRASES_STRONG) or _role_before(ctx, t.start):
-            return False  # (_strong_before, inlined: once per capitalized word)
-        if _title_after(text, toks, i) and (key in self.ambiguous or self._namelike(t)):
+                or phrase_before(ctx, t.start, PHRASES_STRONG) or role_before(ctx, t.start):
+            return False  # (strong_before, inlined: once per capitalized word)
+        if title_after(text, toks, i) and (key in self.ambiguous or self._namelike(t)):
             return False  # "Işık Hanım tekrar aradı": a name word before Bey / Hanım, also at a sentence start
         return not _unlisted_name_cued(ctx, toks, i) and not self._rare_run(ctx, toks, i)
 
@@ -533,19 +455,19 @@ class LatinNameRecognizer(PersonRecognizer):
         t = toks[i]
         n = len(toks)
         brand = _brand_end(text, toks, i)
-        if brand > i or (brand == i and t.key in _BRANDS and (i + 1 == n or not _adjacent(text, t, toks[i + 1]))):
+        if brand > i or (brand == i and t.key in _BRANDS and (i + 1 == n or not adjacent_words(text, t, toks[i + 1]))):
             return brand + 1, None  # "Tommy Hilfiger", "Morgan Stanley": a firm named after a person
         # a surname that is also a place or company word ("Park", "Day", "Church") after a title or an
         # introduction: "Dear Patricia Park", "this is Katherine Day"
-        stop_surname = i + 1 < n and toks[i + 1].key in STOP_SURNAMES and _adjacent(text, t, toks[i + 1]) \
-            and (titled or _context_before(ctx, t.start))
+        stop_surname = i + 1 < n and toks[i + 1].key in STOP_SURNAMES and adjacent_words(text, t, toks[i + 1]) \
+            and (titled or context_before(ctx, t.start))
         if i + 1 < n and toks[i + 1].key in STOP and toks[i + 1].key not in TITLES_AFTER \
-                and toks[i + 1].key not in NEVER and _adjacent(text, t, toks[i + 1]) and not stop_surname:
+                and toks[i + 1].key not in NEVER and adjacent_words(text, t, toks[i + 1]) and not stop_surname:
             return i + 2, None  # "Ramazan Bayramı", "Deniz Bank": a name word inside another proper noun
         j = i + 1 if stop_surname else _run_end(text, toks, i)
         if _after_place_word(text, toks, i):
             return j + 1, None
-        if not titled and j + 1 < n and toks[j + 1].key in PROPER_NOUN_AFTER and _adjacent(text, toks[j], toks[j + 1]):
+        if not titled and j + 1 < n and toks[j + 1].key in PROPER_NOUN_AFTER and adjacent_words(text, toks[j], toks[j + 1]):
             return j + 2, None  # "Vince Lombardi Trophy", "Orlando Magic": named after a person or place
         s = _name_start(text, toks, i, out)
         if (j > i or s < t.start) and not titled and _after_article(text, s):
@@ -560,8 +482,8 @@ class LatinNameRecognizer(PersonRecognizer):
         text = ctx.text
         key = toks[i].key
         is_first = key in LATIN_FIRST
-        context = titled or _context_before(ctx, s) or _title_after(text, toks, j) or _cue_after(ctx, toks[j]) \
-            or _verb_after(ctx, toks[j])
+        context = titled or context_before(ctx, s) or title_after(text, toks, j) or cue_after(ctx, toks[j]) \
+            or verb_after(ctx, toks[j])
         if j > i or s < toks[i].start:
             known = any(tk.key in LATIN_FIRST or tk.key in LATIN_LAST for tk in toks[i + 1:j + 1]) or s < toks[i].start
             if context:
@@ -585,21 +507,11 @@ class LatinNameRecognizer(PersonRecognizer):
 
 
 # one-word cues and verbs: never a word of a name ("SİPARİŞ JOHN SMITH ADINA")
-_CUE_WORDS = frozenset(_norm_phrase(w.rstrip("*")) for w in CONTEXT_WORDS["name_cues_after"] + CONTEXT_WORDS["name_verbs_after"]
+_CUE_WORDS = frozenset(norm_phrase(w.rstrip("*")) for w in CONTEXT_WORDS["name_cues_after"] + CONTEXT_WORDS["name_verbs_after"]
                        if " " not in w.strip())
 
-# words before a capitalized pair that make it a place or a thing rather than a person ("in Kuala Lumpur")
-_THING_BEFORE = frozenset("in at near of into across via the a an".split())
 
 
-def _word_before_in(text: str, start: int, words: frozenset) -> bool:
-    """The lower-case word right before `start` (one space between) is one of `words`."""
-    if start < 2 or text[start - 1] != " ":
-        return False
-    j = start - 1
-    while j > 0 and text[j - 1].isalpha():
-        j -= 1
-    return text[j:start - 1] in words
 
 
 def _shouted(text: str, start: int, end: int) -> bool:
@@ -623,12 +535,12 @@ def _unlisted_name_cued(ctx: TextContext, toks: list, i: int) -> bool:
     followed = ctx.extra.get("latin_followed")
     if followed is None:
         followed = ctx.extra["latin_followed"] = any(tk.key in TITLES_AFTER for tk in toks) \
-            or _CUES_AFTER.search(ctx.norm) is not None
+            or CUES_AFTER.search(ctx.norm) is not None
     if not followed:
         return False
     j = _run_end(text, toks, i)
     initial = sentence_initial(text, toks[i].start)
-    if not (_title_after(text, toks, j) and (j > i or not initial)) and not _cue_after(ctx, toks[j]):
+    if not (title_after(text, toks, j) and (j > i or not initial)) and not cue_after(ctx, toks[j]):
         return False
     return not (j - i == 2 and initial)
 
@@ -638,7 +550,7 @@ def _name_start(text: str, toks: list, i: int, out: list) -> int:
     (or a listed surname) belongs to it, the surname first ("Öztürk Ahmet") or a first name the list lacks
     ("Wietske Leon"), unless a hit already holds it."""
     t = toks[i]
-    if t.key in LATIN_FIRST and i > 0 and _adjacent(text, toks[i - 1], t) and toks[i - 1].key not in STOP \
+    if t.key in LATIN_FIRST and i > 0 and adjacent_words(text, toks[i - 1], t) and toks[i - 1].key not in STOP \
             and toks[i - 1].key not in OFFICES and not _acronym(toks[i - 1]) \
             and (not out or out[-1].end < toks[i - 1].start) \
             and (toks[i - 1].key in LATIN_LAST or not sentence_initial(text, toks[i - 1].start)):
@@ -660,8 +572,8 @@ _BOUNDED_WORD = re.compile(r"(?<![\w'’])[^\W\d_]+(?!\w)")
 _LOWER_INTROS = ("my name is", "my full name is", "name is", "i am", "i'm", "benim adım", "adım", "ismim",
                  "adım soyadım", "merhaba ben", "selam ben", "ben", "this is", "isim soyisim", "ad soyad")
 # a job or role word alone ("customer; escalate to ...") says too little before a lower-case word
-_LOWER_CUES = sorted({p for p in _PHRASES_STRONG | {fold(p) for p in _LOWER_INTROS}
-                      if not re.search("[а-яё]", p) and p not in _ROLES
+_LOWER_CUES = sorted({p for p in PHRASES_STRONG | {fold(p) for p in _LOWER_INTROS}
+                      if not re.search("[а-яё]", p) and p not in ROLES
                       and p not in ("customer", "client", "müşteri", "musteri", "müşterimiz")},
                      key=len, reverse=True)
 _LOWER_CUE_WORDS = frozenset(w for p in _LOWER_CUES for w in p.split() if len(w) >= 3) | {"ben"}
@@ -712,6 +624,10 @@ def _lower_name_word(key: str, rarity: Rarity, ambiguous: frozenset, cued: bool 
 _NOT_LOWER_NAME = frozenset("the and bir ile için gibi".split())
 
 
+def _listed_name(key: str) -> bool:
+    return key in LATIN_FIRST or key in LATIN_LAST or key in LISTED_EXT
+
+
 def _introduced_lower_case(ctx: TextContext, rarity: Rarity, ambiguous: frozenset) -> list[Hit]:
     norm, text = ctx.norm, ctx.text
     out = []
@@ -719,17 +635,20 @@ def _introduced_lower_case(ctx: TextContext, rarity: Rarity, ambiguous: frozense
         if not text[m.start(1)].islower() or not _lower_name_word(m.group(1), rarity, ambiguous, True):
             continue
         e = m.end(1)
-        if m.group(2) and _lower_name_word(m.group(2), rarity, ambiguous, True):
+        if m.group(2) and (_lower_name_word(m.group(2), rarity, ambiguous, True)
+                           or (ends_value(norm, m.end(2)) and labelled_second_word(m.group(2), rarity, STOP))):
             e = m.end(2)
         elif m.group(1) in ambiguous:
             continue  # "ben evde değilim": a word that is also a name, alone after a cue, is the word
         out.append(Hit(m.start(1), e, "PERSON", 0.7, "gazetteer"))
-    for rx in (_VERBS_AFTER, _CUES_AFTER):
+    for rx in (VERBS_AFTER, CUES_AFTER):
         for m in rx.finditer(norm):
             w = _LOWER_WORD_BEFORE.search(norm, max(0, m.start() - 60), m.start())
             if w is None or not text[w.start(1)].islower() or (w.start(1) > 0 and norm[w.start(1) - 1].isalnum()):
                 continue
-            if _lower_name_word(w.group(1), rarity, ambiguous) and _lower_name_word(w.group(2), rarity, ambiguous):
+            if (_lower_name_word(w.group(1), rarity, ambiguous) and _lower_name_word(w.group(2), rarity, ambiguous)) \
+                    or pair_before_verb(w.group(1), w.group(2), rarity, STOP | _NOT_LOWER_NAME, _listed_name,
+                                        ambiguous):
                 out.append(Hit(w.start(1), w.end(2), "PERSON", 0.7, "gazetteer"))
     if len(out) < 2:
         return out
@@ -767,7 +686,7 @@ def _lower_case_names(ctx: TextContext, rarity: Rarity, ambiguous: frozenset) ->
     for m in _BOUNDED_WORD.finditer(text):
         if m.group() in _LOWER_FIRST:
             s, e = m.span()
-            if not _strong_before(ctx, s) or any(h.start <= s < h.end for h in out):
+            if not strong_before(ctx, s) or any(h.start <= s < h.end for h in out):
                 continue
             nxt = _LOWER_WORD.match(text, e + 1) if text[e:e + 1] == " " else None
             if nxt is not None and (k := fold(nxt.group())) in LATIN_LAST \
@@ -890,35 +809,35 @@ class RussianNameGazetteer(PersonRecognizer):
                     continue
                 unheard = not ru_morph.ordinary_word(t.word)
                 k2 = ""
-                if nxt is not None and _adjacent(text, t, nxt) and (unheard or not t.word.isupper()):
+                if nxt is not None and adjacent_words(text, t, nxt) and (unheard or not t.word.isupper()):
                     k2 = kinds.get(nxt.start)
                     if k2 is None:
                         k2 = kinds[nxt.start] = ru_name_kind(nxt.word) or ""
                 if t.word.isupper() and not (k2 in ("middle", "last", "surname_like") and nxt.word.isupper()):
                     i += 1
                     continue
-                if k2 not in ("middle", "last", "surname_like") and not _strong_before(ctx, t.start) \
+                if k2 not in ("middle", "last", "surname_like") and not strong_before(ctx, t.start) \
                         and not (unheard and _ru_cued(ctx, t.start, t.end)):
                     i += 1
                     continue
                 kind = "unknown"
             j = i
             chain_kinds = [kind]
-            while j + 1 < n and j - i < 2 and _adjacent(text, toks[j], toks[j + 1]):
+            while j + 1 < n and j - i < 2 and adjacent_words(text, toks[j], toks[j + 1]):
                 k2 = kinds.get(toks[j + 1].start)
                 if k2 is None:
                     k2 = kinds[toks[j + 1].start] = ru_name_kind(toks[j + 1].word) or ""
                 if not k2:
                     nt = toks[j + 1]
                     if nt.word.isupper() or nt.key in _RU_STOP or ru_morph.not_a_name(nt.word) \
-                            or not _strong_before(ctx, t.start):
+                            or not strong_before(ctx, t.start):
                         break
                     # "Получатель: Юхим Таран", "Курьер Ганна Бабко": the introduction decides
                     k2 = "unknown"
                 chain_kinds.append(k2)
                 j += 1
             s, e = t.start, toks[j].end
-            ctx_near = _RU_NAME_CONTEXT.near(ctx.norm, s, e, 32) or _context_before(ctx, s) or _ru_cued(ctx, s, e)
+            ctx_near = _RU_NAME_CONTEXT.near(ctx.norm, s, e, 32) or context_before(ctx, s) or _ru_cued(ctx, s, e)
             strong = [k for k in chain_kinds if k in ("first", "middle", "last")]
             initial = sentence_initial(text, s)
             # "Роман Толстого" at a sentence start, no name context: a book as much as a person
@@ -929,7 +848,7 @@ class RussianNameGazetteer(PersonRecognizer):
             if len(chain_kinds) >= 2 and strong and not ambiguous_start and not unknown_start:
                 score = 0.85
             elif len(chain_kinds) >= 2:
-                score = 0.7 if _strong_before(ctx, s) else 0.6
+                score = 0.7 if strong_before(ctx, s) else 0.6
             elif ctx_near and kind != "surname_like":
                 score = 0.8
             elif ctx_near:
@@ -986,7 +905,7 @@ class RussianNameGazetteer(PersonRecognizer):
                     continue
                 if sentence_initial(text, t.start):
                     nxt = toks[idx + 1] if idx + 1 < len(toks) else None
-                    if not (nxt is not None and _adjacent(text, t, nxt)):
+                    if not (nxt is not None and adjacent_words(text, t, nxt)):
                         continue
                 if not _cued_unknown(ctx, toks, idx, kinds):
                     continue
@@ -1041,10 +960,10 @@ _RU_MAKES = frozenset("лада ваз уаз газ газель камаз в�
 
 def _after_thing(text: str, toks: list, i: int) -> bool:
     """toks[i] follows a car make, one space between: "Лада Веста" is a car."""
-    return i > 0 and toks[i - 1].key in _RU_MAKES and _adjacent(text, toks[i - 1], toks[i])
+    return i > 0 and toks[i - 1].key in _RU_MAKES and adjacent_words(text, toks[i - 1], toks[i])
 
 
-def _place_use(text: str, tok: _Tok) -> bool:
+def _place_use(text: str, tok: Token) -> bool:
     """A word the dictionary also reads as a place, right after a place preposition: "во Владимире", "из
     Королёва", "в Пушкине" are the city, not the person."""
     prev = text[max(0, tok.start - 8):tok.start].split()
@@ -1111,7 +1030,7 @@ def _ru_lower_case_names(ctx: TextContext) -> list[Hit]:
             continue
         e = m.end()
         w = m.group()
-        intro = cue and _strong_before(ctx, s)
+        intro = cue and strong_before(ctx, s)
         cued = intro or cue and (_ru_cued(ctx, s, e) or _ru_verb_after_next(ctx.norm, e))
         if not (cued or _RU_LOWER_SURNAME_AFTER.match(text, e) or w.replace("ё", "е") in _RU_FIRST_LOWER):
             continue
@@ -1176,7 +1095,7 @@ def _ru_lower_starts(ctx: TextContext, cue: bool) -> list[int]:
     return sorted(starts)
 
 
-def _cued_unknown(ctx: TextContext, toks: list[_Tok], idx: int, kinds: dict) -> bool:
+def _cued_unknown(ctx: TextContext, toks: list[Token], idx: int, kinds: dict) -> bool:
     """The cheap pass in front of natasha for a capitalized Cyrillic word the gazetteer does not know: a name
     may be there only when the run of adjacent capitalized words around it (up to two more each side) holds
     a gazetteer word, follows a name cue (a _RU_NAME_CONTEXT word within 32 characters before the run or in
@@ -1186,9 +1105,9 @@ def _cued_unknown(ctx: TextContext, toks: list[_Tok], idx: int, kinds: dict) -> 
     gazetteer. `kinds` is natasha_windows' cache of ru_name_kind per token start ("" for no kind)."""
     text = ctx.text
     first, last = idx, idx
-    while first > 0 and idx - first < 2 and _adjacent(text, toks[first - 1], toks[first]):
+    while first > 0 and idx - first < 2 and adjacent_words(text, toks[first - 1], toks[first]):
         first -= 1
-    while last + 1 < len(toks) and last - idx < 2 and _adjacent(text, toks[last], toks[last + 1]):
+    while last + 1 < len(toks) and last - idx < 2 and adjacent_words(text, toks[last], toks[last + 1]):
         last += 1
     for k in range(first, last + 1):
         kind = kinds.get(toks[k].start)
@@ -1199,14 +1118,14 @@ def _cued_unknown(ctx: TextContext, toks: list[_Tok], idx: int, kinds: dict) -> 
     s = toks[first].start
     # the cue may be a capitalized word of the run itself ("Курьер Василь Оберемко", "Клиент Демʼян ...")
     if _RU_NAME_CONTEXT.near(ctx.norm, toks[idx].start, toks[idx].end, toks[idx].start - s + 32) \
-            or any(_context_before(ctx, toks[k].start) for k in range(first, idx + 1)):
+            or any(context_before(ctx, toks[k].start) for k in range(first, idx + 1)):
         return True
     if last > first and not any(toks[k].key in _RU_STOP or toks[k].word.isupper() for k in range(first, last + 1)):
         return True
     return first == last and _capitalized_neighbour(text, toks[idx])
 
 
-def _capitalized_neighbour(text: str, tok: _Tok) -> bool:
+def _capitalized_neighbour(text: str, tok: Token) -> bool:
     """A capitalized word that _CYR_TOKEN does not take ("Вʼячеслав": an apostrophe after the first letter)
     right before or after `tok`, one space between: the pair is a run all the same."""
     before = _word_before(text, tok.start - 1) if text[tok.start - 1:tok.start] == " " else ""
