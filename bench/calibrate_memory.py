@@ -19,6 +19,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from bench.pattern_search import pattern_search  # noqa: E402
 from pipeline.plan.memory import (  # noqa: E402
     CONSTANTS_FILE,
     UNIT_BYTES,
@@ -37,33 +38,7 @@ def objective(constants: dict, points: list[dict]) -> float:
 
 
 def fit(points: list[dict], start: dict, bounds: dict, min_step: float = 1e-4) -> dict:
-    """Pattern search in the unit cube of the bounds: try +-step on each constant, keep improvements, halve the
-    step when none helps."""
-    names = list(bounds)
-    lo = {n: bounds[n][0] for n in names}
-    span = {n: bounds[n][1] - bounds[n][0] for n in names}
-    x = {n: min(max((start[n] - lo[n]) / span[n], 0.0), 1.0) for n in names}
-
-    def constants_of(u: dict) -> dict:
-        return {n: lo[n] + u[n] * span[n] for n in names}
-
-    best = objective(constants_of(x), points)
-    step = 0.25
-    while step >= min_step:
-        improved = False
-        for n in names:
-            for direction in (1, -1):
-                trial = dict(x)
-                trial[n] = min(max(x[n] + direction * step, 0.0), 1.0)
-                if trial[n] == x[n]:
-                    continue
-                value = objective(constants_of(trial), points)
-                if value < best - 1e-12:
-                    x, best, improved = trial, value, True
-                    break
-        if not improved:
-            step /= 2
-    return {n: round(v, 4) for n, v in constants_of(x).items()}
+    return {n: round(v, 4) for n, v in pattern_search(lambda c: objective(c, points), start, bounds, min_step).items()}
 
 
 def leave_one_source_out(points: list[dict], start: dict, bounds: dict) -> list[dict]:

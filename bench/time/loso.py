@@ -22,6 +22,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
+from bench.pattern_search import pattern_search  # noqa: E402
 from pipeline.plan.throughput import (  # noqa: E402
     CONSTANTS_FILE,
     figure_job,
@@ -51,33 +52,8 @@ def objective(constants: dict, points: list[tuple]) -> float:
 
 
 def fit(points: list[tuple], start: dict, min_step: float = 1e-3) -> dict:
-    """Pattern search in the unit cube of the bounds: try +-step on each constant, keep improvements, halve the
-    step when none helps."""
-    names = list(BOUNDS)
-    lo = {n: BOUNDS[n][0] for n in names}
-    span = {n: BOUNDS[n][1] - BOUNDS[n][0] for n in names}
-    x = {n: min(max((start[n] - lo[n]) / span[n], 0.0), 1.0) for n in names}
-
-    def constants_of(u: dict) -> dict:
-        return {**start, **{n: lo[n] + u[n] * span[n] for n in names}}
-
-    best = objective(constants_of(x), points)
-    step = 0.25
-    while step >= min_step:
-        improved = False
-        for n in names:
-            for direction in (1, -1):
-                trial = dict(x)
-                trial[n] = min(max(x[n] + direction * step, 0.0), 1.0)
-                if trial[n] == x[n]:
-                    continue
-                value = objective(constants_of(trial), points)
-                if value < best - 1e-12:
-                    x, best, improved = trial, value, True
-                    break
-        if not improved:
-            step /= 2
-    return {n: (round(v, 8) if n.startswith("launch") else round(v, 4)) for n, v in constants_of(x).items()}
+    fitted = {**start, **pattern_search(lambda c: objective({**start, **c}, points), start, BOUNDS, min_step)}
+    return {n: (round(v, 8) if n.startswith("launch") else round(v, 4)) for n, v in fitted.items()}
 
 
 def percentile(values: list[float], q: float) -> float:
