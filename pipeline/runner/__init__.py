@@ -18,13 +18,13 @@ from pipeline.core.errors import PrepareError
 from pipeline.runner.executor import Executor, LocalExecutor
 from pipeline.runner.finalize import finalize
 from pipeline.runner.phases import (
-                     ShardTask,
-                     check_readable,
-                     normalize_shard,
-                     plan_shards,
-                     process_shard,
-                     run_global,
-                     upload,
+    ShardTask,
+    check_readable,
+    normalize_shard,
+    plan_shards,
+    process_shard,
+    run_global,
+    upload,
 )
 from pipeline.runner.resume import code_version
 from pipeline.runner.run import RunResult, run_prepare
