@@ -5,6 +5,9 @@ front ends add theirs through the entry point group prepare.commands (flows: `se
 
 Errors are one line on stderr and a non-zero exit, never a traceback (errors.py). With --json, stdout holds only
 the JSON document; logs and progress go to stderr.
+
+The command modules import the library inside the functions that run a command: `prepare --help`, and each
+command, load only what that command uses (the PII package alone loads Presidio and torch for seconds).
 """
 from __future__ import annotations
 
