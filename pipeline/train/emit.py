@@ -255,7 +255,7 @@ def trl_config(spec: dict, dataset: dict, source: dict) -> dict:
         out |= {"load_in_4bit": True, "bnb_4bit_quant_type": "nf4",
                 "use_bnb_nested_quant": spec["quantization"]["double_quant"]}
     out |= {**source, "dataset_train_split": "train", "dataset_test_split": "validation",
-            "output_dir": spec["output_dir"], "max_length": spec["max_length"],
+            "output_dir": output_dir(spec, dataset), "max_length": spec["max_length"],
             # best-fit decreasing, as the plan's packing counts; what is still over max_length after the run's
             # overflow policy is cut (the report's "the trainer will cut N tokens")
             "packing": True, "packing_strategy": "bfd", "truncation_mode": "keep_start",
@@ -421,7 +421,8 @@ def llamafactory_config(spec: dict, dataset: dict, dataset_dir: str) -> dict:
             "disable_gradient_checkpointing": not spec["grad_ckpt"],
             "per_device_train_batch_size": spec["micro_batch"], "gradient_accumulation_steps": spec["grad_accum"],
             "num_train_epochs": spec["epochs"], "learning_rate": spec["learning_rate"], "optim": spec["optimizer"],
-            "bf16": spec["bf16"], "output_dir": spec["output_dir"], "logging_steps": max(1, min(10, spec["save_steps"])),
+            "bf16": spec["bf16"], "output_dir": output_dir(spec, dataset),
+            "logging_steps": max(1, min(10, spec["save_steps"])),
             "save_strategy": "steps", "save_steps": spec["save_steps"], "report_to": "none"}
     if dataset["eval"]:
         out |= {"eval_dataset": names["validation"], "per_device_eval_batch_size": spec["micro_batch"],
@@ -436,6 +437,11 @@ def _yaml(data: dict) -> str:
     import yaml
 
     return yaml.safe_dump(data, sort_keys=False, allow_unicode=True, width=1000)
+
+
+def output_dir(spec: dict, dataset: dict) -> str:
+    """--trainer-output, and a folder per kind inside it when each kind trains from its own config."""
+    return spec["output_dir"] if len(spec["datasets"]) == 1 else f"{spec['output_dir'].rstrip('/')}/{dataset['kind']}"
 
 
 def config_name(spec: dict, kind: str) -> str:
