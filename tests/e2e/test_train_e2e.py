@@ -153,3 +153,28 @@ def test_run_emit_train_checkpoint_pull_resume_calibrate(tmp_path, bucket, capsy
     # a CPU trial's speed is no measurement of the planned card: labelled, nothing corrected or stored
     assert result["measured"]["devices"] == ["cpu"] and result["off_gpu"] == "cpu"
     assert "corrected" not in result and not (tmp_path / "calibration.json").exists()
+
+
+def test_a_mixed_run_trains_from_each_emitted_config_unedited(tmp_path, capsys):
+    """sample_data itself (chats, instructions, plain text): trl's own `trl sft` entry point trains 2 steps from
+    each per-kind config as written, given only --use_cpu and --max_steps."""
+    from trl.scripts.sft import main as trl_sft
+
+    from pipeline.cli import main
+
+    texts = [line for f in SAMPLE_DATA.glob("*.json*") for line in f.read_text(encoding="utf-8").splitlines()]
+    model = tiny_model(tmp_path / "model", texts)
+    run = tmp_path / "run"
+    assert main(["run", str(SAMPLE_DATA), "--out", str(run), "--model", str(model), "--method", "lora",
+                 "--no-pii"]) == 0
+    emit, out = tmp_path / "emit", tmp_path / "output"
+    assert main(["precheck", str(SAMPLE_DATA), "--model", str(model), "--method", "lora", "--emit", "trl",
+                 "--shards", str(run), "--out", str(emit), "--global-batch", "8", "--trainer-output", str(out)]) == 0
+    capsys.readouterr()
+    for kind in ("chat", "text"):
+        args = parse_trl(emit / f"trl_sft.{kind}.yaml", "--use_cpu", "true", "--max_steps", "2")
+        assert args[1].assistant_only_loss == (kind == "chat")
+        trl_sft(*args)
+        assert (out / kind / "adapter_model.safetensors").is_file()
+        state = json.loads((out / kind / "checkpoint-2" / "trainer_state.json").read_text())
+        assert state["global_step"] == 2
