@@ -22,6 +22,7 @@ PLAN_NAME = "prepare-plan.json"
 HF_OPTIM = {"adamw": "adamw_torch_fused", "adamw8bit": "adamw_bnb_8bit", "paged_adamw8bit": "paged_adamw_8bit",
             "sgd": "sgd", "adafactor": "adafactor"}
 LLAMAFACTORY_ATTN = {"sdpa": "sdpa", "eager": "disabled"}
+AXOLOTL_LORA_KERNELS = ("lora_mlp_kernel", "lora_qkv_kernel", "lora_o_kernel", "lora_embedding_kernel")
 
 
 from pipeline.core.config import ConfigError, merge_config
@@ -341,6 +342,8 @@ def axolotl_config(spec: dict) -> dict:
     if spec["lora"]:
         out |= {"lora_r": spec["lora"]["r"], "lora_alpha": spec["lora"]["alpha"],
                 "lora_dropout": spec["lora"]["dropout"], "lora_target_modules": spec["lora"]["targets"]}
+        # axolotl's validator turns its fused LoRA kernels on when none is set; the estimate does not model them
+        out |= dict.fromkeys(AXOLOTL_LORA_KERNELS, False)
     # one config for both kinds: axolotl tokenizes each dataset by its own type (a chat template masked to the
     # answers, a completion trained on every token) and packs them together
     out |= {"chat_template": "tokenizer_default", "datasets": [dataset(d, "train") for d in spec["datasets"]]}

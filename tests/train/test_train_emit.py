@@ -112,6 +112,8 @@ def test_axolotl_config_passes_axolotls_schema(tmp_path, run_dir, bucket, capsys
     assert (result["adapter"], result["sequence_len"], result["sample_packing"]) == \
         ("qlora", plan["max_length"], True)
     assert result["micro_batch_size"] == plan["micro_batch"]
+    # as estimated: no fused LoRA kernels (axolotl's validator would turn them on), over-long records cut
+    assert result["lora_kernels"] == [False] * 4 and result["excess_length_strategy"] == "truncate"
 
 
 @pytest.mark.slow  # run_dir is a whole `prepare run`
