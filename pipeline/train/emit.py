@@ -308,13 +308,18 @@ def trl_sources(spec: dict, out: Path) -> tuple[dict[str, dict], str | None]:
     return {d["kind"]: {"dataset_name": folder, "dataset_config": d["kind"]} for d in spec["datasets"]}, readme
 
 
+def _sync_header(spec: dict, trainer: str, local: str) -> str:
+    """The download step of a trainer that reads only local shards, for a run on S3."""
+    return (f"# {trainer} reads local shards: first `aws s3 sync {spec['shards']['root']}/ {local}/ --exclude '*' "
+            f"--include 'train/*' --include 'validation/*' --include manifest.json`\n")
+
+
 def _trl_extra_header(spec: dict, out: Path) -> str:
     sh = spec["shards"]
     if not sh["s3"]:
         return ""
     local = _local_name(sh["root"]) if _whole_run(spec) else str(out.resolve() / _local_name(sh["root"]))
-    return (f"# trl reads local shards: first `aws s3 sync {sh['root']}/ {local}/ --exclude '*' "
-            f"--include 'train/*' --include 'validation/*' --include manifest.json`\n")
+    return _sync_header(spec, "trl", local)
 
 
 # ------------------------------------------------------------------------------------------------- axolotl
@@ -376,14 +381,21 @@ def llamafactory_names(spec: dict, kind: str) -> dict[str, str]:
     return {split: f"prepare_{middle}{split}" for split in ("train", "validation")}
 
 
-def llamafactory_dataset_info(spec: dict) -> dict:
+def llamafactory_local_root(spec: dict, out: Path) -> str | None:
+    """Where the shards of a run on S3 are synced for LLaMA-Factory, whose cloud reader takes only .json and
+    .jsonl files (None: the run is local)."""
+    return str(out.resolve() / _local_name(spec["shards"]["root"])) if spec["shards"]["s3"] else None
+
+
+def llamafactory_dataset_info(spec: dict, out: Path) -> dict:
     """The dataset_info.json entries of the shards (openai formatting: the records' messages as they are)."""
-    key = "cloud_file_name" if spec["shards"]["s3"] else "file_name"
+    root, local = spec["shards"]["root"], llamafactory_local_root(spec, out)
 
     def entry(d: dict, split: str) -> dict:
         # the folder of the kind's shards of a split (one file: the file), which LLaMA-Factory reads whole
         where = d[split][0] if len(d[split]) == 1 and not _whole_run(spec) else d[split][0].rsplit("/", 1)[0]
-        e = {key: where, "formatting": "openai" if d["kind"] == "chat" else "alpaca"}
+        e = {"file_name": local + where[len(root):] if local else where,
+             "formatting": "openai" if d["kind"] == "chat" else "alpaca"}
         if d["kind"] == "chat":
             e |= {"columns": {"messages": "messages", "tools": "tools"},
                   "tags": {"role_tag": "role", "content_tag": "content", "user_tag": "user",
@@ -477,11 +489,12 @@ def write_emitted(spec: dict, out_dir: str | Path) -> list[Path]:
     else:
         info = out / "dataset_info.json"
         existing = json.loads(info.read_text()) if info.is_file() else {}
-        atomic_write_text(info, json.dumps({**existing, **llamafactory_dataset_info(spec)}, indent=2) + "\n")
+        atomic_write_text(info, json.dumps({**existing, **llamafactory_dataset_info(spec, out)}, indent=2) + "\n")
         written.append(info)
         for d in spec["datasets"]:
             written.append(out / config_name(spec, d["kind"]))
-            atomic_write_text(written[-1], header(spec, [d])
+            local = llamafactory_local_root(spec, out)
+            atomic_write_text(written[-1], header(spec, [d]) + (_sync_header(spec, "LLaMA-Factory", local) if local else "")
                               + _yaml(llamafactory_config(spec, d, str(out.resolve()))))
     plan = out / PLAN_NAME
     atomic_write_text(plan, json.dumps(spec, indent=2) + "\n")

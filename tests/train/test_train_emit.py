@@ -253,3 +253,34 @@ def test_a_mixed_run_gives_llamafactory_one_config_per_kind(tmp_path, mixed_run,
         result = external("validate_llamafactory.py", out / f"llamafactory.{kind}.yaml")
         assert result["unknown"] == []
         assert (result["dataset"], result["eval_dataset"]) == ([f"prepare_{kind}_train"], [f"prepare_{kind}_validation"])
+
+
+@pytest.mark.slow  # run_dir is a whole `prepare run`
+def test_llamafactory_reads_s3_shards_after_the_download_step_it_is_given(tmp_path, run_dir, bucket, capsys):
+    """LLaMA-Factory's cloud reader takes only .json/.jsonl: for a run on S3 its dataset_info.json names a local
+    folder and the config's header the `aws s3 sync` that fills it; done here with boto3, the shards then load as
+    LLaMA-Factory loads a local folder of .parquet files (datasets' parquet builder over its files)."""
+    import re
+
+    import boto3
+    from datasets import load_dataset
+
+    from pipeline.core.s3 import upload_run
+
+    manifest = json.loads((run_dir / "manifest.json").read_text())
+    uri = f"s3://{bucket}/datasets/lf"
+    upload_run(run_dir, uri, [s["path"] for s in manifest["shards"]])
+    code, out = emit(tmp_path, run_dir, "llamafactory", shards=uri)
+    assert code == 0, capsys.readouterr().err
+    info = json.loads((out / "dataset_info.json").read_text())
+    local = out.resolve() / "data" / "lf"
+    assert info["prepare_train"] == {**info["prepare_train"], "file_name": f"{local}/train"}
+    sync = re.search(r"`aws s3 sync (\S+)/ (\S+)/ ", (out / "llamafactory.yaml").read_text())
+    assert sync.groups() == (uri, str(local))
+    s3 = boto3.client("s3")
+    for shard in manifest["shards"]:  # what the sync line does
+        (local / shard["path"]).parent.mkdir(parents=True, exist_ok=True)
+        s3.download_file(bucket, f"datasets/lf/{shard['path']}", str(local / shard["path"]))
+    data = load_dataset("parquet", data_dir=info["prepare_train"]["file_name"], split="train")
+    assert len(data) == manifest["counts"]["splits"]["train"]
+    assert external("validate_llamafactory.py", out / "llamafactory.yaml")["unknown"] == []
