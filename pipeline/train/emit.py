@@ -295,7 +295,8 @@ def trl_sources(spec: dict, out: Path) -> tuple[dict[str, dict], str | None]:
     its train and validation files, so trl's script loads the run's own validation split of that kind."""
     sh = spec["shards"]
     if _whole_run(spec):
-        return {spec["datasets"][0]["kind"]: {"dataset_name": sh["root"] if not sh["s3"] else _local_name(sh["root"])}}, None
+        name = sh["root"] if not sh["s3"] else _local_name(sh["root"])
+        return {spec["datasets"][0]["kind"]: {"dataset_name": name}}, None
     local = str(out.resolve() / _local_name(sh["root"])) if sh["s3"] else None
     configs = []
     for d in spec["datasets"]:
@@ -494,7 +495,8 @@ def write_emitted(spec: dict, out_dir: str | Path) -> list[Path]:
         for d in spec["datasets"]:
             written.append(out / config_name(spec, d["kind"]))
             local = llamafactory_local_root(spec, out)
-            atomic_write_text(written[-1], header(spec, [d]) + (_sync_header(spec, "LLaMA-Factory", local) if local else "")
+            sync = _sync_header(spec, "LLaMA-Factory", local) if local else ""
+            atomic_write_text(written[-1], header(spec, [d]) + sync
                               + _yaml(llamafactory_config(spec, d, str(out.resolve()))))
     plan = out / PLAN_NAME
     atomic_write_text(plan, json.dumps(spec, indent=2) + "\n")

@@ -252,7 +252,8 @@ def test_a_mixed_run_gives_llamafactory_one_config_per_kind(tmp_path, mixed_run,
         assert cfg["train_on_prompt"] == (kind == "text")
         result = external("validate_llamafactory.py", out / f"llamafactory.{kind}.yaml")
         assert result["unknown"] == []
-        assert (result["dataset"], result["eval_dataset"]) == ([f"prepare_{kind}_train"], [f"prepare_{kind}_validation"])
+        names = ([f"prepare_{kind}_train"], [f"prepare_{kind}_validation"])
+        assert (result["dataset"], result["eval_dataset"]) == names
 
 
 @pytest.mark.slow  # run_dir is a whole `prepare run`
