@@ -105,11 +105,12 @@ def precheck_config(args: argparse.Namespace):
     if not cfg.inputs:
         raise UserError("no inputs: give files, folders, globs or s3:// URIs, or inputs in --config")
     if args.emit:  # the trainer's preset is estimated: what is run is what was estimated
-        from pipeline.train.emit import check_emit_arguments, framework_for
+        from pipeline.train.emit import check_emit_arguments, framework_for, plan_at_run_length
 
         check_emit_arguments(args)
         given = cfg.estimate.framework if "framework" in cfg.estimate.model_fields_set else None  # flag or file
         cfg = merge_config(cfg, {"estimate": {"framework": framework_for(args.emit, given)}})
+        cfg = plan_at_run_length(cfg, args)
     if args.trace:
         from pipeline.plan.trace.run import INSTALL_HINT, trace_available
 

@@ -22,6 +22,8 @@ def register(sub) -> None:
                    help="checkpoints kept at the end: the best (or the last) and keep-final - 1 more (default 1)")
     s.add_argument("--once", action="store_true", help="one pass over DIR, then the end-of-training pruning")
     s.add_argument("--poll", type=float, default=30.0, help="seconds between looks at DIR (default 30)")
+    s.add_argument("--wait", type=float, default=3600.0, metavar="SECONDS",
+                   help="how long to wait for DIR to appear when the trainer has not made it yet (default 3600)")
     s.add_argument("--stable", type=float, default=10.0,
                    help="a checkpoint is uploaded once its files are this many seconds old (default 10)")
     s.set_defaults(func=cmd_sync)
@@ -52,7 +54,8 @@ def cmd_sync(args) -> int:
     _check(args.uri)
     try:
         sync(args.dir, args.uri, keep=args.keep, keep_final=args.keep_final, once=args.once,
-             poll_seconds=args.poll, stable_seconds=args.stable, log=lambda m: print(m, file=sys.stderr))
+             poll_seconds=args.poll, stable_seconds=args.stable, log=lambda m: print(m, file=sys.stderr),
+             wait_seconds=0.0 if args.once else args.wait)
     except FileNotFoundError as exc:
         raise UserError(str(exc)) from None
     return 0

@@ -51,10 +51,12 @@ class S3Checkpoints(TrainerCallback):
             if item is None:
                 self._queue.task_done()
                 return
-            folder, best, step = item
+            folder, step = item
             try:
                 ck.upload_checkpoint(folder, self.uri)
                 self.uploaded.append(folder.name)
+                # the best as the checkpoint's own state has it, recorded beside the checkpoints (best.json)
+                best = ck.record_best(self.uri, ck.trainer_state(folder))
                 ck.prune(self.uri, self.keep, best, newest_step=step)
             except Exception as exc:  # noqa: BLE001 - training goes on; reported at the end of training
 
@@ -126,8 +128,7 @@ class S3Checkpoints(TrainerCallback):
         for rel in files:
             (stage / rel).parent.mkdir(parents=True, exist_ok=True)
             ck.link_or_copy(source / rel, stage / rel)
-        self._queue.put((stage, Path(state.best_model_checkpoint).name if state.best_model_checkpoint else None,
-                         state.global_step))
+        self._queue.put((stage, state.global_step))
 
     def on_train_end(self, args, state, control, model=None, **kwargs):
         if not state.is_world_process_zero:
@@ -153,7 +154,8 @@ class S3Checkpoints(TrainerCallback):
 
 def _state_dict(state) -> dict:
     return {"log_history": state.log_history, "best_model_checkpoint": state.best_model_checkpoint,
-            "best_metric": state.best_metric, "global_step": state.global_step}
+            "best_metric": state.best_metric, "best_global_step": state.best_global_step,
+            "global_step": state.global_step}
 
 
 def _device(args) -> str | None:

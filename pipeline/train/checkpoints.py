@@ -5,6 +5,7 @@ Layout under s3://bucket/prefix/:
     checkpoint-N/prepare-checkpoint.json    its manifest (files, sizes, sha256, trainer state), written LAST
     final/...  + final/prepare-checkpoint.json   the model the training ended with (the adapter, for PEFT)
     eval_report.json                        the evaluation history and the best checkpoint
+    best.json                               the best checkpoint so far, kept across resumes and machines
 
 A checkpoint is complete exactly when its manifest exists: the upload (pipeline.core.s3.upload_run: multipart,
 per-request and per-object retries, objects with the same size and sha256 skipped) puts the manifest after
@@ -23,10 +24,11 @@ from pathlib import Path
 from typing import Callable, NamedTuple
 
 from pipeline.core.files import atomic_write_text, sha256_file
-from pipeline.core.s3 import S3Error, client, parse_uri, upload_run, with_retries
+from pipeline.core.s3 import S3Error, client, parse_uri, read_json, upload_run, with_retries
 
 MANIFEST = "prepare-checkpoint.json"
 EVAL_REPORT = "eval_report.json"
+BEST = "best.json"
 FINAL = "final"
 _CKPT = re.compile(r"checkpoint-(\d+)")
 # what a trainer writes at the top of output_dir when it saves the final model (trl's script: save_model)
@@ -64,7 +66,7 @@ def _files(folder: Path) -> list[str]:
     return listing(folder).files
 
 
-def _trainer_state(folder: Path) -> dict:
+def trainer_state(folder: Path) -> dict:
     path = folder / "trainer_state.json"
     try:
         return json.loads(path.read_text()) if _regular(path) else {}
@@ -79,12 +81,12 @@ def _regular(path: Path) -> bool:
 def write_manifest(folder: str | Path, name: str) -> Path:
     """The checkpoint's manifest, inside the folder (upload_run sends it last)."""
     folder = Path(folder)
-    state = _trainer_state(folder)
+    state = trainer_state(folder)
     manifest = {
         "name": name, "step": step_of(name),  # no timestamp: an unchanged checkpoint re-synced uploads nothing
         "files": [{"path": rel, "bytes": (folder / rel).stat().st_size, "sha256": sha256_file(folder / rel)}
                   for rel in _files(folder)],
-        "global_step": state.get("global_step"), "best_model_checkpoint": _name(state.get("best_model_checkpoint")),
+        "global_step": state.get("global_step"), "best_model_checkpoint": best_of(state),
         "best_metric": state.get("best_metric"),
     }
     path = folder / MANIFEST
@@ -164,11 +166,38 @@ def prune(uri: str, keep: int, best: str | None, *, newest_step: int | None = No
     return deleted
 
 
-def eval_report(state: dict) -> dict:
+def best_of(state: dict) -> str | None:
+    """The best checkpoint of a trainer state: checkpoint-<best_global_step>, which a resumed trainer carries on
+    (it resets best_model_checkpoint when that folder is not on this machine, and compares new evaluations with
+    the best_metric it kept), else the name of best_model_checkpoint."""
+    step = state.get("best_global_step")
+    return f"checkpoint-{step}" if step else _name(state.get("best_model_checkpoint"))
+
+
+def read_best(uri: str) -> dict | None:
+    """best.json of the prefix (None: no best recorded yet)."""
+    try:
+        return read_json(f"{uri.rstrip('/')}/{BEST}")
+    except OSError:
+        return None
+
+
+def record_best(uri: str, state: dict) -> str | None:
+    """The best checkpoint after a checkpoint of `state` is uploaded: the state's (written to best.json when it
+    changed), else the one best.json recorded (a state without evaluations). Returns its name."""
+    recorded = read_best(uri)
+    best = best_of(state)
+    if best and (recorded or {}).get("checkpoint") != best:
+        put_json(uri, BEST, {"checkpoint": best, "step": step_of(best), "best_metric": state.get("best_metric")})
+        return best
+    return best or (recorded or {}).get("checkpoint")
+
+
+def eval_report(state: dict, best: str | None = None) -> dict:
     """The evaluation history of trainer_state.json and which checkpoint was best."""
     evals = [{k: v for k, v in e.items() if k.startswith("eval_") or k in ("step", "epoch")}
              for e in state.get("log_history", []) if any(k.startswith("eval_") for k in e)]
-    return {"best_model_checkpoint": _name(state.get("best_model_checkpoint")), "best_metric": state.get("best_metric"),
+    return {"best_model_checkpoint": best or best_of(state), "best_metric": state.get("best_metric"),
             "global_step": state.get("global_step"), "evaluations": evals}
 
 
@@ -185,7 +214,7 @@ def finish(uri: str, state: dict, keep: int = 1, final_dir: str | Path | None = 
     """End of training: the final model as final/, the evaluation report, and only the best checkpoint (or the
     last, without evaluation) plus keep-1 more of the latest."""
     uploaded = upload_checkpoint(final_dir, uri, FINAL) if final_dir else []
-    report = eval_report(state)
+    report = eval_report(state, record_best(uri, state))
     put_json(uri, EVAL_REPORT, report)
     best = report["best_model_checkpoint"]
     deleted = prune(uri, keep if not best else max(0, keep - 1), best)
@@ -378,15 +407,27 @@ def link_or_copy(src: Path, dst: Path) -> None:
         shutil.copy2(src, dst, follow_symlinks=False)
 
 
+def wait_for_folder(out: Path, wait_seconds: float, poll_seconds: float, log: Callable[[str], None]) -> None:
+    """Sync is started beside the trainer, often before the trainer makes its output_dir: wait for it, saying
+    so, up to wait_seconds."""
+    waited = 0.0
+    while not out.is_dir():
+        if waited >= wait_seconds:
+            raise FileNotFoundError(f"no such folder: {out}" + (f" (waited {wait_seconds:g} s for the trainer to "
+                                                                 f"make it)" if wait_seconds else ""))
+        log(f"waiting for {out} (the trainer's output_dir) to appear: {waited:g} of {wait_seconds:g} s")
+        time.sleep(poll_seconds)
+        waited += poll_seconds
+
+
 def sync(out_dir: str | Path, uri: str, *, keep: int = 2, keep_final: int = 1, once: bool = False,
          poll_seconds: float = 30.0, stable_seconds: float = 10.0, log: Callable[[str], None] = print,
-         max_polls: int | None = None) -> dict:
+         max_polls: int | None = None, wait_seconds: float = 0.0) -> dict:
     """The watcher for trainers without callbacks: upload each settled checkpoint-N of out_dir, keep the last
     `keep` and the best on S3; when the final model appears at the top of out_dir (or with once=True, after
     one pass), upload it as final/, the evaluation report, and prune to the best (`keep_final` in all)."""
     out = Path(out_dir)
-    if not out.is_dir():
-        raise FileNotFoundError(f"no such folder: {out}")
+    wait_for_folder(out, wait_seconds, poll_seconds, log)
     started = time.time()
     done: dict[str, tuple] = {}
     linked: set[str] = set()   # linked checkpoint folders, named once
@@ -410,8 +451,7 @@ def sync(out_dir: str | Path, uri: str, *, keep: int = 2, keep_final: int = 1, o
                 _skipped(log, f"{folder.name}/{rel}")
             sent = upload_checkpoint(folder, uri)
             done[folder.name] = sig
-            state = _trainer_state(folder)
-            deleted = prune(uri, keep, _name(state.get("best_model_checkpoint")), newest_step=step_of(folder.name))
+            deleted = prune(uri, keep, record_best(uri, trainer_state(folder)), newest_step=step_of(folder.name))
             log(f"{folder.name}: {len(sent)} file(s) uploaded" + (f", pruned {', '.join(deleted)}" if deleted else ""))
         polls += 1
         final = _final_ready(out, 0 if once else stable_seconds, time.time(), 0 if once else started)
@@ -420,7 +460,7 @@ def sync(out_dir: str | Path, uri: str, *, keep: int = 2, keep_final: int = 1, o
         time.sleep(poll_seconds)
     if not (final or once) or (not done and not final):  # stopped while training goes on: no end pruning
         return {"checkpoints": sorted(done, key=step_of), "best": None, "deleted": []}
-    states = [_trainer_state(out / n) for n in done] + [_trainer_state(out)]
+    states = [trainer_state(out / n) for n in done] + [trainer_state(out)]
     state = max(states, key=lambda s: s.get("global_step") or -1)
     result = finish(uri, state, keep_final, _final_folder(out, log) if final else None)
     if final:

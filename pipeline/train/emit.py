@@ -22,14 +22,15 @@ PLAN_NAME = "prepare-plan.json"
 HF_OPTIM = {"adamw": "adamw_torch_fused", "adamw8bit": "adamw_bnb_8bit", "paged_adamw8bit": "paged_adamw_8bit",
             "sgd": "sgd", "adafactor": "adafactor"}
 LLAMAFACTORY_ATTN = {"sdpa": "sdpa", "eager": "disabled"}
+AXOLOTL_LORA_KERNELS = ("lora_mlp_kernel", "lora_qkv_kernel", "lora_o_kernel", "lora_embedding_kernel")
 
 
-from pipeline.core.config import ConfigError
+from pipeline.core.config import ConfigError, merge_config
 from pipeline.core.files import atomic_write_text
 from pipeline.core.models import load_model_spec
 from pipeline.core.resources import resource
-from pipeline.core.s3 import read_json
 from pipeline.plan.setup import framework_preset
+from pipeline.train.rundata import RunDataError, read_run, split_kind_copies
 
 
 class EmitError(ConfigError):
@@ -87,44 +88,24 @@ def trainer_model_id(model: str) -> str:
 
 
 def read_shards(where: str) -> dict:
-    """The manifest of a `prepare run` output (local run directory or s3://bucket/prefix): run id and shard
-    locations per split, as the trainer will open them."""
-    if where.startswith("s3://"):
-        prefix = where[:-len("/manifest.json")] if where.endswith("/manifest.json") else where.rstrip("/")
-        try:
-            manifest = read_json(prefix + "/manifest.json")
-        except OSError:
-            raise EmitError(f"no manifest at {prefix}/manifest.json (run `prepare run ... --s3 {prefix}` first)") \
-                from None
-        root = prefix
-    else:
-        root_path = Path(where)
-        if root_path.name == "manifest.json":
-            root_path = root_path.parent
-        if not (root_path / "manifest.json").is_file():
-            raise EmitError(f"no manifest.json in {where} (the output of a finished `prepare run`)")
-        manifest = json.loads((root_path / "manifest.json").read_text())
-        root = str(root_path.resolve())
-    splits = {"train": [], "validation": []}
-    for shard in manifest["shards"]:
-        splits[shard["split"]].append(f"{root}/{shard['path']}")
-    if not splits["train"]:
-        raise EmitError(f"the run at {where} has no train shards")
-    return {"run_id": manifest["run_id"], "root": root, "s3": root.startswith("s3://"), **splits,
-            "rows": {s: sum(x["rows"] for x in manifest["shards"] if x["split"] == s) for s in splits},
-            "max_seq_len": manifest.get("max_seq_len"), "tokenizer": manifest.get("tokenizer")}
+    """The `prepare run` output the config trains on (pipeline.train.rundata), as one line when unreadable."""
+    try:
+        return read_run(where)
+    except RunDataError as exc:
+        raise EmitError(str(exc)) from None
 
 
-def _chat_share(shards: dict, tokens: dict) -> float:
-    """Share of chat/instruction records: from the shards' `kind` column when they are local, else from the
-    precheck (text records train on every token, chats only on the answers)."""
-    if not shards["s3"]:
-        import pyarrow.parquet as pq
-
-        kinds = [k for p in shards["train"] for k in pq.read_table(p, columns=["kind"]).column("kind").to_pylist()]
-        return sum(k != "text" for k in kinds) / len(kinds) if kinds else 0.0
+def datasets_of(shards: dict, tokens: dict) -> list[dict]:
+    """One dataset per kind of record (chat, text): its shards by split and row counts. Without a per-kind view
+    (a run on S3 that mixes kinds in one shard set), the whole run as one dataset of the kind that the precheck
+    saw most (chats train only on the answers, text on every token)."""
+    if shards["kinds"]:
+        return [{"kind": kind, "train": e["train"], "validation": e["validation"], "rows": e["rows"],
+                 "eval": bool(e["validation"]), "mixed": e["mixed"]} for kind, e in shards["kinds"].items()]
     group = tokens["groups"][tokens.get("basis", "all")]
-    return 1.0 if group["trainable"]["total"] < group["tokens"]["total"] else 0.0
+    kind = "chat" if group["trainable"]["total"] < group["tokens"]["total"] else "text"
+    return [{"kind": kind, "train": shards["train"], "validation": shards["validation"], "rows": shards["rows"],
+             "eval": bool(shards["validation"]), "mixed": False}]
 
 
 def _micro_batch(fit: int, cards: int, global_seqs: int) -> tuple[int, int]:
@@ -152,8 +133,10 @@ def build_spec(cfg, result: dict, *, trainer: str, shards: dict, global_batch: s
         raise EmitError("--checkpoint-minutes must be > 0")
     s = plan["memory"]["settings"]
     preset = framework_preset(s.get("framework", "hf"))
-    seq = int(result["max_seq_len"])
-    packing = result["tokens"]["packing"]
+    # what the run decided, not what a precheck of the raw inputs (before near-duplicate removal) found: the
+    # length the shards were cut at, and the packed sequences of the records they hold
+    seq = int(shards["max_seq_len"] or result["max_seq_len"])
+    packing = shards["packing"] or result["tokens"]["packing"]
     amount, unit = parse_global_batch(global_batch)
     global_seqs = max(1, round(amount / seq)) if unit == "tokens" else amount
     cards = int(rec["count"])
@@ -170,7 +153,9 @@ def build_spec(cfg, result: dict, *, trainer: str, shards: dict, global_batch: s
     save_steps = max(1, min(total_steps, int(checkpoint_minutes * 60 // max(step_seconds, 1e-9))))
     method = plan["method"]
     peft = method in ("lora", "qlora")
-    chat_share = _chat_share(shards, result["tokens"])
+    datasets = datasets_of(shards, result["tokens"])
+    records = {d["kind"]: d["rows"]["train"] for d in datasets}
+    chat_share = records.get("chat", 0) / max(1, sum(records.values()))
     precheck_id = hashlib.sha256(json.dumps(
         [cfg.model_dump(mode="json", exclude={"out"}), plan["recommendation"], seq, shards["run_id"]],
         sort_keys=True, default=str).encode()).hexdigest()[:12]
@@ -183,7 +168,7 @@ def build_spec(cfg, result: dict, *, trainer: str, shards: dict, global_batch: s
         "adapter_dtype": s.get("adapter_dtype"),
         "quantization": {"type": "nf4", "double_quant": bool(s.get("double_quant", True))}
         if method == "qlora" else None,
-        "max_length": seq, "overflow": cfg.lengths.overflow,
+        "max_length": seq, "overflow": shards["overflow"] or cfg.lengths.overflow,
         "packing": {"enabled": True, "efficiency": packing.get("packing_efficiency"),
                     "sequences_per_epoch": int(packing["sequences_per_epoch"]),
                     "tokens_per_epoch": int(packing["tokens_per_epoch"])},
@@ -195,7 +180,9 @@ def build_spec(cfg, result: dict, *, trainer: str, shards: dict, global_batch: s
         "assistant_only_loss": chat_share > 0, "chat_share": round(chat_share, 4),
         "epochs": epochs, "learning_rate": 2e-4 if peft else 2e-5,
         "shards": {"root": shards["root"], "s3": shards["s3"], "train": shards["train"],
-                   "validation": shards["validation"], "rows": shards["rows"]},
+                   "validation": shards["validation"], "rows": shards["rows"],
+                   "split_by_kind": shards["split_by_kind"]},
+        "datasets": datasets,
         "eval": bool(shards["validation"]),
         "save_steps": save_steps, "eval_steps": save_steps, "checkpoint_minutes": checkpoint_minutes,
         "steps_per_epoch": steps_per_epoch, "total_steps": total_steps, "step_seconds": step_seconds,
@@ -215,7 +202,8 @@ def _tokens_per_second(plan: dict, rec: dict) -> float | None:
     return None
 
 
-def header(spec: dict) -> str:
+def header(spec: dict, datasets: list[dict]) -> str:
+    """The comment block on top of a config: what was estimated, and which of the run's datasets it trains on."""
     e = spec["estimate"]
     lora = spec["lora"]
     lines = [
@@ -239,10 +227,15 @@ def header(spec: dict) -> str:
     if lora:
         lines.append(f"LoRA r {lora['r']}, dropout {lora['dropout']} as estimated; alpha {lora['alpha']} = 2 x r "
                      f"(alpha does not change memory or time)")
-    if spec["assistant_only_loss"]:
-        lines.append(f"loss on assistant turns only ({100 * spec['chat_share']:.0f}% of the records are chats)"
-                     + ("; the plain-text records cannot be masked and a trainer may refuse the mix"
-                        if spec["chat_share"] < 1 else ""))
+    for d in datasets:
+        rows = d["rows"]
+        lines.append(f"{d['kind']} records: {rows['train']} train, {rows['validation']} validation (the run's own "
+                     f"split" + (", evaluated" if d["eval"] else ", no evaluation") + "); "
+                     + ("loss on assistant turns only" if d["kind"] == "chat" else "loss on every token"))
+    others = [d["kind"] for d in spec["datasets"] if d not in datasets]
+    if others:
+        lines.append(f"the run's {', '.join(others)} records are in their own config beside this one (a trainer "
+                     f"takes one kind per dataset: chats are masked to the answers, text is not)")
     if spec["shards"]["s3"]:
         lines.append(f"shards on S3: {spec['shards']['root']} (manifest.json lists them)")
     lines.append("upload checkpoints: `prepare checkpoints sync OUTPUT_DIR s3://bucket/prefix`, or the callback "
@@ -252,9 +245,9 @@ def header(spec: dict) -> str:
 
 # ------------------------------------------------------------------------------------------------- trl
 
-def trl_config(spec: dict) -> dict:
-    """Keys of trl's `trl sft --config` (TrlParser over ScriptArguments, SFTConfig, ModelConfig)."""
-    sh = spec["shards"]
+def trl_config(spec: dict, dataset: dict, source: dict) -> dict:
+    """Keys of trl's `trl sft --config` (TrlParser over ScriptArguments, SFTConfig, ModelConfig) for one dataset
+    of the run; `source` is its dataset_name (and dataset_config) as trl's script loads it."""
     out: dict = {"model_name_or_path": spec["model"], "dtype": "bfloat16", "attn_implementation": spec["attn"]}
     if spec["lora"]:
         out |= {"use_peft": True, "lora_r": spec["lora"]["r"], "lora_alpha": spec["lora"]["alpha"],
@@ -262,23 +255,21 @@ def trl_config(spec: dict) -> dict:
     if spec["quantization"]:
         out |= {"load_in_4bit": True, "bnb_4bit_quant_type": "nf4",
                 "use_bnb_nested_quant": spec["quantization"]["double_quant"]}
-    # trl's script loads `dataset_name` with datasets.load_dataset: the run directory holds train/ and
-    # validation/, which it takes as the two splits. S3 shards are synced to a local folder first.
-    out |= {"dataset_name": sh["root"] if not sh["s3"] else _local_name(sh["root"]),
-            "dataset_train_split": "train", "dataset_test_split": "validation",
-            "output_dir": spec["output_dir"], "max_length": spec["max_length"],
-            "packing": True, "packing_strategy": "bfd_split" if spec["overflow"] == "split" else "bfd",
-            "truncation_mode": "keep_start",
+    out |= {**source, "dataset_train_split": "train", "dataset_test_split": "validation",
+            "output_dir": output_dir(spec, dataset), "max_length": spec["max_length"],
+            # best-fit decreasing, as the plan's packing counts; what is still over max_length after the run's
+            # overflow policy is cut (the report's "the trainer will cut N tokens")
+            "packing": True, "packing_strategy": "bfd", "truncation_mode": "keep_start",
             "per_device_train_batch_size": spec["micro_batch"], "per_device_eval_batch_size": spec["micro_batch"],
             "gradient_accumulation_steps": spec["grad_accum"],
             # transformers 5.24's names (gradient_checkpointing* are its deprecated aliases)
             "activation_checkpointing": spec["grad_ckpt"],
             "activation_checkpointing_kwargs": {"use_reentrant": spec["ckpt_mode"] == "reentrant"},
             "optim": spec["optimizer"], "learning_rate": spec["learning_rate"], "bf16": spec["bf16"],
-            "assistant_only_loss": spec["assistant_only_loss"], "num_train_epochs": spec["epochs"],
+            "assistant_only_loss": dataset["kind"] == "chat", "num_train_epochs": spec["epochs"],
             "logging_steps": max(1, min(10, spec["save_steps"])), "save_strategy": "steps",
             "save_steps": spec["save_steps"], "report_to": "none"}
-    if spec["eval"]:
+    if dataset["eval"]:
         out |= {"eval_strategy": "steps", "eval_steps": spec["eval_steps"], "load_best_model_at_end": True,
                 "metric_for_best_model": "eval_loss", "greater_is_better": False}
     else:
@@ -290,24 +281,57 @@ def _local_name(root: str) -> str:
     return "data/" + root.rstrip("/").rsplit("/", 1)[-1]
 
 
-def _trl_extra_header(spec: dict) -> str:
+def _whole_run(spec: dict) -> bool:
+    """The run's train/ and validation/ folders are the one dataset: trl loads the run directory as it is."""
+    return len(spec["datasets"]) == 1 and not spec["shards"]["split_by_kind"] and not spec["datasets"][0]["mixed"]
+
+
+TRL_DATASETS = "trl_datasets"
+
+
+def trl_sources(spec: dict, out: Path) -> tuple[dict[str, dict], str | None]:
+    """(kind -> dataset_name/dataset_config for trl's script, the README.md of a dataset folder or None). One
+    dataset per kind: datasets.load_dataset reads the `configs` of a folder's README.md, each config naming
+    its train and validation files, so trl's script loads the run's own validation split of that kind."""
+    sh = spec["shards"]
+    if _whole_run(spec):
+        name = sh["root"] if not sh["s3"] else _local_name(sh["root"])
+        return {spec["datasets"][0]["kind"]: {"dataset_name": name}}, None
+    local = str(out.resolve() / _local_name(sh["root"])) if sh["s3"] else None
+    configs = []
+    for d in spec["datasets"]:
+        files = [{"split": split, "path": [local + p[len(sh["root"]):] if local else p for p in d[split]]}
+                 for split in ("train", "validation") if d[split]]
+        configs.append({"config_name": d["kind"], "data_files": files})
+    readme = "---\n" + _yaml({"configs": configs}) + "---\nThe datasets of `prepare run` " + spec["data_run_id"] \
+        + ", one config per kind of record (written by `prepare precheck --emit trl`).\n"
+    folder = str(out.resolve() / TRL_DATASETS)
+    return {d["kind"]: {"dataset_name": folder, "dataset_config": d["kind"]} for d in spec["datasets"]}, readme
+
+
+def _sync_header(spec: dict, trainer: str, local: str) -> str:
+    """The download step of a trainer that reads only local shards, for a run on S3."""
+    return (f"# {trainer} reads local shards: first `aws s3 sync {spec['shards']['root']}/ {local}/ --exclude '*' "
+            f"--include 'train/*' --include 'validation/*' --include manifest.json`\n")
+
+
+def _trl_extra_header(spec: dict, out: Path) -> str:
     sh = spec["shards"]
     if not sh["s3"]:
         return ""
-    return (f"# trl reads local shards: first `aws s3 sync {sh['root']}/ {_local_name(sh['root'])}/ --exclude '*' "
-            f"--include 'train/*' --include 'validation/*' --include manifest.json`\n")
+    local = _local_name(sh["root"]) if _whole_run(spec) else str(out.resolve() / _local_name(sh["root"]))
+    return _sync_header(spec, "trl", local)
 
 
 # ------------------------------------------------------------------------------------------------- axolotl
 
 def axolotl_config(spec: dict) -> dict:
     """Keys of axolotl's YAML (AxolotlInputConfig)."""
-    sh = spec["shards"]
-
-    def dataset(paths: list[str], split: str) -> dict:
-        ds = {"path": paths[0] if len(paths) == 1 else sh["root"] + f"/{split}", "ds_type": "parquet",
+    def dataset(d: dict, split: str) -> dict:
+        paths = d[split]
+        ds = {"path": paths[0] if len(paths) == 1 else paths[0].rsplit("/", 1)[0], "ds_type": "parquet",
               "data_files": paths, "split": "train"}
-        if spec["assistant_only_loss"]:
+        if d["kind"] == "chat":
             ds |= {"type": "chat_template", "field_messages": "messages", "roles_to_train": ["assistant"],
                    "train_on_eos": "turn"}
         else:
@@ -324,13 +348,19 @@ def axolotl_config(spec: dict) -> dict:
     if spec["lora"]:
         out |= {"lora_r": spec["lora"]["r"], "lora_alpha": spec["lora"]["alpha"],
                 "lora_dropout": spec["lora"]["dropout"], "lora_target_modules": spec["lora"]["targets"]}
-    out |= {"chat_template": "tokenizer_default", "datasets": [dataset(sh["train"], "train")]}
+        # axolotl's validator turns its fused LoRA kernels on when none is set; the estimate does not model them
+        out |= dict.fromkeys(AXOLOTL_LORA_KERNELS, False)
+    # one config for both kinds: axolotl tokenizes each dataset by its own type (a chat template masked to the
+    # answers, a completion trained on every token) and packs them together
+    out |= {"chat_template": "tokenizer_default", "datasets": [dataset(d, "train") for d in spec["datasets"]]}
     if spec["eval"]:
-        out["test_datasets"] = [dataset(sh["validation"], "validation")]
+        out["test_datasets"] = [dataset(d, "validation") for d in spec["datasets"] if d["eval"]]
     out |= {"train_on_inputs": not spec["assistant_only_loss"],
             "sequence_len": spec["max_length"], "sample_packing": True, "eval_sample_packing": spec["eval"],
             "pad_to_sequence_len": True,
-            "excess_length_strategy": "truncate" if spec["overflow"].startswith("truncate") else "drop",
+            # the run dropped its over-long records, or kept them for the trainer to cut (the report's "the
+            # trainer will cut N tokens", which the plan counted), or truncated them already
+            "excess_length_strategy": "drop" if spec["overflow"] == "drop" else "truncate",
             "micro_batch_size": spec["micro_batch"], "gradient_accumulation_steps": spec["grad_accum"],
             "num_epochs": spec["epochs"], "gradient_checkpointing": spec["grad_ckpt"],
             "gradient_checkpointing_kwargs": {"use_reentrant": spec["ckpt_mode"] == "reentrant"},
@@ -346,17 +376,28 @@ def axolotl_config(spec: dict) -> dict:
 
 # ------------------------------------------------------------------------------------------------- LLaMA-Factory
 
-LF_TRAIN, LF_VALIDATION = "prepare_train", "prepare_validation"
+def llamafactory_names(spec: dict, kind: str) -> dict[str, str]:
+    """split -> the dataset_info.json name of a kind's shards (prepare_train, or prepare_chat_train with kinds)."""
+    middle = f"{kind}_" if len(spec["datasets"]) > 1 else ""
+    return {split: f"prepare_{middle}{split}" for split in ("train", "validation")}
 
 
-def llamafactory_dataset_info(spec: dict) -> dict:
+def llamafactory_local_root(spec: dict, out: Path) -> str | None:
+    """Where the shards of a run on S3 are synced for LLaMA-Factory, whose cloud reader takes only .json and
+    .jsonl files (None: the run is local)."""
+    return str(out.resolve() / _local_name(spec["shards"]["root"])) if spec["shards"]["s3"] else None
+
+
+def llamafactory_dataset_info(spec: dict, out: Path) -> dict:
     """The dataset_info.json entries of the shards (openai formatting: the records' messages as they are)."""
-    sh = spec["shards"]
-    key = "cloud_file_name" if sh["s3"] else "file_name"
+    root, local = spec["shards"]["root"], llamafactory_local_root(spec, out)
 
-    def entry(split: str) -> dict:
-        e = {key: f"{sh['root']}/{split}", "formatting": "openai" if spec["assistant_only_loss"] else "alpaca"}
-        if spec["assistant_only_loss"]:
+    def entry(d: dict, split: str) -> dict:
+        # the folder of the kind's shards of a split (one file: the file), which LLaMA-Factory reads whole
+        where = d[split][0] if len(d[split]) == 1 and not _whole_run(spec) else d[split][0].rsplit("/", 1)[0]
+        e = {"file_name": local + where[len(root):] if local else where,
+             "formatting": "openai" if d["kind"] == "chat" else "alpaca"}
+        if d["kind"] == "chat":
             e |= {"columns": {"messages": "messages", "tools": "tools"},
                   "tags": {"role_tag": "role", "content_tag": "content", "user_tag": "user",
                            "assistant_tag": "assistant", "observation_tag": "tool", "function_tag": "function_call",
@@ -365,16 +406,21 @@ def llamafactory_dataset_info(spec: dict) -> dict:
             e["columns"] = {"prompt": "text"}
         return e
 
-    info = {LF_TRAIN: entry("train")}
-    if spec["eval"]:
-        info[LF_VALIDATION] = entry("validation")
+    info = {}
+    for d in spec["datasets"]:
+        names = llamafactory_names(spec, d["kind"])
+        info[names["train"]] = entry(d, "train")
+        if d["eval"]:
+            info[names["validation"]] = entry(d, "validation")
     return info
 
 
-def llamafactory_config(spec: dict, dataset_dir: str) -> dict:
+def llamafactory_config(spec: dict, dataset: dict, dataset_dir: str) -> dict:
     """Keys of LLaMA-Factory's `llamafactory-cli train` YAML (its HfArgumentParser over model, data, training
-    and finetuning arguments)."""
+    and finetuning arguments) for one dataset of the run: its template masks chats to the answers only with
+    train_on_prompt off, which a plain-text dataset (all prompt) needs on."""
     lora = spec["lora"]
+    names = llamafactory_names(spec, dataset["kind"])
     out: dict = {"model_name_or_path": spec["model"], "stage": "sft", "do_train": True,
                  "finetuning_type": "lora" if lora else "full"}
     if lora:
@@ -383,16 +429,19 @@ def llamafactory_config(spec: dict, dataset_dir: str) -> dict:
     if spec["quantization"]:
         out |= {"quantization_bit": 4, "quantization_method": "bnb", "quantization_type": "nf4",
                 "double_quantization": spec["quantization"]["double_quant"]}
-    out |= {"dataset": LF_TRAIN, "dataset_dir": dataset_dir, "cutoff_len": spec["max_length"],
-            "packing": True, "neat_packing": True, "train_on_prompt": not spec["assistant_only_loss"],
+    # LLaMA-Factory keeps one position free when packing (DataArguments: cutoff_len -= 1): one more here makes
+    # its effective length the planned one
+    out |= {"dataset": names["train"], "dataset_dir": dataset_dir, "cutoff_len": spec["max_length"] + 1,
+            "packing": True, "neat_packing": True, "train_on_prompt": dataset["kind"] != "chat",
             "flash_attn": LLAMAFACTORY_ATTN[spec["attn"]],
             "disable_gradient_checkpointing": not spec["grad_ckpt"],
             "per_device_train_batch_size": spec["micro_batch"], "gradient_accumulation_steps": spec["grad_accum"],
             "num_train_epochs": spec["epochs"], "learning_rate": spec["learning_rate"], "optim": spec["optimizer"],
-            "bf16": spec["bf16"], "output_dir": spec["output_dir"], "logging_steps": max(1, min(10, spec["save_steps"])),
+            "bf16": spec["bf16"], "output_dir": output_dir(spec, dataset),
+            "logging_steps": max(1, min(10, spec["save_steps"])),
             "save_strategy": "steps", "save_steps": spec["save_steps"], "report_to": "none"}
-    if spec["eval"]:
-        out |= {"eval_dataset": LF_VALIDATION, "per_device_eval_batch_size": spec["micro_batch"],
+    if dataset["eval"]:
+        out |= {"eval_dataset": names["validation"], "per_device_eval_batch_size": spec["micro_batch"],
                 "eval_strategy": "steps", "eval_steps": spec["eval_steps"], "load_best_model_at_end": True,
                 "metric_for_best_model": "eval_loss", "greater_is_better": False}
     return out
@@ -406,28 +455,52 @@ def _yaml(data: dict) -> str:
     return yaml.safe_dump(data, sort_keys=False, allow_unicode=True, width=1000)
 
 
+def output_dir(spec: dict, dataset: dict) -> str:
+    """--trainer-output, and a folder per kind inside it when each kind trains from its own config."""
+    return spec["output_dir"] if len(spec["datasets"]) == 1 else f"{spec['output_dir'].rstrip('/')}/{dataset['kind']}"
+
+
+def config_name(spec: dict, kind: str) -> str:
+    """trl_sft.yaml for a run of one kind; trl_sft.chat.yaml and trl_sft.text.yaml for a run of both."""
+    name = CONFIG_NAMES[spec["trainer"]]
+    return name if len(spec["datasets"]) == 1 else name.replace(".yaml", f".{kind}.yaml")
+
+
 def write_emitted(spec: dict, out_dir: str | Path) -> list[Path]:
-    """The trainer's config (+ dataset_info.json for LLaMA-Factory) and prepare-plan.json; returns the paths."""
+    """The trainer's config, one per kind of record where the trainer takes one kind per dataset (trl,
+    LLaMA-Factory), with the files its loader reads (a datasets README.md for trl, dataset_info.json for
+    LLaMA-Factory), and prepare-plan.json; returns the paths."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     trainer = spec["trainer"]
-    head = header(spec)
     written = []
-    if trainer == "trl":
-        body = _trl_extra_header(spec) + _yaml(trl_config(spec))
-    elif trainer == "axolotl":
-        body = _yaml(axolotl_config(spec))
+    if trainer == "axolotl":
+        written.append(out / CONFIG_NAMES[trainer])
+        atomic_write_text(written[-1], header(spec, spec["datasets"]) + _yaml(axolotl_config(spec)))
+    elif trainer == "trl":
+        sources, readme = trl_sources(spec, out)
+        if readme:
+            (out / TRL_DATASETS).mkdir(exist_ok=True)
+            atomic_write_text(out / TRL_DATASETS / "README.md", readme)
+            written.append(out / TRL_DATASETS / "README.md")
+        for d in spec["datasets"]:
+            written.append(out / config_name(spec, d["kind"]))
+            atomic_write_text(written[-1], header(spec, [d]) + _trl_extra_header(spec, out)
+                              + _yaml(trl_config(spec, d, sources[d["kind"]])))
     else:
-        body = _yaml(llamafactory_config(spec, str(out.resolve())))
         info = out / "dataset_info.json"
         existing = json.loads(info.read_text()) if info.is_file() else {}
-        atomic_write_text(info, json.dumps({**existing, **llamafactory_dataset_info(spec)}, indent=2) + "\n")
+        atomic_write_text(info, json.dumps({**existing, **llamafactory_dataset_info(spec, out)}, indent=2) + "\n")
         written.append(info)
-    path = out / CONFIG_NAMES[trainer]
-    atomic_write_text(path, head + body)
+        for d in spec["datasets"]:
+            written.append(out / config_name(spec, d["kind"]))
+            local = llamafactory_local_root(spec, out)
+            sync = _sync_header(spec, "LLaMA-Factory", local) if local else ""
+            atomic_write_text(written[-1], header(spec, [d]) + sync
+                              + _yaml(llamafactory_config(spec, d, str(out.resolve()))))
     plan = out / PLAN_NAME
     atomic_write_text(plan, json.dumps(spec, indent=2) + "\n")
-    return [path, *written, plan]
+    return [*written, plan]
 
 
 def check_emit_arguments(args) -> None:
@@ -437,10 +510,24 @@ def check_emit_arguments(args) -> None:
     parse_global_batch(args.global_batch)
 
 
+def plan_at_run_length(cfg, args):
+    """The precheck's config planned at the length the run cut its shards at, with its overflow policy: the
+    trainer runs at that length, so the memory and time of the plan are for it. Keeps the run read in
+    args.emit_run for emit_from_precheck."""
+    args.emit_run = read_shards(args.shards)
+    run = args.emit_run
+    lengths = {"max_seq_len": run["max_seq_len"]} if run["max_seq_len"] else {}
+    if run["overflow"]:
+        lengths["overflow"] = run["overflow"]
+    return merge_config(cfg, {"lengths": lengths}) if lengths else cfg
+
+
 def emit_from_precheck(args, cfg, result: dict) -> list[Path]:
     """The --emit step of `prepare precheck`, after the plan is made."""
     check_emit_arguments(args)
-    shards = read_shards(args.shards)
+    shards = getattr(args, "emit_run", None) or read_shards(args.shards)
+    if shards["kinds"]:  # shards that mix chat and text records: each kind written apart beside the config
+        shards["kinds"] = split_kind_copies(shards, args.emit_out)
     spec = build_spec(cfg, result, trainer=args.emit, shards=shards, global_batch=args.global_batch,
                       checkpoint_minutes=args.checkpoint_minutes, base_model=args.base_model,
                       trainer_output=args.trainer_output)

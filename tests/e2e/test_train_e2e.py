@@ -153,3 +153,91 @@ def test_run_emit_train_checkpoint_pull_resume_calibrate(tmp_path, bucket, capsy
     # a CPU trial's speed is no measurement of the planned card: labelled, nothing corrected or stored
     assert result["measured"]["devices"] == ["cpu"] and result["off_gpu"] == "cpu"
     assert "corrected" not in result and not (tmp_path / "calibration.json").exists()
+
+
+def test_a_mixed_run_trains_from_each_emitted_config_unedited(tmp_path, capsys):
+    """sample_data itself (chats, instructions, plain text): trl's own `trl sft` entry point trains 2 steps from
+    each per-kind config as written, given only --use_cpu and --max_steps."""
+    from trl.scripts.sft import main as trl_sft
+
+    from pipeline.cli import main
+
+    texts = [line for f in SAMPLE_DATA.glob("*.json*") for line in f.read_text(encoding="utf-8").splitlines()]
+    model = tiny_model(tmp_path / "model", texts)
+    run = tmp_path / "run"
+    assert main(["run", str(SAMPLE_DATA), "--out", str(run), "--model", str(model), "--method", "lora",
+                 "--no-pii"]) == 0
+    emit, out = tmp_path / "emit", tmp_path / "output"
+    assert main(["precheck", str(SAMPLE_DATA), "--model", str(model), "--method", "lora", "--emit", "trl",
+                 "--shards", str(run), "--out", str(emit), "--global-batch", "8", "--trainer-output", str(out)]) == 0
+    capsys.readouterr()
+    for kind in ("chat", "text"):
+        args = parse_trl(emit / f"trl_sft.{kind}.yaml", "--use_cpu", "true", "--max_steps", "2")
+        assert args[1].assistant_only_loss == (kind == "chat")
+        trl_sft(*args)
+        assert (out / kind / "adapter_model.safetensors").is_file()
+        state = json.loads((out / kind / "checkpoint-2" / "trainer_state.json").read_text())
+        assert state["global_step"] == 2
+
+
+def test_the_best_checkpoint_survives_a_kill_and_a_resume_in_a_fresh_folder(tmp_path, bucket, capsys):
+    """Issue 32: killed after the best checkpoint, resumed on a new machine from the pulled latest one; the
+    resumed trainer has no folder of the best. S3 still holds the best at the end and eval_report.json names it."""
+    import boto3
+    import torch
+    from transformers import TrainerCallback
+
+    from pipeline.cli import main
+    from pipeline.train import S3Checkpoints
+    from pipeline.train.checkpoints import BEST, FINAL, list_remote, read_best
+
+    texts = [line for f in CHATS[:2] for line in f.read_text(encoding="utf-8").splitlines()]
+    model = tiny_model(tmp_path / "model", texts)
+    run, emit = tmp_path / "run", tmp_path / "emit"
+    assert main(["run", *map(str, CHATS), "--out", str(run), "--model", str(model), "--method", "lora",
+                 "--no-pii"]) == 0
+    assert main(["precheck", *map(str, CHATS), "--model", str(model), "--method", "lora", "--emit", "trl",
+                 "--shards", str(run), "--out", str(emit), "--global-batch", "8"]) == 0
+    uri = f"s3://{bucket}/jobs/killed"
+    every_2 = ("--use_cpu", "true", "--max_steps", "8", "--save_steps", "2", "--eval_steps", "2",
+               "--logging_steps", "1", "--dataloader_num_workers", "0")
+
+    class Killed(Exception):
+        pass
+
+    class KillAt(TrainerCallback):  # the server goes away after step 5: no end of training runs
+        def on_step_end(self, args, state, control, **kwargs):
+            if state.global_step == 5:
+                raise Killed
+
+    class Worse(TrainerCallback):  # the resumed steps make the model worse: checkpoint-4 stays the best
+        def on_step_end(self, args, state, control, model=None, **kwargs):
+            with torch.no_grad():
+                for p in model.parameters():
+                    if p.requires_grad:
+                        p.add_(torch.randn_like(p) * 5)
+
+    upload = S3Checkpoints(uri, keep=1)
+    trainer = build_trainer(*parse_trl(emit / "trl_sft.yaml", *every_2, "--output_dir", str(tmp_path / "a"))[:3],
+                            [upload, KillAt()])
+    with pytest.raises(Killed):
+        trainer.train()
+    upload._queue.join()  # what the upload thread had started (a real kill may lose it: pull takes the one before)
+    assert read_best(uri)["checkpoint"] == "checkpoint-4"
+    capsys.readouterr()
+    assert main(["checkpoints", "pull", uri, str(tmp_path / "b")]) == 0
+    pulled = Path(capsys.readouterr().out.strip())
+    assert pulled.name == "checkpoint-4"
+
+    torch.manual_seed(0)
+    trainer = build_trainer(*parse_trl(emit / "trl_sft.yaml", *every_2, "--output_dir", str(tmp_path / "b"))[:3],
+                            [S3Checkpoints(uri, keep=1), Worse()])
+    trainer.train(resume_from_checkpoint=str(pulled))
+    assert trainer.state.global_step == 8 and trainer.state.best_global_step == 4
+    s3 = boto3.client("s3")
+    report = json.loads(s3.get_object(Bucket=bucket, Key="jobs/killed/eval_report.json")["Body"].read())
+    losses = {e["step"]: e["eval_loss"] for e in report["evaluations"]}
+    assert set(losses) == {2, 4, 6, 8} and min(losses, key=losses.get) == 4
+    assert report["best_model_checkpoint"] == "checkpoint-4" == read_best(uri)["checkpoint"]
+    assert {n for n, e in list_remote(uri).items() if e.complete} == {"checkpoint-4", FINAL}
+    assert f"jobs/killed/{BEST}" in {o["Key"] for o in s3.list_objects_v2(Bucket=bucket, Prefix="jobs/")["Contents"]}

@@ -74,3 +74,54 @@ def test_pull_from_an_empty_prefix_is_one_line(bucket, tmp_path, capsys):
     assert main(["checkpoints", "pull", f"s3://{bucket}/nothing", str(tmp_path)]) == 2
     assert capsys.readouterr().err.strip() == (f"prepare: error: no complete checkpoint under s3://{bucket}/nothing "
                                                f"(a checkpoint is complete once its prepare-checkpoint.json is uploaded)")
+
+
+def test_the_best_survives_a_resume_in_a_fresh_folder(tmp_path, bucket):
+    """Killed after the best (checkpoint-2), resumed on another machine from a pulled checkpoint-4: the resumed
+    trainer no longer has checkpoint-2's folder (its best_model_checkpoint is reset) but carries its
+    best_global_step; best.json keeps the best on S3 through the pruning and the end names it."""
+    from pipeline.train.checkpoints import BEST, list_remote, pull, read_best, sync
+
+    uri = f"s3://{bucket}/job"
+    first = tmp_path / "first"
+    for step, loss in ((2, 0.5), (4, 0.9)):
+        folder = checkpoint(first, step)
+        state = {"global_step": step, "best_global_step": 2, "best_metric": 0.5,
+                 "best_model_checkpoint": str(first / "checkpoint-2"),
+                 "log_history": [{"eval_loss": 0.5, "step": 2}, {"eval_loss": 0.9, "step": 4}][:step // 2]}
+        (folder / "trainer_state.json").write_text(json.dumps(state))
+    sync(first, uri, keep=1, stable_seconds=0, max_polls=1, log=lambda m: None)   # then the server is gone
+    assert read_best(uri)["checkpoint"] == "checkpoint-2"
+    resumed = tmp_path / "second"
+    assert pull(uri, resumed).name == "checkpoint-4"
+    for step in (6, 8):   # worse than the best: the trainer keeps best_global_step 2
+        folder = checkpoint(resumed, step)
+        state = {"global_step": step, "best_global_step": 2, "best_metric": 0.5, "best_model_checkpoint": None,
+                 "log_history": [{"eval_loss": 1.0 + step, "step": step}]}
+        (folder / "trainer_state.json").write_text(json.dumps(state))
+    (resumed / "trainer_state.json").write_text((resumed / "checkpoint-8" / "trainer_state.json").read_text())
+    (resumed / "adapter_model.safetensors").write_bytes(b"final")
+    result = sync(resumed, uri, keep=1, stable_seconds=0, once=True, log=lambda m: None)
+    assert result["best"] == "checkpoint-2"
+    assert {n for n, e in list_remote(uri).items() if e.complete} == {"checkpoint-2", "final"}
+    report = json.loads(boto3.client("s3").get_object(Bucket=bucket, Key="job/eval_report.json")["Body"].read())
+    assert (report["best_model_checkpoint"], report["best_metric"]) == ("checkpoint-2", 0.5)
+    assert f"job/{BEST}" in keys(bucket, "job/")
+
+
+def test_sync_waits_for_the_trainer_to_make_its_folder(tmp_path, bucket, monkeypatch, capsys):
+    from pipeline.cli import main
+    from pipeline.train import checkpoints
+
+    out = tmp_path / "out"
+    # the trainer makes its output_dir while sync sleeps between looks
+    monkeypatch.setattr(checkpoints.time, "sleep", lambda seconds: out.mkdir(exist_ok=True))
+    lines = []
+    checkpoints.sync(out, f"s3://{bucket}/job", once=True, poll_seconds=5, wait_seconds=60, log=lines.append)
+    assert lines[0] == f"waiting for {out} (the trainer's output_dir) to appear: 0 of 60 s"
+    # and gives up after --wait, in one line
+    monkeypatch.setattr(checkpoints.time, "sleep", lambda seconds: None)
+    assert main(["checkpoints", "sync", str(tmp_path / "never"), f"s3://{bucket}/job", "--wait", "10",
+                 "--poll", "5"]) == 2
+    assert capsys.readouterr().err.strip().splitlines()[-1] == (
+        f"prepare: error: no such folder: {tmp_path / 'never'} (waited 10 s for the trainer to make it)")

@@ -178,6 +178,6 @@ def test_the_trainer_callback_stages_no_symlink_target(tmp_path, monkeypatch, ca
     monkeypatch.setattr(callback, "_start", lambda: None)   # no upload thread: the staged folder is looked at
     state = SimpleNamespace(is_world_process_zero=True, global_step=2, best_model_checkpoint=None)
     callback.on_save(SimpleNamespace(output_dir=str(tmp_path / "out")), state, None)
-    stage, _, _ = callback._queue.get_nowait()
+    stage, _ = callback._queue.get_nowait()
     assert every_file(stage) == {"adapter_model.safetensors"}
     assert "checkpoint-2/optimizer.pt: a symbolic link, not uploaded" in caplog.text

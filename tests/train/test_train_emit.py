@@ -67,6 +67,10 @@ def test_trl_config_parses_with_trl_and_carries_the_estimate(tmp_path, run_dir, 
     assert (model.use_peft, model.lora_r, model.lora_dropout, model.attn_implementation) == (True, 16, 0.05, "sdpa")
     assert model.lora_target_modules == ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
     assert (sft.max_length, sft.packing, sft.assistant_only_loss, sft.bf16) == (plan["max_length"], True, True, True)
+    # the length the run cut its shards at, and the run's own packing counts (not a precheck's of the raw inputs)
+    assert plan["max_length"] == json.loads((run_dir / "manifest.json").read_text())["max_seq_len"]
+    packing = json.loads((run_dir / "report.json").read_text())["lengths"]["packing"]
+    assert plan["packing"]["sequences_per_epoch"] == packing["sequences_per_epoch"]
     assert sft.per_device_train_batch_size * sft.gradient_accumulation_steps == 32
     assert sft.per_device_train_batch_size <= est["micro_batch_fit"]
     assert sft.activation_checkpointing and sft.activation_checkpointing_kwargs == {"use_reentrant": False}
@@ -101,11 +105,15 @@ def test_axolotl_config_passes_axolotls_schema(tmp_path, run_dir, bucket, capsys
     assert plan["framework"] == "axolotl"  # estimated with axolotl's preset
     cfg = yaml.safe_load((out / "axolotl.yaml").read_text())
     assert cfg["datasets"][0]["data_files"] == [f"{uri}/train/part-00000.parquet"]
+    # the run kept over-long records for the trainer to cut, as the plan counted: axolotl truncates, not drops
+    assert (plan["overflow"], cfg["excess_length_strategy"]) == ("keep", "truncate")
     result = external("validate_axolotl.py", out / "axolotl.yaml")
     assert result["unknown"] == []  # every key is a field of axolotl's schema (it ignores unknown keys)
     assert (result["adapter"], result["sequence_len"], result["sample_packing"]) == \
         ("qlora", plan["max_length"], True)
     assert result["micro_batch_size"] == plan["micro_batch"]
+    # as estimated: no fused LoRA kernels (axolotl's validator would turn them on), over-long records cut
+    assert result["lora_kernels"] == [False] * 4 and result["excess_length_strategy"] == "truncate"
 
 
 @pytest.mark.slow  # run_dir is a whole `prepare run`
@@ -118,8 +126,8 @@ def test_llamafactory_config_passes_its_argument_parser(tmp_path, run_dir, capsy
     assert info["prepare_train"]["file_name"] == f"{run_dir.resolve()}/train"
     result = external("validate_llamafactory.py", out / "llamafactory.yaml")
     assert result["unknown"] == []
-    # LLaMA-Factory keeps one position for packing: cutoff_len - 1 is what it trains on
-    assert result["cutoff_len"] == plan["max_length"] - 1
+    # LLaMA-Factory keeps one position for packing (cutoff_len - 1): the emitted one more makes it the planned one
+    assert result["cutoff_len"] == plan["max_length"]
     assert (result["lora_rank"], result["quantization_bit"], result["double_quantization"]) == (16, 4, True)
     assert (result["dataset"], result["eval_dataset"]) == (["prepare_train"], ["prepare_validation"])
     assert result["per_device_train_batch_size"] == plan["micro_batch"]
@@ -160,3 +168,120 @@ def test_global_batch_in_tokens():
     assert parse_global_batch("32") == (32, "sequences")
     with pytest.raises(ValueError):
         parse_global_batch("0")
+
+
+MIXED_CONFIG = {"inputs": [str(SAMPLE_DATA)], "write": {"split_by_kind": True}}
+
+
+@pytest.fixture(scope="module", params=[False, True], ids=["one-shard-set", "split-by-kind"])
+def mixed_run(request, tmp_path_factory):
+    """sample_data itself: chats, instructions and plain text, in one shard set or in one per kind."""
+    from pipeline.cli import main
+
+    folder = tmp_path_factory.mktemp("mixed")
+    config = folder / "config.yaml"
+    config.write_text(yaml.safe_dump({**MIXED_CONFIG, "write": {"split_by_kind": request.param}}))
+    assert main(["run", "--config", str(config), "--out", str(folder / "run"), "--no-pii", "--no-estimate"]) == 0
+    return folder / "run"
+
+
+def _kind_rows(run: Path) -> dict:
+    """kind -> split -> rows, read from the shards (a record is text exactly when it has no messages)."""
+    import pyarrow.parquet as pq
+
+    rows: dict = {"chat": {"train": 0, "validation": 0}, "text": {"train": 0, "validation": 0}}
+    for path in run.glob("*/**/*.parquet"):
+        split = path.relative_to(run).parts[0]
+        if split not in ("train", "validation"):
+            continue
+        table = pq.read_table(path)
+        text = table.column("messages").null_count if "messages" in table.column_names else table.num_rows
+        rows["text"][split] += text
+        rows["chat"][split] += table.num_rows - text
+    return rows
+
+
+def _emit_mixed(tmp_path, run, trainer):
+    from pipeline.cli import main
+
+    out = tmp_path / trainer
+    assert main(["precheck", str(SAMPLE_DATA), "--model", "llama-3.1-8b", "--method", "qlora", "--emit", trainer,
+                 "--shards", str(run), "--out", str(out)]) == 0
+    return out
+
+
+@pytest.mark.slow  # mixed_run is a whole `prepare run`
+def test_a_mixed_run_gives_trl_one_config_per_kind_on_the_runs_own_splits(tmp_path, mixed_run, capsys):
+    from datasets import load_dataset
+    from trl.scripts.sft import make_parser
+
+    out = _emit_mixed(tmp_path, mixed_run, "trl")
+    assert not (out / "trl_sft.yaml").exists()
+    expected = _kind_rows(mixed_run)
+    assert all(expected[k]["train"] for k in expected)  # sample_data has both kinds
+    cpu = [] if _cuda() else ["--use_cpu", "true"]
+    for kind in ("chat", "text"):
+        script, sft, _, _ = make_parser().parse_args_and_config(["--config", str(out / f"trl_sft.{kind}.yaml"), *cpu])
+        assert sft.assistant_only_loss == (kind == "chat") and sft.output_dir == f"output/{kind}"
+        # what trl's script loads: the kind's records only, and the run's validation split as the eval set
+        data = load_dataset(script.dataset_name, name=script.dataset_config)
+        assert {s: len(data[s]) for s in data} == expected[kind]
+        assert set(data["train"]["kind"]) <= ({"text"} if kind == "text" else {"chat", "instruction"})
+        assert sft.eval_strategy == "steps" and script.dataset_test_split == "validation"
+
+
+@pytest.mark.slow  # mixed_run is a whole `prepare run`
+def test_a_mixed_run_gives_axolotl_a_dataset_per_kind(tmp_path, mixed_run, capsys):
+    out = _emit_mixed(tmp_path, mixed_run, "axolotl")
+    cfg = yaml.safe_load((out / "axolotl.yaml").read_text())
+    assert [d["type"] for d in cfg["datasets"]] == ["chat_template", "completion"]
+    assert [d["type"] for d in cfg["test_datasets"]] == ["chat_template", "completion"]
+    result = external("validate_axolotl.py", out / "axolotl.yaml")
+    assert result["unknown"] == []
+
+
+@pytest.mark.slow  # mixed_run is a whole `prepare run`
+def test_a_mixed_run_gives_llamafactory_one_config_per_kind(tmp_path, mixed_run, capsys):
+    out = _emit_mixed(tmp_path, mixed_run, "llamafactory")
+    info = json.loads((out / "dataset_info.json").read_text())
+    assert set(info) == {"prepare_chat_train", "prepare_chat_validation", "prepare_text_train",
+                         "prepare_text_validation"}
+    assert info["prepare_text_train"]["formatting"] == "alpaca"
+    for kind in ("chat", "text"):
+        cfg = yaml.safe_load((out / f"llamafactory.{kind}.yaml").read_text())
+        assert cfg["train_on_prompt"] == (kind == "text")
+        result = external("validate_llamafactory.py", out / f"llamafactory.{kind}.yaml")
+        assert result["unknown"] == []
+        names = ([f"prepare_{kind}_train"], [f"prepare_{kind}_validation"])
+        assert (result["dataset"], result["eval_dataset"]) == names
+
+
+@pytest.mark.slow  # run_dir is a whole `prepare run`
+def test_llamafactory_reads_s3_shards_after_the_download_step_it_is_given(tmp_path, run_dir, bucket, capsys):
+    """LLaMA-Factory's cloud reader takes only .json/.jsonl: for a run on S3 its dataset_info.json names a local
+    folder and the config's header the `aws s3 sync` that fills it; done here with boto3, the shards then load as
+    LLaMA-Factory loads a local folder of .parquet files (datasets' parquet builder over its files)."""
+    import re
+
+    import boto3
+    from datasets import load_dataset
+
+    from pipeline.core.s3 import upload_run
+
+    manifest = json.loads((run_dir / "manifest.json").read_text())
+    uri = f"s3://{bucket}/datasets/lf"
+    upload_run(run_dir, uri, [s["path"] for s in manifest["shards"]])
+    code, out = emit(tmp_path, run_dir, "llamafactory", shards=uri)
+    assert code == 0, capsys.readouterr().err
+    info = json.loads((out / "dataset_info.json").read_text())
+    local = out.resolve() / "data" / "lf"
+    assert info["prepare_train"] == {**info["prepare_train"], "file_name": f"{local}/train"}
+    sync = re.search(r"`aws s3 sync (\S+)/ (\S+)/ ", (out / "llamafactory.yaml").read_text())
+    assert sync.groups() == (uri, str(local))
+    s3 = boto3.client("s3")
+    for shard in manifest["shards"]:  # what the sync line does
+        (local / shard["path"]).parent.mkdir(parents=True, exist_ok=True)
+        s3.download_file(bucket, f"datasets/lf/{shard['path']}", str(local / shard["path"]))
+    data = load_dataset("parquet", data_dir=info["prepare_train"]["file_name"], split="train")
+    assert len(data) == manifest["counts"]["splits"]["train"]
+    assert external("validate_llamafactory.py", out / "llamafactory.yaml")["unknown"] == []
