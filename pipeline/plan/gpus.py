@@ -399,7 +399,7 @@ def _candidate_cells(c: dict) -> list[str]:
             numfmt.cost(c["cost_usd"]) if c["fits"] else "-"]
 
 
-HEADERS = ["GPU", "cards", "fits: need / usable GiB", "micro-batch", "$/h per card", "hours", "cost"]
+HEADERS = ["GPU", "cards", "fits: need / usable GiB", "micro-batch", "$/h per card", "time", "cost"]
 
 
 def _headline_lines(plan: dict) -> list[str]:
