@@ -20,6 +20,7 @@ from pipeline.core.stats import StageStats, merge_all
 from pipeline.core.step import GlobalStep, Planned, Step, build_steps, config_key, run_steps
 from pipeline.core.textnorm import content_chars
 from pipeline.data import dedup
+from pipeline.data.decontam import DecontamStep
 from pipeline.data.lang import record_lang
 from pipeline.data.normalize import ORDER_SHIFT, Normalizer
 from pipeline.data.readers import FileReader, InputFile, UnreadableInput, expand_inputs, split_ranges
@@ -174,17 +175,20 @@ def check_readable(task: ShardTask, cfg: PrepareConfig) -> tuple[ShardTask | Non
 # --- phase 1, per shard: read -> normalize -> clean -> quality -> language -> dedup keys --------------------
 
 def _normalize_key(task: ShardTask, cfg: PrepareConfig) -> str:
+    # the eval files too: an edited eval set removes other records, so phase 1's work is redone
+    evals = [resume.input_fingerprint(f) for f in expand_inputs(cfg.decontam.eval_sets, cfg)]
     return resume.key(resume.code_version(), [resume.input_fingerprint(f) for f in task.files], task.index,
-                      task.eval, config_key(cfg, normalize_steps(cfg).steps))
+                      task.eval, config_key(cfg, normalize_steps(cfg).steps), *([evals] if evals else []))
 
 
 @shard_errors("normalize")
-def normalize_shard(task: ShardTask, cfg: PrepareConfig, run_dir: str, work_dir: str) -> dict:
+def normalize_shard(task: ShardTask, cfg: PrepareConfig, run_dir: str, work_dir: str,
+                    eval_index: str | None = None) -> dict:
     """Read the shard's inputs, convert every row to a canonical record or a counted quarantine/drop reason, judge
     its language, write the records, their dedup keys, canned-answer keys and (id, language) to the work folder.
     Quarantine files hold references (file, line, reason), never content. The stats and what the reader found
     (format, encoding, warnings) are kept per file, under "files". A shard finished by an earlier (killed) run
-    is reused."""
+    is reused. `eval_index`: the folder of the run's eval index when decontam is on."""
     key = _normalize_key(task, cfg)
     quarantine_path = Path(run_dir) / "quarantine" / f"{task.index:05d}.jsonl"
     cached = resume.cached(work_dir, f"normalize-{task.index:05d}", key)
@@ -197,7 +201,7 @@ def normalize_shard(task: ShardTask, cfg: PrepareConfig, run_dir: str, work_dir:
         p.parent.mkdir(parents=True, exist_ok=True)
     quarantine_path.parent.mkdir(parents=True, exist_ok=True)  # the folder is always there, maybe empty
     quarantine_path.unlink(missing_ok=True)  # an earlier run's; a shard without rejected rows writes none
-    plan = normalize_steps(cfg)
+    plan = normalize_steps(cfg, eval_index)
     out = _NormalizedOutput(paths, cfg, plan.keys)
     files, offset, rows_read = [], 0, 0
     with LazyFile(quarantine_path) as quarantine:
@@ -217,7 +221,8 @@ def normalize_shard(task: ShardTask, cfg: PrepareConfig, run_dir: str, work_dir:
         "stages": merged_stages([*(p["stages"] for p in files), *({s.name: s.stats.to_dict()} for s in out.steps)]),
         "records": out.records, "has_records": written["normalized"].written,
         "has_keys": written["keys"].written, "has_canned": written["canned"].written,
-        "has_langs": written["langs"].written, "quarantined_rows": quarantine.lines,
+        "has_langs": written["langs"].written, "has_decontam": written["decontam"].written,
+        "quarantined_rows": quarantine.lines,
     })
 
 
@@ -228,7 +233,8 @@ class _NormalizedOutput:
 
     def __init__(self, paths: dict, cfg: PrepareConfig, key_steps: list[Planned]):
         self.cfg, self.records = cfg, 0
-        self.writers = {name: WorkWriter(paths[name]) for name in ("normalized", "keys", "canned", "langs")}
+        self.writers = {name: WorkWriter(paths[name])
+                        for name in ("normalized", "keys", "canned", "langs", "decontam")}
         self.steps = build_steps(key_steps, KeySinks(*(self.writers[n].append for n in ("keys", "canned", "langs"))))
         self.pending: list[dict] = []
         self.pending_chars = 0
@@ -290,6 +296,9 @@ def _normalize_file(f: InputFile, task: ShardTask, cfg: PrepareConfig, offset: i
     normalizer.read_step.progress = _Progress(set_progress)
     for records in normalizer.batches():
         out.add(records)
+    for step in normalizer.steps:
+        if isinstance(step, DecontamStep) and step.removed:  # the audit, by reference: ids, files, lines
+            out.writers["decontam"].append(step.audit_table())
     reader = normalizer.reader
     stages = {s.name: s.stats.to_dict() for s in normalizer.steps}
     base = (task.index << ORDER_SHIFT) + offset
