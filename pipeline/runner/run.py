@@ -19,7 +19,7 @@ from pipeline.core.progress import ProgressFile, StageProgress
 from pipeline.core.stats import StageStats, merge_all
 from pipeline.data.decontam import EvalIndex, read_eval_records
 from pipeline.data.dedup import REMOVED_SCHEMA
-from pipeline.data.readers import expand_inputs, guessed_encoding_note, save_names
+from pipeline.data.readers import InputFile, expand_inputs, guessed_encoding_note, save_names
 from pipeline.runner.executor import Executor, LocalExecutor
 from pipeline.runner.finalize import finalize
 from pipeline.runner.phases import (
@@ -68,6 +68,7 @@ def run_prepare(cfg: PrepareConfig, executor: Executor | None = None, progress: 
         unreadable += problems
         if task is not None:
             readable.append(task)
+    eval_files = expand_inputs(cfg.decontam.eval_sets, cfg)  # an eval set that cannot be read, before any output
     with RunDir(cfg.out) as rundir:
         save_names(cfg.out)  # the map of file-name labels, only with the lock held (readers.NameMap)
         rundir.wait_for_stale_workers()
@@ -77,7 +78,7 @@ def run_prepare(cfg: PrepareConfig, executor: Executor | None = None, progress: 
         executor = executor or LocalExecutor(cfg.workers, progress, str(rundir.workers_lock()))
         try:
             tty = progress and log is _to_stderr and sys.stderr.isatty()
-            return _run(cfg, executor, rundir, readable, unreadable, log,
+            return _run(cfg, executor, rundir, readable, eval_files, unreadable, log,
                         functools.partial(StageProgress, progress_dir(rundir.work), enabled=progress, tty=tty,
                                           log=log))
         finally:
@@ -103,8 +104,9 @@ def _shard_result(normalized: dict, processed: dict) -> dict:
 EVAL_INDEX = "eval_index"  # the progress counter of the index build
 
 
-def build_eval_index(cfg: PrepareConfig, work_dir: Path) -> Path:
-    """The eval sets' index (decontam), built here once and saved for the workers: a folder in work/."""
+def build_eval_index(cfg: PrepareConfig, work_dir: Path, files: list[InputFile] | None = None) -> Path:
+    """The index of the eval sets (decontam; `files`: their expanded inputs), built once and saved for the
+    workers: a folder in work/."""
     folder = eval_index_dir(work_dir)
     shutil.rmtree(folder, ignore_errors=True)  # a worker of this process may still map the last run's arrays
     counter = ProgressFile(progress_dir(work_dir), EVAL_INDEX, 0)
@@ -116,7 +118,7 @@ def build_eval_index(cfg: PrepareConfig, work_dir: Path) -> Path:
             yield record
         counter.set(n, final=True)
 
-    files = expand_inputs(cfg.decontam.eval_sets, cfg)
+    files = expand_inputs(cfg.decontam.eval_sets, cfg) if files is None else files
     index = EvalIndex.from_records(counted(read_eval_records(files, cfg)), cfg.decontam.ngram,
                                    cfg.decontam.near_threshold)
     index.save(folder)
@@ -148,7 +150,7 @@ def guessed_encodings(results: list[dict]) -> list[str]:
 
 
 def _run(cfg: PrepareConfig, executor: Executor, rundir: RunDir, readable: list[ShardTask],
-         unreadable: list[dict], log: Callable[[str], None], stages: Callable[..., StageProgress]) -> RunResult:
+         eval_files: list[InputFile], unreadable: list[dict], log: Callable[[str], None], stages: Callable[..., StageProgress]) -> RunResult:
     run_dir, work_dir = rundir.path, rundir.work
     # The old manifest goes first: from here until the new one is written, no manifest points at
     # shards that are being rewritten. Work of a killed run stays in work/ and is reused by key.
@@ -163,7 +165,7 @@ def _run(cfg: PrepareConfig, executor: Executor, rundir: RunDir, readable: list[
     eval_index = None
     if cfg.decontam.enabled:
         with stages({EVAL_INDEX: ("eval index", "records", None)}):
-            eval_index = str(build_eval_index(cfg, work_dir))
+            eval_index = str(build_eval_index(cfg, work_dir, eval_files))
 
     # 1. per shard: read -> normalize -> clean -> quality -> language -> decontam -> dedup, canned and language keys
     with stages({"read": ("read", "records", None)}):

@@ -102,3 +102,11 @@ def test_an_edited_eval_file_makes_phase_1_redo_its_shards(tmp_path):
     write_jsonl(evals, EVAL[:1])  # the second eval item taken out
     again = phase1()
     assert not again.get("reused") and again["stages"]["decontam"]["dropped"] == {"eval_ngram": 1}
+
+
+def test_an_eval_set_that_cannot_be_read_stops_the_run_before_any_output(tmp_path):
+    write_inputs(tmp_path)
+    proc = prepare_cli(str(tmp_path / "train.jsonl"), "--out", str(tmp_path / "run"), "--no-pii",
+                       "--eval-sets", str(tmp_path / "missing.jsonl"), cwd=tmp_path)
+    assert proc.returncode != 0 and "missing.jsonl: no such file" in proc.stderr
+    assert not (tmp_path / "run").exists()
