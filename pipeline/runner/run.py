@@ -150,7 +150,8 @@ def guessed_encodings(results: list[dict]) -> list[str]:
 
 
 def _run(cfg: PrepareConfig, executor: Executor, rundir: RunDir, readable: list[ShardTask],
-         eval_files: list[InputFile], unreadable: list[dict], log: Callable[[str], None], stages: Callable[..., StageProgress]) -> RunResult:
+         eval_files: list[InputFile], unreadable: list[dict], log: Callable[[str], None],
+         stages: Callable[..., StageProgress]) -> RunResult:
     run_dir, work_dir = rundir.path, rundir.work
     # The old manifest goes first: from here until the new one is written, no manifest points at
     # shards that are being rewritten. Work of a killed run stays in work/ and is reused by key.
@@ -167,7 +168,7 @@ def _run(cfg: PrepareConfig, executor: Executor, rundir: RunDir, readable: list[
         with stages({EVAL_INDEX: ("eval index", "records", None)}):
             eval_index = str(build_eval_index(cfg, work_dir, eval_files))
 
-    # 1. per shard: read -> normalize -> clean -> quality -> language -> decontam -> dedup, canned and language keys
+    # 1. per shard: read -> normalize -> clean -> quality -> language -> decontam -> dedup, canned, language keys
     with stages({"read": ("read", "records", None)}):
         results = executor.map(normalize_shard, readable, "normalize", cfg=cfg, run_dir=str(run_dir),
                                work_dir=str(work_dir), eval_index=eval_index)

@@ -6,6 +6,7 @@ import json
 import random
 
 import pyarrow.parquet as pq
+from test_readers import PII_FILE
 from test_run_wiring import prepare_cli, rows_of, write_jsonl
 
 from pipeline.core.config import PrepareConfig
@@ -110,3 +111,21 @@ def test_an_eval_set_that_cannot_be_read_stops_the_run_before_any_output(tmp_pat
                        "--eval-sets", str(tmp_path / "missing.jsonl"), cwd=tmp_path)
     assert proc.returncode != 0 and "missing.jsonl: no such file" in proc.stderr
     assert not (tmp_path / "run").exists()
+
+
+def test_an_eval_file_named_with_personal_data_is_a_label_in_every_output(tmp_path):
+    write_inputs(tmp_path)
+    (tmp_path / "train.jsonl").rename(tmp_path / "train-in.jsonl")
+    named = tmp_path / PII_FILE
+    (tmp_path / "eval.jsonl").rename(named)
+    proc = prepare_cli("train-in.jsonl", "--out", "run", "--no-lengths", "--no-estimate", "--eval-sets", PII_FILE,
+                       cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    manifest = json.loads((tmp_path / "run" / "manifest.json").read_text())
+    (shown,) = manifest["config"]["decontam"]["eval_sets"]
+    assert shown.startswith("redacted-")
+    audit = pq.read_table(tmp_path / "run" / "decontam_removed.parquet").to_pylist()
+    assert len(audit) == 2 and all(a["duplicate_of_file"].startswith("redacted-") for a in audit)
+    secret = PII_FILE.split(".")[0].encode()
+    assert secret not in (proc.stdout + proc.stderr).encode()
+    assert not [p for p in (tmp_path / "run").rglob("*") if p.is_file() and secret in p.read_bytes()]
