@@ -34,6 +34,7 @@ from pipeline.runner.work import (
     PROCESSED_COLUMNS,
     LazyFile,
     WorkWriter,
+    eval_index_dir,
     progress_dir,
     read_work,
     work_paths,
@@ -174,22 +175,27 @@ def check_readable(task: ShardTask, cfg: PrepareConfig) -> tuple[ShardTask | Non
 
 # --- phase 1, per shard: read -> normalize -> clean -> quality -> language -> dedup keys --------------------
 
-def _normalize_key(task: ShardTask, cfg: PrepareConfig) -> str:
-    # the eval files too: an edited eval set removes other records, so phase 1's work is redone
-    evals = [resume.input_fingerprint(f) for f in expand_inputs(cfg.decontam.eval_sets, cfg)]
+def _eval_index(cfg: PrepareConfig, work_dir: str) -> str | None:
+    """The run's eval index (run.build_eval_index) when decontam is on."""
+    return str(eval_index_dir(work_dir)) if cfg.decontam.enabled else None
+
+
+def _normalize_key(task: ShardTask, cfg: PrepareConfig, work_dir: str) -> str:
+    # the eval files' fingerprints too: an edited eval set removes other records, so phase 1's work is redone
+    eval_index = _eval_index(cfg, work_dir)
+    evals = [resume.eval_fingerprints(eval_index)] if eval_index else []
     return resume.key(resume.code_version(), [resume.input_fingerprint(f) for f in task.files], task.index,
-                      task.eval, config_key(cfg, normalize_steps(cfg).steps), *([evals] if evals else []))
+                      task.eval, config_key(cfg, normalize_steps(cfg).steps), *evals)
 
 
 @shard_errors("normalize")
-def normalize_shard(task: ShardTask, cfg: PrepareConfig, run_dir: str, work_dir: str,
-                    eval_index: str | None = None) -> dict:
+def normalize_shard(task: ShardTask, cfg: PrepareConfig, run_dir: str, work_dir: str) -> dict:
     """Read the shard's inputs, convert every row to a canonical record or a counted quarantine/drop reason, judge
     its language, write the records, their dedup keys, canned-answer keys and (id, language) to the work folder.
     Quarantine files hold references (file, line, reason), never content. The stats and what the reader found
     (format, encoding, warnings) are kept per file, under "files". A shard finished by an earlier (killed) run
-    is reused. `eval_index`: the folder of the run's eval index when decontam is on."""
-    key = _normalize_key(task, cfg)
+    is reused. With decontam on, the run has built its eval index in work_dir first."""
+    key = _normalize_key(task, cfg, work_dir)
     quarantine_path = Path(run_dir) / "quarantine" / f"{task.index:05d}.jsonl"
     cached = resume.cached(work_dir, f"normalize-{task.index:05d}", key)
     counter = ProgressFile(progress_dir(work_dir), "read", task.index)
@@ -201,7 +207,7 @@ def normalize_shard(task: ShardTask, cfg: PrepareConfig, run_dir: str, work_dir:
         p.parent.mkdir(parents=True, exist_ok=True)
     quarantine_path.parent.mkdir(parents=True, exist_ok=True)  # the folder is always there, maybe empty
     quarantine_path.unlink(missing_ok=True)  # an earlier run's; a shard without rejected rows writes none
-    plan = normalize_steps(cfg, eval_index)
+    plan = normalize_steps(cfg, _eval_index(cfg, work_dir))
     out = _NormalizedOutput(paths, cfg, plan.keys)
     files, offset, rows_read = [], 0, 0
     with LazyFile(quarantine_path) as quarantine:
@@ -358,8 +364,8 @@ def process_shard(task: ShardTask, cfg: PrepareConfig, work_dir: str, removed_pa
     plan = process_steps(cfg, residual_rate)
     salt = run_salt(cfg, work_dir) if "pii" in stage_names(plan) else None
     salt_digest = hashlib.blake2b(salt, key=b"cache-key", digest_size=8).hexdigest() if salt else None
-    key = resume.key(_normalize_key(task, cfg), config_key(cfg, plan), has_eval, file_hash(removed_path),
-                     salt_digest, file_hash(canned_drop), file_hash(validation_path), residual_rate)
+    key = resume.key(_normalize_key(task, cfg, work_dir), config_key(cfg, plan), has_eval,
+                     file_hash(removed_path), salt_digest, file_hash(canned_drop), file_hash(validation_path), residual_rate)
     cached = resume.cached(work_dir, f"process-{task.index:05d}", key)
     counters = {name: ProgressFile(progress_dir(work_dir), name, task.index) for name in PROGRESS_STAGES}
     if cached is not None:
@@ -374,7 +380,8 @@ def process_shard(task: ShardTask, cfg: PrepareConfig, work_dir: str, removed_pa
     paths = work_paths(work_dir, task.index)
     paths["processed"].unlink(missing_ok=True)
     out = WorkWriter(paths["processed"])
-    files = resume.cached(work_dir, f"normalize-{task.index:05d}", _normalize_key(task, cfg))["files"]
+    normalized = resume.cached(work_dir, f"normalize-{task.index:05d}", _normalize_key(task, cfg, work_dir))
+    files = normalized["files"]
     per_file = StatsByFile(steps, len(files))
     if paths["normalized"].exists():
         for batch in read_work(paths["normalized"], cfg.read):

@@ -34,6 +34,7 @@ from pipeline.runner.phases import (
     upload,
 )
 from pipeline.runner.preflight import refuse_empty_run
+from pipeline.runner.resume import save_eval_fingerprints
 from pipeline.runner.rundir import DECONTAM_REMOVED, RunDir, check_out, ensure_salt
 from pipeline.runner.steps import global_steps, process_steps, stage_names
 from pipeline.runner.work import eval_index_dir, progress_dir, work_paths
@@ -122,6 +123,7 @@ def build_eval_index(cfg: PrepareConfig, work_dir: Path, files: list[InputFile] 
     index = EvalIndex.from_records(counted(read_eval_records(files, cfg)), cfg.decontam.ngram,
                                    cfg.decontam.near_threshold)
     index.save(folder)
+    save_eval_fingerprints(folder, files)  # part of phase 1's resume key
     return folder
 
 
@@ -163,15 +165,14 @@ def _run(cfg: PrepareConfig, executor: Executor, rundir: RunDir, readable: list[
         + f" -> {run_dir}")
 
     # 0. once, when decontam is on: the eval sets' index, which every shard of phase 1 loads
-    eval_index = None
     if cfg.decontam.enabled:
         with stages({EVAL_INDEX: ("eval index", "records", None)}):
-            eval_index = str(build_eval_index(cfg, work_dir, eval_files))
+            build_eval_index(cfg, work_dir, eval_files)
 
     # 1. per shard: read -> normalize -> clean -> quality -> language -> decontam -> dedup, canned, language keys
     with stages({"read": ("read", "records", None)}):
         results = executor.map(normalize_shard, readable, "normalize", cfg=cfg, run_dir=str(run_dir),
-                               work_dir=str(work_dir), eval_index=eval_index)
+                               work_dir=str(work_dir))
     gather_decontam_audit(cfg, run_dir, work_dir, results)
     candidates = sum(r["records"] for r in results)  # records that reach dedup
     for line in guessed_encodings(results):
