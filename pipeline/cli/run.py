@@ -40,6 +40,8 @@ def add_run_arguments(p: argparse.ArgumentParser) -> None:
     add_config_flag(p, "--s3", "s3", metavar="URI")
     add_config_argument(p)
     add_config_flag(p, "--validation", "validation_inputs", nargs="+", metavar="FILE")
+    add_config_flag(p, "--eval-sets", "decontam.eval_sets", nargs="+", metavar="FILE")
+    add_config_flag(p, "--eval-ngram", "decontam.ngram", metavar="N")
     add_config_flag(p, "--workers", "workers")
     add_config_flag(p, "--model", "estimate.model")
     add_config_flag(p, "--method", "estimate.method")

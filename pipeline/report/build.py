@@ -22,8 +22,8 @@ from pipeline.data.quality import quality_summary
 from pipeline.plan.gpus import render_plan_markdown
 from pipeline.report.quality import render_quality_markdown
 
-STAGE_ORDER = ("read", "normalize", "clean", "quality", "language", "dedup", "canned", "pii_residual", "pii",
-               "lengths", "split", "write")
+STAGE_ORDER = ("read", "normalize", "clean", "quality", "language", "decontam", "dedup", "canned", "pii_residual",
+               "pii", "lengths", "split", "write")
 
 
 def _accounting(stages: dict[str, StageStats | dict]) -> dict:

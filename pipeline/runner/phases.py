@@ -20,6 +20,7 @@ from pipeline.core.stats import StageStats, merge_all
 from pipeline.core.step import GlobalStep, Planned, Step, build_steps, config_key, run_steps
 from pipeline.core.textnorm import content_chars
 from pipeline.data import dedup
+from pipeline.data.decontam import DecontamStep
 from pipeline.data.lang import record_lang
 from pipeline.data.normalize import ORDER_SHIFT, Normalizer
 from pipeline.data.readers import FileReader, InputFile, UnreadableInput, expand_inputs, split_ranges
@@ -33,6 +34,7 @@ from pipeline.runner.work import (
     PROCESSED_COLUMNS,
     LazyFile,
     WorkWriter,
+    eval_index_dir,
     progress_dir,
     read_work,
     work_paths,
@@ -173,9 +175,17 @@ def check_readable(task: ShardTask, cfg: PrepareConfig) -> tuple[ShardTask | Non
 
 # --- phase 1, per shard: read -> normalize -> clean -> quality -> language -> dedup keys --------------------
 
-def _normalize_key(task: ShardTask, cfg: PrepareConfig) -> str:
+def _eval_index(cfg: PrepareConfig, work_dir: str) -> str | None:
+    """The run's eval index (run.build_eval_index) when decontam is on."""
+    return str(eval_index_dir(work_dir)) if cfg.decontam.enabled else None
+
+
+def _normalize_key(task: ShardTask, cfg: PrepareConfig, work_dir: str) -> str:
+    # the eval files' fingerprints too: an edited eval set removes other records, so phase 1's work is redone
+    eval_index = _eval_index(cfg, work_dir)
+    evals = [resume.eval_fingerprints(eval_index)] if eval_index else []
     return resume.key(resume.code_version(), [resume.input_fingerprint(f) for f in task.files], task.index,
-                      task.eval, config_key(cfg, normalize_steps(cfg).steps))
+                      task.eval, config_key(cfg, normalize_steps(cfg).steps), *evals)
 
 
 @shard_errors("normalize")
@@ -184,8 +194,8 @@ def normalize_shard(task: ShardTask, cfg: PrepareConfig, run_dir: str, work_dir:
     its language, write the records, their dedup keys, canned-answer keys and (id, language) to the work folder.
     Quarantine files hold references (file, line, reason), never content. The stats and what the reader found
     (format, encoding, warnings) are kept per file, under "files". A shard finished by an earlier (killed) run
-    is reused."""
-    key = _normalize_key(task, cfg)
+    is reused. With decontam on, the run has built its eval index in work_dir first."""
+    key = _normalize_key(task, cfg, work_dir)
     quarantine_path = Path(run_dir) / "quarantine" / f"{task.index:05d}.jsonl"
     cached = resume.cached(work_dir, f"normalize-{task.index:05d}", key)
     counter = ProgressFile(progress_dir(work_dir), "read", task.index)
@@ -197,7 +207,7 @@ def normalize_shard(task: ShardTask, cfg: PrepareConfig, run_dir: str, work_dir:
         p.parent.mkdir(parents=True, exist_ok=True)
     quarantine_path.parent.mkdir(parents=True, exist_ok=True)  # the folder is always there, maybe empty
     quarantine_path.unlink(missing_ok=True)  # an earlier run's; a shard without rejected rows writes none
-    plan = normalize_steps(cfg)
+    plan = normalize_steps(cfg, _eval_index(cfg, work_dir))
     out = _NormalizedOutput(paths, cfg, plan.keys)
     files, offset, rows_read = [], 0, 0
     with LazyFile(quarantine_path) as quarantine:
@@ -217,7 +227,8 @@ def normalize_shard(task: ShardTask, cfg: PrepareConfig, run_dir: str, work_dir:
         "stages": merged_stages([*(p["stages"] for p in files), *({s.name: s.stats.to_dict()} for s in out.steps)]),
         "records": out.records, "has_records": written["normalized"].written,
         "has_keys": written["keys"].written, "has_canned": written["canned"].written,
-        "has_langs": written["langs"].written, "quarantined_rows": quarantine.lines,
+        "has_langs": written["langs"].written, "has_decontam": written["decontam"].written,
+        "quarantined_rows": quarantine.lines,
     })
 
 
@@ -228,7 +239,8 @@ class _NormalizedOutput:
 
     def __init__(self, paths: dict, cfg: PrepareConfig, key_steps: list[Planned]):
         self.cfg, self.records = cfg, 0
-        self.writers = {name: WorkWriter(paths[name]) for name in ("normalized", "keys", "canned", "langs")}
+        self.writers = {name: WorkWriter(paths[name])
+                        for name in ("normalized", "keys", "canned", "langs", "decontam")}
         self.steps = build_steps(key_steps, KeySinks(*(self.writers[n].append for n in ("keys", "canned", "langs"))))
         self.pending: list[dict] = []
         self.pending_chars = 0
@@ -290,6 +302,9 @@ def _normalize_file(f: InputFile, task: ShardTask, cfg: PrepareConfig, offset: i
     normalizer.read_step.progress = _Progress(set_progress)
     for records in normalizer.batches():
         out.add(records)
+    for step in normalizer.steps:
+        if isinstance(step, DecontamStep) and step.removed:  # the audit, by reference: ids, files, lines
+            out.writers["decontam"].append(step.audit_table())
     reader = normalizer.reader
     stages = {s.name: s.stats.to_dict() for s in normalizer.steps}
     base = (task.index << ORDER_SHIFT) + offset
@@ -349,8 +364,8 @@ def process_shard(task: ShardTask, cfg: PrepareConfig, work_dir: str, removed_pa
     plan = process_steps(cfg, residual_rate)
     salt = run_salt(cfg, work_dir) if "pii" in stage_names(plan) else None
     salt_digest = hashlib.blake2b(salt, key=b"cache-key", digest_size=8).hexdigest() if salt else None
-    key = resume.key(_normalize_key(task, cfg), config_key(cfg, plan), has_eval, file_hash(removed_path),
-                     salt_digest, file_hash(canned_drop), file_hash(validation_path), residual_rate)
+    key = resume.key(_normalize_key(task, cfg, work_dir), config_key(cfg, plan), has_eval,
+                     file_hash(removed_path), salt_digest, file_hash(canned_drop), file_hash(validation_path), residual_rate)
     cached = resume.cached(work_dir, f"process-{task.index:05d}", key)
     counters = {name: ProgressFile(progress_dir(work_dir), name, task.index) for name in PROGRESS_STAGES}
     if cached is not None:
@@ -365,7 +380,8 @@ def process_shard(task: ShardTask, cfg: PrepareConfig, work_dir: str, removed_pa
     paths = work_paths(work_dir, task.index)
     paths["processed"].unlink(missing_ok=True)
     out = WorkWriter(paths["processed"])
-    files = resume.cached(work_dir, f"normalize-{task.index:05d}", _normalize_key(task, cfg))["files"]
+    normalized = resume.cached(work_dir, f"normalize-{task.index:05d}", _normalize_key(task, cfg, work_dir))
+    files = normalized["files"]
     per_file = StatsByFile(steps, len(files))
     if paths["normalized"].exists():
         for batch in read_work(paths["normalized"], cfg.read):

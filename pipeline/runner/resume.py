@@ -35,6 +35,19 @@ def input_fingerprint(f: InputFile) -> dict:
             "end": f.end}
 
 
+EVAL_SOURCES = "sources.json"  # in the eval index's folder: the fingerprints of the files it was built from
+
+
+def save_eval_fingerprints(index_dir: str | Path, files: list[InputFile]) -> None:
+    """Taken by the main process when it builds the eval index: a worker expanding the eval sets again would
+    list S3 and load the PII engine to check their names."""
+    atomic_write_text(Path(index_dir) / EVAL_SOURCES, json.dumps([input_fingerprint(f) for f in files]))
+
+
+def eval_fingerprints(index_dir: str | Path) -> list[dict]:
+    return json.loads((Path(index_dir) / EVAL_SOURCES).read_text())
+
+
 def key(*parts) -> str:
     return hashlib.blake2b(json.dumps(parts, sort_keys=True, default=str).encode(), digest_size=16).hexdigest()
 

@@ -4,16 +4,22 @@ from __future__ import annotations
 
 import functools
 import os
+import shutil
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
+import pyarrow as pa
+import pyarrow.parquet as pq
+
 from pipeline.core.config import PrepareConfig
 from pipeline.core.env import set_defaults
-from pipeline.core.progress import StageProgress
+from pipeline.core.progress import ProgressFile, StageProgress
 from pipeline.core.stats import StageStats, merge_all
-from pipeline.data.readers import guessed_encoding_note, save_names
+from pipeline.data.decontam import EvalIndex, read_eval_records
+from pipeline.data.dedup import REMOVED_SCHEMA
+from pipeline.data.readers import InputFile, expand_inputs, guessed_encoding_note, save_names
 from pipeline.runner.executor import Executor, LocalExecutor
 from pipeline.runner.finalize import finalize
 from pipeline.runner.phases import (
@@ -28,9 +34,10 @@ from pipeline.runner.phases import (
     upload,
 )
 from pipeline.runner.preflight import refuse_empty_run
-from pipeline.runner.rundir import RunDir, check_out, ensure_salt
+from pipeline.runner.resume import save_eval_fingerprints
+from pipeline.runner.rundir import DECONTAM_REMOVED, RunDir, check_out, ensure_salt
 from pipeline.runner.steps import global_steps, process_steps, stage_names
-from pipeline.runner.work import progress_dir
+from pipeline.runner.work import eval_index_dir, progress_dir, work_paths
 
 
 @dataclass
@@ -62,6 +69,7 @@ def run_prepare(cfg: PrepareConfig, executor: Executor | None = None, progress: 
         unreadable += problems
         if task is not None:
             readable.append(task)
+    eval_files = expand_inputs(cfg.decontam.eval_sets, cfg)  # an eval set that cannot be read, before any output
     with RunDir(cfg.out) as rundir:
         save_names(cfg.out)  # the map of file-name labels, only with the lock held (readers.NameMap)
         rundir.wait_for_stale_workers()
@@ -71,7 +79,7 @@ def run_prepare(cfg: PrepareConfig, executor: Executor | None = None, progress: 
         executor = executor or LocalExecutor(cfg.workers, progress, str(rundir.workers_lock()))
         try:
             tty = progress and log is _to_stderr and sys.stderr.isatty()
-            return _run(cfg, executor, rundir, readable, unreadable, log,
+            return _run(cfg, executor, rundir, readable, eval_files, unreadable, log,
                         functools.partial(StageProgress, progress_dir(rundir.work), enabled=progress, tty=tty,
                                           log=log))
         finally:
@@ -94,6 +102,42 @@ def _shard_result(normalized: dict, processed: dict) -> dict:
     return merged
 
 
+EVAL_INDEX = "eval_index"  # the progress counter of the index build
+
+
+def build_eval_index(cfg: PrepareConfig, work_dir: Path, files: list[InputFile] | None = None) -> Path:
+    """The index of the eval sets (decontam; `files`: their expanded inputs), built once and saved for the
+    workers: a folder in work/."""
+    folder = eval_index_dir(work_dir)
+    shutil.rmtree(folder, ignore_errors=True)  # a worker of this process may still map the last run's arrays
+    counter = ProgressFile(progress_dir(work_dir), EVAL_INDEX, 0)
+
+    def counted(records):
+        n = 0
+        for n, record in enumerate(records, 1):
+            counter.set(n)
+            yield record
+        counter.set(n, final=True)
+
+    files = expand_inputs(cfg.decontam.eval_sets, cfg) if files is None else files
+    index = EvalIndex.from_records(counted(read_eval_records(files, cfg)), cfg.decontam.ngram,
+                                   cfg.decontam.near_threshold)
+    index.save(folder)
+    save_eval_fingerprints(folder, files)  # part of phase 1's resume key
+    return folder
+
+
+def gather_decontam_audit(cfg: PrepareConfig, run_dir: Path, work_dir: Path, results: list[dict]) -> None:
+    """decontam_removed.parquet: the shards' decontam removals (ids, files and lines; no text) in shard order,
+    written whenever decontam is on; an earlier run's is removed when it is off."""
+    path = run_dir / DECONTAM_REMOVED
+    if not cfg.decontam.enabled:
+        path.unlink(missing_ok=True)
+        return
+    tables = [pq.read_table(work_paths(work_dir, r["index"])["decontam"]) for r in results if r.get("has_decontam")]
+    pq.write_table(pa.concat_tables(tables) if tables else REMOVED_SCHEMA.empty_table(), path, compression="zstd")
+
+
 GUESSES_SHOWN = 10
 
 
@@ -108,7 +152,8 @@ def guessed_encodings(results: list[dict]) -> list[str]:
 
 
 def _run(cfg: PrepareConfig, executor: Executor, rundir: RunDir, readable: list[ShardTask],
-         unreadable: list[dict], log: Callable[[str], None], stages: Callable[..., StageProgress]) -> RunResult:
+         eval_files: list[InputFile], unreadable: list[dict], log: Callable[[str], None],
+         stages: Callable[..., StageProgress]) -> RunResult:
     run_dir, work_dir = rundir.path, rundir.work
     # The old manifest goes first: from here until the new one is written, no manifest points at
     # shards that are being rewritten. Work of a killed run stays in work/ and is reused by key.
@@ -119,10 +164,16 @@ def _run(cfg: PrepareConfig, executor: Executor, rundir: RunDir, readable: list[
     log(f"prepare: {files} input file(s)" + (f" in {len(readable)} shards" if len(readable) != files else "")
         + f" -> {run_dir}")
 
-    # 1. per shard: read -> normalize -> clean -> quality -> language -> dedup, canned and language keys
+    # 0. once, when decontam is on: the eval sets' index, which every shard of phase 1 loads
+    if cfg.decontam.enabled:
+        with stages({EVAL_INDEX: ("eval index", "records", None)}):
+            build_eval_index(cfg, work_dir, eval_files)
+
+    # 1. per shard: read -> normalize -> clean -> quality -> language -> decontam -> dedup, canned, language keys
     with stages({"read": ("read", "records", None)}):
         results = executor.map(normalize_shard, readable, "normalize", cfg=cfg, run_dir=str(run_dir),
                                work_dir=str(work_dir))
+    gather_decontam_audit(cfg, run_dir, work_dir, results)
     candidates = sum(r["records"] for r in results)  # records that reach dedup
     for line in guessed_encodings(results):
         log(line)

@@ -49,7 +49,9 @@ SHARD_NAME = re.compile(r"part-\d{5}\.parquet(\.tmp)?")
 QUARANTINE_NAME = re.compile(r"\d{5}\.jsonl")
 RUN_ID = re.compile(r"[0-9a-f]{32}")
 WORK = "work/"
-OWN_FILES = ("manifest.json", "report.json", "report.md", "report.html", "lengths.png", "dedup_removed.parquet")
+DECONTAM_REMOVED = "decontam_removed.parquet"  # the audit of records removed as copies of eval set items
+OWN_FILES = ("manifest.json", "report.json", "report.md", "report.html", "lengths.png", "dedup_removed.parquet",
+             DECONTAM_REMOVED)
 SPLIT_FOLDERS = ("train", "validation", "train/chat", "train/text", "validation/chat", "validation/text")
 STALE_WORKERS_WAIT_S = 60.0
 BUSY = "{run}: another prepare run is using this run directory; wait for it to end or choose another --out"

@@ -3,7 +3,8 @@ these lists, a shard's resume key is made of them (step.config_key), and a step 
 its list: no step looks at an `enabled` of its own (tests/runner/test_phases_contract.py runs each list as
 built here).
 
-    phase 1, per input file   read -> normalize -> clean -> quality -> language       normalize_steps().files
+    phase 1, per input file   read -> normalize -> clean -> quality -> language -> decontam
+                                                                                       normalize_steps().files
              per shard        the global stages' keys: dedup, canned answers, split   normalize_steps().keys
     phase 2, once             dedup clustering -> canned answers -> validation choice  global_steps()
     phase 3, per shard        dedup -> canned cap -> pii residual probe -> pii -> lengths -> split
@@ -12,13 +13,17 @@ built here).
 """
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 from typing import Callable
 
 from pipeline.core.config import PrepareConfig
 from pipeline.core.step import GlobalStep, Planned
 from pipeline.data import dedup
+from pipeline.data.decontam import DecontamStep, EvalIndex
+from pipeline.data.decontam.index import INDEX_META
 from pipeline.data.lang import LanguageStep
 from pipeline.data.normalize import ORDER_SHIFT, front_steps
 from pipeline.data.quality import CannedAnswers, CannedKeysStep, CannedStep
@@ -50,12 +55,16 @@ def canned_on(cfg: PrepareConfig) -> bool:
     return cfg.quality.enabled and cfg.quality.canned != "off"
 
 
-def normalize_steps(cfg: PrepareConfig) -> NormalizePlan:
-    """Phase 1. The language step comes last of a file's steps: a record dropped for its language is no dedup
-    candidate, and the split can be stratified by language once the duplicates are known."""
+def normalize_steps(cfg: PrepareConfig, eval_index: str | None = None) -> NormalizePlan:
+    """Phase 1. The language and decontam steps come last of a file's steps: a record dropped for its language
+    or as an eval set's copy is no dedup candidate (nor PII work), and the split can be stratified by language
+    once the duplicates are known. `eval_index`: the folder of the run's EvalIndex (run.build_eval_index),
+    needed to build the decontam step, not to list it."""
     files = front_steps(cfg)
     if cfg.filters.detect_language:
         files.append(Planned(LanguageStep, lambda at: LanguageStep(cfg.filters)))
+    if cfg.decontam.enabled:
+        files.append(Planned(DecontamStep, lambda at: DecontamStep(load_eval_index(eval_index))))
     keys = []
     if cfg.dedup.enabled:
         keys.append(Planned(dedup.KeysStep, lambda sinks: dedup.KeysStep(cfg.dedup, sinks.keys)))
@@ -64,6 +73,19 @@ def normalize_steps(cfg: PrepareConfig) -> NormalizePlan:
     if cfg.filters.detect_language:  # the split is stratified by language
         keys.append(Planned(LanguageIdsStep, lambda sinks: LanguageIdsStep(sinks.langs)))
     return NormalizePlan(files, keys)
+
+
+def load_eval_index(folder: str | None) -> EvalIndex:
+    """The run's eval index, loaded once per worker process for all its files (its arrays memory-mapped)."""
+    if folder is None:
+        raise ValueError("the decontam step needs the run's eval index (normalize_steps' eval_index)")
+    stamp = os.stat(Path(folder) / INDEX_META).st_mtime_ns  # a later run in this process rebuilds it in place
+    return _load_eval_index(folder, stamp)
+
+
+@lru_cache(maxsize=1)
+def _load_eval_index(folder: str, stamp: int) -> EvalIndex:
+    return EvalIndex.load(folder)
 
 
 # --- phase 2 ----------------------------------------------------------------------------------------------

@@ -20,7 +20,12 @@ PROCESSED_COLUMNS = {**INTERNAL_COLUMNS, "_split": pa.string(), "_tokens": pa.in
 def work_paths(work_dir: str | Path, index: int) -> dict[str, Path]:
     work = Path(work_dir)
     return {name: work / name / f"{index:05d}.parquet"
-            for name in ("normalized", "keys", "canned", "langs", "processed")}
+            for name in ("normalized", "keys", "canned", "langs", "decontam", "processed")}
+
+
+def eval_index_dir(work_dir: str | Path) -> Path:
+    """Where the run's eval index is saved (decontam), built once before phase 1 and loaded by the workers."""
+    return Path(work_dir) / "eval_index"
 
 
 def progress_dir(work_dir: str | Path) -> Path:

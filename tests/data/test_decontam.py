@@ -7,8 +7,7 @@ import random
 
 import pytest
 
-from pipeline.core.config import PrepareConfig
-from pipeline.core.decontam_config import DecontamConfig
+from pipeline.core.config import DecontamConfig, PrepareConfig
 from pipeline.data.decontam import DecontamStep, EvalIndex, content_text, fold, words
 
 EVAL_TEXT = ("The committee approved the new bridge design after engineers showed that the steel arches "

@@ -16,15 +16,18 @@ from pipeline.data.normalize import Normalizer
 from pipeline.data.readers import describe
 from pipeline.data.split import read_validation_ids
 from pipeline.runner import run_prepare
+from pipeline.runner.run import build_eval_index
 from pipeline.runner.steps import KeySinks, ShardDecisions, global_steps, normalize_steps, process_steps
 from pipeline.runner.work import WorkWriter, work_paths
 
 ALL_OFF = {"clean": {"enabled": False}, "quality": {"enabled": False}, "filters": {"detect_language": False},
            "dedup": {"enabled": False}, "pii": {"enabled": False}, "lengths": {"enabled": False},
            "estimate": {"enabled": False}}
-CONFIGS = {"defaults": {}, "all_off": ALL_OFF, "strict_kvkk": {"pii": {"kvkk": "strict"}}}
+CONFIGS = {"defaults": {}, "all_off": ALL_OFF, "strict_kvkk": {"pii": {"kvkk": "strict"}},
+           "decontam_only": {**ALL_OFF, "decontam": {"eval_sets": ["eval.jsonl"]}}}  # in tmp_path
 # the PII engine and the tokenizer take seconds to load: with them on, a config is in the slow tier
-TIERED = [pytest.param(name, marks=[] if name == "all_off" else [pytest.mark.slow]) for name in CONFIGS]
+FAST = ("all_off", "decontam_only")
+TIERED = [pytest.param(name, marks=[] if name in FAST else [pytest.mark.slow]) for name in CONFIGS]
 ANSWERS = ["Open the settings page and choose a new password there.",
            "Orders ship within two working days of the payment.",
            "The warranty covers every part for two full years."]
@@ -39,8 +42,19 @@ def write_input(path):
 
 
 def config(tmp_path, name) -> PrepareConfig:
-    return PrepareConfig(inputs=[str(tmp_path / "in.jsonl")], out=str(tmp_path / "run"), workers=1,
-                         **CONFIGS[name])
+    cfg = PrepareConfig(inputs=[str(tmp_path / "in.jsonl")], out=str(tmp_path / "run"), workers=1,
+                        **CONFIGS[name])
+    cfg.decontam.eval_sets = [str(tmp_path / p) for p in cfg.decontam.eval_sets]
+    return cfg
+
+
+def eval_index(cfg: PrepareConfig, work: Path) -> str | None:
+    """The run's eval index when decontam is on, of an eval set that holds the input's first record."""
+    if not cfg.decontam.enabled:
+        return None
+    Path(cfg.decontam.eval_sets[0]).write_text(
+        json.dumps({"instruction": "Question number 0 about the shop?", "output": ANSWERS[0]}) + "\n")
+    return str(build_eval_index(cfg, work))
 
 
 def check_built(plan: list[Planned], steps: list[Step], cfg: PrepareConfig) -> None:
@@ -55,7 +69,7 @@ def check_built(plan: list[Planned], steps: list[Step], cfg: PrepareConfig) -> N
 def test_each_phase_list_runs_as_built_and_accounts_for_every_record(tmp_path, name):
     cfg, work = config(tmp_path, name), tmp_path / "work"
     # phase 1: the file's steps after its reader, then the key steps writing the shard's key files
-    phase1 = normalize_steps(cfg)
+    phase1 = normalize_steps(cfg, eval_index(cfg, work))
     normalizer = Normalizer(describe(str(write_input(tmp_path / "in.jsonl"))), cfg, plan=phase1.files)
     paths = work_paths(work, 0)
     for path in paths.values():
@@ -68,6 +82,8 @@ def test_each_phase_list_runs_as_built_and_accounts_for_every_record(tmp_path, n
     check_built(phase1.files, normalizer.steps, cfg)
     check_built(phase1.keys, key_steps, cfg)
     assert normalizer.read.records_in == 9 and records
+    if cfg.decontam.enabled:  # the eval item's copy, and record 3: 13 words of it ("about the shop? Open ...")
+        assert normalizer.steps[-1].stats.dropped == {"eval_ngram": 2}
 
     # phase 2: each global step decides from the key files that phase 1's list wrote
     shard = {"index": 0, **{f"has_{kind}": w.written for kind, w in writers.items()}}
@@ -105,8 +121,8 @@ def test_a_listed_step_runs_and_an_off_one_is_absent(tmp_path, name):
         assert {c["setting"] for c in report["quality"]["checks"].values()} == {"off"}  # shown off, as before
 
 
-STEP_MODULES = ("normalize", "clean", "quality", "lang", "split", "dedup", "pii", "pii.residual", "lengths.step",
-                "shards")
+STEP_MODULES = ("normalize", "clean", "quality", "lang", "decontam", "split", "dedup", "pii", "pii.residual",
+                "lengths.step", "shards")
 
 
 def step_classes(base: type) -> list[type]:

@@ -24,6 +24,7 @@ from pipeline.data.readers import InputFile, expand_inputs
 
 SHORT_MIN_WORDS = 8  # shorter eval records are common phrases ("thank you, that solved my problem")
 BUILD_BATCH = 4096  # eval records tokenized at a time
+INDEX_META = "index.json"  # in the folder of a saved index, with its arrays
 
 
 def content_text(record: dict) -> str:
@@ -136,12 +137,12 @@ class EvalIndex:
             np.save(folder / f"near_{name}.npy", getattr(self.near, name))
         meta = {"ngram": self.ngram, "short_lengths": list(self.short_lengths), "threshold": self.near.threshold,
                 "bands": self.near.bands, "rows": self.near.rows, "refs": [vars(r) for r in self.refs]}
-        (folder / "index.json").write_text(json.dumps(meta, ensure_ascii=False), encoding="utf-8")
+        (folder / INDEX_META).write_text(json.dumps(meta, ensure_ascii=False), encoding="utf-8")
 
     @classmethod
     def load(cls, folder: str | Path) -> EvalIndex:
         folder = Path(folder)
-        meta = json.loads((folder / "index.json").read_text(encoding="utf-8"))
+        meta = json.loads((folder / INDEX_META).read_text(encoding="utf-8"))
         arr = {p.stem: np.load(p, mmap_mode="r") for p in folder.glob("*.npy")}
         near = NearIndex(meta["threshold"], meta["bands"], meta["rows"], arr["near_band_keys"],
                          arr["near_band_owner"], arr["near_sigs"])

@@ -123,11 +123,17 @@ def save_names(out: str) -> None:
 
 def shown_config(config: dict, out: str) -> dict:
     """A dumped PrepareConfig with every input that holds personal data as its label (the manifest's copy):
-    a file named on the command line kept its real name in `inputs`. Paths are printable (printable_name)."""
+    a file named on the command line kept its real name in `inputs` (eval sets: decontam.eval_sets). Paths are
+    printable (printable_name)."""
     names = NameMap.of(out)
+
+    def shown(items: list[str] | None) -> list[str]:
+        return [printable_name(names.shown(item)) for item in items or []]
+
+    decontam = config.get("decontam") or {}
     return {**config, "out": printable_name(config.get("out") or ""),
-            **{key: [printable_name(names.shown(item)) for item in config.get(key) or []]
-               for key in ("inputs", "validation_inputs")}}
+            **{key: shown(config.get(key)) for key in ("inputs", "validation_inputs")},
+            **({"decontam": {**decontam, "eval_sets": shown(decontam.get("eval_sets"))}} if decontam else {})}
 
 
 def redact_items(items: list[str], cfg: PrepareConfig) -> None:
