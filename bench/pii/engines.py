@@ -125,11 +125,12 @@ def measure_words(norms: list[str]) -> list[tuple[str, float, float, str]]:
 
 
 def _recognizer_patterns() -> list[tuple[str, re.Pattern]]:
-    from pipeline.data.pii import names, text
+    from pipeline.data.pii import latin_names, names, ner_person, ru_names, text
     from pipeline.data.pii.recognizers import IDENTIFIER_RECOGNIZERS, base
 
     # one module per recognizer: each regex once, though several modules import it (CYRILLIC, NON_WORD)
-    modules = [base, *dict.fromkeys(sys.modules[cls.__module__] for cls in IDENTIFIER_RECOGNIZERS), names, text]
+    modules = [base, *dict.fromkeys(sys.modules[cls.__module__] for cls in IDENTIFIER_RECOGNIZERS), names, latin_names,
+               ru_names, ner_person, text]
     out, seen = [], set()
     for mod in modules:
         for owner_name in dir(mod):

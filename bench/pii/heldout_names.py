@@ -45,7 +45,7 @@ SEEN = {"Müşteri temsilcisi {v} çok yardımcı oldu.", "Your agent {v} was gr
 
 def natasha_everywhere() -> None:
     """This process's natasha tags each Russian text whole, not the cheap pass's windows (the comparison)."""
-    from pipeline.data.pii.names import RussianNameGazetteer
+    from pipeline.data.pii.ru_names import RussianNameGazetteer
 
     RussianNameGazetteer.natasha_windows = lambda self, ctx, covered, words=2: [(0, len(ctx.text))]
 
@@ -97,7 +97,7 @@ def stage_side(whole: bool, records: int, name_records: int, seed: int) -> dict:
     import pipeline.data.pii.engine  # noqa: F401  imports outside the timer
     from pipeline.core.config import PiiConfig
     from pipeline.data.pii import PiiStep
-    from pipeline.data.pii.names import NatashaPersonRecognizer
+    from pipeline.data.pii.ner_person import NatashaPersonRecognizer
 
     if whole:
         natasha_everywhere()

@@ -36,7 +36,9 @@ def main() -> None:
     from pipeline.core.config import PiiConfig
     from pipeline.data.pii import PiiStep
     from pipeline.data.pii.engine import get_detector, resolve
-    from pipeline.data.pii.names import LatinNameRecognizer, NatashaPersonRecognizer, RussianNameGazetteer
+    from pipeline.data.pii.latin_names import LatinNameRecognizer
+    from pipeline.data.pii.ner_person import NatashaPersonRecognizer
+    from pipeline.data.pii.ru_names import RussianNameGazetteer
     from pipeline.data.pii.text import TextContext
 
     rows = generate(args.records, args.seed) + generate_names(args.name_records, args.seed)

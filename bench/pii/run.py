@@ -70,10 +70,10 @@ def measure_stage(rows: list[dict], batch_size: int) -> dict:
     # the same records again on the warm engine: steady-state speed. The caches keyed by content (hits of
     # repeated texts, natasha's window tags, phone parses) are emptied first, so that repeating the
     # records does not flatter it
-    from pipeline.data.pii import checks, names
+    from pipeline.data.pii import checks, ner_person
 
     step.detector.clear_cache()
-    names.clear_window_cache()
+    ner_person.clear_window_cache()
     checks.phone_lookup.cache_clear()
     warm = StageStats("pii")
     c1 = time.process_time()

@@ -255,7 +255,7 @@ def test_natasha_cache_file_is_mapped_read_only_and_a_cut_file_is_rebuilt(tmp_pa
 
 
 def _natasha_window_texts(text: str) -> list[str]:
-    from pipeline.data.pii.names import RussianNameGazetteer
+    from pipeline.data.pii.ru_names import RussianNameGazetteer
     from pipeline.data.pii.text import TextContext
 
     gaz = RussianNameGazetteer("ru")
@@ -283,7 +283,7 @@ def test_natasha_sees_no_window_without_a_name_cue(text):
 ])
 def test_natasha_sees_unknown_words_where_a_name_may_be(text, name):
     """Or the gazetteer found the name whole already (a name cue and a dictionary name before it)."""
-    from pipeline.data.pii.names import RussianNameGazetteer
+    from pipeline.data.pii.ru_names import RussianNameGazetteer
     from pipeline.data.pii.text import TextContext
 
     found = RussianNameGazetteer("ru").find(TextContext(text, "ru"))

@@ -502,17 +502,17 @@ def test_prefilters_never_hide_a_detection(detector):
 
 
 def test_capitalized_word_tokens():
-    from pipeline.data.pii.names import _CYR_TOKEN, _LATIN_TOKEN, _tokens
+    from pipeline.data.pii.names import CYR_TOKEN, LATIN_TOKEN, tokens
     from pipeline.data.pii.text import TextContext
 
     ctx = TextContext("O'Brien'in dosyası: McDonald, aBc, İSTANBUL ve Ahmet'in x-Ali Ayşe_Y", "tr")
-    words = [(t.word, t.key) for t in _tokens(ctx, _LATIN_TOKEN, "latin")]
+    words = [(t.word, t.key) for t in tokens(ctx, LATIN_TOKEN, "latin")]
     assert words == [("O'Brien", "o'brien"), ("McDonald", "mcdonald"), ("İSTANBUL", "istanbul"), ("Ahmet", "ahmet"),
                      ("Ali", "ali")]
-    suffixed = [t for t in _tokens(ctx, _LATIN_TOKEN, "latin") if t.full_end > t.end]
+    suffixed = [t for t in tokens(ctx, LATIN_TOKEN, "latin") if t.full_end > t.end]
     assert [ctx.text[t.end:t.full_end] for t in suffixed] == ["'in", "'in"]
     ctx = TextContext("Иван Петров-Водкин,ООО «Ромашка» иИван", "ru")
-    assert [t.word for t in _tokens(ctx, _CYR_TOKEN, "cyr")] == ["Иван", "Петров-Водкин", "ООО", "Ромашка"]
+    assert [t.word for t in tokens(ctx, CYR_TOKEN, "cyr")] == ["Иван", "Петров-Водкин", "ООО", "Ромашка"]
 
 
 def test_natasha_forward_cache_round_trip(tmp_path, monkeypatch):

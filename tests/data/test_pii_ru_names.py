@@ -41,7 +41,7 @@ def left(words, text: str) -> list[str]:
 def test_the_unlisted_names_are_outside_the_lists_and_the_evaluation_half():
     import hashlib
 
-    from pipeline.data.pii.names import RU_FIRST, RU_LAST, RU_MIDDLE
+    from pipeline.data.pii.ru_names import RU_FIRST, RU_LAST, RU_MIDDLE
 
     for name in UNLISTED:
         key = name.lower().replace("ё", "е")

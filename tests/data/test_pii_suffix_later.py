@@ -203,9 +203,10 @@ def test_ordinary_lower_case_words_before_a_calling_verb_stay(step, text):
 
 
 def test_pair_before_verb():
+    from pipeline.data.pii.latin_names import _listed_name
     from pipeline.data.pii.lower_cue import ends_value, pair_before_verb
     from pipeline.data.pii.name_signals import Rarity
-    from pipeline.data.pii.names import STOP, _listed_name
+    from pipeline.data.pii.names import STOP
 
     rarity = Rarity("tr")
     assert pair_before_verb("eflinaz", "kayratbek", rarity, STOP, _listed_name, frozenset())

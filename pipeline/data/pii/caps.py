@@ -1,7 +1,7 @@
 """Names in text written in capitals, by context: "DENİZ ÇELİK DÜN ARADI", "MÜŞTERİ ADI: DENİZ ÇELİK".
 
 In capitals a capital letter says nothing, and the words of many names are everyday words too ("Deniz" sea,
-"Çelik" steel), so the list-and-rarity rules of names.LatinNameRecognizer miss them there. A cue does not
+"Çelik" steel), so the list-and-rarity rules of latin_names.LatinNameRecognizer miss them there. A cue does not
 care about case: two or three adjacent words in capitals right after a strong introduction or title, or right
 before a calling verb, a cue after a name ("ADINA", "İLE KONUŞTUM") or Bey/Hanım, are a name when each is a
 listed name (an ambiguous one too) or no everyday word, and none is a stop, cue or title word ("BİLGİ İSTEDİ"

@@ -25,14 +25,10 @@ from pipeline.core.env import set_defaults
 
 set_defaults()  # before presidio: no network at import
 
-from pipeline.data.pii.names import (  # noqa: E402
-    LatinNameRecognizer,
-    NatashaPersonRecognizer,
-    RussianNameGazetteer,
-    may_hold_lower_case_name,
-    may_hold_lower_case_ru_name,
-)
+from pipeline.data.pii.latin_names import LatinNameRecognizer, may_hold_lower_case_name  # noqa: E402
+from pipeline.data.pii.ner_person import NatashaPersonRecognizer  # noqa: E402
 from pipeline.data.pii.recognizers import IDENTIFIER_RECOGNIZERS  # noqa: E402
+from pipeline.data.pii.ru_names import RussianNameGazetteer, may_hold_lower_case_ru_name  # noqa: E402
 from pipeline.data.pii.text import Hit, TextContext  # noqa: E402
 
 RESIDUAL_FLOOR = 0.4  # below this a candidate is noise (a capitalized word, a 10-digit number with a 1/10 checksum)

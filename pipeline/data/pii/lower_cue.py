@@ -1,5 +1,5 @@
 """Lower-case names next to a cue, beyond the lists: the words a person types for a name in lower case are often
-ordinary-looking ("customer name: aru bcu"), so names.py's rule (each word a listed name or rare as a word)
+ordinary-looking ("customer name: aru bcu"), so latin_names.py's rule (each word a listed name or rare as a word)
 misses a surname that is a somewhat common word. Two places make the pair a name anyway:
 
 * a labelled value: after a strong cue ("customer name:", "talep sahibi:"), a second word that ends the

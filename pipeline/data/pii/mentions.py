@@ -25,9 +25,9 @@ from pipeline.data.pii.later import (
     lower_case_name_words,
     sentence_start_name_word,
 )
+from pipeline.data.pii.name_context import CONTEXT_WORDS, TITLES, TITLES_AFTER, sentence_initial
 from pipeline.data.pii.name_signals import common_words
 from pipeline.data.pii.names import (
-    CONTEXT_WORDS,
     LATIN_AMBIGUOUS,
     LATIN_FIRST,
     LATIN_LAST,
@@ -37,16 +37,12 @@ from pipeline.data.pii.names import (
     NEVER,
     OFFICES,
     PLACE_BEFORE,
-    RU_AMBIGUOUS,
     STOP,
     SURNAME_ENDINGS,
-    TITLES,
-    TITLES_AFTER,
     TURKISH_WORDS,
-    ru_name_kind,
-    sentence_initial,
 )
 from pipeline.data.pii.ru_morph import mention_forms as ru_mention_forms
+from pipeline.data.pii.ru_names import RU_AMBIGUOUS, ru_name_kind
 from pipeline.data.pii.text import Hit, fold
 
 _UP = LATIN_UPPER + "А-ЯЁ"

@@ -17,8 +17,8 @@ from pipeline.data.pii import checks
 from pipeline.data.pii.fields import field_rules, strip_value
 from pipeline.data.pii.lang import detect_language
 from pipeline.data.pii.mentions import NameBook, drop_named_things, expand, find_mentions
+from pipeline.data.pii.name_context import sentence_initial
 from pipeline.data.pii.name_signals import code_spans, outside
-from pipeline.data.pii.names import sentence_initial
 from pipeline.data.pii.operators import Operators
 from pipeline.data.pii.special import get_special_detector, record_special, strict_message
 from pipeline.data.pii.text import Hit
