@@ -1,6 +1,6 @@
-"""The context around a name word: the lists of cue words (context.json), tokens, and the tests names.py and its
-signal modules (caps, lone_name, tr_suffix, ...) share: an introduction or title before a word, a title, cue or
-verb after it, a sentence start."""
+"""The context around a name word: the cue word lists (context.json), tokens, and the tests that the name
+recognizers (latin_names, ru_names) and the signal modules (caps, lone_name, tr_suffix, ...) share: an
+introduction or title before a word, a title, cue or verb after it, a sentence start."""
 from __future__ import annotations
 
 import re
