@@ -27,8 +27,10 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Protocol
 
-from pipeline.core.models import ModelSpec, param_breakdown
+from pipeline.core.models import ModelSpec, load_model_spec, param_breakdown
 from pipeline.core.resources import resource
+from pipeline.plan.memory import lora_param_count
+from pipeline.plan.setup import parse_lora_targets
 
 CONSTANTS_FILE = resource("time_constants.json")
 CALIBRATION_FILE = resource("time_calibration.json")
@@ -266,16 +268,11 @@ def load_figures(path=None) -> list[dict]:
 
 
 def figure_spec(config: dict) -> ModelSpec:
-    from pipeline.core.models import load_model_spec
-
     return load_model_spec(config["model"]) if "model" in config else ModelSpec(**config["shape"])
 
 
 def figure_job(figure: dict) -> tuple[Job, FigureCard]:
     """The Job and card a published figure was measured on."""
-    from pipeline.plan.memory import lora_param_count
-    from pipeline.plan.setup import parse_lora_targets
-
     cfg = figure["config"]
     spec = figure_spec(cfg)
     lora = modules = 0

@@ -11,10 +11,16 @@ import numpy as np
 import pyarrow.parquet as pq
 
 from pipeline.core.config import PrepareConfig
+from pipeline.core.errors import PrepareError
 from pipeline.core.progress import ProgressFile
 from pipeline.core.stats import StageStats, merge_all
+from pipeline.data.lengths.draw import plot_lengths_png
+from pipeline.data.lengths.step import LengthStep, apply_overflow, changes_records
+from pipeline.data.lengths.summary import summarize_lengths
+from pipeline.data.lengths.untrained import UntrainedCheck, count_untrained, drop_untrained, untrained_message
 from pipeline.data.readers import shown_config
 from pipeline.data.shards import WriteStep, build_manifest, write_manifest
+from pipeline.plan.from_lengths import max_positions, plan_for_lengths
 from pipeline.report.build import build_report, write_reports
 from pipeline.runner.phases import StatsByFile, merged_stages, runs_by_file
 from pipeline.runner.rundir import RunDir, claim, read_ledger
@@ -57,8 +63,6 @@ def lengths_summary(cfg: PrepareConfig, work_dir: str, shard_results: list[dict]
     """The token-length summary with the chosen max length; None without the lengths step or records."""
     if not any("lengths" in r["stages"] for r in shard_results):  # phase 3's list had no lengths step
         return None
-    from pipeline.data.lengths.summary import summarize_lengths
-    from pipeline.plan.from_lengths import max_positions
 
     processed = [work_paths(work_dir, r["index"])["processed"] for r in shard_results if r["has_records"]]
     groups, text = length_groups(processed, sorted((p["first_order"], p["file"])
@@ -71,8 +75,6 @@ def lengths_summary(cfg: PrepareConfig, work_dir: str, shard_results: list[dict]
 
 
 def draw_lengths_png(summary: dict, run: Path) -> None:
-    from pipeline.data.lengths.draw import plot_lengths_png
-
     plot_lengths_png(summary, run / "lengths.png")
 
 
@@ -82,8 +84,6 @@ def overflow_policy(cfg: PrepareConfig, summary: dict | None, token_cache: str |
     max_len = summary.get("max_seq_len") if summary else None
     if not max_len:
         return None
-    from pipeline.data.lengths.step import LengthStep, apply_overflow, changes_records
-    from pipeline.data.lengths.untrained import UntrainedCheck, drop_untrained
 
     drops = cfg.lengths.untrained == "drop" and summary["untrained"]["records"] > 0
     overflows = changes_records(cfg.lengths, summary)
@@ -168,14 +168,10 @@ def check_untrained(cfg: PrepareConfig, work_dir: str, shard_results: list[dict]
     """Count the chat and instruction records that will train on nothing at the chosen max length (into
     summary["untrained"]); under lengths.untrained: fail, fail the run before a shard is written when there
     are any (drop drops them while writing)."""
-    from pipeline.data.lengths.untrained import count_untrained, untrained_message
-
     processed = [work_paths(work_dir, r["index"])["processed"] for r in shard_results if r["has_records"]]
     found = count_untrained(processed, cfg, summary.get("max_seq_len"), token_cache)
     summary["untrained"] = found
     if found["records"] and cfg.lengths.untrained == "fail":
-        from pipeline.core.errors import PrepareError
-
         raise PrepareError(untrained_message(found))
 
 
@@ -197,8 +193,6 @@ def finalize(cfg: PrepareConfig, run_dir: str, work_dir: str, shard_results: lis
                                    chunks=sum(c.get("chunks", 0) for c in done), estimated=False)
     plan = None
     if cfg.estimate.enabled and summary and max_len:
-        from pipeline.plan.from_lengths import plan_for_lengths
-
         plan = plan_for_lengths(cfg, summary)
     rep, html_entry = write_report(cfg, run, shard_results, shards, dedup_report, summary, plan, unreadable,
                                    canned, split)

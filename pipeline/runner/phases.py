@@ -16,11 +16,13 @@ from pipeline.core.errors import PrepareError
 from pipeline.core.files import sha256_file
 from pipeline.core.progress import ProgressFile
 from pipeline.core.records import to_table
+from pipeline.core.s3 import upload_run
 from pipeline.core.stats import StageStats, merge_all
 from pipeline.core.step import GlobalStep, Planned, Step, build_steps, config_key, run_steps
 from pipeline.core.textnorm import content_chars
 from pipeline.data import dedup
 from pipeline.data.decontam import DecontamStep
+from pipeline.data.formats import check_input
 from pipeline.data.lang import record_lang
 from pipeline.data.normalize import ORDER_SHIFT, Normalizer
 from pipeline.data.readers import FileReader, InputFile, UnreadableInput, expand_inputs, split_ranges
@@ -154,8 +156,6 @@ def check_readable(task: ShardTask, cfg: PrepareConfig) -> tuple[ShardTask | Non
     of each file too, so that a preference file (DPO, KTO) is refused before the run directory is touched.
     Returns the task without the files that cannot be read (None if none is left) and, under
     skip_unreadable, their problems."""
-    from pipeline.data.formats import check_input
-
     readable, problems = [], []
     for f in task.files:
         try:
@@ -457,8 +457,6 @@ def runs_by_file(files: list[dict], batch):
 
 def upload(cfg: PrepareConfig, run_dir: str, work_dir: str | None = None) -> dict:
     """Shards first, the manifest last; unchanged objects are skipped."""
-    from pipeline.core.s3 import upload_run
-
     start = time.perf_counter()
     manifest = json.loads((Path(run_dir) / "manifest.json").read_text())
     files = [s["path"] for s in manifest["shards"]] + [r["path"] for r in manifest.get("reports", [])]

@@ -8,9 +8,17 @@ import sys
 import numpy as np
 
 from pipeline.core.config import PrepareConfig
+from pipeline.core.progress import Progress
 from pipeline.core.stats import StageStats
+from pipeline.data.dedup import exact_hashes, exact_text
+from pipeline.data.lengths.histogram import percentile_uncertainty
+from pipeline.data.lengths.step import LengthStep, sample_for_precheck
+from pipeline.data.lengths.summary import summarize_lengths
+from pipeline.data.lengths.untrained import UntrainedCheck, untrained_summary
 from pipeline.data.normalize import Normalizer, front_steps
-from pipeline.data.readers import expand_inputs, guessed_encoding_note
+from pipeline.data.readers import FileReader, UnreadableInput, expand_inputs, guessed_encoding_note
+from pipeline.plan.from_lengths import max_positions, plan_for_lengths
+from pipeline.report.build import mark_approximate
 
 
 def sample_records(cfg: PrepareConfig, sample_size: int, seed: int = 0,
@@ -18,9 +26,6 @@ def sample_records(cfg: PrepareConfig, sample_size: int, seed: int = 0,
     """A uniform random sample (reservoir) of the normalized records; all of them when there are fewer
     than `sample_size`. Returns (sample, total records, counts); a file whose encoding was guessed is said on
     stderr as it is read."""
-    from pipeline.core.progress import Progress
-    from pipeline.data.lengths.step import sample_for_precheck
-
     bar = Progress("precheck: read", "records", enabled=progress)
     counts = {"input": 0, "records": 0, "quarantined": 0, "dropped": 0, "exact_duplicates": 0, "unreadable": []}
     exact = cfg.dedup.enabled and cfg.dedup.exact
@@ -53,8 +58,6 @@ def readable_inputs(cfg: PrepareConfig, unreadable: list[dict]) -> list:
     """The input files, all expanded and opened before any is read, as `run` does (symlinks, name labels,
     archive headers): an unreadable one stops the precheck, or under read.skip_unreadable is listed in
     `unreadable` and skipped."""
-    from pipeline.data.readers import FileReader, UnreadableInput
-
     def skip(exc: UnreadableInput) -> None:
         if not cfg.read.skip_unreadable:
             raise exc
@@ -80,8 +83,6 @@ def readable_inputs(cfg: PrepareConfig, unreadable: list[dict]) -> list:
 def _drop_exact_duplicates(batch: list[dict], cfg: PrepareConfig, hashes: set[int], counts: dict) -> list[dict]:
     """The run's exact dedup (same key, first kept), so precheck measures the records `run` trains on;
     near duplicates need the global clustering and are not removed here."""
-    from pipeline.data.dedup import exact_hashes, exact_text
-
     texts = [exact_text(r) for r in batch]  # the run's exact key, tools included
     if cfg.dedup.case_fold:
         texts = [t.casefold() for t in texts]
@@ -96,11 +97,6 @@ def _drop_exact_duplicates(batch: list[dict], cfg: PrepareConfig, hashes: set[in
 
 
 def run_precheck(cfg: PrepareConfig, sample_size: int = 200_000, seed: int = 0, progress: bool = False) -> dict:
-    from pipeline.core.progress import Progress
-    from pipeline.data.lengths.histogram import percentile_uncertainty
-    from pipeline.data.lengths.step import LengthStep
-    from pipeline.data.lengths.summary import summarize_lengths
-
     sample, total, counts = sample_records(cfg, sample_size, seed, progress)
     if not sample:
         raise ValueError("no usable records in the input")
@@ -115,14 +111,12 @@ def run_precheck(cfg: PrepareConfig, sample_size: int = 200_000, seed: int = 0, 
             is_text += [r.get("kind") == "text" for r in batch]
             bar.update(len(batch))
     tokens_arr, trainable_arr = np.array(tokens, dtype=np.int64), np.array(trainable, dtype=np.int64)
-    from pipeline.plan.from_lengths import max_positions, plan_for_lengths
 
     # measured on a sample: the summary scales counts to the population and gives percentile intervals
     summary = summarize_lengths({"all": (tokens_arr, trainable_arr)}, cfg.lengths, max_positions(cfg),
                                 population={"all": total}, text={"all": np.array(is_text, dtype=bool)})
     plan = plan_for_lengths(cfg, summary)
     summary["tokenizer"] = step.tokenizer_info  # with `exact` and the fallback reason, as in report.json
-    from pipeline.report.build import mark_approximate
 
     plan = mark_approximate(plan, step.tokenizer_info)
     summary["uncertainty"] = percentile_uncertainty(tokens_arr, total)
@@ -140,8 +134,6 @@ def run_precheck(cfg: PrepareConfig, sample_size: int = 200_000, seed: int = 0, 
 def untrained_in_sample(cfg: PrepareConfig, sample: list[dict], max_len: int | None, total: int) -> dict:
     """The run's untrained check (pipeline.data.lengths.untrained) on the measured sample, scaled to the population
     when the sample is not all of it; `sampled` then holds the count in the sample."""
-    from pipeline.data.lengths.untrained import UntrainedCheck, untrained_summary
-
     check = UntrainedCheck(cfg, max_len, None)
     hits = [rec["id"] for rec in sample if check(rec)]
     if len(sample) == total:

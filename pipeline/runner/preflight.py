@@ -15,6 +15,13 @@ from typing import Callable
 
 from pipeline.core.config import PrepareConfig
 from pipeline.core.errors import PrepareError
+from pipeline.core.models import builtin_models, builtin_table, load_model_spec
+from pipeline.core.s3 import check_bucket, check_destination_uri, check_prefix_owner, parse_uri
+from pipeline.data.formats import unknown_format_hint
+from pipeline.data.lengths.step import LengthStep
+from pipeline.data.lengths.tokenizer.resolve import fallback_warning
+from pipeline.data.readers import NameMap, is_data_file, name_holds_pii, printable_name
+from pipeline.runner.rundir import MARKER, check_out, read_ledger
 
 
 class PreflightError(PrepareError):
@@ -32,8 +39,6 @@ def preflight(cfg: PrepareConfig, log: Callable[[str], None] | None = None) -> N
     """The run directory (free, not refused), the cache folder, model, tokenizer, S3 URIs and S3 reachability;
     unsupported files in input folders are logged. The run directory comes first: a busy or refused --out
     fails at once, not after the tokenizer and the PII engine have loaded (seconds)."""
-    from pipeline.runner.rundir import check_out
-
     check_out(cfg.out, [*cfg.inputs, *cfg.validation_inputs])
     check_cache()
     if cfg.estimate.enabled or cfg.lengths.enabled:
@@ -63,8 +68,6 @@ def check_cache() -> None:
 
 
 def check_model(model: str) -> None:
-    from pipeline.core.models import builtin_models, load_model_spec
-
     try:
         load_model_spec(model)
     except ValueError as exc:
@@ -78,8 +81,6 @@ def check_model(model: str) -> None:
 
 
 def _model_names() -> list[str]:
-    from pipeline.core.models import builtin_table
-
     names = []
     for name, entry in builtin_table().items():
         names += [name.lower(), *(a.lower() for a in entry.get("aliases", []))]
@@ -90,8 +91,6 @@ def check_tokenizer(cfg: PrepareConfig) -> str | None:
     """The tokenizer resolves and, unless it is the built-in default, loads (a hub id, a folder, a chat template
     override): a failure here would otherwise fail every shard of the lengths step. Returns the warning that
     the counts are approximate (lengths.tokenizer.resolve.fallback_warning), if they are."""
-    from pipeline.data.lengths.step import LengthStep
-
     try:
         step = LengthStep(cfg.lengths, None, model=cfg.estimate.model)
         if cfg.lengths.tokenizer or cfg.lengths.chat_template or step.spec.kind != "mistral-32k":
@@ -100,15 +99,12 @@ def check_tokenizer(cfg: PrepareConfig) -> str | None:
         what = cfg.lengths.tokenizer or f"of the model {cfg.estimate.model}"
         text = " ".join(str(exc).split())[:300]
         raise PreflightError(f"tokenizer {what}: cannot load ({type(exc).__name__}: {text})") from None
-    from pipeline.data.lengths.tokenizer.resolve import fallback_warning
 
     return fallback_warning(step.spec.summary())
 
 
 def check_s3(cfg: PrepareConfig) -> None:
     """URI syntax of the destination and of every s3:// input, then one HeadBucket per bucket (cfg.s3_check)."""
-    from pipeline.core.s3 import check_bucket, check_destination_uri, check_prefix_owner, parse_uri
-
     buckets: dict[str, str] = {}
     if cfg.s3:
         check_destination_uri(cfg.s3)
@@ -125,8 +121,6 @@ def check_s3(cfg: PrepareConfig) -> None:
 
 def _run_dir_id(out: str) -> str:
     """The id of an existing run directory (a resumed or repeated run), "" for a new one."""
-    from pipeline.runner.rundir import MARKER, read_ledger
-
     return read_ledger(out).id if os.path.lexists(Path(out) / MARKER) else ""
 
 
@@ -134,8 +128,6 @@ def unsupported_files(inputs: list[str], cfg: PrepareConfig | None = None) -> li
     """Files in local input folders that are not of a supported type (and not hidden): the run skips them.
     With the PII step on, a name holding personal data is its label (file names are data: these names go to
     stderr and the report)."""
-    from pipeline.data.readers import NameMap, is_data_file, name_holds_pii, printable_name
-
     found = []
     for item in inputs:
         if item.startswith("s3://") or not os.path.isdir(item):
@@ -161,8 +153,6 @@ def refuse_empty_run(cfg: PrepareConfig, run_dir: str | Path, report: dict) -> N
         reasons = {**counts.get("quarantined_by_reason", {}), **counts.get("dropped", {})}
         why = ", ".join(f"{r} {n}" for r, n in sorted(reasons.items(), key=lambda kv: -kv[1])[:3]) or "no records"
         if "unknown_format" in reasons:
-            from pipeline.data.formats import unknown_format_hint
-
             why += f"; {unknown_format_hint(counts)}"
         parts.append(f"{name}: {counts.get('input', 0)} in ({why})")
     parts += [f"{u['file']}: {u['reason']}" for u in report.get("unreadable_inputs", [])]
@@ -290,8 +280,6 @@ def check_worker_views(cfg: PrepareConfig, views: dict, probe_dir: str, token: s
 
 def _shown_path(path: str, cfg: PrepareConfig) -> str:
     """A path for a message: an input whose name holds personal data as its label (readers.NameMap)."""
-    from pipeline.data.readers import NameMap, name_holds_pii, printable_name
-
     if cfg.pii.enabled and path != cfg.out and name_holds_pii(Path(path).name, cfg):
         return NameMap.of(cfg.out).label(path)
     return printable_name(path)

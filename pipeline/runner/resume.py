@@ -10,6 +10,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from pipeline.core.files import atomic_write_text
+from pipeline.core.s3 import head
 from pipeline.data.readers import InputFile
 
 PACKAGE = Path(__file__).resolve().parents[1]  # pipeline/
@@ -27,8 +28,6 @@ def code_version() -> str:
 
 def input_fingerprint(f: InputFile) -> dict:
     if f.is_s3:
-        from pipeline.core.s3 import head
-
         return {"uri": f.uri, **head(f.uri)}
     st = os.stat(f.uri)
     return {"uri": os.path.abspath(f.uri), "size": st.st_size, "mtime_ns": st.st_mtime_ns, "start": f.start,

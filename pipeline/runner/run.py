@@ -201,7 +201,7 @@ def _run(cfg: PrepareConfig, executor: Executor, rundir: RunDir, readable: list[
                                  residual_rate=residual_rate)
     shard_results = [_shard_result(a, b) for a, b in zip(results, processed)]
     if pii_on:  # kvkk: strict on the measured residual risk, before any shard is written
-        from pipeline.data.pii.residual import check_residual, measured_residual
+        from pipeline.data.pii.residual import check_residual, measured_residual  # loads Presidio and torch
 
         check_residual(cfg.pii, measured_residual(cfg.pii, shard_results))
     tokenizer_name = next((r["tokenizer"] for r in processed if r.get("tokenizer")), None)

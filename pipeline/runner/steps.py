@@ -25,6 +25,7 @@ from pipeline.data import dedup
 from pipeline.data.decontam import DecontamStep, EvalIndex
 from pipeline.data.decontam.index import INDEX_META
 from pipeline.data.lang import LanguageStep
+from pipeline.data.lengths.step import LengthStep
 from pipeline.data.normalize import ORDER_SHIFT, front_steps
 from pipeline.data.quality import CannedAnswers, CannedKeysStep, CannedStep
 from pipeline.data.split import LanguageIdsStep, SplitStep, ValidationChoice
@@ -142,8 +143,6 @@ def process_steps(cfg: PrepareConfig, residual_rate: float = 0.0) -> list[Planne
                                  lambda at: ResidualProbe(cfg.pii, at.salt, cfg.split.seed, residual_rate)))
         steps.append(Planned(PiiStep, lambda at: PiiStep(cfg.pii, salt=at.salt)))
     if cfg.lengths.enabled:
-        from pipeline.data.lengths.step import LengthStep
-
         steps.append(Planned(LengthStep, lambda at: LengthStep(cfg.lengths, at.token_cache, model=cfg.estimate.model)))
     steps.append(Planned(SplitStep, lambda at: SplitStep(cfg.split, at.has_eval, at.validation_ids)))
     return steps

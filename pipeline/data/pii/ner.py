@@ -16,6 +16,8 @@ import contextlib
 import gc
 import threading
 
+from pipeline.data.lengths.tokenizer.cache import default_cache_root
+
 _NATASHA = None
 _FAST = None
 _LOCK = threading.RLock()  # _forward builds the tagger under it when the cache is empty
@@ -92,8 +94,6 @@ def natasha_tagger():
 def _forward_cache_file():
     import sys
     from importlib.metadata import PackageNotFoundError, version
-
-    from pipeline.data.lengths.tokenizer.cache import default_cache_root
 
     try:
         versions = "-".join(version(p) for p in ("natasha", "slovnet", "navec", "numpy"))

@@ -271,7 +271,7 @@ class PiiStep(Step):
         the record's NameBook. A PERSON span covers the whole name (initials, particles); every other mention
         of a detected name in the record (any unit: turns, tool arguments, tool definitions, keys) is a span
         too; residual candidates that such a span now covers are no longer residual."""
-        from pipeline.data.pii.engine import resolve
+        from pipeline.data.pii.engine import resolve  # presidio: on first use
 
         threshold = self.cfg.score_threshold
         plans = []
@@ -317,7 +317,7 @@ class PiiStep(Step):
         """A copy of the record with meta stripped, its language, its units and field values, and the walk that
         writes the replacements back."""
         new = dict(rec)
-        from pipeline.data.pii.engine import may_hold_pii
+        from pipeline.data.pii.engine import may_hold_pii  # presidio: on first use
 
         walk = _Walk(self.rules, may_hold_pii)
         sample = self._walk_columns(rec, new, walk, stats)

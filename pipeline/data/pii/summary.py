@@ -4,6 +4,7 @@ it, and what risk remains; as the report.json "pii" object (kvkk_summary) and as
 from __future__ import annotations
 
 from pipeline.core.markdown import table
+from pipeline.data.pii.residual import measured_text, residual_summary
 
 _RESIDUAL_NOTES = {
     "PERSON_latin": ("medium", "Turkish/English names come from a gazetteer (Faker tr/en/de/fr/it/es lists + common "
@@ -36,8 +37,6 @@ def kvkk_summary(counters: dict, cfg, probe: dict | None = None) -> dict:
     `counters` are the summed StageStats counters of the pii stage from all shards, `probe` those of the
     residual-risk probe (pipeline/data/pii/residual.py). No values.
     """
-    from pipeline.data.pii.residual import residual_summary
-
     counters = counters or {}
     entities = {k: int(v) for k, v in sorted((counters.get("entities") or {}).items())}
     by_language = {lang: {k: int(v) for k, v in sorted(d.items())}
@@ -169,8 +168,6 @@ def render_kvkk_markdown(pii: dict) -> str:
 
 def _measured_markdown(measured: dict | None) -> list[str]:
     """The residual risk measured on the run's records (pipeline/data/pii/residual.py): a sentence and its table."""
-    from pipeline.data.pii.residual import measured_text
-
     if measured is None:  # a report from before the probe
         return []
     sentence, header, rows = measured_text(measured)

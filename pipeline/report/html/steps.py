@@ -6,7 +6,6 @@ import json
 import re
 
 from pipeline.core.numfmt import number, percent
-from pipeline.data.pii.residual import measured_text
 from pipeline.report.build import untrained_text
 from pipeline.report.html.page import (
     e,
@@ -194,6 +193,8 @@ def _residual_measured(measured: dict | None) -> str:
     """The residual risk measured on the run's records (pipeline/data/pii/residual.py): a sentence and its table."""
     if measured is None:  # a report from before the probe
         return ""
+    from pipeline.data.pii.residual import measured_text  # the PII package loads Presidio and torch
+
     sentence, header, rows = measured_text(measured)
     return paragraph(sentence) + titled_table("Names planted into copies of this run's records", header, rows,
                                               numeric=tuple(range(1, 5)), tid="table-pii-residual")
