@@ -18,7 +18,7 @@ from pipeline.core.models import ModelSpec, load_model_spec, param_breakdown
 from pipeline.core.resources import resource
 from pipeline.plan.measured import load_points, measured_slowdown
 from pipeline.plan.memory import GIB, MemoryEstimate, estimate_memory
-from pipeline.plan.setup import TrainingSetup, parse_lora_targets
+from pipeline.plan.setup import TrainingSetup, framework_preset, parse_lora_targets
 from pipeline.plan.throughput import (
     CLASS_GROUP,
     Job,
@@ -189,8 +189,6 @@ def checkpoint_sizes(spec: ModelSpec, method: str, estimate: MemoryEstimate) -> 
 def time_job(spec, method: str, seq_len: int, micro_batch: int, options: dict, *, count: int = 1,
              sharding: str | None = None, lora_params: int = 0) -> Job:
     """The time model's view of one planned micro-step: the stack's kernels from the options and the preset."""
-    from pipeline.plan.setup import framework_preset
-
     preset = framework_preset(options.get("framework", "hf"))
     stack = stack_assumptions(preset.name, options.get("attn", "sdpa"),
                               options.get("cross_entropy") or preset.cross_entropy, options.get("compile", False))
@@ -320,8 +318,6 @@ def _hints(spec, method, seq_len, catalog, best, total_tokens, total_sequences, 
 
 def time_model_summary(options: dict, padding_ratio: float | None) -> dict:
     """What the plan's time assumed: the stack and kernels, the range's basis, the padding it counts."""
-    from pipeline.plan.setup import framework_preset
-
     preset = framework_preset(options.get("framework", "hf"))
     spread = time_range()
     return {"stack": stack_assumptions(preset.name, options.get("attn", "sdpa"),
