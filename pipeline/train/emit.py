@@ -21,7 +21,10 @@ PLAN_NAME = "prepare-plan.json"
 # pass it through); fused AdamW is what the presets assume for adamw
 HF_OPTIM = {"adamw": "adamw_torch_fused", "adamw8bit": "adamw_bnb_8bit", "paged_adamw8bit": "paged_adamw_8bit",
             "sgd": "sgd", "adafactor": "adafactor"}
-LLAMAFACTORY_ATTN = {"sdpa": "sdpa", "eager": "disabled"}
+# the attention kernel the plan timed (plan.time_model.stack), as each trainer names it; fa2 needs the flash-attn
+# package where the trainer runs
+HF_ATTN = {"sdpa": "sdpa", "eager": "eager", "fa2": "flash_attention_2"}
+LLAMAFACTORY_ATTN = {"sdpa": "sdpa", "eager": "disabled", "fa2": "fa2"}
 AXOLOTL_LORA_KERNELS = ("lora_mlp_kernel", "lora_qkv_kernel", "lora_o_kernel", "lora_embedding_kernel")
 
 
@@ -175,7 +178,8 @@ def build_spec(cfg, result: dict, *, trainer: str, shards: dict, global_batch: s
         "micro_batch": micro, "grad_accum": accum, "cards": cards, "global_batch": effective,
         "global_batch_asked": {"value": amount, "unit": unit},
         "grad_ckpt": bool(s.get("grad_ckpt", True)), "ckpt_mode": preset.ckpt_mode,
-        "attn": s.get("attn", "sdpa"), "optimizer": HF_OPTIM[s.get("optimizer", "adamw")],
+        "attn": (plan.get("time_model") or {}).get("stack", {}).get("attention") or s.get("attn", "sdpa"),
+        "optimizer": HF_OPTIM[s.get("optimizer", "adamw")],
         "cross_entropy": s.get("cross_entropy"), "bf16": True,
         "assistant_only_loss": chat_share > 0, "chat_share": round(chat_share, 4),
         "epochs": epochs, "learning_rate": 2e-4 if peft else 2e-5,
@@ -248,7 +252,7 @@ def header(spec: dict, datasets: list[dict]) -> str:
 def trl_config(spec: dict, dataset: dict, source: dict) -> dict:
     """Keys of trl's `trl sft --config` (TrlParser over ScriptArguments, SFTConfig, ModelConfig) for one dataset
     of the run; `source` is its dataset_name (and dataset_config) as trl's script loads it."""
-    out: dict = {"model_name_or_path": spec["model"], "dtype": "bfloat16", "attn_implementation": spec["attn"]}
+    out: dict = {"model_name_or_path": spec["model"], "dtype": "bfloat16", "attn_implementation": HF_ATTN[spec["attn"]]}
     if spec["lora"]:
         out |= {"use_peft": True, "lora_r": spec["lora"]["r"], "lora_alpha": spec["lora"]["alpha"],
                 "lora_dropout": spec["lora"]["dropout"], "lora_target_modules": spec["lora"]["targets"]}
@@ -364,7 +368,7 @@ def axolotl_config(spec: dict) -> dict:
             "micro_batch_size": spec["micro_batch"], "gradient_accumulation_steps": spec["grad_accum"],
             "num_epochs": spec["epochs"], "gradient_checkpointing": spec["grad_ckpt"],
             "gradient_checkpointing_kwargs": {"use_reentrant": spec["ckpt_mode"] == "reentrant"},
-            "attn_implementation": spec["attn"], "optimizer": spec["optimizer"],
+            "attn_implementation": HF_ATTN[spec["attn"]], "optimizer": spec["optimizer"],
             "learning_rate": spec["learning_rate"], "bf16": spec["bf16"],
             "output_dir": spec["output_dir"], "save_strategy": "steps", "save_steps": spec["save_steps"],
             "logging_steps": max(1, min(10, spec["save_steps"]))}

@@ -285,3 +285,20 @@ def test_llamafactory_reads_s3_shards_after_the_download_step_it_is_given(tmp_pa
     data = load_dataset("parquet", data_dir=info["prepare_train"]["file_name"], split="train")
     assert len(data) == manifest["counts"]["splits"]["train"]
     assert external("validate_llamafactory.py", out / "llamafactory.yaml")["unknown"] == []
+
+
+@pytest.mark.slow  # run_dir is a whole `prepare run`
+def test_the_attention_kernel_the_plan_timed_is_the_one_each_trainer_gets(tmp_path, run_dir, capsys):
+    """`--attn fa2` is timed as FlashAttention-2 (plan.time_model); the emitted configs asked for sdpa."""
+    from trl.scripts.sft import make_parser
+
+    code, out = emit(tmp_path, run_dir, "trl", "--attn", "fa2")
+    assert code == 0, capsys.readouterr().err
+    assert json.loads((out / "prepare-plan.json").read_text())["attn"] == "fa2"
+    cpu = [] if _cuda() else ["--use_cpu", "true"]
+    _, _, model, _ = make_parser().parse_args_and_config(["--config", str(out / "trl_sft.yaml"), *cpu])
+    assert model.attn_implementation == "flash_attention_2"
+    code, out = emit(tmp_path, run_dir, "llamafactory", "--attn", "fa2")
+    assert code == 0, capsys.readouterr().err
+    assert yaml.safe_load((out / "llamafactory.yaml").read_text())["flash_attn"] == "fa2"
+    assert external("validate_llamafactory.py", out / "llamafactory.yaml")["unknown"] == []
