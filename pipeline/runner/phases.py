@@ -11,6 +11,8 @@ import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+import numpy as np
+
 from pipeline.core.config import PrepareConfig
 from pipeline.core.errors import PrepareError
 from pipeline.core.files import sha256_file
@@ -314,10 +316,8 @@ def _normalize_file(f: InputFile, task: ShardTask, cfg: PrepareConfig, offset: i
             "first_order": base + 1, "last_order": base + normalizer.read_step.last_line}
 
 
-def file_of_order(files: list[dict], orders) -> "np.ndarray":
+def file_of_order(files: list[dict], orders) -> np.ndarray:
     """The position in a shard result's "files" of each _order (an array): the last file starting at or before it."""
-    import numpy as np
-
     return np.searchsorted([part["first_order"] for part in files], orders, side="right") - 1
 
 
@@ -442,8 +442,6 @@ def runs_by_file(files: list[dict], batch):
     if len(files) == 1:
         yield 0, batch
         return
-    import numpy as np
-
     orders = batch.column("_order").to_numpy() if hasattr(batch, "column") else [r["_order"] for r in batch]
     positions = file_of_order(files, orders)
     cuts = [0, *(np.flatnonzero(np.diff(positions)) + 1).tolist(), len(positions)]
