@@ -20,8 +20,8 @@ from pipeline.plan.measured import load_points, measured_slowdown
 from pipeline.plan.memory import GIB, MemoryEstimate, estimate_memory
 from pipeline.plan.setup import TrainingSetup, framework_preset, parse_lora_targets
 from pipeline.plan.throughput import (
-    CLASS_GROUP,
     Job,
+    efficiency_key,
     flops_per_token,
     load_constants,
     matmul_efficiency,
@@ -148,8 +148,8 @@ def largest_micro_batch(spec, method: str, seq_len: int, gpu: GPU, *, margin: fl
 def card_constants(gpu: GPU) -> dict:
     """The time model's constants with this card's matmul efficiency (a catalog entry may set its own)."""
     constants = dict(load_constants())
-    group = "matmul_efficiency_" + CLASS_GROUP.get(gpu.gpu_class, "consumer")
-    constants[group] = gpu.utilisation / matmul_efficiency(gpu.gpu_class, {**constants, group: 1.0})
+    key = efficiency_key(gpu.gpu_class)
+    constants[key] = gpu.utilisation / matmul_efficiency(gpu.gpu_class, {**constants, key: 1.0})
     return constants
 
 

@@ -12,6 +12,8 @@ differs in that term only:
 - loss: the passes over the logits, by cross-entropy path (fused kernels never write them);
 - dequant: QLoRA's NF4 weights dequantized to bf16 before every matmul, once per weight pass and micro-step
   (a per-step cost, not a blanket slowdown: a larger micro-batch amortizes it);
+- eager adapters: LoRA adapters run as PEFT's separate modules in eager mode (trl, axolotl, LLaMA-Factory) stretch
+  the GPU work by a fitted share; fused stacks (Unsloth, torch.compile, torchtune) fold them into their kernels;
 - launch: the host side, kernel launches and Python per layer pass; it runs ahead of the GPU, so it shows only
   when the GPU work is smaller (micro-batch 1, short sequences);
 - optimizer: the optimizer step's passes over the trainable parameters and their state, once per optimizer step;
@@ -36,10 +38,11 @@ CONSTANTS_FILE = resource("time_constants.json")
 CALIBRATION_FILE = resource("time_calibration.json")
 
 # Efficiency of each attention kernel's FLOPs relative to the card's GEMMs: FlashAttention-2 reaches 50-73% of
-# the A100 peak forward + backward (Dao 2023, fig. 5-7) where cuBLAS GEMMs reach ~80%; SDPA runs the same
-# flash kernels for causal bf16 training without a padding mask; eager attention is two plain batched GEMMs.
-# The flash kernels' efficiency relative to the GEMMs is fitted (flash_attention_efficiency); SDPA is taken as
-# 0.94 of FlashAttention-2 (its flash backend is FA2 with PyTorch's dispatch around it).
+# the A100 peak forward + backward (Dao 2023, fig. 5-7) where cuBLAS GEMMs reach ~80%, i.e. 0.63-0.91 of the
+# GEMMs: flash_attention_efficiency is set to the middle of that, 0.75, not fitted (one long-sequence figure
+# decided it when it was, and moved with whichever source was held out). SDPA runs the same flash kernels for
+# causal bf16 training without a padding mask, taken as 0.94 of FlashAttention-2 (its flash backend is FA2 with
+# PyTorch's dispatch around it); eager attention is two plain batched GEMMs.
 # backward: the backward's attention FLOPs in forwards: the flash kernels recompute the scores and run five
 # matmuls against the forward's two (2.5x; Dao 2023, sec. 3.1), eager attention's autograd four (2x).
 ATTENTION_KERNELS = {"fa2": {"relative_efficiency": 1.0, "causal_skip": True, "flash": True, "backward": 2.5},
@@ -75,13 +78,17 @@ LINK_EFFICIENCY = 0.75
 KERNELS_PER_LAYER = 25
 KERNELS_PER_ADAPTER = 6
 
-# Card classes that share one fitted matmul efficiency: the catalog's classes without published figures of their
-# own take the nearest fitted one (Blackwell: Hopper's, discounted for software maturity as the catalog was).
-CLASS_GROUP = {"ampere_datacenter": "ampere_datacenter", "hopper": "hopper", "ada": "consumer",
-               "ampere_pro": "consumer", "ampere_consumer": "consumer", "blackwell": "hopper",
-               "blackwell_pro": "consumer", "default": "consumer"}
-CLASS_DISCOUNT = {"blackwell": 0.85, "blackwell_pro": 0.85}
-
+# Card classes that share one fitted matmul efficiency. GeForce cards (3090, 4090) have published figures of their
+# own and run above their data-sheet peak (boost clocks with a 350-450 W budget for a half-rate FP32-accumulate
+# peak); the datacenter and workstation cards on the same dies (A40, A6000, L4, L40S) reach their full-rate peak
+# within 72-350 W, so they take the fitted datacenter card's share (the A100's), not the GeForce one: no
+# published figure of theirs is in the fit to say more. Blackwell takes its generation's nearest fitted share,
+# discounted for software maturity as the catalog was.
+CLASS_GROUP = {"ampere_datacenter": "ampere_datacenter", "ampere_pro": "ampere_datacenter",
+               "ada": "ampere_datacenter", "blackwell_pro": "ampere_datacenter", "default": "ampere_datacenter",
+               "hopper": "hopper", "blackwell": "hopper",
+               "ampere_consumer": "geforce", "ada_consumer": "geforce", "blackwell_consumer": "geforce"}
+CLASS_DISCOUNT = {"blackwell": 0.85, "blackwell_pro": 0.85, "blackwell_consumer": 0.85}
 
 class Card(Protocol):
     """What the time model reads of a card (pipeline.plan.gpus.GPU, or a calibration figure's card)."""
@@ -143,9 +150,18 @@ def load_constants() -> dict:
     return json.loads(CONSTANTS_FILE.read_text())
 
 
+def efficiency_key(gpu_class: str) -> str:
+    """The constant that holds a card class's fitted matmul efficiency."""
+    return "matmul_efficiency_" + CLASS_GROUP.get(gpu_class, CLASS_GROUP["default"])
+
+
 def matmul_efficiency(gpu_class: str, constants: dict) -> float:
-    group = CLASS_GROUP.get(gpu_class, "consumer")
-    return constants[f"matmul_efficiency_{group}"] * CLASS_DISCOUNT.get(gpu_class, 1.0)
+    return constants[efficiency_key(gpu_class)] * CLASS_DISCOUNT.get(gpu_class, 1.0)
+
+
+def eager_adapters(job: Job) -> bool:
+    """LoRA adapters run as separate modules, each with its own kernels (PEFT in eager mode)."""
+    return job.method in ("lora", "qlora") and not job.fused_kernels
 
 
 def matmul_flops_per_token(spec: ModelSpec, method: str, grad_ckpt: bool, lora_params: int = 0) -> float:
@@ -205,6 +221,10 @@ def communication_bytes(job: Job) -> float:
     return 2 * share * grad_bytes / job.grad_accum
 
 
+KERNEL_TERMS = ("matmul", "attention", "eager_scores", "elementwise", "loss", "dequant")
+GPU_TERMS = (*KERNEL_TERMS, "eager_adapters")
+
+
 def step_terms(job: Job, card: Card, constants: dict | None = None) -> dict[str, float]:
     """Seconds of each term in one micro-step on one card."""
     c = constants or load_constants()
@@ -235,10 +255,11 @@ def step_terms(job: Job, card: Card, constants: dict | None = None) -> dict[str,
         # every weight pass streams the 16-bit weights: the floor a tiny micro-batch cannot go below
         "weight_stream": passes * parts["total"] * (0.55 if job.method == "qlora" else 2) / bandwidth,
     }
+    # PEFT's adapters add their own small kernels, casts and adds beside every adapted GEMM in each pass: a
+    # share of the GPU work they sit in, fitted on the stacks that run them eagerly
+    terms["eager_adapters"] = ((c["eager_adapter_overhead"] - 1) * sum(terms[k] for k in KERNEL_TERMS)
+                               if eager_adapters(job) else 0.0)
     return terms
-
-
-GPU_TERMS = ("matmul", "attention", "eager_scores", "elementwise", "loss", "dequant")
 
 
 def step_seconds(terms: dict[str, float]) -> float:
