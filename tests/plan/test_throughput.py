@@ -123,6 +123,10 @@ def test_time_range_comes_from_the_held_out_spread():
     spread = time_range()
     assert 0 < spread["low"] < 1 < spread["high"]
     assert spread["low"] == load_constants()["held_out_ratio"]["p10"]
+    # the stored spread is the one of the figures on file: adding a figure without `loso.py --write` leaves the
+    # plan's range on an older fit
+    used = [f for f in load_figures() if f["use"]]
+    assert f"on {len(used)} published figures from {len({f['source'] for f in used})} sources" in spread["basis"]
 
 
 def test_every_calibration_figure_has_source_quote_config_and_conversion():
