@@ -316,13 +316,13 @@ def _hints(spec, method, seq_len, catalog, best, total_tokens, total_sequences, 
     return hints
 
 
-def time_model_summary(options: dict, padding_ratio: float | None) -> dict:
+def time_model_summary(options: dict, padding_ratio: float | None, method: str = "full") -> dict:
     """What the plan's time assumed: the stack and kernels, the range's basis, the padding it counts."""
     preset = framework_preset(options.get("framework", "hf"))
     spread = time_range()
     return {"stack": stack_assumptions(preset.name, options.get("attn", "sdpa"),
                                        options.get("cross_entropy") or preset.cross_entropy,
-                                       options.get("compile", False)),
+                                       options.get("compile", False), method),
             "range_factors": [spread["low"], spread["high"]], "range_basis": spread["basis"],
             "padding_ratio": padding_ratio}
 
@@ -376,7 +376,7 @@ def plan_training(model: str, method: str, *, seq_len: int, tokens_per_epoch: in
         "hints": _hints(spec, method, seq_len, catalog, best, total_tokens, total_sequences, safety_margin,
                         max_micro_batch, options) if hints else [],
         "checkpoint_gib": checkpoint_sizes(spec, method, headline),
-        "time_model": time_model_summary(options, padding_ratio),
+        "time_model": time_model_summary(options, padding_ratio, method),
     }
     return plan
 
@@ -441,6 +441,8 @@ def time_model_line(plan: dict) -> str | None:
     kernels = [f"{stack['attention']} attention", f"{stack['cross_entropy']} cross-entropy"]
     if stack["fused_kernels"]:
         kernels.append("fused kernels")
+    if stack.get("eager_adapters"):
+        kernels.append("PEFT's adapters run eagerly")
     padding = ("" if model.get("padding_ratio") is None
                else f"; {model['padding_ratio']:.1%} of the token positions are padding and are timed too")
     return (f"Times assume the {stack['framework']} stack with {', '.join(kernels)}{padding}; the likely range is "

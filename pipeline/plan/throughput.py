@@ -138,11 +138,12 @@ def attention_kernel(attn: str) -> str:
     return attn
 
 
-def stack_assumptions(framework: str, attn: str, cross_entropy: str, compile: bool = False) -> dict:
+def stack_assumptions(framework: str, attn: str, cross_entropy: str, compile: bool = False,
+                      method: str = "full") -> dict:
     """What the time model assumed of the stack, for the plan to say."""
     fused = framework == "unsloth" or compile
     return {"framework": framework, "attention": attention_kernel(attn), "cross_entropy": cross_entropy,
-            "fused_kernels": fused}
+            "fused_kernels": fused, "eager_adapters": method in ("lora", "qlora") and not fused}
 
 
 @lru_cache(maxsize=1)
@@ -160,7 +161,8 @@ def matmul_efficiency(gpu_class: str, constants: dict) -> float:
 
 
 def eager_adapters(job: Job) -> bool:
-    """LoRA adapters run as separate modules, each with its own kernels (PEFT in eager mode)."""
+    """LoRA adapters run as separate modules, each with its own kernels (PEFT in eager mode); as
+    stack_assumptions says it."""
     return job.method in ("lora", "qlora") and not job.fused_kernels
 
 

@@ -87,11 +87,17 @@ def test_plan_gives_time_and_cost_as_a_range_and_names_its_stack():
     assert rec["cost_range"][0] < rec["cost_usd"] < rec["cost_range"][1]
     model = plan["time_model"]
     assert model["stack"] == {"framework": "unsloth", "attention": "fa2", "cross_entropy": "fused",
-                              "fused_kernels": True}
+                              "fused_kernels": True, "eager_adapters": False}
     assert model["padding_ratio"] == 0.04 and "without its source" in model["range_basis"]
     for text in (render_plan_text(plan), render_plan_markdown(plan)):
         assert "Times assume the unsloth stack with fa2 attention, fused cross-entropy, fused kernels" in text
         assert "likely " in text and "4.0% of the token positions are padding" in text
+    # the trl stack's LoRA adapters are PEFT modules run eagerly: the plan times them so and says it
+    trl = plan_training("Llama-3.1-8B", "lora", seq_len=2048, tokens_per_epoch=20_000_000,
+                        sequences_per_epoch=10_000, epochs=1, hints=False)
+    assert trl["time_model"]["stack"]["eager_adapters"] is True
+    assert all(c["step_seconds"]["eager_adapters"] > 0 for c in trl["candidates"] if c["fits"])
+    assert "PEFT's adapters run eagerly" in render_plan_text(trl)
 
 
 def test_worked_example_qlora_8b_on_a40_for_20_hours():
