@@ -79,11 +79,11 @@ KERNELS_PER_LAYER = 25
 KERNELS_PER_ADAPTER = 6
 
 # Card classes that share one fitted matmul efficiency. GeForce cards (3090, 4090) have published figures of their
-# own and run above their data-sheet peak (boost clocks with a 350-450 W budget for a half-rate FP32-accumulate
-# peak); the datacenter and workstation cards on the same dies (A40, A6000, L4, L40S) reach their full-rate peak
-# within 72-350 W, so they take the fitted datacenter card's share (the A100's), not the GeForce one: no
-# published figure of theirs is in the fit to say more. Blackwell takes its generation's nearest fitted share,
-# discounted for software maturity as the catalog was.
+# own and reach a larger share of their data-sheet peak than the A100 (boost clocks and a 350-450 W budget for a
+# half-rate FP32-accumulate peak); the datacenter and workstation cards of the same generations (A40, A6000, L4,
+# L40S) must reach a full-rate peak within 72-350 W, so they take the fitted datacenter card's share (the A100's),
+# not the GeForce one: no published figure of theirs is in the fit to say more. Blackwell takes its generation's
+# nearest fitted share, discounted for software maturity as the catalog was.
 CLASS_GROUP = {"ampere_datacenter": "ampere_datacenter", "ampere_pro": "ampere_datacenter",
                "ada": "ampere_datacenter", "blackwell_pro": "ampere_datacenter", "default": "ampere_datacenter",
                "hopper": "hopper", "blackwell": "hopper",
