@@ -194,6 +194,14 @@ def main() -> None:
               "basis": f"10th-90th percentile of planned/measured tokens/s on {len(ratios)} published figures "
                        f"from {len(sources)} sources, each predicted without its source"}
     print(f"held-out ratio 10th-90th percentile: {spread['p10']:.2f}-{spread['p90']:.2f} (the plan's time range)")
+    print("\non record, not fitted (planned/measured with the fitted constants, for what they are worth):")
+    for figure in figures:
+        if not figure["use"]:
+            try:
+                ratio = f"{planned_over_measured(figure, fitted):5.2f}"
+            except (KeyError, ValueError):  # a model or method the time model cannot represent
+                ratio = "  n/a"
+            print(f"  {figure['id']:4s} {figure['card']['name']:22s} {ratio}  {figure['reason'][:70]}")
     if args.variants:
         print()
         print("\n".join(variants_table(points, fixed)))
