@@ -90,6 +90,7 @@ CLASS_GROUP = {"ampere_datacenter": "ampere_datacenter", "ampere_pro": "ampere_d
                "ampere_consumer": "geforce", "ada_consumer": "geforce", "blackwell_consumer": "geforce"}
 CLASS_DISCOUNT = {"blackwell": 0.85, "blackwell_pro": 0.85, "blackwell_consumer": 0.85}
 
+
 class Card(Protocol):
     """What the time model reads of a card (pipeline.plan.gpus.GPU, or a calibration figure's card)."""
     bf16_tflops: float
@@ -143,7 +144,12 @@ def stack_assumptions(framework: str, attn: str, cross_entropy: str, compile: bo
     """What the time model assumed of the stack, for the plan to say."""
     fused = framework == "unsloth" or compile
     return {"framework": framework, "attention": attention_kernel(attn), "cross_entropy": cross_entropy,
-            "fused_kernels": fused, "eager_adapters": method in ("lora", "qlora") and not fused}
+            "fused_kernels": fused, "eager_adapters": runs_adapters_eagerly(method, fused)}
+
+
+def runs_adapters_eagerly(method: str, fused_kernels: bool) -> bool:
+    """LoRA adapters run as separate modules, each with its own kernels (PEFT in eager mode)."""
+    return method in ("lora", "qlora") and not fused_kernels
 
 
 @lru_cache(maxsize=1)
@@ -158,12 +164,6 @@ def efficiency_key(gpu_class: str) -> str:
 
 def matmul_efficiency(gpu_class: str, constants: dict) -> float:
     return constants[efficiency_key(gpu_class)] * CLASS_DISCOUNT.get(gpu_class, 1.0)
-
-
-def eager_adapters(job: Job) -> bool:
-    """LoRA adapters run as separate modules, each with its own kernels (PEFT in eager mode); as
-    stack_assumptions says it."""
-    return job.method in ("lora", "qlora") and not job.fused_kernels
 
 
 def matmul_flops_per_token(spec: ModelSpec, method: str, grad_ckpt: bool, lora_params: int = 0) -> float:
@@ -260,7 +260,7 @@ def step_terms(job: Job, card: Card, constants: dict | None = None) -> dict[str,
     # PEFT's adapters add their own small kernels, casts and adds beside every adapted GEMM in each pass: a
     # share of the GPU work they sit in, fitted on the stacks that run them eagerly
     terms["eager_adapters"] = ((c["eager_adapter_overhead"] - 1) * sum(terms[k] for k in KERNEL_TERMS)
-                               if eager_adapters(job) else 0.0)
+                               if runs_adapters_eagerly(job.method, job.fused_kernels) else 0.0)
     return terms
 
 
