@@ -261,7 +261,7 @@ def test_a_lost_scheduler_fails_in_one_line_and_the_rerun_resumes(prefect_url, p
     'internal error (FutureCancelledError)' after two tracebacks). The same command against a new scheduler
     reuses the finished shards and writes the local run's bytes."""
     results = project / "lost-scheduler" / "work" / "results"
-    with dask_cluster(tmp_path / "first", worker_env(prefect_url, slow=2), workers=2) as (address, procs):
+    with dask_cluster(tmp_path / "first", worker_env(prefect_url, slow=2)) as (address, procs):
         args = ["data", "--out", "lost-scheduler", *FAST]
         run = start_prepare([*args, "--dask-address", address], project, prefect_url)
         try:
@@ -277,7 +277,7 @@ def test_a_lost_scheduler_fails_in_one_line_and_the_rerun_resumes(prefect_url, p
     assert errors == [f"prepare: error: lost the Dask scheduler {address} mid-run; start a scheduler and its "
                       "workers again and rerun the same command: it resumes from the finished shards"], err[-3000:]
     finished = len(list(results.glob("*.json")))
-    with dask_cluster(tmp_path / "second", worker_env(prefect_url), workers=2) as (address, _):
+    with dask_cluster(tmp_path / "second", worker_env(prefect_url)) as (address, _):
         code, err = finish(start_prepare([*args, "--dask-address", address], project, prefect_url))
     assert code == 0, err[-3000:]
     reused = re.search(r"prepare: reused (\d+) shard result\(s\) finished by an earlier run", err)
@@ -350,3 +350,45 @@ def test_paths_handed_to_workers_are_absolute(tmp_path, monkeypatch):
     assert cfg.inputs == [str(tmp_path / "data"), "s3://b/in/", str(tmp_path / "logs/*.jsonl")]
     assert (cfg.out, cfg.validation_inputs) == (str(tmp_path / "runs/v1"), [str(tmp_path / "eval.jsonl")])
     assert cfg.lengths.tokenizer == str(tmp_path / "tok") and cfg.estimate.model == "llama-3.1-8b"  # a name stays
+
+
+def test_worker_counts_reach_the_client_as_events_of_the_run(tmp_path):
+    """The way of a count on a cluster, without processes: the plugin makes a worker's ProgressFile an event of
+    the run's topic; the client keeps the latest count per shard, plus the files of its own work."""
+    from flows.cluster import ClusterCounts, count_topic
+    from pipeline.core.progress import ProgressFile
+
+    class Client:
+        def register_plugin(self, plugin, name):
+            self.plugin = plugin
+
+        def subscribe_topic(self, topic, handler):
+            self.topic, self.handler = topic, handler
+
+    class Worker:
+        def __init__(self):
+            self.events = []
+
+        def log_event(self, topic, message):
+            self.events.append((topic, message))
+
+    folder = tmp_path / "work" / "progress"
+    client, worker = Client(), Worker()
+    counts = ClusterCounts(client, folder)
+    assert client.topic == count_topic(folder) and str(tmp_path) not in client.topic
+    client.plugin.setup(worker)
+    try:
+        ProgressFile(folder, "read", 0).set(5, final=True)
+        ProgressFile(folder, "read", 0).set(9, final=True)  # a rerun of shard 0 counts again: the latest wins
+        ProgressFile(folder, "read", 1).set(3, final=True)
+        ProgressFile(folder, "pii", 1).set(2, final=True)
+    finally:
+        client.plugin.teardown(worker)
+    assert not folder.exists()  # nothing on disk from a worker
+    assert worker.events[0] == (client.topic, {"stage": "read", "index": 0, "count": 5})
+    for event in worker.events:
+        client.handler((time.time(), event[1]))
+    ProgressFile(folder, "read", 9).set(4, final=True)  # this process's own work, after the plugin's teardown
+    assert (counts.total("read"), counts.total("pii")) == (9 + 3 + 4, 2)
+    counts.clear("read")
+    assert (counts.total("read"), counts.total("pii")) == (0, 2)
