@@ -28,11 +28,16 @@ def count_topic(folder: str | Path) -> str:
     return "prepare-progress-" + hashlib.sha256(str(Path(folder).absolute()).encode()).hexdigest()[:16]
 
 
-class SendCountsToScheduler(WorkerPlugin):
-    """Installed in every worker process, those that join or restart later included (Client.register_plugin):
-    the process's counts become events of its run's topic."""
+class RunWorker(WorkerPlugin):
+    """Set up in every worker process, those that join or restart later included (Client.register_plugin): the
+    process's counts become events of its run's topic, and Prefect's outbound calls are off there too (a worker
+    the nanny restarts after a kill never had check_workers' probe)."""
 
     def setup(self, worker) -> None:
+        from flows import quiet_environment
+
+        quiet_environment()
+
         def send(folder: str, stage: str, index: int, count: int) -> None:
             worker.log_event(count_topic(folder), {"stage": stage, "index": index, "count": count})
 
@@ -50,7 +55,7 @@ class ClusterCounts:
         self.files = CountFiles(folder)
         self.latest: dict[tuple[str, int], int] = {}
         self.lock = threading.Lock()  # events arrive on the client's event loop, totals are read by StageProgress
-        client.register_plugin(SendCountsToScheduler(), name=PLUGIN_NAME)
+        client.register_plugin(RunWorker(), name=PLUGIN_NAME)
         client.subscribe_topic(count_topic(folder), self.receive)
 
     def receive(self, event: tuple[float, dict]) -> None:
