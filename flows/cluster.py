@@ -20,7 +20,7 @@ from distributed.diagnostics.plugin import WorkerPlugin
 from pipeline.core.errors import PrepareError
 from pipeline.core.progress import CountFiles, send_counts_to
 
-PLUGIN_NAME = "prepare-progress"
+PLUGIN_NAME = "prepare-run-worker"
 
 
 def count_topic(folder: str | Path) -> str:

@@ -390,3 +390,29 @@ def test_worker_counts_reach_the_client_as_events_of_the_run(tmp_path):
     assert (counts.total("read"), counts.total("pii")) == (9 + 3 + 4, 2)
     counts.clear("read")
     assert (counts.total("read"), counts.total("pii")) == (0, 2)
+
+
+def test_a_lost_scheduler_is_one_line_and_the_console_keeps_no_traceback_of_it():
+    import asyncio
+    import logging
+
+    from distributed.client import FutureCancelledError
+
+    from flows.cluster import ConsoleLinesTheCliReplaces, scheduler_lost
+
+    lost = scheduler_lost(FutureCancelledError("normalize_shard-1", "scheduler-connection-lost"), "tcp://10.0.0.7:8786")
+    assert lost is not None and lost.user_line().startswith("lost the Dask scheduler tcp://10.0.0.7:8786 mid-run;")
+    assert scheduler_lost(FutureCancelledError("normalize_shard-1", "lost dependencies"), "tcp://x:1") is None
+
+    def record(name, exc=None, **extra):
+        made = logging.LogRecord(name, logging.ERROR, __file__, 1, "message", None,
+                                 (type(exc), exc, None) if exc else None)
+        made.__dict__.update(extra)
+        return made
+
+    console = ConsoleLinesTheCliReplaces()
+    assert not console.filter(record("prefect.flow_runs", lost))  # the engine's traceback of the run's error
+    assert not console.filter(record("prefect.flow_runs", prepare_failure=True))  # the flow's copy of the line
+    assert not console.filter(record("distributed.client", asyncio.CancelledError()))
+    assert console.filter(record("prefect.flow_runs", ValueError("a bug")))  # a bug keeps its traceback
+    assert console.filter(record("prefect.flow_runs"))
