@@ -17,9 +17,16 @@ OFFLINE_ENV = {
 }
 
 
+# A temporary Prefect server (a flow run without PREFECT_API_URL, and on a Dask cluster each worker process of
+# it) had Prefect's 20 s to answer: on a busy machine it needs more, and `prepare run --dask-address` failed with
+# "internal error (RuntimeError)" before a record was read.
+SERVER_START_ENV = {"PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS": "120"}
+
+
 def quiet_environment() -> None:
-    """OFFLINE_ENV as defaults of this process's environment (inherited by the processes it starts)."""
-    for key, value in OFFLINE_ENV.items():
+    """OFFLINE_ENV and SERVER_START_ENV as defaults of this process's environment (inherited by the processes it
+    starts)."""
+    for key, value in {**OFFLINE_ENV, **SERVER_START_ENV}.items():
         os.environ.setdefault(key, value)
 
 

@@ -10,11 +10,13 @@ shards, with retries, on the flow's task runner (worker processes by default, a 
 """
 
 import os
+from pathlib import Path
 from typing import Any, Callable
 
 from prefect import flow, get_run_logger, task
 from prefect.artifacts import create_link_artifact, create_markdown_artifact, create_table_artifact
 from prefect.cache_policies import NO_CACHE
+from prefect.context import FlowRunContext
 from prefect.futures import wait
 from prefect.task_runners import ProcessPoolTaskRunner
 from prefect.tasks import exponential_backoff
@@ -23,6 +25,7 @@ from pydantic import BaseModel
 
 from pipeline.core.config import PrepareConfig, merge_config
 from pipeline.core.numfmt import number
+from pipeline.core.progress import CountFiles, StageCounts
 from pipeline.report.build import render_notes_text
 from pipeline.runner import RunResult, run_prepare
 from pipeline.runner.preflight import PreflightError, absolute_paths, preflight
@@ -38,13 +41,39 @@ class PrefectExecutor:
         mapped = task(fn, name=label, task_run_name=f"{label}-{{task.label}}", cache_policy=NO_CACHE, **RETRIES)
         futures = mapped.map(items, **{k: unmapped(v) for k, v in kwargs.items()})
         wait(futures)
-        return [f.result() for f in futures]
+        try:
+            return [f.result() for f in futures]
+        except Exception as exc:
+            runner = dask_runner()
+            if runner is not None:
+                from flows.cluster import scheduler_lost
+
+                lost = scheduler_lost(exc, runner.address)
+                if lost is not None:
+                    raise lost from None
+            raise
 
     def call(self, fn: Callable, label: str, **kwargs) -> Any:
         return task(fn, name=label, cache_policy=NO_CACHE, **RETRIES)(**kwargs)
 
+    def counts(self, folder: Path) -> StageCounts:
+        """Where the workers' progress counts are read: through the scheduler when the flow's tasks run on a
+        Dask cluster (flows.cluster: its workers may share no disk with this machine), else files in `folder`."""
+        runner = dask_runner()
+        if runner is None:
+            return CountFiles(folder)
+        from flows.cluster import ClusterCounts
+
+        return ClusterCounts(runner.client, folder)
+
     def close(self) -> None:
         pass
+
+
+def dask_runner():
+    """The flow run's DaskTaskRunner, or None under another task runner."""
+    runner = FlowRunContext.get().task_runner
+    return runner if type(runner).__name__ == "DaskTaskRunner" else None  # prefect_dask imports distributed
 
 
 @flow(name="prepare", task_runner=ProcessPoolTaskRunner(max_workers=2), log_prints=False,
@@ -93,7 +122,7 @@ def log_failure(logger, exc: BaseException) -> None:
     from prefect.logging.handlers import APILogWorker
 
     line = f"prepare: error: {failure_message(exc)}"
-    logger.error("%s", line)
+    logger.error("%s", line, extra={"prepare_failure": True})  # the CLI prints it itself (flows.cluster)
     APILogWorker.drain_all(timeout=5, at_exit=False)  # what APILogHandler.flush does outside an event loop
     flow_run = getattr(FlowRunContext.get(), "flow_run", None)
     if flow_run is not None:
@@ -204,13 +233,15 @@ def run_flow(cfg: PrepareConfig, dask_address: str | None = None) -> RunResult:
     if dask_address:
         from prefect_dask import DaskTaskRunner
 
+        from flows.cluster import one_line_failures
+
+        one_line_failures()
         cfg = absolute_paths(cfg)  # the flow hands paths to workers started in other folders
         check_workers(cfg, dask_address)
         runner = DaskTaskRunner(address=dask_address)
     state = prepare.with_options(task_runner=runner)(cfg, return_state=True)
     out = state.result()
     import json
-    from pathlib import Path
 
     run_dir = Path(out["run_dir"])
     report = json.loads((run_dir / "report.json").read_text())

@@ -7,7 +7,7 @@ import sys
 import threading
 import time
 from pathlib import Path
-from typing import Callable, TextIO
+from typing import Callable, Protocol, TextIO
 
 
 class Progress:
@@ -71,10 +71,21 @@ class Progress:
 
 
 # --- stage progress across processes ----------------------------------------------------------------------
-# A phase runs in worker processes (a process pool, Prefect tasks); each worker writes the running count of its
-# shard to a small file, and the main process sums them into one Progress per stage. Files, not pipes or
-# queues: it works the same under every executor that shares the run directory's disk, and a worker never
-# blocks on it.
+# A phase runs in worker processes (a process pool, Prefect tasks, a Dask cluster); each worker reports the
+# running count of its shard per stage, and the main process sums them into one Progress per stage. By default
+# a count is a small file in the run's work/progress, not a pipe or a queue: it works the same under every
+# executor whose workers share the run directory's disk, and a worker never blocks on it. A process whose
+# counts must travel another way (a Dask worker, through the scheduler: flows.cluster) sets a sink for them.
+
+CountSink = Callable[[str, str, int, int], None]  # (progress folder, stage, shard index, count)
+_sink: CountSink | None = None
+
+
+def send_counts_to(sink: CountSink | None) -> None:
+    """This process's ProgressFile counts go to `sink` instead of files from now on (None: files again)."""
+    global _sink
+    _sink = sink
+
 
 def progress_interval(default: float = 10.0) -> float:
     """Seconds between two progress lines when not on a terminal (PREPARE_PROGRESS_INTERVAL overrides)."""
@@ -86,9 +97,11 @@ def progress_interval(default: float = 10.0) -> float:
 
 class ProgressFile:
     """A worker's running count for one stage of one shard: `set(n)` rewrites `<folder>/<stage>-<index>` at most
-    every `every` seconds (always with final=True), atomically, so the reader never sees half a number."""
+    every `every` seconds (always with final=True), atomically, so the reader never sees half a number; or
+    hands the count to this process's sink (send_counts_to), at the same pace."""
 
     def __init__(self, folder: str | os.PathLike, stage: str, index: int, every: float = 0.5):
+        self.folder, self.stage, self.index = str(folder), stage, index
         self.path = Path(folder) / f"{stage}-{index:05d}"
         self.every, self._last, self._value = every, 0.0, None
 
@@ -97,40 +110,58 @@ class ProgressFile:
         if n == self._value or (not final and now - self._last < self.every):
             return
         self._last, self._value = now, n
+        if _sink is not None:
+            _sink(self.folder, self.stage, self.index, n)
+            return
         self.path.parent.mkdir(parents=True, exist_ok=True)
         tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}")
         tmp.write_text(str(n))
         os.replace(tmp, self.path)
 
 
-def read_counts(folder: str | os.PathLike, stage: str) -> int:
-    """The sum of the stage's counts in `folder` (ProgressFile)."""
-    total = 0
-    try:
-        entries = list(os.scandir(folder))
-    except FileNotFoundError:
-        return 0
-    for entry in entries:
-        if entry.name.startswith(f"{stage}-"):
-            try:
-                total += int(Path(entry.path).read_text() or 0)
-            except (OSError, ValueError):
-                pass  # replaced while read: the next poll sees it
-    return total
+class StageCounts(Protocol):
+    """Where the main process reads the workers' counts: `total(stage)` sums them, `clear(stage)` forgets them."""
+
+    def total(self, stage: str) -> int: ...
+    def clear(self, stage: str) -> None: ...
+
+
+class CountFiles:
+    """The counts ProgressFiles left in `folder`."""
+
+    def __init__(self, folder: str | os.PathLike):
+        self.folder = Path(folder)
+
+    def total(self, stage: str) -> int:
+        total = 0
+        try:
+            entries = list(os.scandir(self.folder))
+        except FileNotFoundError:
+            return 0
+        for entry in entries:
+            if entry.name.startswith(f"{stage}-"):
+                try:
+                    total += int(Path(entry.path).read_text() or 0)
+                except (OSError, ValueError):
+                    pass  # replaced while read: the next poll sees it
+        return total
+
+    def clear(self, stage: str) -> None:
+        for entry in (self.folder.glob(f"{stage}-*") if self.folder.is_dir() else ()):
+            entry.unlink(missing_ok=True)
 
 
 class StageProgress:
     """In the main process, while a phase runs: one Progress per stage, fed every `poll` seconds from the
-    workers' ProgressFiles. `stages`: name -> (label, unit, total or None). Stale counts of an earlier (killed)
-    run are removed first. Closing prints each stage's final line (count and rate)."""
+    workers' counts. `stages`: name -> (label, unit, total or None). Stale counts of an earlier (killed) run or
+    phase are cleared first. Closing prints each stage's final line (count and rate)."""
 
-    def __init__(self, folder: str | os.PathLike, stages: dict[str, tuple[str, str, int | None]], *,
+    def __init__(self, counts: StageCounts, stages: dict[str, tuple[str, str, int | None]], *,
                  enabled: bool = True, tty: bool = False, log: Callable[[str], None] | None = None,
                  poll: float = 0.5):
-        self.folder, self.poll = Path(folder), poll
+        self.counts, self.poll = counts, poll
         for name in stages:
-            for entry in (self.folder.glob(f"{name}-*") if self.folder.is_dir() else ()):
-                entry.unlink(missing_ok=True)
+            counts.clear(name)
         interval = progress_interval()
         self.bars = {name: Progress(label, unit, total, tty=tty, log=None if tty else log, interval=interval,
                                     enabled=enabled) for name, (label, unit, total) in stages.items()}
@@ -139,7 +170,7 @@ class StageProgress:
 
     def _refresh(self, quiet: bool = False) -> None:
         for name, bar in self.bars.items():
-            done = read_counts(self.folder, name)
+            done = self.counts.total(name)
             if done > bar.done:
                 bar.update(done - bar.done, quiet)
             elif not quiet:

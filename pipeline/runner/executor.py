@@ -4,14 +4,17 @@ from __future__ import annotations
 
 import os
 from concurrent.futures import ProcessPoolExecutor, as_completed
+from pathlib import Path
 from typing import Any, Callable, Protocol
 
+from pipeline.core.progress import CountFiles, StageCounts
 from pipeline.runner.rundir import worker_init
 
 
 class Executor(Protocol):
     def map(self, fn: Callable, items: list, label: str, **kwargs) -> list: ...
     def call(self, fn: Callable, label: str, **kwargs) -> Any: ...
+    def counts(self, folder: Path) -> StageCounts: ...
 
 
 class LocalExecutor:
@@ -40,6 +43,10 @@ class LocalExecutor:
 
     def call(self, fn: Callable, label: str, **kwargs) -> Any:
         return fn(**kwargs)
+
+    def counts(self, folder: Path) -> StageCounts:
+        """Where the workers' progress counts are read: files in `folder`, on this machine's disk."""
+        return CountFiles(folder)
 
     def close(self) -> None:
         if self._pool is not None:

@@ -79,9 +79,9 @@ def run_prepare(cfg: PrepareConfig, executor: Executor | None = None, progress: 
         executor = executor or LocalExecutor(cfg.workers, progress, str(rundir.workers_lock()))
         try:
             tty = progress and log is _to_stderr and sys.stderr.isatty()
+            counts = executor.counts(progress_dir(rundir.work))
             return _run(cfg, executor, rundir, readable, eval_files, unreadable, log,
-                        functools.partial(StageProgress, progress_dir(rundir.work), enabled=progress, tty=tty,
-                                          log=log))
+                        functools.partial(StageProgress, counts, enabled=progress, tty=tty, log=log))
         finally:
             if own_executor:
                 executor.close()

@@ -5,13 +5,18 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import signal
 import socket
 import subprocess
 import sys
 import time
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Iterator
 
 import pytest
+from slowshards import slow_shards
 from test_resilience import make_inputs
 
 from flows.services import BIN, free_port, stop_process
@@ -34,39 +39,49 @@ def wait_port(port: int, proc: subprocess.Popen, timeout: float = 60) -> None:
     raise TimeoutError(f"the scheduler on port {port} did not answer within {timeout:.0f} s")
 
 
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory):
-    """A scheduler and one worker process started in a folder of their own, without PREPARE_PII_SALT; yields
-    the scheduler's address."""
-    home = tmp_path_factory.mktemp("dask-home")
+def without_prefect_and_salt() -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k not in (SALT, "PREFECT_API_URL")}
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")])
+    return env
+
+
+@contextmanager
+def dask_cluster(home: Path, env: dict[str, str], workers: int = 1) -> Iterator[tuple[str, list[subprocess.Popen]]]:
+    """`dask scheduler` and `dask worker --nworkers N` started in `home` with `env`, as a user types them; yields
+    the scheduler's address and the processes (scheduler first), all stopped at the end."""
+    home.mkdir(parents=True, exist_ok=True)
     port = free_port()
     address = f"tcp://127.0.0.1:{port}"
-    log = open(home / "dask.log", "w")
+    log = open(home / "dask.log", "a")
     procs = [subprocess.Popen([str(BIN / "dask"), "scheduler", "--host", "127.0.0.1", "--port", str(port),
                                "--no-dashboard"], cwd=home, env=env, stdout=log, stderr=log)]
     try:
         wait_port(port, procs[0])
-        procs.append(subprocess.Popen([str(BIN / "dask"), "worker", address, "--nworkers", "1", "--nthreads", "1",
-                                       "--no-dashboard", "--host", "127.0.0.1"], cwd=home, env=env, stdout=log,
-                                      stderr=log))
+        procs.append(subprocess.Popen([str(BIN / "dask"), "worker", address, "--nworkers", str(workers),
+                                       "--nthreads", "1", "--no-dashboard", "--host", "127.0.0.1"], cwd=home,
+                                      env=env, stdout=log, stderr=log))
         from distributed import Client
 
         with Client(address, timeout=60, set_as_default=False) as client:
-            client.wait_for_workers(1, timeout=90)
-        yield address
+            client.wait_for_workers(workers, timeout=90)
+        yield address, procs
     finally:
         for proc in reversed(procs):
             stop_process(proc)
         log.close()
 
 
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    """A scheduler and one worker process started in a folder of their own, without PREPARE_PII_SALT; yields
+    the scheduler's address."""
+    with dask_cluster(tmp_path_factory.mktemp("dask-home"), without_prefect_and_salt()) as (address, _):
+        yield address
+
+
 def prepare(args: list[str], cwd: Path, **env_overrides) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if k not in (SALT, "PREFECT_API_URL")}
-    # the temporary Prefect server's start takes longer than its 20 s default on a loaded CI machine
-    env.update(PYTHONPATH=str(ROOT), PREFECT_HOME=str(cwd / ".prefect"),
-               PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS="120", **env_overrides)
+    env.update(PYTHONPATH=str(ROOT), PREFECT_HOME=str(cwd / ".prefect"), **env_overrides)
     return subprocess.run([sys.executable, "-m", "pipeline.cli", "run", *args], cwd=cwd, env=env,
                           capture_output=True, text=True, timeout=240)
 
@@ -87,10 +102,24 @@ def test_relative_paths_run_on_workers_started_elsewhere(cluster, tmp_path):
     fast = ["--no-pii", "--no-lengths", "--no-estimate"]
     local = prepare(["data", "--out", "local", "--workers", "1", *fast], project)
     assert local.returncode == 0, local.stderr[-2000:]
-    remote = prepare(["data", "--out", "remote", "--dask-address", cluster, *fast], project)
+    remote = prepare(["data", "--out", "remote", "--dask-address", cluster, *fast], project,
+                     PREPARE_PROGRESS_INTERVAL="1")
     assert remote.returncode == 0, remote.stderr[-3000:]
     assert shard_bytes(project / "remote") == shard_bytes(project / "local")
     assert not list((project / "remote").glob(".prepare-probe-*"))  # the shared-folder probe cleans up
+    # progress came from the workers through the scheduler (before: files in work/progress, 0 on other machines)
+    assert re.search(r"- read: 120 records \(", remote.stderr), remote.stderr[-3000:]
+    assert re.search(r"- write: 120 of 120 records \(", remote.stderr), remote.stderr[-3000:]
+    from distributed import Client
+
+    from flows.cluster import count_topic
+    from pipeline.runner.work import progress_dir
+
+    with Client(cluster, timeout=30, set_as_default=False) as client:
+        events = client.get_events(count_topic(progress_dir(project / "remote" / "work")))
+    latest = {(m["stage"], m["index"]): m["count"] for _, m in events}
+    assert sum(n for (stage, _), n in latest.items() if stage == "read") == 120
+    assert {key for _, m in events for key in m} == {"stage", "index", "count", "worker"}  # counts, never data
 
 
 @pytest.mark.integration
@@ -136,6 +165,122 @@ def test_servers_the_project_starts_have_telemetry_off(tmp_path):
     assert done.returncode == 0, done.stderr[-2000:]
     seen = json.loads(done.stdout.strip().splitlines()[-1])
     assert seen == {"analytics": False, "promotional": False, "do_not_track": True}
+
+
+# A worker or the scheduler lost mid-run. Every process reaches one Prefect server of the module (as the docs
+# advise for a cluster: without PREFECT_API_URL each worker process starts a temporary server of its own, 30 s
+# or more on a loaded machine, again for a worker that restarts); shards are a file each, and slowed (2 s) on
+# the workers so that a run is caught mid-way.
+
+ONE_FILE_A_SHARD = {"read": {"files_per_shard": 1}}
+FAST = ["--no-pii", "--no-lengths", "--no-estimate", "--config", "shards.json"]
+
+
+@pytest.fixture(scope="module")
+def prefect_url(tmp_path_factory):
+    from flows.services import prefect_server
+
+    home = tmp_path_factory.mktemp("prefect")
+    with prefect_server(home / "home", log=home / "server.log") as env:
+        yield env["PREFECT_API_URL"]
+
+
+@pytest.fixture(scope="module")
+def project(tmp_path_factory):
+    """Inputs of four shards and the shard bytes of their local run (--workers 1)."""
+    project = tmp_path_factory.mktemp("project")
+    make_inputs(project / "data", files=4, rows=60)
+    (project / "shards.json").write_text(json.dumps(ONE_FILE_A_SHARD))
+    local = prepare(["data", "--out", "local", "--workers", "1", *FAST], project)
+    assert local.returncode == 0, local.stderr[-2000:]
+    return project
+
+
+def worker_env(prefect_url: str, slow: float = 0) -> dict[str, str]:
+    env = {**without_prefect_and_salt(), "PREFECT_API_URL": prefect_url}
+    return {**env, **slow_shards(slow, env["PYTHONPATH"])} if slow else env
+
+
+def start_prepare(args: list[str], cwd: Path, prefect_url: str) -> subprocess.Popen:
+    env = {k: v for k, v in os.environ.items() if k != SALT}
+    env.update(PYTHONPATH=str(ROOT), PREFECT_API_URL=prefect_url, PREFECT_LOGGING_LEVEL="INFO")
+    return subprocess.Popen([sys.executable, "-m", "pipeline.cli", "run", *args], cwd=cwd, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def finish(run: subprocess.Popen, timeout: float = 240) -> tuple[int, str]:
+    try:
+        _, err = run.communicate(timeout=timeout)
+    finally:
+        if run.poll() is None:
+            run.kill()
+            run.communicate()
+    return run.returncode, err
+
+
+def busy_worker_pid(address: str, run: subprocess.Popen, timeout: float = 180) -> int:
+    """The process id of a worker the scheduler sees processing a shard task of the run."""
+    from distributed import Client
+
+    with Client(address, timeout=30, set_as_default=False) as client:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            assert run.poll() is None, "the run ended before a worker could be killed"
+            busy = [worker for worker, keys in client.processing().items()
+                    if any(str(key).startswith(("normalize_shard-", "process_shard-")) for key in keys)]
+            if busy:
+                return client.run(os.getpid, workers=busy[:1])[busy[0]]
+            time.sleep(0.1)
+    raise TimeoutError(f"no worker took a task of the run within {timeout:.0f} s")
+
+
+@pytest.mark.integration
+@pytest.mark.slow
+def test_a_worker_killed_while_it_holds_a_task_changes_no_byte(prefect_url, project, tmp_path):
+    """Two worker processes; SIGKILL the one processing a shard: the scheduler gives the task to a worker that
+    is alive (the nanny restarts the killed one), the run finishes with the local run's bytes."""
+    with dask_cluster(tmp_path / "dask-home", worker_env(prefect_url, slow=2), workers=2) as (address, _):
+        run = start_prepare(["data", "--out", "killed-worker", "--dask-address", address, *FAST], project,
+                            prefect_url)
+        try:
+            pid = busy_worker_pid(address, run)
+            os.kill(pid, signal.SIGKILL)
+        finally:
+            code, err = finish(run)
+    assert code == 0, err[-3000:]
+    assert f"Worker process {pid} was killed by signal 9" in (tmp_path / "dask-home" / "dask.log").read_text()
+    assert shard_bytes(project / "killed-worker") == shard_bytes(project / "local")
+
+
+@pytest.mark.integration
+@pytest.mark.slow
+def test_a_lost_scheduler_fails_in_one_line_and_the_rerun_resumes(prefect_url, project, tmp_path):
+    """SIGKILL the scheduler once a shard is finished: one error line naming it, no traceback, exit 2 (before:
+    'internal error (FutureCancelledError)' after two tracebacks). The same command against a new scheduler
+    reuses the finished shards and writes the local run's bytes."""
+    results = project / "lost-scheduler" / "work" / "results"
+    with dask_cluster(tmp_path / "first", worker_env(prefect_url, slow=2)) as (address, procs):
+        args = ["data", "--out", "lost-scheduler", *FAST]
+        run = start_prepare([*args, "--dask-address", address], project, prefect_url)
+        try:
+            deadline = time.monotonic() + 180
+            while not list(results.glob("normalize-*.json")):
+                assert run.poll() is None and time.monotonic() < deadline, "no shard was finished"
+                time.sleep(0.05)
+            procs[0].send_signal(signal.SIGKILL)
+        finally:
+            code, err = finish(run)
+    assert code == 2, err[-3000:]
+    errors = [line for line in err.splitlines() if "error" in line.lower() or "Traceback" in line]
+    assert errors == [f"prepare: error: lost the Dask scheduler {address} mid-run; start a scheduler and its "
+                      "workers again and rerun the same command: it resumes from the finished shards"], err[-3000:]
+    finished = len(list(results.glob("*.json")))
+    with dask_cluster(tmp_path / "second", worker_env(prefect_url)) as (address, _):
+        code, err = finish(start_prepare([*args, "--dask-address", address], project, prefect_url))
+    assert code == 0, err[-3000:]
+    reused = re.search(r"prepare: reused (\d+) shard result\(s\) finished by an earlier run", err)
+    assert reused and int(reused[1]) >= finished >= 1, err[-3000:]
+    assert shard_bytes(project / "lost-scheduler") == shard_bytes(project / "local")
 
 
 # The checks themselves, on what workers report (pipeline.runner.preflight.worker_view), without a cluster.
@@ -203,3 +348,71 @@ def test_paths_handed_to_workers_are_absolute(tmp_path, monkeypatch):
     assert cfg.inputs == [str(tmp_path / "data"), "s3://b/in/", str(tmp_path / "logs/*.jsonl")]
     assert (cfg.out, cfg.validation_inputs) == (str(tmp_path / "runs/v1"), [str(tmp_path / "eval.jsonl")])
     assert cfg.lengths.tokenizer == str(tmp_path / "tok") and cfg.estimate.model == "llama-3.1-8b"  # a name stays
+
+
+def test_worker_counts_reach_the_client_as_events_of_the_run(tmp_path):
+    """The way of a count on a cluster, without processes: the plugin makes a worker's ProgressFile an event of
+    the run's topic; the client keeps the latest count per shard, plus the files of its own work."""
+    from flows.cluster import ClusterCounts, count_topic
+    from pipeline.core.progress import ProgressFile
+
+    class Client:
+        def register_plugin(self, plugin, name):
+            self.plugin = plugin
+
+        def subscribe_topic(self, topic, handler):
+            self.topic, self.handler = topic, handler
+
+    class Worker:
+        def __init__(self):
+            self.events = []
+
+        def log_event(self, topic, message):
+            self.events.append((topic, message))
+
+    folder = tmp_path / "work" / "progress"
+    client, worker = Client(), Worker()
+    counts = ClusterCounts(client, folder)
+    assert client.topic == count_topic(folder) and str(tmp_path) not in client.topic
+    client.plugin.setup(worker)
+    try:
+        ProgressFile(folder, "read", 0).set(5, final=True)
+        ProgressFile(folder, "read", 0).set(9, final=True)  # a rerun of shard 0 counts again: the latest wins
+        ProgressFile(folder, "read", 1).set(3, final=True)
+        ProgressFile(folder, "pii", 1).set(2, final=True)
+    finally:
+        client.plugin.teardown(worker)
+    assert not folder.exists()  # nothing on disk from a worker
+    assert worker.events[0] == (client.topic, {"stage": "read", "index": 0, "count": 5})
+    for event in worker.events:
+        client.handler((time.time(), event[1]))
+    ProgressFile(folder, "read", 9).set(4, final=True)  # this process's own work, after the plugin's teardown
+    assert (counts.total("read"), counts.total("pii")) == (9 + 3 + 4, 2)
+    counts.clear("read")
+    assert (counts.total("read"), counts.total("pii")) == (0, 2)
+
+
+def test_a_lost_scheduler_is_one_line_and_the_console_keeps_no_traceback_of_it():
+    import asyncio
+    import logging
+
+    from distributed.client import FutureCancelledError
+
+    from flows.cluster import ConsoleLinesTheCliReplaces, scheduler_lost
+
+    lost = scheduler_lost(FutureCancelledError("normalize_shard-1", "scheduler-connection-lost"), "tcp://10.0.0.7:8786")
+    assert lost is not None and lost.user_line().startswith("lost the Dask scheduler tcp://10.0.0.7:8786 mid-run;")
+    assert scheduler_lost(FutureCancelledError("normalize_shard-1", "lost dependencies"), "tcp://x:1") is None
+
+    def record(name, exc=None, **extra):
+        made = logging.LogRecord(name, logging.ERROR, __file__, 1, "message", None,
+                                 (type(exc), exc, None) if exc else None)
+        made.__dict__.update(extra)
+        return made
+
+    console = ConsoleLinesTheCliReplaces()
+    assert not console.filter(record("prefect.flow_runs", lost))  # the engine's traceback of the run's error
+    assert not console.filter(record("prefect.flow_runs", prepare_failure=True))  # the flow's copy of the line
+    assert not console.filter(record("distributed.client", asyncio.CancelledError()))
+    assert console.filter(record("prefect.flow_runs", ValueError("a bug")))  # a bug keeps its traceback
+    assert console.filter(record("prefect.flow_runs"))
