@@ -69,7 +69,7 @@ def build_trainer(script_args, training_args, model_args, callbacks):
     from datasets import load_dataset
     from trl import SFTTrainer, get_peft_config
 
-    dataset = load_dataset(script_args.dataset_name)
+    dataset = load_dataset(script_args.dataset_name, name=script_args.dataset_config)
     return SFTTrainer(model=model_args.model_name_or_path, args=training_args,
                       train_dataset=dataset[script_args.dataset_train_split],
                       eval_dataset=dataset[script_args.dataset_test_split], peft_config=get_peft_config(model_args),
@@ -171,9 +171,16 @@ def test_a_mixed_run_trains_from_each_emitted_config_unedited(tmp_path, capsys):
     assert main(["precheck", str(SAMPLE_DATA), "--model", str(model), "--method", "lora", "--emit", "trl",
                  "--shards", str(run), "--out", str(emit), "--global-batch", "8", "--trainer-output", str(out)]) == 0
     capsys.readouterr()
+    plan = {d["kind"]: d for d in json.loads((emit / "prepare-plan.json").read_text())["datasets"]}
     for kind in ("chat", "text"):
         args = parse_trl(emit / f"trl_sft.{kind}.yaml", "--use_cpu", "true", "--max_steps", "2")
         assert args[1].assistant_only_loss == (kind == "chat")
+        # the packed sequences and steps per epoch the config states are trl's own (issue 32: the plan's 328
+        # packed sequences against trl's 303)
+        trainer = build_trainer(*args[:3], [])
+        assert len(trainer.train_dataset) == plan[kind]["packed_sequences"]
+        batches = len(trainer.get_train_dataloader())
+        assert -(-batches // args[1].gradient_accumulation_steps) == plan[kind]["steps_per_epoch"]
         trl_sft(*args)
         assert (out / kind / "adapter_model.safetensors").is_file()
         state = json.loads((out / kind / "checkpoint-2" / "trainer_state.json").read_text())

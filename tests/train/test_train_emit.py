@@ -161,6 +161,32 @@ def test_micro_batch_reaches_the_global_batch(fit, cards, global_seqs, expected)
     assert (mb, accum) == expected and mb <= fit
 
 
+def _dataset(kind: str, train_rows: int, packed: int | None) -> dict:
+    counts = {"records": train_rows, "tokens": packed * 900, "tokens_cut": 0, "packed_sequences": packed} \
+        if packed is not None else None
+    return {"kind": kind, "rows": {"train": train_rows, "validation": 0}, "train_counts": counts}
+
+
+def test_each_config_gets_the_steps_of_the_kind_it_trains_on():
+    from pipeline.train.emit import plan_steps
+
+    run_packing = {"sequences_per_epoch": 239, "packing_efficiency": 0.92}
+    apart = [_dataset("chat", 333, 228), _dataset("text", 42, 20)]
+    job = plan_steps(apart, run_packing, 1024, 8, 3.0, together=False)
+    # trl / LLaMA-Factory: one config per kind, each packed alone; the job is their sum
+    assert [(d["steps_per_epoch"], d["total_steps"]) for d in apart] == [(29, 87), (3, 9)]
+    assert (job["sequences_per_epoch"], job["steps_per_epoch"], job["total_steps"]) == (248, 32, 96)
+    assert job["efficiency"] == round(248 * 900 / (248 * 1024), 6)
+    # axolotl packs both datasets into one stream: the run's packing of all its records
+    together = plan_steps([_dataset("chat", 333, 228), _dataset("text", 42, 20)], run_packing, 1024, 8, 3.0,
+                          together=True)
+    assert (together["sequences_per_epoch"], together["steps_per_epoch"], together["total_steps"]) == (239, 30, 90)
+    # a run older than the manifest's counts: the kinds' share of the run's packing, marked estimated
+    old = [_dataset("chat", 300, None), _dataset("text", 100, None)]
+    plan_steps(old, run_packing, 1024, 8, 3.0, together=False)
+    assert [(d["packed_sequences"], d["estimated"]) for d in old] == [(180, True), (60, True)]
+
+
 def test_global_batch_in_tokens():
     from pipeline.train.emit import parse_global_batch
 
@@ -228,6 +254,50 @@ def test_a_mixed_run_gives_trl_one_config_per_kind_on_the_runs_own_splits(tmp_pa
         assert {s: len(data[s]) for s in data} == expected[kind]
         assert set(data["train"]["kind"]) <= ({"text"} if kind == "text" else {"chat", "instruction"})
         assert sft.eval_strategy == "steps" and script.dataset_test_split == "validation"
+
+
+@pytest.mark.slow  # mixed_run is a whole `prepare run`
+def test_a_mixed_run_on_s3_gives_trl_one_config_per_kind_with_its_own_steps(tmp_path, mixed_run, bucket, capsys):
+    """Also a run whose one shard set mixes the kinds: the manifest's per-kind counts tell them apart (the
+    records are then written apart beside the configs, read from S3), and each config states the steps of its
+    own kind, from the packed sequences the manifest counted as trl packs them."""
+    import math
+
+    from datasets import load_dataset
+    from trl.scripts.sft import make_parser
+
+    from pipeline.core.s3 import upload_run
+
+    manifest = json.loads((mixed_run / "manifest.json").read_text())
+    split_by_kind = "kind" in manifest["shards"][0]
+    uri = f"s3://{bucket}/datasets/mixed-{'apart' if split_by_kind else 'one-set'}"
+    upload_run(mixed_run, uri, [s["path"] for s in manifest["shards"]])
+    out = _emit_mixed(tmp_path, uri, "trl")
+    assert not (out / "trl_sft.yaml").exists()
+    plan = json.loads((out / "prepare-plan.json").read_text())
+    expected = _kind_rows(mixed_run)
+    for d in plan["datasets"]:
+        kind = d["kind"]
+        config = out / f"trl_sft.{kind}.yaml"
+        text = config.read_text()
+        packed = manifest["kinds"][kind]["train"]["packed_sequences"]
+        per_epoch = math.ceil(packed / plan["global_batch"])
+        assert (d["packed_sequences"], d["steps_per_epoch"], d["estimated"]) == (packed, per_epoch, False)
+        assert f"# {d['total_steps']} optimizer steps of ~" in text and f"for its {kind} records: {per_epoch} per " \
+            f"epoch x 3 epochs" in text and f"# packing: {packed} packed sequences per epoch" in text
+        # one shard set: the kind's records written apart beside the config; kinds apart on S3: synced first
+        assert ("aws s3 sync" in text) == split_by_kind
+        if split_by_kind:
+            continue
+        script, sft, _, _ = make_parser().parse_args_and_config(["--config", str(config), "--use_cpu", "true"])
+        assert sft.save_steps <= d["total_steps"] and sft.assistant_only_loss == (kind == "chat")
+        data = load_dataset(script.dataset_name, name=script.dataset_config)
+        assert {s: len(data[s]) for s in data} == expected[kind]
+        readme = (out / "trl_datasets" / "README.md").read_text()
+        assert f"{out.resolve()}/data/train/{kind}.parquet" in readme and "s3://" not in readme
+    assert plan["total_steps"] == sum(d["total_steps"] for d in plan["datasets"])
+    assert plan["packing"]["sequences_per_epoch"] == sum(k["train"]["packed_sequences"]
+                                                         for k in manifest["kinds"].values())
 
 
 @pytest.mark.slow  # mixed_run is a whole `prepare run`
