@@ -32,6 +32,7 @@ from pipeline.core.config import ConfigError, merge_config
 from pipeline.core.files import atomic_write_text
 from pipeline.core.models import load_model_spec
 from pipeline.core.resources import resource
+from pipeline.plan.from_lengths import plan_for_lengths
 from pipeline.plan.setup import framework_preset
 from pipeline.train.rundata import RunDataError, read_run, split_kind_copies
 
@@ -113,17 +114,11 @@ def datasets_of(shards: dict, tokens: dict) -> list[dict]:
              "eval": bool(shards["validation"]), "mixed": False, "train_counts": None}]
 
 
-def plan_steps(datasets: list[dict], run_packing: dict, seq: int, batch: int, epochs: float,
-               together: bool) -> dict:
-    """The packed sequences and optimizer steps of each dataset (into each dict) and of the job: the manifest's
-    per-kind counts where the run has them; else the run's packing (one dataset) or its share of it by train
-    records (`estimated`). `together`: the trainer packs every dataset into one stream (axolotl) rather than
-    training each from its own config (trl, LLaMA-Factory, whose steps add up). The trainer's steps per epoch
-    are ceil(sequences / global batch) (transformers' ceil of the dataloader's ceil), times the epochs, ceil."""
-    def steps(sequences: int) -> tuple[int, int]:
-        per_epoch = math.ceil(sequences / batch)
-        return per_epoch, max(1, math.ceil(per_epoch * epochs))
-
+def packed_sequences(datasets: list[dict], run_packing: dict, seq: int, together: bool) -> dict:
+    """The packed sequences per epoch of each dataset (into each dict) and of the job: the manifest's per-kind
+    counts where the run has them; else the run's packing (one dataset) or its share of it by train records
+    (`estimated`). `together`: the trainer packs every dataset into one stream (axolotl) rather than training
+    each from its own config (trl, LLaMA-Factory, whose sequences add up)."""
     run_sequences = int(run_packing["sequences_per_epoch"])
     train_rows = sum(d["rows"]["train"] for d in datasets)
     for d in datasets:
@@ -131,19 +126,40 @@ def plan_steps(datasets: list[dict], run_packing: dict, seq: int, batch: int, ep
         d["estimated"] = "packed_sequences" not in counts
         d["packed_sequences"] = counts["packed_sequences"] if not d["estimated"] else \
             run_sequences if len(datasets) == 1 else math.ceil(run_sequences * d["rows"]["train"] / max(1, train_rows))
-        d["steps_per_epoch"], d["total_steps"] = steps(d["packed_sequences"])
-    if together and len(datasets) > 1:
-        sequences = run_sequences
-        per_epoch, total = steps(sequences)
-    else:
-        sequences = sum(d["packed_sequences"] for d in datasets)
-        per_epoch, total = sum(d["steps_per_epoch"] for d in datasets), sum(d["total_steps"] for d in datasets)
+    together = together and len(datasets) > 1
+    sequences = run_sequences if together else sum(d["packed_sequences"] for d in datasets)
     kept = [c["tokens"] - c["tokens_cut"] for c in (d["train_counts"] or {} for d in datasets) if "tokens_cut" in c]
-    exact = not together and len(kept) == len(datasets)
-    return {"sequences_per_epoch": sequences, "tokens_per_epoch": sequences * seq,
-            "efficiency": round(sum(kept) / (sequences * seq), 6) if exact and sequences else
-            run_packing.get("packing_efficiency"),
-            "steps_per_epoch": per_epoch, "total_steps": total}
+    efficiency = round(sum(kept) / (sequences * seq), 6) if not together and len(kept) == len(datasets) \
+        and sequences else run_packing.get("packing_efficiency")
+    return {"sequences_per_epoch": sequences, "tokens_per_epoch": sequences * seq, "efficiency": efficiency,
+            "together": together}
+
+
+def plan_steps(datasets: list[dict], job: dict, batch: int, epochs: float) -> dict:
+    """The optimizer steps of each dataset (into each dict) and of the job (packed_sequences): per epoch
+    ceil(sequences / global batch) (transformers' ceil of the dataloader's ceil), times the epochs, ceil."""
+    def steps(sequences: int) -> tuple[int, int]:
+        per_epoch = math.ceil(sequences / batch)
+        return per_epoch, max(1, math.ceil(per_epoch * epochs))
+
+    for d in datasets:
+        d["steps_per_epoch"], d["total_steps"] = steps(d["packed_sequences"])
+    if job["together"]:
+        per_epoch, total = steps(job["sequences_per_epoch"])
+    else:
+        per_epoch, total = sum(d["steps_per_epoch"] for d in datasets), sum(d["total_steps"] for d in datasets)
+    return {"steps_per_epoch": per_epoch, "total_steps": total}
+
+
+def job_plan(cfg, result: dict, seq: int, job: dict) -> dict:
+    """The precheck's plan (memory, time, the GPU) redone for the sequences the trainer packs from the run: a
+    precheck of the raw inputs also packs the validation split and the near duplicates that the run removes
+    (issue 32: 328 packed sequences planned, 303 trained)."""
+    packing = {"sequences_per_epoch": job["sequences_per_epoch"], "tokens_per_epoch": job["tokens_per_epoch"],
+               "padding_ratio": round(1 - job["efficiency"], 6) if job["efficiency"] else None}
+    plan = plan_for_lengths(cfg, {"max_seq_len": seq, "packing": packing})
+    approximate = result["plan"].get("approximate")  # the tokenizer the precheck counted with
+    return {**plan, "approximate": approximate} if approximate else plan
 
 
 def _micro_batch(fit: int, cards: int, global_seqs: int) -> tuple[int, int]:
@@ -163,18 +179,20 @@ def build_spec(cfg, result: dict, *, trainer: str, shards: dict, global_batch: s
                checkpoint_minutes: float = 30.0, base_model: str | None = None,
                trainer_output: str = "output") -> dict:
     """Everything the estimate assumed, trainer-neutral: the emitters only spell it."""
-    plan = result["plan"]
+    if checkpoint_minutes <= 0:
+        raise EmitError("--checkpoint-minutes must be > 0")
+    # what the run decided, not what a precheck of the raw inputs (before near-duplicate removal) found: the
+    # length the shards were cut at, and the packed sequences of the records they hold, as the trainer packs them
+    seq = int(shards["max_seq_len"] or result["max_seq_len"])
+    datasets = datasets_of(shards, result["tokens"])
+    job = packed_sequences(datasets, shards["packing"] or result["tokens"]["packing"], seq,
+                           together=trainer == "axolotl")
+    plan = job_plan(cfg, result, seq, job)
     rec = plan["recommendation"]
     if rec is None:
         raise EmitError("no GPU in the catalog fits this job: nothing to emit (see the hints of the plan)")
-    if checkpoint_minutes <= 0:
-        raise EmitError("--checkpoint-minutes must be > 0")
     s = plan["memory"]["settings"]
     preset = framework_preset(s.get("framework", "hf"))
-    # what the run decided, not what a precheck of the raw inputs (before near-duplicate removal) found: the
-    # length the shards were cut at, and the packed sequences of the records they hold
-    seq = int(shards["max_seq_len"] or result["max_seq_len"])
-    packing = shards["packing"] or result["tokens"]["packing"]
     amount, unit = parse_global_batch(global_batch)
     global_seqs = max(1, round(amount / seq)) if unit == "tokens" else amount
     cards = int(rec["count"])
@@ -183,13 +201,11 @@ def build_spec(cfg, result: dict, *, trainer: str, shards: dict, global_batch: s
     micro, accum = _micro_batch(int(rec["micro_batch"]), cards, global_seqs)
     effective = micro * accum * cards
     epochs = float(plan["epochs"])
-    datasets = datasets_of(shards, result["tokens"])
-    # the packed sequences of what each config trains on, as the trainer packs them
-    steps = plan_steps(datasets, packing, seq, effective, epochs, together=trainer == "axolotl")
+    steps = plan_steps(datasets, job, effective, epochs)
     total_steps = steps["total_steps"]
     tps = _tokens_per_second(plan, rec)
     # from the throughput, not from the plan's hours, which are rounded to 0.01 h
-    step_seconds = (steps["tokens_per_epoch"] * epochs / tps if tps else rec["hours"] * 3600) / total_steps
+    step_seconds = (job["tokens_per_epoch"] * epochs / tps if tps else rec["hours"] * 3600) / total_steps
     save_steps = max(1, min(total_steps, int(checkpoint_minutes * 60 // max(step_seconds, 1e-9))))
     method = plan["method"]
     peft = method in ("lora", "qlora")
@@ -208,8 +224,8 @@ def build_spec(cfg, result: dict, *, trainer: str, shards: dict, global_batch: s
         "quantization": {"type": "nf4", "double_quant": bool(s.get("double_quant", True))}
         if method == "qlora" else None,
         "max_length": seq, "overflow": shards["overflow"] or cfg.lengths.overflow,
-        "packing": {"enabled": True, "efficiency": steps["efficiency"],
-                    "sequences_per_epoch": steps["sequences_per_epoch"], "tokens_per_epoch": steps["tokens_per_epoch"]},
+        "packing": {"enabled": True, "efficiency": job["efficiency"],
+                    "sequences_per_epoch": job["sequences_per_epoch"], "tokens_per_epoch": job["tokens_per_epoch"]},
         "micro_batch": micro, "grad_accum": accum, "cards": cards, "global_batch": effective,
         "global_batch_asked": {"value": amount, "unit": unit},
         "grad_ckpt": bool(s.get("grad_ckpt", True)), "ckpt_mode": preset.ckpt_mode,
@@ -229,7 +245,7 @@ def build_spec(cfg, result: dict, *, trainer: str, shards: dict, global_batch: s
         "estimate": {"gpu": rec["gpu"], "count": cards, "micro_batch_fit": rec["micro_batch"],
                      "hours": rec["hours"], "cost_usd": rec["cost_usd"], "cost_text": rec["cost_text"],
                      "price_per_hour": rec["price_per_hour"], "vram_need_gib": rec["vram_need_gib"],
-                     "tokens_per_second": tps,
+                     "tokens_per_second": tps, "sequences_per_epoch": plan["tokens"]["sequences_per_epoch"],
                      "peak_allocated_gib_mb1": plan["memory"]["peak_allocated_gib"]},
     }
 

@@ -71,6 +71,11 @@ def test_trl_config_parses_with_trl_and_carries_the_estimate(tmp_path, run_dir, 
     assert plan["max_length"] == json.loads((run_dir / "manifest.json").read_text())["max_seq_len"]
     packing = json.loads((run_dir / "report.json").read_text())["lengths"]["packing"]
     assert plan["packing"]["sequences_per_epoch"] == packing["sequences_per_epoch"]
+    # as trl packs the shards (manifest.json's count), and the time and the GPU are planned for those sequences,
+    # not for the precheck's count of the raw inputs (validation split and near duplicates included)
+    kinds = json.loads((run_dir / "manifest.json").read_text())["kinds"]
+    assert est["sequences_per_epoch"] == plan["packing"]["sequences_per_epoch"] == \
+        kinds["chat"]["train"]["packed_sequences"]
     assert sft.per_device_train_batch_size * sft.gradient_accumulation_steps == 32
     assert sft.per_device_train_batch_size <= est["micro_batch_fit"]
     assert sft.activation_checkpointing and sft.activation_checkpointing_kwargs == {"use_reentrant": False}
@@ -168,22 +173,24 @@ def _dataset(kind: str, train_rows: int, packed: int | None) -> dict:
 
 
 def test_each_config_gets_the_steps_of_the_kind_it_trains_on():
-    from pipeline.train.emit import plan_steps
+    from pipeline.train.emit import packed_sequences, plan_steps
 
     run_packing = {"sequences_per_epoch": 239, "packing_efficiency": 0.92}
     apart = [_dataset("chat", 333, 228), _dataset("text", 42, 20)]
-    job = plan_steps(apart, run_packing, 1024, 8, 3.0, together=False)
+    job = packed_sequences(apart, run_packing, 1024, together=False)
+    steps = plan_steps(apart, job, 8, 3.0)
     # trl / LLaMA-Factory: one config per kind, each packed alone; the job is their sum
     assert [(d["steps_per_epoch"], d["total_steps"]) for d in apart] == [(29, 87), (3, 9)]
-    assert (job["sequences_per_epoch"], job["steps_per_epoch"], job["total_steps"]) == (248, 32, 96)
+    assert (job["sequences_per_epoch"], steps["steps_per_epoch"], steps["total_steps"]) == (248, 32, 96)
     assert job["efficiency"] == round(248 * 900 / (248 * 1024), 6)
     # axolotl packs both datasets into one stream: the run's packing of all its records
-    together = plan_steps([_dataset("chat", 333, 228), _dataset("text", 42, 20)], run_packing, 1024, 8, 3.0,
-                          together=True)
-    assert (together["sequences_per_epoch"], together["steps_per_epoch"], together["total_steps"]) == (239, 30, 90)
+    together = [_dataset("chat", 333, 228), _dataset("text", 42, 20)]
+    job = packed_sequences(together, run_packing, 1024, together=True)
+    steps = plan_steps(together, job, 8, 3.0)
+    assert (job["sequences_per_epoch"], steps["steps_per_epoch"], steps["total_steps"]) == (239, 30, 90)
     # a run older than the manifest's counts: the kinds' share of the run's packing, marked estimated
     old = [_dataset("chat", 300, None), _dataset("text", 100, None)]
-    plan_steps(old, run_packing, 1024, 8, 3.0, together=False)
+    packed_sequences(old, run_packing, 1024, together=False)
     assert [(d["packed_sequences"], d["estimated"]) for d in old] == [(180, True), (60, True)]
 
 
