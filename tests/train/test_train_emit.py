@@ -122,6 +122,33 @@ def test_axolotl_config_passes_axolotls_schema(tmp_path, run_dir, bucket, capsys
 
 
 @pytest.mark.slow  # run_dir is a whole `prepare run`
+def test_axolotl_reads_the_shards_on_s3_through_s3fs(tmp_path, run_dir, bucket, capsys, monkeypatch):
+    """What axolotl does with an s3:// dataset path (axolotl/utils/data/shared.py): s3fs.S3FileSystem(anon=False),
+    then datasets' loader over the config's data_files with the same storage options; here against the local S3
+    server, which s3fs finds through AWS_ENDPOINT_URL. s3fs comes with the `train` extra."""
+    pytest.importorskip("s3fs", reason="the `train` extra installs s3fs (not in an environment without it)")
+    from datasets import load_dataset
+
+    from pipeline.core.s3 import upload_run
+
+    # the suite keeps datasets off the Hub (HF_HUB_OFFLINE), which also refuses every remote URL; this one is local
+    monkeypatch.setattr("datasets.config.HF_HUB_OFFLINE", False)
+    manifest = json.loads((run_dir / "manifest.json").read_text())
+    uri = f"s3://{bucket}/datasets/s3fs"
+    upload_run(run_dir, uri, [s["path"] for s in manifest["shards"]])
+    code, out = emit(tmp_path, run_dir, "axolotl", shards=uri)
+    assert code == 0, capsys.readouterr().err
+    cfg = yaml.safe_load((out / "axolotl.yaml").read_text())
+    for key, split in (("datasets", "train"), ("test_datasets", "validation")):
+        (ds,) = cfg[key]
+        assert all(f.startswith(f"{uri}/{split}/") for f in ds["data_files"])
+        data = load_dataset(ds["ds_type"], data_files=ds["data_files"], split=ds["split"],
+                            storage_options={"anon": False})
+        assert len(data) == manifest["counts"]["splits"][split]
+        assert data[0]["messages"][0]["role"] in ("system", "user")
+
+
+@pytest.mark.slow  # run_dir is a whole `prepare run`
 def test_llamafactory_config_passes_its_argument_parser(tmp_path, run_dir, capsys):
     code, out = emit(tmp_path, run_dir, "llamafactory")
     assert code == 0, capsys.readouterr().err
