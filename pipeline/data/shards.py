@@ -14,6 +14,7 @@ from pipeline.core.config import WriteConfig
 from pipeline.core.files import atomic_write_text, sha256_file
 from pipeline.core.records import ARROW_SCHEMA, COLUMNS, Record, to_table
 from pipeline.core.step import Step
+from pipeline.data.kind_counts import KindCounts
 
 SCHEMA_VERSION = "1.0"
 
@@ -98,6 +99,7 @@ class WriteStep(Step):
         self.writers = {(split, kind): ShardWriter(run_dir, split, cfg, kind, claim)
                         for split in ("train", "validation") for kind in kinds}
         self.overflow = overflow
+        self.kinds = KindCounts()  # the manifest's per-kind counts, whether or not the kinds are written apart
 
     def process(self, batch: list[Record] | pa.Table) -> list[Record] | pa.Table:
         """Record dicts, or, when there is no overflow policy to apply, the Arrow rows of a processed work file
@@ -108,6 +110,7 @@ class WriteStep(Step):
             return self._write_table(batch)
         if self.overflow is not None:
             batch = self.overflow(batch, self.stats)
+        self.kinds.add_records(batch)
         written = []
         for (split, kind), writer in self.writers.items():
             part = [r for r in batch if r["_split"] == split and kind_of_set(r, kind)]
@@ -116,6 +119,7 @@ class WriteStep(Step):
         return written
 
     def _write_table(self, table: pa.Table) -> pa.Table:
+        self.kinds.add_table(table)
         parts = []
         for (split, kind), writer in self.writers.items():
             mask = pc.equal(table.column("_split"), split)

@@ -99,9 +99,10 @@ def overflow_policy(cfg: PrepareConfig, summary: dict | None, token_cache: str |
     return apply
 
 
-def write_shards(cfg: PrepareConfig, run: Path, work_dir: str, shard_results: list[dict], overflow) -> list[dict]:
+def write_shards(cfg: PrepareConfig, run: Path, work_dir: str, shard_results: list[dict], overflow,
+                 max_len: int | None = None) -> tuple[list[dict], dict]:
     """Every shard's processed records, in input order, through the write step; each shard result gets its
-    `stages.write`. Returns the shard entries of the manifest."""
+    `stages.write`. Returns the shard entries of the manifest and its per-kind counts (KindCounts.summary)."""
     for split in ("train", "validation"):
         RunDir(run).remove_shards(split)
     write = WriteStep(run, cfg.write, overflow, claim=lambda names: claim(run, names))
@@ -125,7 +126,7 @@ def write_shards(cfg: PrepareConfig, run: Path, work_dir: str, shard_results: li
         result["stages"]["write"] = merged_stages([part["stages"] for part in result["files"]])["write"]
     shards = write.close()
     write.finish()
-    return shards
+    return shards, write.kinds.summary(max_len)
 
 
 def stage_totals(shard_results: list[dict], dedup_report: dict | None) -> dict[str, StageStats]:
@@ -151,14 +152,14 @@ def write_report(cfg: PrepareConfig, run: Path, shard_results: list[dict], shard
 
 
 def write_run_manifest(cfg: PrepareConfig, run: Path, rep: dict, shards: list[dict], max_len: int | None,
-                       tokenizer_name: str | None, html_entry: dict) -> str:
+                       tokenizer_name: str | None, html_entry: dict, kinds: dict) -> str:
     """The manifest, last and atomically; returns the run id (config and shard hashes)."""
     run_id = hashlib.blake2b(
         json.dumps([cfg.model_dump(mode="json"), [s["sha256"] for s in shards]], sort_keys=True).encode(),
         digest_size=8).hexdigest()
     manifest = build_manifest(run_id, shown_config(cfg.model_dump(mode="json"), cfg.out), rep["counts"], shards,
                               {"max_seq_len": max_len, "tokenizer": tokenizer_name, "reports": [html_entry],
-                               "run_dir_id": read_ledger(run).id})
+                               "run_dir_id": read_ledger(run).id, "kinds": kinds})
     write_manifest(run, manifest)
     return run_id
 
@@ -186,7 +187,7 @@ def finalize(cfg: PrepareConfig, run_dir: str, work_dir: str, shard_results: lis
     if summary:
         draw_lengths_png(summary, run)
         check_untrained(cfg, work_dir, shard_results, summary, token_cache)
-    shards = write_shards(cfg, run, work_dir, shard_results, overflow_policy(cfg, summary, token_cache))
+    shards, kinds = write_shards(cfg, run, work_dir, shard_results, overflow_policy(cfg, summary, token_cache), max_len)
     if summary and summary.get("chunking"):  # what the run did, in place of the estimate
         done = [r["stages"]["write"].get("counters", {}).get("chunking", {}) for r in shard_results]
         summary["chunking"].update(records=sum(c.get("records", 0) for c in done),
@@ -196,5 +197,5 @@ def finalize(cfg: PrepareConfig, run_dir: str, work_dir: str, shard_results: lis
         plan = plan_for_lengths(cfg, summary)
     rep, html_entry = write_report(cfg, run, shard_results, shards, dedup_report, summary, plan, unreadable,
                                    canned, split)
-    rep["run_id"] = write_run_manifest(cfg, run, rep, shards, max_len, tokenizer_name, html_entry)
+    rep["run_id"] = write_run_manifest(cfg, run, rep, shards, max_len, tokenizer_name, html_entry, kinds)
     return rep

@@ -32,6 +32,7 @@ from pipeline.core.config import ConfigError, merge_config
 from pipeline.core.files import atomic_write_text
 from pipeline.core.models import load_model_spec
 from pipeline.core.resources import resource
+from pipeline.plan.from_lengths import plan_for_lengths
 from pipeline.plan.setup import framework_preset
 from pipeline.train.rundata import RunDataError, read_run, split_kind_copies
 
@@ -99,16 +100,66 @@ def read_shards(where: str) -> dict:
 
 
 def datasets_of(shards: dict, tokens: dict) -> list[dict]:
-    """One dataset per kind of record (chat, text): its shards by split and row counts. Without a per-kind view
-    (a run on S3 that mixes kinds in one shard set), the whole run as one dataset of the kind that the precheck
-    saw most (chats train only on the answers, text on every token)."""
+    """One dataset per kind of record (chat, text): its shards by split, row counts and, from the manifest, the
+    packed sequences a trainer makes of its train records (None for a run older than those counts). Without a
+    per-kind view (an older run on S3 that mixes kinds in one shard set), the whole run as one dataset of the
+    kind that the precheck saw most (chats train only on the answers, text on every token)."""
     if shards["kinds"]:
         return [{"kind": kind, "train": e["train"], "validation": e["validation"], "rows": e["rows"],
-                 "eval": bool(e["validation"]), "mixed": e["mixed"]} for kind, e in shards["kinds"].items()]
+                 "eval": bool(e["validation"]), "mixed": e["mixed"],
+                 "train_counts": (e.get("counts") or {}).get("train")} for kind, e in shards["kinds"].items()]
     group = tokens["groups"][tokens.get("basis", "all")]
     kind = "chat" if group["trainable"]["total"] < group["tokens"]["total"] else "text"
     return [{"kind": kind, "train": shards["train"], "validation": shards["validation"], "rows": shards["rows"],
-             "eval": bool(shards["validation"]), "mixed": False}]
+             "eval": bool(shards["validation"]), "mixed": False, "train_counts": None}]
+
+
+def packed_sequences(datasets: list[dict], run_packing: dict, seq: int, together: bool) -> dict:
+    """The packed sequences per epoch of each dataset (into each dict) and of the job: the manifest's per-kind
+    counts where the run has them; else the run's packing (one dataset) or its share of it by train records
+    (`estimated`). `together`: the trainer packs every dataset into one stream (axolotl) rather than training
+    each from its own config (trl, LLaMA-Factory, whose sequences add up)."""
+    run_sequences = int(run_packing["sequences_per_epoch"])
+    train_rows = sum(d["rows"]["train"] for d in datasets)
+    for d in datasets:
+        counts = d["train_counts"] or {}
+        d["estimated"] = "packed_sequences" not in counts
+        d["packed_sequences"] = counts["packed_sequences"] if not d["estimated"] else \
+            run_sequences if len(datasets) == 1 else math.ceil(run_sequences * d["rows"]["train"] / max(1, train_rows))
+    together = together and len(datasets) > 1
+    sequences = run_sequences if together else sum(d["packed_sequences"] for d in datasets)
+    kept = [c["tokens"] - c["tokens_cut"] for c in (d["train_counts"] or {} for d in datasets) if "tokens_cut" in c]
+    efficiency = round(sum(kept) / (sequences * seq), 6) if not together and len(kept) == len(datasets) \
+        and sequences else run_packing.get("packing_efficiency")
+    return {"sequences_per_epoch": sequences, "tokens_per_epoch": sequences * seq, "efficiency": efficiency,
+            "together": together}
+
+
+def plan_steps(datasets: list[dict], job: dict, batch: int, epochs: float) -> dict:
+    """The optimizer steps of each dataset (into each dict) and of the job (packed_sequences): per epoch
+    ceil(sequences / global batch) (transformers' ceil of the dataloader's ceil), times the epochs, ceil."""
+    def steps(sequences: int) -> tuple[int, int]:
+        per_epoch = math.ceil(sequences / batch)
+        return per_epoch, max(1, math.ceil(per_epoch * epochs))
+
+    for d in datasets:
+        d["steps_per_epoch"], d["total_steps"] = steps(d["packed_sequences"])
+    if job["together"]:
+        per_epoch, total = steps(job["sequences_per_epoch"])
+    else:
+        per_epoch, total = sum(d["steps_per_epoch"] for d in datasets), sum(d["total_steps"] for d in datasets)
+    return {"steps_per_epoch": per_epoch, "total_steps": total}
+
+
+def job_plan(cfg, result: dict, seq: int, job: dict) -> dict:
+    """The precheck's plan (memory, time, the GPU) redone for the sequences the trainer packs from the run: a
+    precheck of the raw inputs also packs the validation split and the near duplicates that the run removes
+    (issue 32: 328 packed sequences planned, 303 trained)."""
+    packing = {"sequences_per_epoch": job["sequences_per_epoch"], "tokens_per_epoch": job["tokens_per_epoch"],
+               "padding_ratio": round(1 - job["efficiency"], 6) if job["efficiency"] else None}
+    plan = plan_for_lengths(cfg, {"max_seq_len": seq, "packing": packing})
+    approximate = result["plan"].get("approximate")  # the tokenizer the precheck counted with
+    return {**plan, "approximate": approximate} if approximate else plan
 
 
 def _micro_batch(fit: int, cards: int, global_seqs: int) -> tuple[int, int]:
@@ -128,18 +179,20 @@ def build_spec(cfg, result: dict, *, trainer: str, shards: dict, global_batch: s
                checkpoint_minutes: float = 30.0, base_model: str | None = None,
                trainer_output: str = "output") -> dict:
     """Everything the estimate assumed, trainer-neutral: the emitters only spell it."""
-    plan = result["plan"]
+    if checkpoint_minutes <= 0:
+        raise EmitError("--checkpoint-minutes must be > 0")
+    # what the run decided, not what a precheck of the raw inputs (before near-duplicate removal) found: the
+    # length the shards were cut at, and the packed sequences of the records they hold, as the trainer packs them
+    seq = int(shards["max_seq_len"] or result["max_seq_len"])
+    datasets = datasets_of(shards, result["tokens"])
+    job = packed_sequences(datasets, shards["packing"] or result["tokens"]["packing"], seq,
+                           together=trainer == "axolotl")
+    plan = job_plan(cfg, result, seq, job)
     rec = plan["recommendation"]
     if rec is None:
         raise EmitError("no GPU in the catalog fits this job: nothing to emit (see the hints of the plan)")
-    if checkpoint_minutes <= 0:
-        raise EmitError("--checkpoint-minutes must be > 0")
     s = plan["memory"]["settings"]
     preset = framework_preset(s.get("framework", "hf"))
-    # what the run decided, not what a precheck of the raw inputs (before near-duplicate removal) found: the
-    # length the shards were cut at, and the packed sequences of the records they hold
-    seq = int(shards["max_seq_len"] or result["max_seq_len"])
-    packing = shards["packing"] or result["tokens"]["packing"]
     amount, unit = parse_global_batch(global_batch)
     global_seqs = max(1, round(amount / seq)) if unit == "tokens" else amount
     cards = int(rec["count"])
@@ -148,15 +201,14 @@ def build_spec(cfg, result: dict, *, trainer: str, shards: dict, global_batch: s
     micro, accum = _micro_batch(int(rec["micro_batch"]), cards, global_seqs)
     effective = micro * accum * cards
     epochs = float(plan["epochs"])
-    steps_per_epoch = math.ceil(int(packing["sequences_per_epoch"]) / effective)
-    total_steps = max(1, math.ceil(steps_per_epoch * epochs))
+    steps = plan_steps(datasets, job, effective, epochs)
+    total_steps = steps["total_steps"]
     tps = _tokens_per_second(plan, rec)
     # from the throughput, not from the plan's hours, which are rounded to 0.01 h
-    step_seconds = (int(packing["tokens_per_epoch"]) * epochs / tps if tps else rec["hours"] * 3600) / total_steps
+    step_seconds = (job["tokens_per_epoch"] * epochs / tps if tps else rec["hours"] * 3600) / total_steps
     save_steps = max(1, min(total_steps, int(checkpoint_minutes * 60 // max(step_seconds, 1e-9))))
     method = plan["method"]
     peft = method in ("lora", "qlora")
-    datasets = datasets_of(shards, result["tokens"])
     records = {d["kind"]: d["rows"]["train"] for d in datasets}
     chat_share = records.get("chat", 0) / max(1, sum(records.values()))
     precheck_id = hashlib.sha256(json.dumps(
@@ -172,9 +224,8 @@ def build_spec(cfg, result: dict, *, trainer: str, shards: dict, global_batch: s
         "quantization": {"type": "nf4", "double_quant": bool(s.get("double_quant", True))}
         if method == "qlora" else None,
         "max_length": seq, "overflow": shards["overflow"] or cfg.lengths.overflow,
-        "packing": {"enabled": True, "efficiency": packing.get("packing_efficiency"),
-                    "sequences_per_epoch": int(packing["sequences_per_epoch"]),
-                    "tokens_per_epoch": int(packing["tokens_per_epoch"])},
+        "packing": {"enabled": True, "efficiency": job["efficiency"],
+                    "sequences_per_epoch": job["sequences_per_epoch"], "tokens_per_epoch": job["tokens_per_epoch"]},
         "micro_batch": micro, "grad_accum": accum, "cards": cards, "global_batch": effective,
         "global_batch_asked": {"value": amount, "unit": unit},
         "grad_ckpt": bool(s.get("grad_ckpt", True)), "ckpt_mode": preset.ckpt_mode,
@@ -189,14 +240,20 @@ def build_spec(cfg, result: dict, *, trainer: str, shards: dict, global_batch: s
         "datasets": datasets,
         "eval": bool(shards["validation"]),
         "save_steps": save_steps, "eval_steps": save_steps, "checkpoint_minutes": checkpoint_minutes,
-        "steps_per_epoch": steps_per_epoch, "total_steps": total_steps, "step_seconds": step_seconds,
+        "steps_per_epoch": steps["steps_per_epoch"], "total_steps": total_steps, "step_seconds": step_seconds,
         "output_dir": trainer_output,
         "estimate": {"gpu": rec["gpu"], "count": cards, "micro_batch_fit": rec["micro_batch"],
                      "hours": rec["hours"], "cost_usd": rec["cost_usd"], "cost_text": rec["cost_text"],
                      "price_per_hour": rec["price_per_hour"], "vram_need_gib": rec["vram_need_gib"],
-                     "tokens_per_second": tps,
+                     "tokens_per_second": tps, "sequences_per_epoch": plan["tokens"]["sequences_per_epoch"],
                      "peak_allocated_gib_mb1": plan["memory"]["peak_allocated_gib"]},
     }
+
+
+def interval(spec: dict, dataset: dict) -> int:
+    """Save and evaluation interval of a config that trains on one dataset: at most its own steps, so that a
+    short config still saves (and evaluates) at its end."""
+    return min(spec["save_steps"], dataset["total_steps"])
 
 
 def _tokens_per_second(plan: dict, rec: dict) -> float | None:
@@ -210,6 +267,14 @@ def header(spec: dict, datasets: list[dict]) -> str:
     """The comment block on top of a config: what was estimated, and which of the run's datasets it trains on."""
     e = spec["estimate"]
     lora = spec["lora"]
+    apart = len(datasets) == 1 < len(spec["datasets"])  # one kind of a run that has both, in its own config
+    one = datasets[0] if len(datasets) == 1 else None
+    steps = one or spec
+    trained_on = f" for its {one['kind']} records" if apart else ""
+    every = interval(spec, one) if one else spec["save_steps"]
+    sequences = one["packed_sequences"] if one else spec["packing"]["sequences_per_epoch"]
+    counted = (" (about: this run's manifest has no per-kind counts; rerun `prepare run` for exact ones)"
+               if one and one["estimated"] and apart else "")
     lines = [
         f"written by `prepare precheck --emit {spec['trainer']}`: precheck {spec['precheck_id']}, "
         f"data run {spec['data_run_id']}",
@@ -220,13 +285,13 @@ def header(spec: dict, datasets: list[dict]) -> str:
         f"{spec['micro_batch']} x {spec['grad_accum']} accumulation x {spec['cards']} card(s)"
         + (f" (asked {spec['global_batch_asked']['value']} {spec['global_batch_asked']['unit']})"
            if spec["global_batch_asked"] != {"value": spec["global_batch"], "unit": "sequences"} else ""),
-        f"{spec['total_steps']} optimizer steps of ~{spec['step_seconds']:.1f} s (estimated); a checkpoint every "
-        f"{spec['save_steps']} steps loses at most {spec['checkpoint_minutes']:g} min of work",
+        f"{steps['total_steps']} optimizer steps of ~{spec['step_seconds']:.1f} s (estimated){trained_on}: "
+        f"{steps['steps_per_epoch']} per epoch x {spec['epochs']:g} epochs; a checkpoint every {every} "
+        f"steps loses at most {spec['checkpoint_minutes']:g} min of work",
         f"estimator preset {spec['framework']}: loss {spec['cross_entropy']}, adapters {spec['adapter_dtype']}, "
         f"optimizer {spec['optimizer']}, checkpointing {spec['ckpt_mode'] if spec['grad_ckpt'] else 'off'}",
-        f"packing: simulated efficiency {100 * (spec['packing']['efficiency'] or 0):.1f}% "
-        f"({spec['packing']['sequences_per_epoch']} packed sequences per epoch); overflow policy of the run: "
-        f"{spec['overflow']}",
+        f"packing: {sequences} packed sequences per epoch{counted} (simulated efficiency of the job "
+        f"{100 * (spec['packing']['efficiency'] or 0):.1f}%); overflow policy of the run: {spec['overflow']}",
     ]
     if lora:
         lines.append(f"LoRA r {lora['r']}, dropout {lora['dropout']} as estimated; alpha {lora['alpha']} = 2 x r "
@@ -241,7 +306,9 @@ def header(spec: dict, datasets: list[dict]) -> str:
         lines.append(f"the run's {', '.join(others)} records are in their own config beside this one (a trainer "
                      f"takes one kind per dataset: chats are masked to the answers, text is not)")
     if spec["shards"]["s3"]:
-        lines.append(f"shards on S3: {spec['shards']['root']} (manifest.json lists them)")
+        lines.append(f"shards on S3: {spec['shards']['root']} (manifest.json lists them)"
+                     + ("; their records written apart by kind beside this config, which the trainer reads"
+                        if not _reads_s3(spec) else ""))
     lines.append("upload checkpoints: `prepare checkpoints sync OUTPUT_DIR s3://bucket/prefix`, or the callback "
                  "pipeline.train.S3Checkpoints")
     return "".join(f"# {line}\n" for line in lines)
@@ -271,10 +338,10 @@ def trl_config(spec: dict, dataset: dict, source: dict) -> dict:
             "activation_checkpointing_kwargs": {"use_reentrant": spec["ckpt_mode"] == "reentrant"},
             "optim": spec["optimizer"], "learning_rate": spec["learning_rate"], "bf16": spec["bf16"],
             "assistant_only_loss": dataset["kind"] == "chat", "num_train_epochs": spec["epochs"],
-            "logging_steps": max(1, min(10, spec["save_steps"])), "save_strategy": "steps",
-            "save_steps": spec["save_steps"], "report_to": "none"}
+            "logging_steps": max(1, min(10, interval(spec, dataset))), "save_strategy": "steps",
+            "save_steps": interval(spec, dataset), "report_to": "none"}
     if dataset["eval"]:
-        out |= {"eval_strategy": "steps", "eval_steps": spec["eval_steps"], "load_best_model_at_end": True,
+        out |= {"eval_strategy": "steps", "eval_steps": interval(spec, dataset), "load_best_model_at_end": True,
                 "metric_for_best_model": "eval_loss", "greater_is_better": False}
     else:
         out["eval_strategy"] = "no"
@@ -301,16 +368,27 @@ def trl_sources(spec: dict, out: Path) -> tuple[dict[str, dict], str | None]:
     if _whole_run(spec):
         name = sh["root"] if not sh["s3"] else _local_name(sh["root"])
         return {spec["datasets"][0]["kind"]: {"dataset_name": name}}, None
-    local = str(out.resolve() / _local_name(sh["root"])) if sh["s3"] else None
     configs = []
     for d in spec["datasets"]:
-        files = [{"split": split, "path": [local + p[len(sh["root"]):] if local else p for p in d[split]]}
+        files = [{"split": split, "path": [local_path(spec, out, p) for p in d[split]]}
                  for split in ("train", "validation") if d[split]]
         configs.append({"config_name": d["kind"], "data_files": files})
     readme = "---\n" + _yaml({"configs": configs}) + "---\nThe datasets of `prepare run` " + spec["data_run_id"] \
         + ", one config per kind of record (written by `prepare precheck --emit trl`).\n"
     folder = str(out.resolve() / TRL_DATASETS)
     return {d["kind"]: {"dataset_name": folder, "dataset_config": d["kind"]} for d in spec["datasets"]}, readme
+
+
+def local_path(spec: dict, out: Path, path: str) -> str:
+    """Where a trainer that reads local files finds a shard: a shard on S3 at its place in the local mirror the
+    header's sync line fills; a local shard, or a kind's copy written beside the config, where it is."""
+    root = spec["shards"]["root"]
+    return str(out.resolve() / _local_name(root)) + path[len(root):] if path.startswith("s3://") else path
+
+
+def _reads_s3(spec: dict) -> bool:
+    """Whether the configs name shards on S3 (kinds written apart beside the config are local)."""
+    return any(p.startswith("s3://") for d in spec["datasets"] for split in ("train", "validation") for p in d[split])
 
 
 def _sync_header(spec: dict, trainer: str, local: str) -> str:
@@ -321,7 +399,7 @@ def _sync_header(spec: dict, trainer: str, local: str) -> str:
 
 def _trl_extra_header(spec: dict, out: Path) -> str:
     sh = spec["shards"]
-    if not sh["s3"]:
+    if not _reads_s3(spec):
         return ""
     local = _local_name(sh["root"]) if _whole_run(spec) else str(out.resolve() / _local_name(sh["root"]))
     return _sync_header(spec, "trl", local)
@@ -389,17 +467,15 @@ def llamafactory_names(spec: dict, kind: str) -> dict[str, str]:
 def llamafactory_local_root(spec: dict, out: Path) -> str | None:
     """Where the shards of a run on S3 are synced for LLaMA-Factory, whose cloud reader takes only .json and
     .jsonl files (None: the run is local)."""
-    return str(out.resolve() / _local_name(spec["shards"]["root"])) if spec["shards"]["s3"] else None
+    return str(out.resolve() / _local_name(spec["shards"]["root"])) if _reads_s3(spec) else None
 
 
 def llamafactory_dataset_info(spec: dict, out: Path) -> dict:
     """The dataset_info.json entries of the shards (openai formatting: the records' messages as they are)."""
-    root, local = spec["shards"]["root"], llamafactory_local_root(spec, out)
-
     def entry(d: dict, split: str) -> dict:
         # the folder of the kind's shards of a split (one file: the file), which LLaMA-Factory reads whole
         where = d[split][0] if len(d[split]) == 1 and not _whole_run(spec) else d[split][0].rsplit("/", 1)[0]
-        e = {"file_name": local + where[len(root):] if local else where,
+        e = {"file_name": local_path(spec, out, where),
              "formatting": "openai" if d["kind"] == "chat" else "alpaca"}
         if d["kind"] == "chat":
             e |= {"columns": {"messages": "messages", "tools": "tools"},
@@ -442,11 +518,11 @@ def llamafactory_config(spec: dict, dataset: dict, dataset_dir: str) -> dict:
             "per_device_train_batch_size": spec["micro_batch"], "gradient_accumulation_steps": spec["grad_accum"],
             "num_train_epochs": spec["epochs"], "learning_rate": spec["learning_rate"], "optim": spec["optimizer"],
             "bf16": spec["bf16"], "output_dir": output_dir(spec, dataset),
-            "logging_steps": max(1, min(10, spec["save_steps"])),
-            "save_strategy": "steps", "save_steps": spec["save_steps"], "report_to": "none"}
+            "logging_steps": max(1, min(10, interval(spec, dataset))),
+            "save_strategy": "steps", "save_steps": interval(spec, dataset), "report_to": "none"}
     if dataset["eval"]:
         out |= {"eval_dataset": names["validation"], "per_device_eval_batch_size": spec["micro_batch"],
-                "eval_strategy": "steps", "eval_steps": spec["eval_steps"], "load_best_model_at_end": True,
+                "eval_strategy": "steps", "eval_steps": interval(spec, dataset), "load_best_model_at_end": True,
                 "metric_for_best_model": "eval_loss", "greater_is_better": False}
     return out
 

@@ -3,8 +3,9 @@ and by kind, the max length it cut them at, its overflow policy and its packing 
 
 Trainers take chat and plain-text records as separate datasets (a chat set trains on the assistant turns, a text
 set on every token, and trl refuses a mix), so the shards are grouped by kind: from the shard sets of
-`write.split_by_kind`, else from the records' `messages` column (local runs), which `split_kind_copies` then writes
-apart.
+`write.split_by_kind`, else from the manifest's per-kind counts (`kinds`), or, for a local run older than those, the
+records' `messages` column; `split_kind_copies` then writes the kinds apart. The manifest's counts also give each
+kind's packed sequences: the steps of the config that trains on it.
 """
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import json
 from pathlib import Path
 
 from pipeline.core.config import ConfigError
-from pipeline.core.s3 import read_json
+from pipeline.core.s3 import open_object, read_json
 
 KINDS = ("chat", "text")
 SPLITS = ("train", "validation")
@@ -58,28 +59,39 @@ def read_run(where: str) -> dict:
     s3 = root.startswith("s3://")
     split_by_kind = any("kind" in shard for shard in manifest["shards"])
     overflow = (manifest.get("config") or {}).get("lengths", {}).get("overflow")
+    # a run on S3 of one shard set is told apart by kind through its manifest's counts (older runs have none)
+    readable = split_by_kind or not s3 or "kinds" in manifest
     return {"run_id": manifest["run_id"], "root": root, "s3": s3, **splits,
             "rows": {s: sum(x["rows"] for x in manifest["shards"] if x["split"] == s) for s in SPLITS},
             "max_seq_len": manifest.get("max_seq_len"), "tokenizer": manifest.get("tokenizer"),
             "overflow": overflow, "packing": lengths.get("packing"), "split_by_kind": split_by_kind,
-            "kinds": _kinds(manifest, root) if split_by_kind or not s3 else None}
+            "kinds": _kinds(manifest, root) if readable else None}
 
 
 def _kinds(manifest: dict, root: str) -> dict:
-    """kind -> {train: [paths], validation: [paths], rows: {split: n}}, for the kinds the run has. Shards that
-    hold both kinds are listed under each (`mixed`: split_kind_copies writes them apart)."""
+    """kind -> {train: [paths], validation: [paths], rows: {split: n}, mixed, counts}, for the kinds the run
+    has. Shards that hold both kinds are listed under each (`mixed`: split_kind_copies writes them apart);
+    `counts` is the manifest's entry of the kind (records, tokens, packed sequences; None for older runs)."""
+    written = manifest.get("kinds")
     kinds: dict = {}
     for shard in manifest["shards"]:
         path = f"{root}/{shard['path']}"
-        counts = {shard["kind"]: shard["rows"]} if "kind" in shard else _kind_counts(path)
-        for kind, rows in counts.items():
-            if not rows:
-                continue
+        if "kind" in shard:
+            held = {shard["kind"]: shard["rows"]}
+        elif written is not None:  # the kinds of the split: each of its shards may hold them
+            held = {k: c[shard["split"]]["records"] for k, c in written.items() if shard["split"] in c}
+        else:
+            held = _kind_counts(path)
+        held = {k: n for k, n in held.items() if n}
+        for kind in held:
             entry = kinds.setdefault(kind, {"train": [], "validation": [], "rows": dict.fromkeys(SPLITS, 0),
-                                            "mixed": False})
+                                            "mixed": False, "counts": (written or {}).get(kind)})
             entry[shard["split"]].append(path)
-            entry["rows"][shard["split"]] += rows
-            entry["mixed"] |= len([n for n in counts.values() if n]) > 1
+            entry["mixed"] |= len(held) > 1
+            if written is None or "kind" in shard:
+                entry["rows"][shard["split"]] += held[kind]
+            else:
+                entry["rows"][shard["split"]] = held[kind]
     return {k: kinds[k] for k in KINDS if k in kinds}
 
 
@@ -93,9 +105,19 @@ def _kind_counts(path: str) -> dict[str, int]:
     return {"chat": len(messages) - text, "text": text}
 
 
+def _read_shard(path: str):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    if path.startswith("s3://"):  # whole: a shard is at most write.shard_bytes
+        return pq.read_table(pa.BufferReader(open_object(path).read()))
+    return pq.read_table(path)
+
+
 def split_kind_copies(run: dict, out_dir: str | Path) -> dict:
     """The kinds of a run whose shards mix them, written apart under out_dir/data/<split>/<kind>.parquet (the
-    records unchanged); kinds already apart are returned as they are."""
+    records unchanged, in the run's order, which is the order trainers pack them in; shards on S3 are read from
+    there); kinds already apart are returned as they are."""
     import pyarrow.compute as pc
     import pyarrow.parquet as pq
 
@@ -103,17 +125,24 @@ def split_kind_copies(run: dict, out_dir: str | Path) -> dict:
     if not any(k["mixed"] for k in kinds.values()):
         return kinds
     data = Path(out_dir).resolve() / "data"
-    apart = {}
-    for kind, entry in kinds.items():
-        apart[kind] = {**entry, "mixed": False}
+    writers: dict[tuple[str, str], pq.ParquetWriter] = {}
+    try:
         for split in SPLITS:
-            if not entry[split]:
-                continue
-            table = pq.read_table(entry[split])
-            is_text = pc.is_null(table.column("messages"))
-            part = table.filter(is_text if kind == "text" else pc.invert(is_text))
-            target = data / split / f"{kind}.parquet"
-            target.parent.mkdir(parents=True, exist_ok=True)
-            pq.write_table(part, target)
-            apart[kind][split] = [str(target)]
-    return apart
+            for path in run[split]:
+                table = _read_shard(path)
+                is_text = pc.is_null(table.column("messages"))
+                for kind in kinds:
+                    part = table.filter(is_text if kind == "text" else pc.invert(is_text))
+                    if not part.num_rows:
+                        continue
+                    if (split, kind) not in writers:
+                        (data / split).mkdir(parents=True, exist_ok=True)
+                        writers[split, kind] = pq.ParquetWriter(data / split / f"{kind}.parquet", part.schema)
+                    writers[split, kind].write_table(part)
+    finally:
+        for writer in writers.values():
+            writer.close()
+    return {kind: {**entry, "mixed": False,
+                   **{split: [str(data / split / f"{kind}.parquet")] if (split, kind) in writers else []
+                      for split in SPLITS}}
+            for kind, entry in kinds.items()}

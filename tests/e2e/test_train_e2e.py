@@ -69,7 +69,7 @@ def build_trainer(script_args, training_args, model_args, callbacks):
     from datasets import load_dataset
     from trl import SFTTrainer, get_peft_config
 
-    dataset = load_dataset(script_args.dataset_name)
+    dataset = load_dataset(script_args.dataset_name, name=script_args.dataset_config)
     return SFTTrainer(model=model_args.model_name_or_path, args=training_args,
                       train_dataset=dataset[script_args.dataset_train_split],
                       eval_dataset=dataset[script_args.dataset_test_split], peft_config=get_peft_config(model_args),
@@ -171,13 +171,89 @@ def test_a_mixed_run_trains_from_each_emitted_config_unedited(tmp_path, capsys):
     assert main(["precheck", str(SAMPLE_DATA), "--model", str(model), "--method", "lora", "--emit", "trl",
                  "--shards", str(run), "--out", str(emit), "--global-batch", "8", "--trainer-output", str(out)]) == 0
     capsys.readouterr()
+    plan = {d["kind"]: d for d in json.loads((emit / "prepare-plan.json").read_text())["datasets"]}
     for kind in ("chat", "text"):
         args = parse_trl(emit / f"trl_sft.{kind}.yaml", "--use_cpu", "true", "--max_steps", "2")
         assert args[1].assistant_only_loss == (kind == "chat")
+        # the packed sequences and steps per epoch the config states are trl's own (issue 32: the plan's 328
+        # packed sequences against trl's 303)
+        trainer = build_trainer(*args[:3], [])
+        assert len(trainer.train_dataset) == plan[kind]["packed_sequences"]
+        batches = len(trainer.get_train_dataloader())
+        assert -(-batches // args[1].gradient_accumulation_steps) == plan[kind]["steps_per_epoch"]
         trl_sft(*args)
         assert (out / kind / "adapter_model.safetensors").is_file()
         state = json.loads((out / kind / "checkpoint-2" / "trainer_state.json").read_text())
         assert state["global_step"] == 2
+
+
+# tools and tool calls rendered (as JSON) inside the same {% generation %} blocks: a tool-calling model trains on
+# its calls and its answers, not on the tool results
+TOOL_TEMPLATE = (
+    "{%- if tools %}{{- '<|system|>\n' + (tools | tojson) + '<|end|>\n' }}{%- endif %}"
+    "{%- for m in messages %}"
+    "{{- '<|' + m['role'] + '|>\n' }}"
+    "{%- if m['role'] == 'assistant' %}{%- generation %}{{- m['content'] or '' }}"
+    "{%- for c in m.get('tool_calls') or [] %}{{- '<call>' + (c['function'] | tojson) + '</call>' }}{%- endfor %}"
+    "{{- '<|end|>' }}{%- endgeneration %}"
+    "{%- else %}{{- m['content'] + '<|end|>' }}{%- endif %}"
+    "{{- '\n' }}"
+    "{%- endfor %}")
+
+
+def tool_call_records(n: int) -> list[dict]:
+    """Chats in the OpenAI tool-calling form: the tool, the assistant's call, the tool's result, the answer."""
+    tools = [{"type": "function", "function": {"name": "order_status", "description": "Look up an order",
+                                                "parameters": {"type": "object",
+                                                               "properties": {"order": {"type": "string"}}}}}]
+    out = []
+    for i in range(n):
+        order = f"A{1000 + i * 7}"
+        out.append({"tools": tools, "messages": [
+            {"role": "user", "content": f"Where is my order {order}? It was due {i % 5 + 1} days ago."},
+            {"role": "assistant", "content": "", "tool_calls": [
+                {"type": "function", "id": f"call_{i}",
+                 "function": {"name": "order_status", "arguments": {"order": order}}}]},
+            {"role": "tool", "tool_call_id": f"call_{i}", "name": "order_status",
+             "content": json.dumps({"order": order, "status": ["packed", "shipped", "delayed"][i % 3]})},
+            {"role": "assistant", "content": f"Order {order} is {['packed', 'shipped', 'delayed'][i % 3]}; "
+                                             f"I will follow up within {i % 4 + 1} business days."}]})
+    return out
+
+
+def test_a_tool_call_run_trains_from_the_emitted_config_unedited(tmp_path, capsys):
+    """Issue 32, item 5: a run of tool-calling chats; trl's own `trl sft` trains 2 steps from the emitted config
+    as written (only --use_cpu and --max_steps added), on the calls and answers only, and the config's packed
+    sequences are trl's."""
+    from trl.scripts.sft import main as trl_sft
+
+    from pipeline.cli import main
+
+    data = tmp_path / "tools_openai.jsonl"
+    data.write_text("".join(json.dumps(r) + "\n" for r in tool_call_records(80)), encoding="utf-8")
+    model = tiny_model(tmp_path / "model", data.read_text(encoding="utf-8").splitlines())
+    from transformers import AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(model)
+    tok.chat_template = TOOL_TEMPLATE
+    tok.save_pretrained(model)
+    run, emit, out = tmp_path / "run", tmp_path / "emit", tmp_path / "output"
+    assert main(["run", str(data), "--out", str(run), "--model", str(model), "--method", "lora", "--no-pii"]) == 0
+    assert main(["precheck", str(data), "--model", str(model), "--method", "lora", "--emit", "trl", "--shards",
+                 str(run), "--out", str(emit), "--global-batch", "4", "--trainer-output", str(out)]) == 0
+    capsys.readouterr()
+    plan = json.loads((emit / "prepare-plan.json").read_text())
+    (dataset,) = plan["datasets"]
+    assert dataset["kind"] == "chat" and plan["assistant_only_loss"]
+    args = parse_trl(emit / "trl_sft.yaml", "--use_cpu", "true", "--max_steps", "2")
+    trainer = build_trainer(*args[:3], [])
+    assert len(trainer.train_dataset) == dataset["packed_sequences"]
+    first = trainer.train_dataset[0]
+    trained = tok.decode([t for t, label in zip(first["input_ids"], first["labels"]) if label != -100])
+    assert "order_status" in trained and '"status"' not in trained  # the call is trained, the tool result is not
+    trl_sft(*args)
+    state = json.loads((out / "checkpoint-2" / "trainer_state.json").read_text())
+    assert state["global_step"] == 2 and (out / "adapter_model.safetensors").is_file()
 
 
 def test_the_best_checkpoint_survives_a_kill_and_a_resume_in_a_fresh_folder(tmp_path, bucket, capsys):

@@ -71,6 +71,11 @@ def test_trl_config_parses_with_trl_and_carries_the_estimate(tmp_path, run_dir, 
     assert plan["max_length"] == json.loads((run_dir / "manifest.json").read_text())["max_seq_len"]
     packing = json.loads((run_dir / "report.json").read_text())["lengths"]["packing"]
     assert plan["packing"]["sequences_per_epoch"] == packing["sequences_per_epoch"]
+    # as trl packs the shards (manifest.json's count), and the time and the GPU are planned for those sequences,
+    # not for the precheck's count of the raw inputs (validation split and near duplicates included)
+    kinds = json.loads((run_dir / "manifest.json").read_text())["kinds"]
+    assert est["sequences_per_epoch"] == plan["packing"]["sequences_per_epoch"] == \
+        kinds["chat"]["train"]["packed_sequences"]
     assert sft.per_device_train_batch_size * sft.gradient_accumulation_steps == 32
     assert sft.per_device_train_batch_size <= est["micro_batch_fit"]
     assert sft.activation_checkpointing and sft.activation_checkpointing_kwargs == {"use_reentrant": False}
@@ -117,6 +122,33 @@ def test_axolotl_config_passes_axolotls_schema(tmp_path, run_dir, bucket, capsys
 
 
 @pytest.mark.slow  # run_dir is a whole `prepare run`
+def test_axolotl_reads_the_shards_on_s3_through_s3fs(tmp_path, run_dir, bucket, capsys, monkeypatch):
+    """What axolotl does with an s3:// dataset path (axolotl/utils/data/shared.py): s3fs.S3FileSystem(anon=False),
+    then datasets' loader over the config's data_files with the same storage options; here against the local S3
+    server, which s3fs finds through AWS_ENDPOINT_URL. s3fs comes with the `train` extra."""
+    pytest.importorskip("s3fs", reason="the `train` extra installs s3fs (not in an environment without it)")
+    from datasets import load_dataset
+
+    from pipeline.core.s3 import upload_run
+
+    # the suite keeps datasets off the Hub (HF_HUB_OFFLINE), which also refuses every remote URL; this one is local
+    monkeypatch.setattr("datasets.config.HF_HUB_OFFLINE", False)
+    manifest = json.loads((run_dir / "manifest.json").read_text())
+    uri = f"s3://{bucket}/datasets/s3fs"
+    upload_run(run_dir, uri, [s["path"] for s in manifest["shards"]])
+    code, out = emit(tmp_path, run_dir, "axolotl", shards=uri)
+    assert code == 0, capsys.readouterr().err
+    cfg = yaml.safe_load((out / "axolotl.yaml").read_text())
+    for key, split in (("datasets", "train"), ("test_datasets", "validation")):
+        (ds,) = cfg[key]
+        assert all(f.startswith(f"{uri}/{split}/") for f in ds["data_files"])
+        data = load_dataset(ds["ds_type"], data_files=ds["data_files"], split=ds["split"],
+                            storage_options={"anon": False})
+        assert len(data) == manifest["counts"]["splits"][split]
+        assert data[0]["messages"][0]["role"] in ("system", "user")
+
+
+@pytest.mark.slow  # run_dir is a whole `prepare run`
 def test_llamafactory_config_passes_its_argument_parser(tmp_path, run_dir, capsys):
     code, out = emit(tmp_path, run_dir, "llamafactory")
     assert code == 0, capsys.readouterr().err
@@ -159,6 +191,34 @@ def test_micro_batch_reaches_the_global_batch(fit, cards, global_seqs, expected)
 
     mb, accum = _micro_batch(fit, cards, global_seqs)
     assert (mb, accum) == expected and mb <= fit
+
+
+def _dataset(kind: str, train_rows: int, packed: int | None) -> dict:
+    counts = {"records": train_rows, "tokens": packed * 900, "tokens_cut": 0, "packed_sequences": packed} \
+        if packed is not None else None
+    return {"kind": kind, "rows": {"train": train_rows, "validation": 0}, "train_counts": counts}
+
+
+def test_each_config_gets_the_steps_of_the_kind_it_trains_on():
+    from pipeline.train.emit import packed_sequences, plan_steps
+
+    run_packing = {"sequences_per_epoch": 239, "packing_efficiency": 0.92}
+    apart = [_dataset("chat", 333, 228), _dataset("text", 42, 20)]
+    job = packed_sequences(apart, run_packing, 1024, together=False)
+    steps = plan_steps(apart, job, 8, 3.0)
+    # trl / LLaMA-Factory: one config per kind, each packed alone; the job is their sum
+    assert [(d["steps_per_epoch"], d["total_steps"]) for d in apart] == [(29, 87), (3, 9)]
+    assert (job["sequences_per_epoch"], steps["steps_per_epoch"], steps["total_steps"]) == (248, 32, 96)
+    assert job["efficiency"] == round(248 * 900 / (248 * 1024), 6)
+    # axolotl packs both datasets into one stream: the run's packing of all its records
+    together = [_dataset("chat", 333, 228), _dataset("text", 42, 20)]
+    job = packed_sequences(together, run_packing, 1024, together=True)
+    steps = plan_steps(together, job, 8, 3.0)
+    assert (job["sequences_per_epoch"], steps["steps_per_epoch"], steps["total_steps"]) == (239, 30, 90)
+    # a run older than the manifest's counts: the kinds' share of the run's packing, marked estimated
+    old = [_dataset("chat", 300, None), _dataset("text", 100, None)]
+    packed_sequences(old, run_packing, 1024, together=False)
+    assert [(d["packed_sequences"], d["estimated"]) for d in old] == [(180, True), (60, True)]
 
 
 def test_global_batch_in_tokens():
@@ -228,6 +288,50 @@ def test_a_mixed_run_gives_trl_one_config_per_kind_on_the_runs_own_splits(tmp_pa
         assert {s: len(data[s]) for s in data} == expected[kind]
         assert set(data["train"]["kind"]) <= ({"text"} if kind == "text" else {"chat", "instruction"})
         assert sft.eval_strategy == "steps" and script.dataset_test_split == "validation"
+
+
+@pytest.mark.slow  # mixed_run is a whole `prepare run`
+def test_a_mixed_run_on_s3_gives_trl_one_config_per_kind_with_its_own_steps(tmp_path, mixed_run, bucket, capsys):
+    """Also a run whose one shard set mixes the kinds: the manifest's per-kind counts tell them apart (the
+    records are then written apart beside the configs, read from S3), and each config states the steps of its
+    own kind, from the packed sequences the manifest counted as trl packs them."""
+    import math
+
+    from datasets import load_dataset
+    from trl.scripts.sft import make_parser
+
+    from pipeline.core.s3 import upload_run
+
+    manifest = json.loads((mixed_run / "manifest.json").read_text())
+    split_by_kind = "kind" in manifest["shards"][0]
+    uri = f"s3://{bucket}/datasets/mixed-{'apart' if split_by_kind else 'one-set'}"
+    upload_run(mixed_run, uri, [s["path"] for s in manifest["shards"]])
+    out = _emit_mixed(tmp_path, uri, "trl")
+    assert not (out / "trl_sft.yaml").exists()
+    plan = json.loads((out / "prepare-plan.json").read_text())
+    expected = _kind_rows(mixed_run)
+    for d in plan["datasets"]:
+        kind = d["kind"]
+        config = out / f"trl_sft.{kind}.yaml"
+        text = config.read_text()
+        packed = manifest["kinds"][kind]["train"]["packed_sequences"]
+        per_epoch = math.ceil(packed / plan["global_batch"])
+        assert (d["packed_sequences"], d["steps_per_epoch"], d["estimated"]) == (packed, per_epoch, False)
+        assert f"# {d['total_steps']} optimizer steps of ~" in text and f"for its {kind} records: {per_epoch} per " \
+            f"epoch x 3 epochs" in text and f"# packing: {packed} packed sequences per epoch" in text
+        # one shard set: the kind's records written apart beside the config; kinds apart on S3: synced first
+        assert ("aws s3 sync" in text) == split_by_kind
+        if split_by_kind:
+            continue
+        script, sft, _, _ = make_parser().parse_args_and_config(["--config", str(config), "--use_cpu", "true"])
+        assert sft.save_steps <= d["total_steps"] and sft.assistant_only_loss == (kind == "chat")
+        data = load_dataset(script.dataset_name, name=script.dataset_config)
+        assert {s: len(data[s]) for s in data} == expected[kind]
+        readme = (out / "trl_datasets" / "README.md").read_text()
+        assert f"{out.resolve()}/data/train/{kind}.parquet" in readme and "s3://" not in readme
+    assert plan["total_steps"] == sum(d["total_steps"] for d in plan["datasets"])
+    assert plan["packing"]["sequences_per_epoch"] == sum(k["train"]["packed_sequences"]
+                                                         for k in manifest["kinds"].values())
 
 
 @pytest.mark.slow  # mixed_run is a whole `prepare run`

@@ -89,3 +89,18 @@ def dynamic_padding_waste(x: np.ndarray, length: int, batch_size: int, seed: int
     if full < n:
         slots += int(xs[full:].max()) * (n - full)
     return round(1 - int(xs.sum()) / slots, 6) if slots else 0.0
+
+
+# trl's SFTTrainer packs through datasets' `Dataset.map(batched=True)`, whose default batch is 1,000 rows: each
+# run of 1,000 records, in dataset order, is packed on its own (trl.data_utils.pack_dataset); LLaMA-Factory's
+# preprocessing maps in batches of the same default size
+TRAINER_PACKING_BATCH = 1000
+
+
+def packed_sequences_as_trainer(lengths, max_len: int, batch: int = TRAINER_PACKING_BATCH) -> int:
+    """The packed sequences a trainer makes of records of these lengths, in the order it reads them: best-fit
+    decreasing within each batch of `batch` records (a whole-set packing fills each batch's last gaps with the
+    next batch's records, so counts a few sequences fewer)."""
+    x = np.asarray(lengths, dtype=np.int64)
+    x = x[x > 0]  # trl drops empty sequences before packing
+    return sum(int(pack_bfd(x[i:i + batch], max_len).max()) + 1 for i in range(0, x.size, batch))
