@@ -111,3 +111,33 @@ def test_an_index_that_is_not_the_one_the_manifest_lists_is_refused(tmp_path, ed
     proc = prepare_cli(str(new_data), "--out", str(tmp_path / "v2"), "--workers", "1", "--no-pii", "--no-lengths",
                        "--no-estimate", "--against", str(v1), cwd=tmp_path)
     assert proc.returncode != 0 and "not the file its manifest lists" in proc.stderr
+
+
+@pytest.mark.slow
+def test_a_copy_with_personal_data_is_found_across_runs_with_other_pseudonym_salts(tmp_path, monkeypatch):
+    """The index is keyed on the text with pseudonyms collapsed to their type: a run with another salt (other
+    pseudonyms in its shards) still finds the copy."""
+    person = {"instruction": "Please update the delivery address on my account.",
+              "output": "Of course, John Miller. I have changed the address on the account of John Miller and "
+                        "sent a confirmation to john.miller@example.com; the parcel of order 5521 now goes to the "
+                        "new address, and the courier will call before the delivery on Thursday morning."}
+    write_jsonl(tmp_path / "v1.jsonl", [person, *notes(0, 5, seed=1)])
+    write_jsonl(tmp_path / "v2.jsonl", [*notes(50, 5, seed=2), person])
+    common = ("--workers", "1", "--no-lengths", "--no-estimate", "--config", str(tmp_path / "pii.json"))
+    (tmp_path / "pii.json").write_text(json.dumps({"pii": {"operator": "pseudonym"}}))
+    monkeypatch.setenv("PREPARE_PII_SALT", "first salt")
+    v1 = tmp_path / "v1"
+    proc = prepare_cli(str(tmp_path / "v1.jsonl"), "--out", str(v1), *common, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    monkeypatch.setenv("PREPARE_PII_SALT", "second salt")
+    plain, v2 = tmp_path / "plain", tmp_path / "v2"
+    for out, extra in ((plain, ()), (v2, ("--against", str(v1)))):
+        proc = prepare_cli(str(tmp_path / "v2.jsonl"), "--out", str(out), *common, *extra, cwd=tmp_path)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+    pseudonymised = lambda run: {a for a in answers(run) if "<PERSON_" in a}  # noqa: E731
+    assert pseudonymised(v1) and pseudonymised(plain) and pseudonymised(v1) != pseudonymised(plain)
+    assert not pseudonymised(v2)
+    report = json.loads((v2 / "report.json").read_text())
+    assert report["stages"]["against"]["dropped"] == {"earlier_duplicate": 1}
+    index = pq.read_table(v1 / "dedup_index.parquet")
+    assert "John" not in str(index.to_pylist()) and b"Miller" not in (v1 / "dedup_index.parquet").read_bytes()
