@@ -367,8 +367,8 @@ def process_shard(task: ShardTask, cfg: PrepareConfig, work_dir: str, removed_pa
     salt = run_salt(cfg, work_dir) if "pii" in stage_names(plan) else None
     salt_digest = hashlib.blake2b(salt, key=b"cache-key", digest_size=8).hexdigest() if salt else None
     key = resume.key(_normalize_key(task, cfg, work_dir), config_key(cfg, plan), has_eval,
-                     file_hash(removed_path), salt_digest, file_hash(canned_drop), file_hash(validation_path), residual_rate,
-                     *against)
+                     file_hash(removed_path), salt_digest, file_hash(canned_drop), file_hash(validation_path),
+                     residual_rate, *against)
     cached = resume.cached(work_dir, f"process-{task.index:05d}", key)
     counters = {name: ProgressFile(progress_dir(work_dir), name, task.index) for name in PROGRESS_STAGES}
     if cached is not None:

@@ -170,7 +170,8 @@ def _near_matches(new: _Files, old: _Files, cfg: DedupConfig, bands: int, match:
     return near, sim
 
 
-def find_earlier(new_paths: list[str], earlier: list[Earlier], cfg: DedupConfig, work_dir: str) -> tuple[pa.Table, dict]:
+def find_earlier(new_paths: list[str], earlier: list[Earlier], cfg: DedupConfig,
+                 work_dir: str) -> tuple[pa.Table, dict]:
     """The audit rows (AUDIT_SCHEMA, reason earlier_duplicate) of the new records that duplicate an earlier
     dataset's record, in _order order, and a report (counts per earlier dataset and the lookup's counters)."""
     p = params(cfg)
@@ -199,7 +200,8 @@ def find_earlier(new_paths: list[str], earlier: list[Earlier], cfg: DedupConfig,
         "duplicate_of": theirs["id"].take(pa.array(at)), "duplicate_of_order": pa.nulls(len(removed), pa.int64()),
         "similarity": pa.array(sim[removed], pa.float32()),
         "source_file": mine["source_file"], "source_line": mine["source_line"],
-        "duplicate_of_file": pa.nulls(len(removed), pa.string()), "duplicate_of_line": pa.nulls(len(removed), pa.int64()),
+        "duplicate_of_file": pa.nulls(len(removed), pa.string()),
+        "duplicate_of_line": pa.nulls(len(removed), pa.int64()),
         "duplicate_of_manifest": pa.array(manifest_ids.tolist(), pa.string()),
         "duplicate_of_shard": theirs["shard"].take(pa.array(at)),
     }, schema=AUDIT_SCHEMA).sort_by("_order")
