@@ -8,6 +8,8 @@ import pyarrow.parquet as pq
 import pytest
 from test_run_wiring import answer_of, prepare_cli, rows_of, write_jsonl
 
+from pipeline.core.schemas import validate
+
 PLACES = ("harbour", "village", "library", "delta", "market", "observatory", "museum", "forest", "bridge")
 
 
@@ -48,7 +50,10 @@ def check_removed(new_run, earlier_run, old):
     assert old[3]["output"] not in answers(new_run)
     assert not any(a.startswith("Visit 7:") for a in answers(new_run))
     report = json.loads((new_run / "report.json").read_text())
+    validate(report, "report")
+    validate(json.loads((new_run / "manifest.json").read_text()), "manifest")
     assert report["stages"]["against"]["dropped"] == {"earlier_duplicate": 2}
+    assert report["dedup"]["against"]["by_earlier"] == {earlier_manifest["run_id"]: 2}
     assert report["counts"]["kept"] == 15
     audit = [a for a in pq.read_table(new_run / "dedup_removed.parquet").to_pylist()
              if a["reason"] == "earlier_duplicate"]
