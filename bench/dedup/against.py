@@ -34,6 +34,14 @@ sys.path.insert(0, str(ROOT))
 
 
 def _rss_mb() -> float:
+    """This process's peak RSS. VmHWM, not ru_maxrss: Linux keeps ru_maxrss across the fork and exec of a
+    spawned worker, so a worker reported its parent's peak whenever that was higher than its own."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return round(int(line.split()[1]) / 1024, 1)
+    except OSError:
+        pass
     return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
 
 
