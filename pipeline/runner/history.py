@@ -25,6 +25,7 @@ from pipeline.core.step import Step, run_steps
 from pipeline.data.dedup.against import AUDIT_SCHEMA, REASON, Earlier, check_index, find_earlier
 from pipeline.data.dedup.clusters import REMOVED_SCHEMA
 from pipeline.data.dedup.history import INDEX_FILE, write_index
+from pipeline.data.normalize import ORDER_SHIFT
 from pipeline.runner.phases import ShardTask, StatsByFile, merged_stages, runs_by_file, shard_errors
 from pipeline.runner.rundir import claim
 from pipeline.runner.work import WorkWriter, read_work_tables, work_paths
@@ -138,8 +139,6 @@ def filter_against_shard(task: ShardTask, cfg: PrepareConfig, work_dir: str, nor
 
 
 def _shard_orders(work_dir: str, index: int) -> pa.Array:
-    from pipeline.data.normalize import ORDER_SHIFT
-
     lo, hi = index << ORDER_SHIFT, (index + 1) << ORDER_SHIFT
     table = pq.read_table(Path(work_dir) / AGAINST_REMOVED, columns=["_order"],
                           filters=[("_order", ">=", lo), ("_order", "<", hi)])

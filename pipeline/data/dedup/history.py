@@ -21,6 +21,7 @@ import json
 import re
 from pathlib import Path
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
@@ -103,10 +104,10 @@ def write_index(key_paths: list[Path], written: dict[str, pa.Array], cfg: DedupC
     whose id is in a shard (`written`: shard path -> its id column). Returns the rows written. A record left
     out of the shards (dropped at write, or cut into chunks with ids of their own) has no row."""
     schema = index_schema(cfg)
-    shards = pa.array(sorted(written), pa.string())
-    ids = pa.chunked_array([written[s] for s in shards.to_pylist()], pa.string()).combine_chunks() \
-        if written else pa.array([], pa.string())
-    shard_of = pa.array([i for i, s in enumerate(shards.to_pylist()) for _ in range(len(written[s]))], pa.int32())
+    names = sorted(written)
+    shards = pa.array(names, pa.string())
+    ids = pa.chunked_array([written[s] for s in names], pa.string()).combine_chunks()
+    shard_of = pa.array(np.repeat(np.arange(len(names), dtype=np.int32), [len(written[s]) for s in names]))
     rows = 0
     with pq.ParquetWriter(path, schema, compression="zstd") as out:
         for key_path in key_paths:
