@@ -205,5 +205,7 @@ def find_earlier(new_paths: list[str], earlier: list[Earlier], cfg: DedupConfig,
         "duplicate_of_manifest": pa.array(manifest_ids.tolist(), pa.string()),
         "duplicate_of_shard": theirs["shard"].take(pa.array(at)),
     }, schema=AUDIT_SCHEMA).sort_by("_order")
-    by_earlier = {e.manifest_id: int((source == i).sum()) for i, e in enumerate(earlier)}
+    by_earlier = dict.fromkeys((e.manifest_id for e in earlier), 0)  # one dataset named twice: summed
+    for i, e in enumerate(earlier):
+        by_earlier[e.manifest_id] += int((source == i).sum())
     return table, {**stats, "removed": len(removed), "by_earlier": by_earlier}
