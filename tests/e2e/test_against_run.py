@@ -79,7 +79,12 @@ def test_against_a_run_directory_removes_what_a_plain_run_keeps(tmp_path):
     v2 = run(tmp_path, "v2", new_data, "--against", str(v1))
     check_removed(v2, v1, old)
     # the new release's index lists only what it wrote
-    assert json.loads((v2 / "manifest.json").read_text())["dedup_index"]["rows"] == 15
+    manifest = json.loads((v2 / "manifest.json").read_text())
+    assert manifest["dedup_index"]["rows"] == 15
+    # a rerun writes the same bytes: shards and index
+    again = json.loads((run(tmp_path, "v2", new_data, "--against", str(v1)) / "manifest.json").read_text())
+    assert [s["sha256"] for s in again["shards"]] == [s["sha256"] for s in manifest["shards"]]
+    assert again["dedup_index"]["sha256"] == manifest["dedup_index"]["sha256"]
 
 
 def test_against_an_s3_prefix_reads_the_uploaded_index(tmp_path, bucket):
