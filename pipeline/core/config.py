@@ -197,6 +197,11 @@ class DedupConfig(Section):
     scope: Literal["all", "assistant"] = Field("all", description="Chat records: which turns are compared.")
     keep: Literal["first", "longest", "most_turns"] = Field("first", description="Which record of a cluster is kept.")
     verify: bool = Field(True, description="Verify LSH candidates by estimated Jaccard.")
+    against: list[str] = Field(
+        default_factory=list,
+        description="Earlier datasets (run directories or the s3:// prefixes of their manifests): records that "
+                    "duplicate one of their records, exactly or near, are removed (earlier_duplicate). Only "
+                    "their dedup indexes are read, never their text.")
 
 
 class DecontamConfig(Section):

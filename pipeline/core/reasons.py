@@ -46,6 +46,7 @@ DROP: dict[str, str] = {
     "exact_duplicate": "the same content as a kept record",
     "near_duplicate": "MinHash-similar to a kept record (dedup.threshold)",
     "validation_leak": "a train record that duplicates a validation record",
+    "earlier_duplicate": "the same content as, or MinHash-similar to, a record of an earlier dataset (--against)",
     "eval_ngram": "a train record that shares a word n-gram with an eval set's record (decontam.ngram)",
     "eval_near_dup": "MinHash-similar to an eval set's record (decontam.near_threshold)",
     "pii_drop": "personal data of an entity whose pii operator is drop",

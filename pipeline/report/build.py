@@ -23,7 +23,7 @@ from pipeline.plan.gpus import render_plan_markdown
 from pipeline.report.quality import render_quality_markdown
 
 STAGE_ORDER = ("read", "normalize", "clean", "quality", "language", "decontam", "dedup", "canned", "pii_residual",
-               "pii", "lengths", "split", "write")
+               "pii", "lengths", "split", "against", "write")
 
 
 def _accounting(stages: dict[str, StageStats | dict]) -> dict:

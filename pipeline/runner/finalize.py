@@ -22,6 +22,7 @@ from pipeline.data.readers import shown_config
 from pipeline.data.shards import WriteStep, build_manifest, write_manifest
 from pipeline.plan.from_lengths import max_positions, plan_for_lengths
 from pipeline.report.build import build_report, write_reports
+from pipeline.runner.history import write_dedup_index
 from pipeline.runner.phases import StatsByFile, merged_stages, runs_by_file
 from pipeline.runner.rundir import RunDir, claim, read_ledger
 from pipeline.runner.work import progress_dir, read_work, read_work_tables, work_paths
@@ -152,14 +153,16 @@ def write_report(cfg: PrepareConfig, run: Path, shard_results: list[dict], shard
 
 
 def write_run_manifest(cfg: PrepareConfig, run: Path, rep: dict, shards: list[dict], max_len: int | None,
-                       tokenizer_name: str | None, html_entry: dict, kinds: dict) -> str:
+                       tokenizer_name: str | None, html_entry: dict, kinds: dict,
+                       dedup_index: dict | None = None) -> str:
     """The manifest, last and atomically; returns the run id (config and shard hashes)."""
     run_id = hashlib.blake2b(
         json.dumps([cfg.model_dump(mode="json"), [s["sha256"] for s in shards]], sort_keys=True).encode(),
         digest_size=8).hexdigest()
     manifest = build_manifest(run_id, shown_config(cfg.model_dump(mode="json"), cfg.out), rep["counts"], shards,
                               {"max_seq_len": max_len, "tokenizer": tokenizer_name, "reports": [html_entry],
-                               "run_dir_id": read_ledger(run).id, "kinds": kinds})
+                               "run_dir_id": read_ledger(run).id, "kinds": kinds,
+                               **({"dedup_index": dedup_index} if dedup_index else {})})
     write_manifest(run, manifest)
     return run_id
 
@@ -197,5 +200,7 @@ def finalize(cfg: PrepareConfig, run_dir: str, work_dir: str, shard_results: lis
         plan = plan_for_lengths(cfg, summary)
     rep, html_entry = write_report(cfg, run, shard_results, shards, dedup_report, summary, plan, unreadable,
                                    canned, split)
-    rep["run_id"] = write_run_manifest(cfg, run, rep, shards, max_len, tokenizer_name, html_entry, kinds)
+    dedup_index = write_dedup_index(cfg, run, work_dir, shard_results, shards)
+    rep["run_id"] = write_run_manifest(cfg, run, rep, shards, max_len, tokenizer_name, html_entry, kinds,
+                                       dedup_index)
     return rep

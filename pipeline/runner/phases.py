@@ -354,10 +354,12 @@ PROGRESS_STAGES = ("pii", "lengths")  # phase 3's stages with a progress line of
 @shard_errors("process")
 def process_shard(task: ShardTask, cfg: PrepareConfig, work_dir: str, removed_path: str | None,
                   has_eval: bool, token_cache: str | None, canned_drop: str | None = None,
-                  validation_path: str | None = None, residual_rate: float = 0.0) -> dict:
+                  validation_path: str | None = None, residual_rate: float = 0.0,
+                  against: tuple[str, ...] = ()) -> dict:
     """Drop the records the global dedup and the canned-answer cap removed, strip personal data (with the
     residual-risk probe at residual_rate copies per record), count tokens, assign the split (from the
-    stratified validation ids when validation_path is given)."""
+    stratified validation ids when validation_path is given). `against`: the sha256 of the earlier datasets'
+    indexes (--against), for the resume key: their filter (history.filter_against_shard) changes the output."""
     def file_hash(path: str | None) -> str | None:  # a global decision's file: part of the resume key
         return sha256_file(path) if path and os.path.exists(path) else None
 
@@ -365,7 +367,8 @@ def process_shard(task: ShardTask, cfg: PrepareConfig, work_dir: str, removed_pa
     salt = run_salt(cfg, work_dir) if "pii" in stage_names(plan) else None
     salt_digest = hashlib.blake2b(salt, key=b"cache-key", digest_size=8).hexdigest() if salt else None
     key = resume.key(_normalize_key(task, cfg, work_dir), config_key(cfg, plan), has_eval,
-                     file_hash(removed_path), salt_digest, file_hash(canned_drop), file_hash(validation_path), residual_rate)
+                     file_hash(removed_path), salt_digest, file_hash(canned_drop), file_hash(validation_path),
+                     residual_rate, *against)
     cached = resume.cached(work_dir, f"process-{task.index:05d}", key)
     counters = {name: ProgressFile(progress_dir(work_dir), name, task.index) for name in PROGRESS_STAGES}
     if cached is not None:
@@ -373,13 +376,15 @@ def process_shard(task: ShardTask, cfg: PrepareConfig, work_dir: str, removed_pa
             counter.set(cached["stages"].get(name, {}).get("records_in", 0), final=True)
         return cached
     validation_ids = read_validation_ids(validation_path) if validation_path else None
+    paths = work_paths(work_dir, task.index)
+    for name in ("processed", "unfiltered", "history"):
+        paths[name].parent.mkdir(parents=True, exist_ok=True)
+        paths[name].unlink(missing_ok=True)
+    out, history = WorkWriter(paths["processed"]), WorkWriter(paths["history"])
     steps = build_steps(plan, ShardDecisions(task.index, has_eval, dedup.removed_reasons(removed_path, task.index),
-                                             canned_drop, validation_ids, salt, token_cache))
+                                             canned_drop, validation_ids, salt, token_cache, history.append))
     for step in steps:
         step.progress = counters.get(step.name)
-    paths = work_paths(work_dir, task.index)
-    paths["processed"].unlink(missing_ok=True)
-    out = WorkWriter(paths["processed"])
     normalized = resume.cached(work_dir, f"normalize-{task.index:05d}", _normalize_key(task, cfg, work_dir))
     files = normalized["files"]
     per_file = StatsByFile(steps, len(files))
@@ -395,6 +400,7 @@ def process_shard(task: ShardTask, cfg: PrepareConfig, work_dir: str, removed_pa
                             rec["_lang"] = record_lang(rec)
                         out.append(to_table(records, PROCESSED_COLUMNS))
     out.close()
+    history.close()
     files_stages = per_file.take()
     for name, counter in counters.items():
         counter.set(next((s.total_in for s in steps if s.name == name), 0), final=True)
@@ -458,6 +464,8 @@ def upload(cfg: PrepareConfig, run_dir: str, work_dir: str | None = None) -> dic
     start = time.perf_counter()
     manifest = json.loads((Path(run_dir) / "manifest.json").read_text())
     files = [s["path"] for s in manifest["shards"]] + [r["path"] for r in manifest.get("reports", [])]
+    if manifest.get("dedup_index"):  # the index a later run's --against reads
+        files.append(manifest["dedup_index"]["path"])
     counter, done = ProgressFile(progress_dir(work_dir or Path(run_dir) / "work"), "upload", 0), [0]
 
     def uploaded(_rel: str) -> None:

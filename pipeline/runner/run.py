@@ -22,6 +22,7 @@ from pipeline.data.dedup import REMOVED_SCHEMA
 from pipeline.data.readers import InputFile, expand_inputs, guessed_encoding_note, save_names
 from pipeline.runner.executor import Executor, LocalExecutor
 from pipeline.runner.finalize import finalize
+from pipeline.runner.history import against_key, filter_against_shard, find_against, resolve_against
 from pipeline.runner.phases import (
     PROGRESS_GLOBAL,
     PROGRESS_STAGES,
@@ -157,6 +158,7 @@ def _run(cfg: PrepareConfig, executor: Executor, rundir: RunDir, readable: list[
     run_dir, work_dir = rundir.path, rundir.work
     # The old manifest goes first: from here until the new one is written, no manifest points at
     # shards that are being rewritten. Work of a killed run stays in work/ and is reused by key.
+    earlier = resolve_against(cfg, work_dir)  # an unusable earlier dataset, before any output is touched
     (run_dir / "manifest.json").unlink(missing_ok=True)
     rundir.remove_stale_quarantine({f"{t.index:05d}" for t in readable})
     rundir.claim([f"quarantine/{t.index:05d}.jsonl" for t in readable])  # the workers may write these
@@ -198,7 +200,15 @@ def _run(cfg: PrepareConfig, executor: Executor, rundir: RunDir, readable: list[
         processed = executor.map(process_shard, readable, "process", cfg=cfg, work_dir=str(work_dir),
                                  removed_path=decisions.get("dedup"), has_eval=has_eval, token_cache=token_cache,
                                  canned_drop=decisions.get("canned"), validation_path=decisions.get("split"),
-                                 residual_rate=residual_rate)
+                                 residual_rate=residual_rate, against=tuple(against_key(earlier)))
+    against_report = None
+    if earlier:  # the records that duplicate an earlier dataset's, by their masked keys (runner/history.py)
+        against_report = executor.call(find_against, "against", cfg=cfg, run_dir=str(run_dir),
+                                       work_dir=str(work_dir), results=processed, earlier=earlier)
+        processed = executor.map(filter_against_shard, readable, "against", cfg=cfg, work_dir=str(work_dir),
+                                 normalized=results, processed=processed)
+    if against_report is not None and dedup_report is not None:
+        dedup_report["against"] = against_report
     shard_results = [_shard_result(a, b) for a, b in zip(results, processed)]
     if pii_on:  # kvkk: strict on the measured residual risk, before any shard is written
         from pipeline.data.pii.residual import check_residual, measured_residual  # loads Presidio and torch

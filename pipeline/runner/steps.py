@@ -7,7 +7,7 @@ built here).
                                                                                        normalize_steps().files
              per shard        the global stages' keys: dedup, canned answers, split   normalize_steps().keys
     phase 2, once             dedup clustering -> canned answers -> validation choice  global_steps()
-    phase 3, per shard        dedup -> canned cap -> pii residual probe -> pii -> lengths -> split
+    phase 3, per shard        dedup -> canned cap -> pii residual probe -> pii -> history keys -> lengths -> split
                                                                                        process_steps()
     phase 4, once             write (finalize.write_shards, shards.WriteStep)
 """
@@ -24,6 +24,7 @@ from pipeline.core.step import GlobalStep, Planned
 from pipeline.data import dedup
 from pipeline.data.decontam import DecontamStep, EvalIndex
 from pipeline.data.decontam.index import INDEX_META
+from pipeline.data.dedup.history import HistoryKeysStep
 from pipeline.data.lang import LanguageStep
 from pipeline.data.lengths.step import LengthStep
 from pipeline.data.normalize import ORDER_SHIFT, front_steps
@@ -124,6 +125,7 @@ class ShardDecisions:
     validation_ids: set[str] | None
     salt: bytes | None
     token_cache: str | None
+    history_keys: Callable | None = None  # where the masked keys of the dataset's index go (dedup.history)
 
 
 def process_steps(cfg: PrepareConfig, residual_rate: float = 0.0) -> list[Planned]:
@@ -142,6 +144,8 @@ def process_steps(cfg: PrepareConfig, residual_rate: float = 0.0) -> list[Planne
             steps.append(Planned(ResidualProbe,
                                  lambda at: ResidualProbe(cfg.pii, at.salt, cfg.split.seed, residual_rate)))
         steps.append(Planned(PiiStep, lambda at: PiiStep(cfg.pii, salt=at.salt)))
+    if cfg.dedup.enabled:  # keys of the text as the PII step leaves it (dedup/history.py says why here)
+        steps.append(Planned(HistoryKeysStep, lambda at: HistoryKeysStep(cfg.dedup, at.history_keys)))
     if cfg.lengths.enabled:
         steps.append(Planned(LengthStep, lambda at: LengthStep(cfg.lengths, at.token_cache, model=cfg.estimate.model)))
     steps.append(Planned(SplitStep, lambda at: SplitStep(cfg.split, at.has_eval, at.validation_ids)))

@@ -20,7 +20,7 @@ PROCESSED_COLUMNS = {**INTERNAL_COLUMNS, "_split": pa.string(), "_tokens": pa.in
 def work_paths(work_dir: str | Path, index: int) -> dict[str, Path]:
     work = Path(work_dir)
     return {name: work / name / f"{index:05d}.parquet"
-            for name in ("normalized", "keys", "canned", "langs", "decontam", "processed")}
+            for name in ("normalized", "keys", "canned", "langs", "decontam", "processed", "history", "unfiltered")}
 
 
 def eval_index_dir(work_dir: str | Path) -> Path:

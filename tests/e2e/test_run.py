@@ -73,10 +73,11 @@ def test_upload_then_unchanged_rerun_is_idempotent(full_run):
     keys = [o["Key"] for o in boto3.client("s3").list_objects_v2(Bucket="e2e")["Contents"]]
     manifest = json.loads((first.run_dir / "manifest.json").read_text())
     assert {f"datasets/sample/{s['path']}" for s in manifest["shards"]} | {"datasets/sample/manifest.json",
-                                                                         "datasets/sample/report.html"} == set(keys)
+                                                                         "datasets/sample/report.html",
+                                                                         "datasets/sample/dedup_index.parquet"} == set(keys)
     second = run_prepare(cfg, progress=False)
     manifest2 = json.loads((second.run_dir / "manifest.json").read_text())
     assert [s["sha256"] for s in manifest2["shards"]] == [s["sha256"] for s in manifest["shards"]]
     assert manifest2["run_id"] == manifest["run_id"]
     assert second.upload["uploaded"] == []
-    assert len(second.upload["skipped"]) == len(manifest["shards"]) + 2  # and report.html, the same bytes
+    assert len(second.upload["skipped"]) == len(manifest["shards"]) + 3  # report.html and the index, the same bytes

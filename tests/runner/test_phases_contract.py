@@ -96,9 +96,11 @@ def test_each_phase_list_runs_as_built_and_accounts_for_every_record(tmp_path, n
     phase3 = process_steps(cfg, residual_rate=0.5)
     assert set(decisions) <= {p.cls.name for p in phase3}  # every global decision has its phase-3 step
     ids = read_validation_ids(decisions["split"]) if "split" in decisions else None
+    history = []  # the masked keys of the dataset's index (dedup.history)
     steps = build_steps(phase3, ShardDecisions(0, False, dedup.removed_reasons(decisions.get("dedup"), 0),
-                                               decisions.get("canned"), ids, b"contract-salt", None))
+                                               decisions.get("canned"), ids, b"contract-salt", None, history.append))
     out = [r for batch in run_steps(steps, [records]) for r in batch]
+    assert bool(history) == cfg.dedup.enabled
     check_built(phase3, steps, cfg)
     assert out and all(r["_split"] in ("train", "validation") for r in out)
 

@@ -1,0 +1,160 @@
+"""A run against earlier datasets (`--against`) and the dedup index every run with dedup releases.
+
+    before the run   resolve_against: each earlier dataset's manifest, its dedup index (downloaded from S3
+                     into work/), checked against the manifest's sha256 and this run's dedup settings
+    after phase 3    find_against: the run's masked keys (work/history, dedup.history) joined with the
+                     indexes; the removals appended to the dedup audit; filter_against_shard drops them
+                     from each shard's processed file (counted in the "against" stage)
+    phase 4          write_dedup_index: the index of the records written, listed in the manifest
+"""
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from pipeline.core.config import PrepareConfig
+from pipeline.core.errors import PrepareError
+from pipeline.core.files import sha256_file
+from pipeline.core.s3 import client, parse_uri, read_json
+from pipeline.core.step import Step, run_steps
+from pipeline.data.dedup.against import AUDIT_SCHEMA, REASON, Earlier, check_index, find_earlier
+from pipeline.data.dedup.clusters import REMOVED_SCHEMA
+from pipeline.data.dedup.history import INDEX_FILE, write_index
+from pipeline.data.normalize import ORDER_SHIFT
+from pipeline.runner.phases import ShardTask, StatsByFile, merged_stages, runs_by_file, shard_errors
+from pipeline.runner.rundir import claim
+from pipeline.runner.work import WorkWriter, read_work_tables, work_paths
+
+AGAINST_REMOVED = "against_removed.parquet"  # in work/: the removals phase 3's filter reads
+
+
+def _manifest(ref: str) -> dict:
+    try:
+        return read_json(ref.rstrip("/") + "/manifest.json") if ref.startswith("s3://") \
+            else json.loads((Path(ref) / "manifest.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise PrepareError(f"--against {ref}: no readable manifest.json there ({type(exc).__name__})") from None
+
+
+def resolve_against(cfg: PrepareConfig, work_dir: Path) -> list[Earlier]:
+    """Each earlier dataset's dedup index as a local file, checked: its sha256 is the manifest's and it was
+    keyed with this run's dedup settings. A manifest without an index (written before prepare had one) is
+    refused by name."""
+    if cfg.dedup.against and not cfg.dedup.enabled:
+        raise PrepareError("--against needs the dedup step (it compares dedup keys)")
+    earlier = []
+    for n, ref in enumerate(cfg.dedup.against):
+        manifest = _manifest(ref)
+        entry = manifest.get("dedup_index")
+        if not entry:
+            raise PrepareError(f"--against {ref}: its manifest lists no dedup index (a dataset written before "
+                               "prepare released one); run it again with this version to compare against it")
+        if ref.startswith("s3://"):
+            local = Path(work_dir) / "against" / f"{n:03d}.parquet"
+            local.parent.mkdir(parents=True, exist_ok=True)
+            bucket, key = parse_uri(ref.rstrip("/") + "/" + entry["path"])
+            client().download_file(bucket, key, str(local))
+        else:
+            local = Path(ref) / entry["path"]
+        if not local.exists() or sha256_file(local) != entry["sha256"]:
+            raise PrepareError(f"--against {ref}: {entry['path']} is missing or not the file its manifest lists")
+        try:
+            check_index(str(local), cfg.dedup)
+        except ValueError as exc:
+            raise PrepareError(f"--against {ref}: {exc}") from None
+        earlier.append(Earlier(manifest["run_id"], str(local)))
+    return earlier
+
+
+def against_key(earlier: list[Earlier]) -> list[str]:
+    """What phase 3's resume key holds of the earlier datasets: their indexes' sha256."""
+    return [sha256_file(e.index_path) for e in earlier]
+
+
+def find_against(cfg: PrepareConfig, run_dir: str, work_dir: str, results: list[dict],
+                 earlier: list[Earlier]) -> dict:
+    """The removals (work/AGAINST_REMOVED), appended to the run's dedup audit; returns the lookup's report."""
+    keys = [str(work_paths(work_dir, r["index"])["history"]) for r in results
+            if work_paths(work_dir, r["index"])["history"].exists()]
+    removed, report = find_earlier(keys, earlier, cfg.dedup, work_dir)
+    pq.write_table(removed, Path(work_dir) / AGAINST_REMOVED, compression="zstd")
+    audit = Path(run_dir) / "dedup_removed.parquet"
+    in_run = pq.read_table(audit) if audit.exists() else REMOVED_SCHEMA.empty_table()
+    widened = pa.table({f.name: in_run[f.name] if f.name in in_run.column_names else pa.nulls(len(in_run), f.type)
+                        for f in AUDIT_SCHEMA}, schema=AUDIT_SCHEMA)
+    pq.write_table(pa.concat_tables([widened, removed]), audit, compression="zstd")
+    return report
+
+
+class AgainstFilter(Step):
+    """Drops the rows of a processed work file (Arrow tables) whose _order the lookup removed."""
+
+    name = "against"
+    config_sections = ("dedup",)
+
+    def __init__(self, orders: pa.Array):
+        self.orders = orders
+
+    def process(self, batch: pa.Table) -> pa.Table:
+        drop = pc.is_in(batch["_order"], value_set=self.orders)
+        n = pc.sum(drop).as_py() or 0
+        if n:
+            self.stats.drop(REASON, n)
+        return batch.filter(pc.invert(drop))
+
+
+@shard_errors("against")
+def filter_against_shard(task: ShardTask, cfg: PrepareConfig, work_dir: str, normalized: list[dict],
+                         processed: list[dict]) -> dict:
+    """The shard's processed file without the removed records; its phase 3 result (of `processed`, every
+    shard's; `normalized`: phase 1's, for the files of its rows) with the against stage.
+    The unfiltered file is kept beside it (process_shard removes it when it writes anew), so a resumed run
+    filters again from it."""
+    processed = next(r for r in processed if r["index"] == task.index)
+    files = next(r for r in normalized if r["index"] == task.index)["files"]
+    paths = work_paths(work_dir, task.index)
+    if paths["processed"].exists() and not paths["unfiltered"].exists():
+        paths["unfiltered"].parent.mkdir(parents=True, exist_ok=True)
+        shutil.move(paths["processed"], paths["unfiltered"])
+    paths["processed"].unlink(missing_ok=True)
+    step = AgainstFilter(_shard_orders(work_dir, task.index))
+    per_file = StatsByFile([step], len(files))
+    out = WorkWriter(paths["processed"])
+    if paths["unfiltered"].exists():
+        for table in read_work_tables(paths["unfiltered"], cfg.read):
+            for position, rows in runs_by_file(files, table):
+                per_file.at(position)
+                for kept in run_steps([step], [rows]):
+                    out.append(kept)
+    out.close()
+    stages = per_file.take()
+    return {**processed, "has_records": out.written,
+            "files_stages": [merged_stages([a, b]) for a, b in zip(processed["files_stages"], stages)],
+            "stages": merged_stages([processed["stages"], *stages])}
+
+
+def _shard_orders(work_dir: str, index: int) -> pa.Array:
+    lo, hi = index << ORDER_SHIFT, (index + 1) << ORDER_SHIFT
+    table = pq.read_table(Path(work_dir) / AGAINST_REMOVED, columns=["_order"],
+                          filters=[("_order", ">=", lo), ("_order", "<", hi)])
+    return table["_order"].combine_chunks()
+
+
+def write_dedup_index(cfg: PrepareConfig, run: Path, work_dir: str, shard_results: list[dict],
+                      shards: list[dict]) -> dict | None:
+    """dedup_index.parquet (history.write_index) of the records written; its manifest entry. None without
+    the dedup step (an earlier run's index is removed then)."""
+    path = run / INDEX_FILE
+    if not cfg.dedup.enabled:
+        path.unlink(missing_ok=True)
+        return None
+    written = {s["path"]: pq.read_table(run / s["path"], columns=["id"])["id"].combine_chunks() for s in shards}
+    keys = [work_paths(work_dir, r["index"])["history"] for r in shard_results]
+    claim(run, [INDEX_FILE])
+    rows = write_index([k for k in keys if k.exists()], written, cfg.dedup, path)
+    return {"path": INDEX_FILE, "rows": rows, "bytes": path.stat().st_size, "sha256": sha256_file(path)}
