@@ -41,6 +41,7 @@ from pipeline.data.pii.names import (
     SURNAME_ENDINGS,
     TURKISH_WORDS,
 )
+from pipeline.data.pii.not_person import place_or_thing
 from pipeline.data.pii.ru_morph import mention_forms as ru_mention_forms
 from pipeline.data.pii.ru_names import RU_AMBIGUOUS, ru_name_kind
 from pipeline.data.pii.text import Hit, fold
@@ -123,7 +124,7 @@ def _in_quoted_title(text: str, s: int, e: int) -> bool:
 def drop_named_things(text: str, hits: list[Hit]) -> list[Hit]:
     if not any(h.entity == "PERSON" for h in hits):
         return hits
-    return [h for h in hits if h.entity != "PERSON" or not named_thing(text, h)]
+    return [h for h in hits if h.entity != "PERSON" or not (named_thing(text, h) or place_or_thing(text, h))]
 
 
 def expand(text: str, hits: list[Hit]) -> list[Hit]:
