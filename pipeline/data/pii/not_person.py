@@ -9,6 +9,7 @@ strong cue made (score >= CUED_SCORE: "my name is Austin Lincoln") is never take
 from __future__ import annotations
 
 import re
+from itertools import pairwise
 
 from pipeline.data.pii.text import Hit, fold, load_data
 
@@ -41,7 +42,7 @@ def place_or_thing(text: str, h: Hit) -> bool:
 
 def _vehicle(words: list[str], word_before: str, text: str, end: int) -> bool:
     """A car make and one of its models, the span holding either: "Renault Clio", "a Ford Focus"."""
-    pairs = list(zip(words, words[1:]))
+    pairs = list(pairwise(words))
     if word_before:
         pairs.append((word_before, words[0]))
     after = _WORD_AFTER.match(text, end)
