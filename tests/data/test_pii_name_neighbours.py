@@ -10,11 +10,14 @@ import pytest
 from pipeline.core.config import PiiConfig
 from pipeline.data.pii import PiiStep
 from pipeline.data.pii.later import surname_opens_sentence
-from pipeline.data.pii.neighbours import grow_by_neighbours
+from pipeline.data.pii.name_signals import Rarity
+from pipeline.data.pii.names import LATIN_FIRST, LATIN_LAST, LISTED_EXT
+from pipeline.data.pii.neighbours import grow_by_neighbours, mid_frequency_name_word
+from pipeline.data.pii.text import fold
 
 pytestmark = pytest.mark.timeout(300)
 
-NAME_WORDS = ("Амирова", "Зарбека", "Zorvakil", "Eflinaz", "Quillbury", "Bulut", "Kara", "Harmankaya")
+NAME_WORDS = ("Амирова", "Зарбека", "Zorvakil", "Eflinaz", "Quillbury", "Bulut", "Kara", "Harmankaya", "Ferit")
 
 
 def _half(name: str) -> int:
@@ -70,3 +73,26 @@ def test_surname_opens_sentence():
     assert surname_opens_sentence("Kara faturayı istedi.", 4, True)
     assert not surname_opens_sentence("Kara faturayı istedi.", 4, False)  # a first name: "Can you check"
     assert not surname_opens_sentence("Kara Kutu", 4, True)  # a capitalized word: another proper noun
+
+
+# "Ferit": a Turkish first name in no list, as common in the corpus as many names are (Zipf 3.97)
+def test_ferit_is_in_no_list_and_of_middle_frequency():
+    everyday = Rarity("tr").everyday
+    assert fold("Ferit") not in LATIN_FIRST | LATIN_LAST | LISTED_EXT
+    assert mid_frequency_name_word("ferit", everyday) and not Rarity("tr").rare("ferit")
+    assert not mid_frequency_name_word("dosya", everyday)        # an everyday word
+    assert not mid_frequency_name_word("siparişinizi", everyday)  # an inflected one
+    assert not mid_frequency_name_word("denizli", everyday)      # a place
+
+
+@pytest.mark.parametrize("text, gone", [
+    ("Ferit Bey tekrar aradı.", "Ferit"),                 # a title after it, at a sentence start too
+    ("Eflinaz Ferit bugün mağazaya geldi.", "Ferit"),     # beside a rarer name word
+])
+def test_a_middle_frequency_name_word_goes_where_something_says_name(step, text, gone):
+    assert gone not in clean(step, text)
+
+
+@pytest.mark.parametrize("text", ["Dosya Bey tekrar aradı.", "Ferit kalemi bugün geldi."])
+def test_a_middle_frequency_word_alone_or_an_everyday_one_stays(step, text):
+    assert clean(step, text) == text
