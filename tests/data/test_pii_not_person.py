@@ -16,7 +16,7 @@ from pipeline.data.pii.text import Hit
 pytestmark = pytest.mark.timeout(300)
 
 NAME_WORDS = ("Douglas", "Franklin", "Clayton", "Logan", "Skoda", "Fabia", "Sandero", "Ив", "Роше", "Коко",
-              "Шанель", "Eflinaz", "Quillbury")
+              "Шанель", "Eflinaz", "Quillbury", "Марии", "Мария")
 
 
 def _half(name: str) -> int:
@@ -56,6 +56,7 @@ def test_a_place_car_or_brand_stays(step, text):
     ("My name is Franklin Eflinaz, I live in Franklin.", ("Franklin", "Eflinaz")),  # the record knows the person
     ("Spoke to Logan Quillbury just now.", ("Logan", "Quillbury")),
     ("The parcel for Clayton Quillbury is stuck in Douglas.", ("Clayton", "Quillbury")),
+    ("Купила крем Марии на день рождения.", ("Марии",)),  # a name declined after a product noun: a person
 ])
 def test_the_same_words_as_a_persons_name_still_go(step, text, gone):
     out = clean(step, text)
@@ -76,3 +77,10 @@ def test_place_or_thing_reads_the_context():
 def test_the_lists_hold_what_the_rules_read():
     assert {"douglas", "franklin", "clayton"} <= PLACES
     assert "fabia" in VEHICLES["skoda"]
+
+
+def test_oblique_name_tells_a_declined_name_from_an_indeclinable_brand():
+    from pipeline.data.pii.ru_morph import oblique_name
+
+    assert oblique_name("Марии") and not oblique_name("Мария")
+    assert not oblique_name("Ив") and not oblique_name("Шанель")

@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from itertools import pairwise
 
+from pipeline.data.pii.ru_morph import oblique_name
 from pipeline.data.pii.text import Hit, fold, load_data
 
 _DATA = load_data("not_persons.json")
@@ -33,8 +34,8 @@ def place_or_thing(text: str, h: Hit) -> bool:
     before = _WORD_BEFORE.search(text, max(0, h.start - 40), h.start)
     word_before = fold(before.group(1)) if before else ""
     words = [fold(w) for w in span.split()]
-    if word_before in THING_NOUNS or words[0] in THING_NOUNS:
-        return True  # "Крем Ив Роше", "магазин Пятёрочка"
+    if (word_before in THING_NOUNS or words[0] in THING_NOUNS) and not any(oblique_name(w) for w in span.split()):
+        return True  # "Крем Ив Роше", "магазин Пятёрочка"; not "купила крем Марии"
     if _vehicle(words, word_before, text, h.end):
         return True
     return len(words) == 1 and h.score < CUED_SCORE and words[0] in PLACES and _place_context(text, h, word_before)
