@@ -34,6 +34,8 @@ def place_or_thing(text: str, h: Hit) -> bool:
     before = _WORD_BEFORE.search(text, max(0, h.start - 40), h.start)
     word_before = fold(before.group(1)) if before else ""
     words = [fold(w) for w in span.split()]
+    if not words:
+        return False
     if (word_before in THING_NOUNS or words[0] in THING_NOUNS) and not any(oblique_name(w) for w in span.split()):
         return True  # "Крем Ив Роше", "магазин Пятёрочка"; not "купила крем Марии"
     if _vehicle(words, word_before, text, h.end):
