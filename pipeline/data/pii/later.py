@@ -46,6 +46,16 @@ def sentence_start_name_word(key: str) -> bool:
     return len(key) >= 3 and rare_word(key) and not inflected_common(key)
 
 
+_LOWER_WORD_AFTER = re.compile(r"[ \u00a0]+[^\W\d_A-ZÇĞİÖŞÜА-ЯЁ][^\W\d_]*(?![\w'’])")
+
+
+def surname_opens_sentence(text: str, end: int, surname: bool) -> bool:
+    """A surname of the record's person that is also a word starts a sentence and a lower-case word follows
+    ("Kara faturanın kopyasını istedi" after "Ayşe Kara" was found): the person, where the record names one with
+    that surname. A first name that is also a word stays a word there ("Can you check", "Frank talk")."""
+    return surname and _LOWER_WORD_AFTER.match(text, end) is not None
+
+
 def lower_case_mention(key: str) -> bool:
     """A book word that, typed in lower case elsewhere in the record, is still the person's name."""
     return len(key) >= 4 and rare_word(key)

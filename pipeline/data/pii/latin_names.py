@@ -64,6 +64,7 @@ from pipeline.data.pii.names import (
     PersonRecognizer,
     tokens,
 )
+from pipeline.data.pii.neighbours import mid_frequency_name_word
 from pipeline.data.pii.text import Hit, TextContext, fold
 from pipeline.data.pii.tr_suffix import suffixed_names
 
@@ -234,7 +235,8 @@ class LatinNameRecognizer(PersonRecognizer):
                 break
             if not (self._caps_name_word(tk.key) or (j > i and self._caps_first_name(toks[i].key)
                                                      and not self._everyday_unlisted(tk.key))
-                    if caps else self._namelike(tk)):
+                    if caps else self._namelike(tk) or (j > i and self._namelike(toks[i]) and tk.word[1:].islower()
+                                                        and mid_frequency_name_word(tk.key, self.rarity.everyday))):
                 break
             j += 1
         return j
@@ -347,7 +349,8 @@ class LatinNameRecognizer(PersonRecognizer):
         if key in LATIN_FIRST or titled or (surnames and _surname_shaped_run(text, toks, i)) \
                 or phrase_before(ctx, t.start, PHRASES_STRONG) or role_before(ctx, t.start):
             return False  # (strong_before, inlined: once per capitalized word)
-        if title_after(text, toks, i) and (key in self.ambiguous or self._namelike(t)):
+        if title_after(text, toks, i) and (key in self.ambiguous or self._namelike(t)
+                                           or mid_frequency_name_word(key, self.rarity.everyday)):
             return False  # "Işık Hanım tekrar aradı": a name word before Bey / Hanım, also at a sentence start
         return not _unlisted_name_cued(ctx, toks, i) and not self._rare_run(ctx, toks, i)
 

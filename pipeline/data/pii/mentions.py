@@ -24,6 +24,7 @@ from pipeline.data.pii.later import (
     lower_case_mention,
     lower_case_name_words,
     sentence_start_name_word,
+    surname_opens_sentence,
 )
 from pipeline.data.pii.name_context import CONTEXT_WORDS, TITLES, TITLES_AFTER, sentence_initial
 from pipeline.data.pii.name_signals import common_words
@@ -41,6 +42,8 @@ from pipeline.data.pii.names import (
     SURNAME_ENDINGS,
     TURKISH_WORDS,
 )
+from pipeline.data.pii.neighbours import grow_by_neighbours
+from pipeline.data.pii.not_person import place_or_thing
 from pipeline.data.pii.ru_morph import mention_forms as ru_mention_forms
 from pipeline.data.pii.ru_names import RU_AMBIGUOUS, ru_name_kind
 from pipeline.data.pii.text import Hit, fold
@@ -123,7 +126,7 @@ def _in_quoted_title(text: str, s: int, e: int) -> bool:
 def drop_named_things(text: str, hits: list[Hit]) -> list[Hit]:
     if not any(h.entity == "PERSON" for h in hits):
         return hits
-    return [h for h in hits if h.entity != "PERSON" or not named_thing(text, h)]
+    return [h for h in hits if h.entity != "PERSON" or not (named_thing(text, h) or place_or_thing(text, h))]
 
 
 def expand(text: str, hits: list[Hit]) -> list[Hit]:
@@ -181,8 +184,8 @@ def _grow(text: str, s: int, e: int, floor: int, limit: int) -> tuple[int, int]:
             s = w.start(1)
     m = _INITIALS_BEFORE.search(text, max(floor, s - 12), s)
     if m is not None and (m.start() == 0 or not text[m.start() - 1].isalnum()):
-        s = m.start()  # "F. Scott Fitzgerald", "И. П. Сидоров"
-    return s, e
+        return m.start(), e  # "F. Scott Fitzgerald", "И. П. Сидоров"
+    return grow_by_neighbours(text, s, e, floor, limit)  # "Nasir" + "Ahmad called"
 
 
 def name_words(value: str) -> tuple[str, ...]:
@@ -193,12 +196,13 @@ def name_words(value: str) -> tuple[str, ...]:
 class NameBook:
     """The persons detected in one record and where each mention's pseudonym comes from."""
 
-    __slots__ = ("persons", "surfaces", "order", "_searchable")
+    __slots__ = ("persons", "surfaces", "order", "surnames", "_searchable")
 
     def __init__(self):
         self.persons: list[frozenset] = []  # per person, its words folded (ı/İ/I -> i, lower case)
         self.order: dict[frozenset, str] = {}  # the person's words in the order first written
         self.surfaces: dict[str, set] = {}  # a folded word -> the forms it was written in
+        self.surnames: set[str] = set()  # folded last words of names of two words or more
         self._searchable: tuple[str, ...] | None = None  # searchable(), until the next add()
 
     def add(self, value: str, after: str = "", initial: bool = False) -> None:
@@ -226,6 +230,8 @@ class NameBook:
             self.order[words] = " ".join(dict.fromkeys(fold(w) for w in written))
         for w in written:
             self.surfaces.setdefault(fold(w), set()).update(capitalized_forms(w))
+        if len(written) >= 2:
+            self.surnames.add(fold(written[-1]))
         self._searchable = None
 
     def __bool__(self) -> bool:
@@ -347,7 +353,8 @@ def find_mentions(text: str, book: NameBook, kept: list[Hit]) -> list[Hit]:
             continue
         key = fold(text[s:e])
         initial = sentence_initial(text, s)
-        if initial and key in _AMBIGUOUS and not _TITLE_OR_SUFFIX.match(text, e):
+        if initial and key in _AMBIGUOUS and not _TITLE_OR_SUFFIX.match(text, e) \
+                and not surname_opens_sentence(text, e, key in book.surnames):
             continue  # "Rose ...", "Kara ...": a capital at a sentence start says nothing, unless a title or an
             # apostrophe suffix follows ("Deniz Hanım", "Derya'nın")
         if text[s].islower() and (key in _AMBIGUOUS or _everyday_word(key)

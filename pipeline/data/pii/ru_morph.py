@@ -107,6 +107,17 @@ def not_a_name(word: str) -> bool:
     return reading(word).other
 
 
+@lru_cache(maxsize=8192)
+def oblique_name(word: str) -> bool:
+    """The dictionary reads the word as a person's name, never in the nominative ("Марии", "Ивану"): a person
+    the sentence gives or owns something ("купила крем Марии"), not an indeclinable brand ("Крем Ив Роше")."""
+    w = word.lower()
+    if _CYR_WORD.fullmatch(w) is None:
+        return False
+    names = [p.tag for p in _morph().parse(w) if p.is_known and {"Name", "Surn", "Patr"} & p.tag.grammemes]
+    return bool(names) and not any("nomn" in tag and "plur" not in tag for tag in names)  # "Марии": Марий's too
+
+
 def place_after_preposition(word: str) -> bool:
     """The word reads as a place ("во Владимире", "в Королёве", "из Пушкина"): after a place preposition it is
     the city, not the person."""
