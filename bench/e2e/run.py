@@ -6,10 +6,17 @@ and how time grows from the smaller to the larger size (1.0 = linear).
     python bench/e2e/run.py                 # 100k and 1M (about 1 GB; long)
     python bench/e2e/run.py --sizes 20000   # quick
     python bench/e2e/run.py --sizes 100000 --set quality.enabled=false --set filters.detect_language=false
+    python bench/e2e/run.py --sizes 200000 --dask 4   # on a local Dask cluster of 4 worker processes
+
+--dask N runs what `prepare run --dask-address` runs (the Prefect flow on a Dask cluster, flows.prepare.run_flow)
+on a LocalCluster of N worker processes with one thread each, started on this machine for the run: the wall time
+is that of the flow (the cluster's start and stop excluded), the CPU time includes them (the cluster's processes
+are this one's children).
 """
 from __future__ import annotations
 
 import argparse
+import os
 import resource
 import sys
 import tempfile
@@ -38,7 +45,27 @@ def peak_rss_mib() -> tuple[float, float]:
     return own, children
 
 
-def bench(size: int, root: Path, workers: int, overrides: dict) -> dict:
+def run(cfg: PrepareConfig, dask_workers: int):
+    """(the run's result, its wall seconds): locally, or as the flow on a LocalCluster of dask_workers processes."""
+    if not dask_workers:
+        t0 = time.perf_counter()
+        return run_prepare(cfg, progress=False), time.perf_counter() - t0
+    # a flow starts a temporary Prefect server: its own database (not the user's), and time to start on a busy
+    # machine (the 20 s default timed out under load)
+    os.environ.setdefault("PREFECT_HOME", str(Path(cfg.out).parent / "prefect"))
+    os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "300")
+    from distributed import LocalCluster
+
+    from flows.prepare import run_flow
+
+    with LocalCluster(n_workers=dask_workers, threads_per_worker=1, processes=True,
+                      dashboard_address=None) as cluster:
+        t0 = time.perf_counter()
+        result = run_flow(cfg, dask_address=cluster.scheduler_address)
+        return result, time.perf_counter() - t0
+
+
+def bench(size: int, root: Path, workers: int, overrides: dict, dask_workers: int = 0) -> dict:
     data = root / f"data-{size}"
     t0 = time.perf_counter()
     paths = write_corpus(data, size)
@@ -46,12 +73,11 @@ def bench(size: int, root: Path, workers: int, overrides: dict) -> dict:
     mb = sum(p.stat().st_size for p in paths) / 1e6
     cfg = merge_config(PrepareConfig(inputs=[str(data)], out=str(root / f"run-{size}"), workers=workers), overrides)
     cpu0 = cpu_seconds()
-    t0 = time.perf_counter()
-    result = run_prepare(cfg, progress=False)
-    wall = time.perf_counter() - t0
+    result, wall = run(cfg, dask_workers)
     cpu = cpu_seconds() - cpu0
     c = result.report["counts"]
-    print(f"\n== {size:,} records, {mb:,.0f} MB of input (generated in {gen:.0f} s), {workers} workers")
+    where = f"Dask LocalCluster of {dask_workers} worker processes" if dask_workers else f"{workers} workers"
+    print(f"\n== {size:,} records, {mb:,.0f} MB of input (generated in {gen:.0f} s), {where}")
     print(f"whole run: {wall:,.1f} s wall, {c['input'] / wall:,.0f} records/s; kept {c['kept']:,}, "
           f"quarantined {c['quarantined']:,}, dropped {sum(c['dropped'].values()):,} {c['dropped']}")
     print(f"CPU time: {cpu:,.1f} s (this process and the finished workers, user + system)")
@@ -75,13 +101,15 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--sizes", type=int, nargs="+", default=[100_000, 1_000_000])
     parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--dask", type=int, default=0, metavar="N",
+                        help="run the flow on a local Dask cluster of N worker processes (default: locally)")
     parser.add_argument("--dir", help="work folder (default: a temporary one)")
     parser.add_argument("--set", action="append", metavar="SECTION.KEY=VALUE",
                         help="config override, repeatable (e.g. quality.enabled=false)")
     args = parser.parse_args()
     overrides = parse_sets(args.set)
     root = Path(args.dir) if args.dir else Path(tempfile.mkdtemp(prefix="bench-e2e-"))
-    runs = [bench(size, root, args.workers, overrides) for size in args.sizes]
+    runs = [bench(size, root, args.workers, overrides, args.dask) for size in args.sizes]
     if len(runs) > 1:
         a, b = runs[0], runs[-1]
         growth = (b["wall"] / a["wall"]) / (b["size"] / a["size"])

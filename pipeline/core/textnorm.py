@@ -13,6 +13,17 @@ _SPACES = re.compile("[\u00a0\u1680\u2000-\u200a\u202f\u205f\u3000]")
 # end a line, which is quadratic in the run's length.
 _TRAILING = re.compile(r"(?<![ \t])[ \t]+\n")
 _BLANK_RUNS = re.compile(r"\n{3,}")
+# What one of the substitutions below acts on, besides a space or tab before a line end and a third line end
+# in a row. Text without any (most content) only needs NFC and strip: NFC composes letters and creates none
+# of these (tests/core/test_textnorm.py checks every code point), and this one search costs a fifth of the
+# five substitutions that would each leave the text as it is.
+_SUBSTITUTED = re.compile("[\r\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\ud800-\udfff\ufeff"
+                          "\u00a0\u1680\u2000-\u200a\u202f\u205f\u3000]")
+
+
+def needs_substitution(text: str) -> bool:
+    """Whether any of normalize_text's substitutions would change the text."""
+    return " \n" in text or "\t\n" in text or "\n\n\n" in text or _SUBSTITUTED.search(text) is not None
 
 
 def normalize_text(text: str) -> str:
@@ -20,6 +31,8 @@ def normalize_text(text: str) -> str:
     trailing spaces, runs of blank lines); indentation inside lines is kept (code)."""
     if not text:
         return ""
+    if not needs_substitution(text):
+        return unicodedata.normalize("NFC", text).strip()
     text = text.replace("\r\n", "\n").replace("\r", "\n")
     text = _CONTROL.sub("", text)
     text = unicodedata.normalize("NFC", text)
