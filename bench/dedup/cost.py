@@ -1,6 +1,7 @@
 """CPU seconds per record of the dedup stage, this checkout against another one, side by side, with quality.
 
     .venv/bin/python bench/dedup/cost.py --baseline-root /work/main --records 20000 --reps 3
+    .venv/bin/python bench/dedup/cost.py --baseline-root /work/main --shape templated
 
 Each repetition runs both revisions, alternately, each in a fresh process that imports ``pipeline`` from its
 own root: the keys step (compute_keys + write_keys per shard, one process) and the global step
@@ -64,6 +65,7 @@ def main(argv=None) -> dict:
     ap.add_argument("--baseline-root", required=True, help="a checkout of the baseline revision (e.g. main)")
     ap.add_argument("--records", type=int, default=20_000, help="train records (validation: +1%%)")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--shape", default="planted", help="corpus shape (corpus.SHAPES)")
     ap.add_argument("--shard-rows", type=int, default=5_000)
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--data-dir", default=None)
@@ -76,10 +78,11 @@ def main(argv=None) -> dict:
     import pyarrow.parquet as pq
     import run as R
 
-    tag = f"{args.records}_{args.seed}_{args.shard_rows}"
+    tag = f"{args.shape}_{args.records}_{args.seed}_{args.shard_rows}"
     data_dir = Path(args.data_dir or f"/tmp/dedup_bench/cost_{tag}")
     work = Path(args.work_dir or f"/tmp/dedup_bench/cost_work_{tag}")
-    shards = R.ensure_corpus(data_dir, args.records, max(1, args.records // 100), args.seed, args.shard_rows, 2)
+    shards = R.ensure_corpus(data_dir, args.records, max(1, args.records // 100), args.seed, args.shard_rows, 2,
+                             args.shape)
     sides = {"baseline": Path(args.baseline_root).resolve(), "this": ROOT}
     runs: dict[str, list[dict]] = {s: [] for s in sides}
     for _ in range(args.reps):
@@ -87,7 +90,7 @@ def main(argv=None) -> dict:
             runs[side].append(_run(root, shards, work / side))
     truth = pa.concat_tables([pq.read_table(p + ".truth") for p in shards])
     truth = {c: truth.column(c).to_numpy() for c in R.TRUTH_SCHEMA.names}
-    out: dict = {"records": runs["this"][0]["records"], "reps": args.reps, "sides": {}}
+    out: dict = {"shape": args.shape, "records": runs["this"][0]["records"], "reps": args.reps, "sides": {}}
     for side, root in sides.items():
         best = {k: min(r[k] for r in runs[side]) for k in ("keys_cpu_s", "global_cpu_s")}
         n = runs[side][0]["records"]
