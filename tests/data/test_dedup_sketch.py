@@ -8,6 +8,7 @@ import pytest
 
 from pipeline.core.config import DedupConfig
 from pipeline.data import dedup as D
+from pipeline.data.dedup.params import sketch_window
 from pipeline.data.dedup.sketch import sketch_arrays
 
 VOCAB = [f"w{i}" for i in range(3000)]
@@ -52,8 +53,9 @@ def _shingles(words: list[str]) -> set:
 
 def test_pairs_near_the_threshold_are_decided_by_their_true_jaccard(tmp_path):
     """Copies with 2-4 words replaced: true Jaccard 0.7-0.9 with their original. A MinHash estimate of 128
-    values misses some above 0.8 and passes some below; with the sketches, every copy at 0.8 or more is
-    removed and every one below kept."""
+    values misses some above 0.8 and passes some below; with the sketches, every copy below 0.8 is kept and
+    every one at 0.8 or more removed, but where the estimate is under the sketch window (by design: 1 in 44 at
+    0.8, 1 in 15,000 at 0.85)."""
     rng = random.Random(5)
     records, true_j = [], {}
     for p in range(300):
@@ -75,8 +77,10 @@ def test_pairs_near_the_threshold_are_decided_by_their_true_jaccard(tmp_path):
     # LSH's own misses aside (no band in common: probability 0.002 at 0.8; one pair here).
     bands = np.stack([keys.column(c).to_numpy() for c in keys.column_names if c.startswith("band_")], axis=1)
     candidate = {f"r{i + 1}" for i in range(0, len(records), 2) if (bands[i] == bands[i + 1]).any()}
-    assert removed == {r for r, j in true_j.items() if j >= 0.8 and r in candidate}
-    assert len(candidate) > 290
+    low = sketch_window(128, 0.8)[0]
+    assert removed == {r for r, j in true_j.items() if j >= 0.8 and r in candidate and estimate[r] >= low}
+    assert len(candidate) > 290 and all(r in removed for r, j in true_j.items() if j >= 0.85 and r in candidate)
+    assert sum(true_j[r] >= 0.8 and estimate[r] < low for r in true_j) <= 3
     # The sketches of these 146-shingle records are their whole shingle sets.
     _, offsets = sketch_arrays(keys.column("sketch"))
     assert np.diff(offsets).tolist() == [len(_shingles(r["text"].split())) for r in records]

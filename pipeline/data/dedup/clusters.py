@@ -248,13 +248,14 @@ class _NearEdges:
         self.verify, self.threshold, self.sketch_size = cfg.verify, cfg.threshold, params(cfg)["sketch_size"]
         # Equal signature values below `low`: rejected; from `high` on: accepted; between: the sketches decide.
         low, high = sketch_window(cfg.num_perm, cfg.threshold)
-        self.low, self.high = math.ceil(low * cfg.num_perm - 1e-9), math.ceil(high * cfg.num_perm - 1e-9)
+        self.low, self.high, self.need = (math.ceil(t * cfg.num_perm - 1e-9) for t in (low, high, cfg.threshold))
         self.sketch_rejected = np.zeros(0, dtype=np.uint64)  # local index pairs, (smaller << 32) | larger
         self.edges_u: list[np.ndarray] = []
         self.edges_v: list[np.ndarray] = []
 
-    def _status(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
-        """Per proposed pair (local indices): JOINED (already one cluster: not verified), VERIFIED, REJECTED."""
+    def _status(self, a: np.ndarray, b: np.ndarray, estimate_only: bool = False) -> np.ndarray:
+        """Per proposed pair (local indices): JOINED (already one cluster: not verified), VERIFIED, REJECTED.
+        estimate_only: by the MinHash estimate alone, enough to tell a large bucket's kind."""
         self.stats["proposed_pairs"] += int(len(a))
         status = np.full(len(a), self.JOINED, dtype=np.int8)
         live = np.flatnonzero(self.root[self.sig_pos[a]] != self.root[self.sig_pos[b]])
@@ -264,12 +265,20 @@ class _NearEdges:
             return status
         for s in range(0, len(live), VERIFY_CHUNK):
             sel = live[s:s + VERIFY_CHUNK]
-            equal = np.count_nonzero(self.sigs[a[sel]] == self.sigs[b[sel]], axis=1)
-            ok = equal >= self.high
-            near = np.flatnonzero((equal >= self.low) & ~ok)
-            ok[near] = self._sketch_check(a[sel[near]], b[sel[near]])
+            ok = (self._equal(a[sel], b[sel]) >= self.need) if estimate_only else self._verified(a[sel], b[sel])
             status[sel] = np.where(ok, self.VERIFIED, self.REJECTED)
         return status
+
+    def _equal(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        return np.count_nonzero(self.sigs[a] == self.sigs[b], axis=1)
+
+    def _verified(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        """Near duplicates or not, per pair: by the estimate far from the threshold, else by the sketches."""
+        equal = self._equal(a, b)
+        ok = equal >= self.high
+        near = np.flatnonzero((equal >= self.low) & ~ok)
+        ok[near] = self._sketch_check(a[near], b[near])
+        return ok
 
     def _sketch_check(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
         """Sketch Jaccard >= threshold per pair. A pair that shares several bands is proposed in each, and
@@ -315,16 +324,19 @@ class _NearEdges:
         if not len(big):
             return
         a, b = order[start[big]], order[big]
-        status = self._status(a, b)
+        # The estimate tells the bucket's kind; the sketches then decide the pairs of a bucket of duplicates
+        # only (a bucket of template text held a quarter of the sketch comparisons of a templated corpus).
+        status = self._status(a, b, estimate_only=True)
         # Evidence only where LARGE_BUCKET_MIN_ALIKE of the members match the first (see the module doc).
         ids, inverse = np.unique(start[big], return_inverse=True)
         alike = np.bincount(inverse, weights=status != self.REJECTED) / np.bincount(inverse)
         evidence = alike[inverse] >= LARGE_BUCKET_MIN_ALIKE
         self.stats["large_buckets"] += int(len(ids))
         self.stats["weak_large_buckets"] += int(np.count_nonzero(alike < LARGE_BUCKET_MIN_ALIKE))
-        verified = status == self.VERIFIED
-        self.stats["verified_in_weak_buckets"] += int(np.count_nonzero(verified & ~evidence))
-        self._join(a[verified & evidence], b[verified & evidence])
+        self.stats["verified_in_weak_buckets"] += int(np.count_nonzero((status == self.VERIFIED) & ~evidence))
+        check = np.flatnonzero(evidence & (status != self.JOINED))
+        joined = check[self._verified(a[check], b[check])] if self.verify else check
+        self._join(a[joined], b[joined])
         big = big[evidence]
         lo = 1
         while lo <= LARGE_BUCKET_WINDOW and len(big):  # distances 1, 2-3, 4-7, ...: few cluster updates

@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
-PAIR_VALUES_CHUNK = 1 << 21  # sketch values sorted together when comparing pairs (16 MiB of uint64 keys)
+PAIR_VALUES_CHUNK = 1 << 15  # sketch values compared together: a few hundred pairs, their keys in L2 (at 1 << 21, 1.7x the time)
 
 
 def distinct_sorted(hashes: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -79,20 +79,23 @@ def gather(values: np.ndarray, offsets: np.ndarray, rows: np.ndarray) -> np.ndar
 def _pair_chunk(values, offsets, sizes, a, b, k) -> np.ndarray:
     p = len(a)
     la, lb = sizes[a], sizes[b]
-    pair_a = np.repeat(np.arange(p, dtype=np.uint64), la)
+    pair_a = np.repeat(np.arange(p, dtype=np.int64), la)
     # (pair, value) keys: sorted without sorting, the pairs in order and each sketch sorted.
-    key_a = (pair_a << np.uint64(32)) | gather(values, offsets, a)
+    key_a = (pair_a.astype(np.uint64) << np.uint64(32)) | gather(values, offsets, a)
     key_b = (np.repeat(np.arange(p, dtype=np.uint64), lb) << np.uint64(32)) | gather(values, offsets, b)
-    pair_a = pair_a.astype(np.int64)
     at = np.searchsorted(key_b, key_a)  # per value of a: values of b before it, all pairs
     shared = key_b[np.minimum(at, len(key_b) - 1)] == key_a if len(key_b) else np.zeros(len(key_a), bool)
+    inter = np.bincount(pair_a[shared], minlength=p)
+    union = la + lb - inter
+    out = np.divide(inter, union, out=np.zeros(p), where=union > 0)
+    whole = (la < k) & (lb < k)
+    if whole.all():
+        return out
     # A value's rank in its pair's union (1-based): values of a and of b before it, less those in both.
     first_a, first_b = np.cumsum(la) - la, np.cumsum(lb) - lb
     shared_before = np.cumsum(shared) - shared
     shared_before -= np.concatenate(([0], np.cumsum(shared)))[first_a][pair_a]
     rank = (np.arange(len(key_a)) - first_a[pair_a]) + (at - first_b[pair_a]) - shared_before + 1
-    union = la + lb - np.bincount(pair_a[shared], minlength=p)
-    whole = (la < k) & (lb < k)
-    kk = np.where(whole, union, np.minimum(union, k))
+    kk = np.minimum(union, k)
     both = np.bincount(pair_a[shared & (rank <= kk[pair_a])], minlength=p)
-    return np.divide(both, kk, out=np.zeros(p), where=kk > 0)
+    return np.where(whole, out, np.divide(both, kk, out=np.zeros(p), where=kk > 0))
