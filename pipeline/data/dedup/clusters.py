@@ -284,12 +284,16 @@ class _NearEdges:
         """Sketch Jaccard >= threshold per pair. A pair that shares several bands is proposed in each, and
         one rejected stays apart: the rejected pairs are remembered, not compared again."""
         pair = (np.minimum(a, b).astype(np.uint64) << _U64(32)) | np.maximum(a, b).astype(np.uint64)
-        again = np.isin(pair, self.sketch_rejected)
+        known = self.sketch_rejected  # sorted; searched, not np.isin/union1d: their hashing took half the step
+        again = np.zeros(len(pair), dtype=bool)
+        if len(known):
+            again = known[np.minimum(np.searchsorted(known, pair), len(known) - 1)] == pair
         ok = np.zeros(len(a), dtype=bool)
         new = np.flatnonzero(~again)
         self.stats["sketch_checks"] += int(len(new))
         ok[new] = pair_jaccard(*self.sketches, a[new], b[new], self.sketch_size) >= self.threshold
-        self.sketch_rejected = np.union1d(self.sketch_rejected, pair[new[~ok[new]]])
+        rejected = np.sort(pair[new[~ok[new]]])
+        self.sketch_rejected = np.sort(np.concatenate((known, rejected)), kind="stable")  # two sorted runs
         return ok
 
     def _join(self, a: np.ndarray, b: np.ndarray) -> None:
