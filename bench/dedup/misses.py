@@ -39,6 +39,7 @@ def main(argv=None) -> list[dict]:
     ap.add_argument("--threshold", type=float, default=0.8)
     args = ap.parse_args(argv)
     from pipeline.data.dedup import signature_array
+    from pipeline.data.dedup.sketch import sketch_arrays
 
     truth = pa.concat_tables([pq.read_table(p) for p in sorted(glob.glob(f"{args.data_dir}/*.truth"))])
     order, typ, fam, jac = (truth.column(c).to_numpy() for c in ("order", "type", "family", "jaccard"))
@@ -51,7 +52,7 @@ def main(argv=None) -> list[dict]:
     band_values = np.stack([keys.column(c).to_numpy() for c in bands], axis=1)
     num_perm = keys.schema.field("signature").type.byte_width // 4
     sigs = signature_array(keys.column("signature"), num_perm)
-    sketch = keys.column("sketch").to_pylist() if "sketch" in keys.column_names else None
+    sketch = sketch_arrays(keys.column("sketch")) if "sketch" in keys.column_names else None
     rows = []
     for i in missed:
         a, b = np.searchsorted(key_order, [order[i], fam[i]])
@@ -60,7 +61,8 @@ def main(argv=None) -> list[dict]:
                "shared_bands": int((band_values[a] == band_values[b]).sum()),
                "length": int(keys.column("length")[a].as_py())}
         if sketch is not None:
-            sa, sb = set(sketch[a]), set(sketch[b])
+            values, offsets = sketch
+            sa, sb = (set(values[offsets[r]:offsets[r + 1]].tolist()) for r in (a, b))
             row["sketch_sizes"] = (len(sa), len(sb))
             row["sketch_J"] = round(len(sa & sb) / max(1, len(sa | sb)), 4)
         rows.append(row)
