@@ -187,7 +187,7 @@ class DedupConfig(Section):
     enabled: bool = Field(
         True, description="Run the dedup step (exact and near duplicates; validation_inputs' duplicates in train).")
     exact: bool = Field(True, description="Remove records whose normalized text is the same as a kept one's.")
-    near: bool = Field(True, description="Remove near duplicates: MinHash LSH, verified by estimated Jaccard.")
+    near: bool = Field(True, description="Remove near duplicates: MinHash LSH, candidates verified by Jaccard.")
     case_fold: bool = Field(True, description="Compare text case-folded (exact and near).")
     punctuation_fold: bool = Field(False, description="Compare exact keys with punctuation removed.")
     num_perm: int = Field(128, ge=16, le=1024, description="MinHash permutations per signature (near dedup).")
@@ -196,7 +196,8 @@ class DedupConfig(Section):
     char_ngram: int = Field(5, ge=1, description="Character n-gram size for short texts and scripts without spaces.")
     scope: Literal["all", "assistant"] = Field("all", description="Chat records: which turns are compared.")
     keep: Literal["first", "longest", "most_turns"] = Field("first", description="Which record of a cluster is kept.")
-    verify: bool = Field(True, description="Verify LSH candidates by estimated Jaccard.")
+    verify: bool = Field(True, description="Verify LSH candidates by Jaccard: the MinHash estimate, and the shingle "
+                                           "sketches where the estimate is near the threshold.")
     against: list[str] = Field(
         default_factory=list,
         description="Earlier datasets (run directories or the s3:// prefixes of their manifests): records that "

@@ -169,6 +169,19 @@ def to_table(records: list[Record], extra: dict[str, pa.DataType] | None = None)
     return pa.Table.from_arrays(arrays, schema=schema)
 
 
+PLAIN_FIELD = {b"parquet": b"plain"}  # field metadata: written without dictionary or compression
+
+
+def parquet_options(schema: pa.Schema) -> dict:
+    """ParquetWriter options for a work table: zstd with dictionaries, except the fields marked PLAIN_FIELD
+    (random hashes, which neither shrinks: trying took three times the rest of the write)."""
+    plain = {f.name for f in schema if (f.metadata or {}).get(b"parquet") == b"plain"}
+    if not plain:
+        return {"compression": "zstd"}
+    return {"use_dictionary": [n for n in schema.names if n not in plain],
+            "compression": {n: "none" if n in plain else "zstd" for n in schema.names}}
+
+
 def from_table(table: pa.Table) -> list[Record]:
     """Arrow table back to record dicts (internal columns kept): JSON values decoded, key order kept."""
     records = table.to_pylist()

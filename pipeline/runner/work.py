@@ -8,7 +8,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from pipeline.core.config import ReadConfig
-from pipeline.core.records import Record, from_table
+from pipeline.core.records import Record, from_table, parquet_options
 from pipeline.data.readers import parquet_batch_rows
 
 INTERNAL_COLUMNS = {"_order": pa.int64(), "_eval": pa.bool_()}
@@ -65,7 +65,7 @@ class WorkWriter:
 
     def append(self, table: pa.Table) -> None:
         if self._writer is None:
-            self._writer = pq.ParquetWriter(self.path, table.schema, compression="zstd")
+            self._writer = pq.ParquetWriter(self.path, table.schema, **parquet_options(table.schema))
         self._writer.write_table(table)
 
     def close(self) -> None:

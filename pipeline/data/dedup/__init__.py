@@ -2,10 +2,13 @@
 
 1. ``compute_keys(records, cfg)`` runs per shard (in a worker process) and returns a small Arrow table per
    record: ``_order``, ``id``, ``_eval``, a 128-bit hash of the normalized content, length, number of turns,
-   source file/line, and for near dedup the LSH band hashes and the MinHash signature. No text leaves the
+   source file/line, and for near dedup the LSH band hashes, the MinHash signature and the shingle sketch (its
+   SKETCH_SIZE smallest distinct shingle hashes: the whole set of a shorter record). No text leaves the
    worker. The runner appends these tables to one Parquet file per shard (``write_keys`` does it for one).
 2. ``find_duplicates(key_paths, cfg, work_dir)`` runs once over those files (see ``clusters``): exact groups,
-   LSH candidates, verification by estimated Jaccard, connected components, a deterministic keep policy. It
+   LSH candidates, verification (the MinHash estimate where it is far from the threshold, else the Jaccard
+   of the shingle sketches: the true Jaccard for records of fewer than SKETCH_SIZE shingles), connected
+   components, a deterministic keep policy. It
    returns a ``DedupResult``: ``removed`` (_order, id, reason, duplicate_of, ...) and a JSON ``report``.
 
 Exact dedup hashes the text the trainer sees (every message with its role marker, tool calls, or the plain
@@ -41,11 +44,13 @@ from pipeline.data.dedup.params import (
                        MODE_NONE,
                        MODE_WORD,
                        REASONS,
+                       SKETCH_SIZE,
                        candidate_probability,
                        lsh_params,
                        optimal_param,
                        params,
 )
+from pipeline.data.dedup.sketch import bottom_k, distinct_sorted, pair_jaccard
 from pipeline.data.dedup.text import (
                        char_classes,
                        exact_hashes,
@@ -57,7 +62,7 @@ from pipeline.data.dedup.text import (
 
 __all__ = [
     "DedupClusters", "DedupFilter", "DedupResult", "KeysStep", "REMOVED_SCHEMA", "REASONS", "apply_removals",
-    "band_hashes", "candidate_probability",
+    "band_hashes", "bottom_k", "candidate_probability", "distinct_sorted", "pair_jaccard", "SKETCH_SIZE",
     "char_classes", "compute_keys", "exact_hashes", "exact_text", "find_duplicates", "key_schema", "lsh_params",
     "minhash_permutations", "minhash_signatures", "normalize_exact", "optimal_param", "params",
     "removed_reasons", "shingle_hashes", "signature_array", "trainer_text", "write_audit", "write_keys",

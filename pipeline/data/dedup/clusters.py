@@ -42,7 +42,8 @@ import pyarrow.parquet as pq
 
 from pipeline.core.config import DedupConfig
 from pipeline.core.step import GlobalStep, Step
-from pipeline.data.dedup.params import KEY_SETTINGS, REASONS, params
+from pipeline.data.dedup.params import KEY_SETTINGS, REASONS, params, sketch_window
+from pipeline.data.dedup.sketch import gather, pair_jaccard, sketch_arrays
 from pipeline.data.normalize import ORDER_SHIFT
 
 BUCKET_ALL_PAIRS = 64  # LSH buckets up to this size propose all pairs
@@ -148,6 +149,33 @@ class _Keys:
                     start += rg_rows
         return out
 
+    def sketches(self, positions: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Sketches of the given (sorted, unique) positions: (values, offsets), sketch i of positions[i] being
+        values[offsets[i]:offsets[i + 1]]."""
+        rows = self.row_of_pos[positions]
+        by_row = np.argsort(rows, kind="stable")
+        sorted_rows = rows[by_row]
+        sizes = np.zeros(len(positions), dtype=np.int64)
+        parts = []  # (indices into positions, their values)
+        for i, groups in enumerate(self.row_groups):
+            start = int(self.bounds[i])
+            with self._open(i) as f:
+                for rg, rg_rows in enumerate(groups):
+                    lo, hi = np.searchsorted(sorted_rows, [start, start + rg_rows])
+                    sel = by_row[lo:hi]
+                    if len(sel):
+                        values, offsets = sketch_arrays(f.read_row_group(rg, columns=["sketch"]).column(0))
+                        local = rows[sel] - start
+                        sizes[sel] = offsets[local + 1] - offsets[local]
+                        parts.append((sel, gather(values, offsets, local)))
+                    start += rg_rows
+        offsets = np.concatenate(([0], np.cumsum(sizes)))
+        values = np.empty(int(offsets[-1]), dtype=np.uint32)
+        for sel, part in parts:
+            lens = sizes[sel]
+            values[np.repeat(offsets[sel] - (np.cumsum(lens) - lens), lens) + np.arange(len(part))] = part
+        return values, offsets
+
     def lookup(self, positions: np.ndarray, columns: list[str]) -> dict[int, tuple]:
         """position -> values of the given columns, for a few positions."""
         rows = self.row_of_pos[positions]
@@ -213,28 +241,60 @@ class _NearEdges:
 
     REJECTED, VERIFIED, JOINED = 0, 1, 2
 
-    def __init__(self, n: int, parent: np.ndarray, sig_pos: np.ndarray, sigs: np.ndarray, cfg: DedupConfig,
-                 stats: dict):
-        self.n, self.sig_pos, self.sigs, self.stats = n, sig_pos, sigs, stats
+    def __init__(self, n: int, parent: np.ndarray, sig_pos: np.ndarray, sigs: np.ndarray,
+                 sketches: tuple[np.ndarray, np.ndarray], cfg: DedupConfig, stats: dict):
+        self.n, self.sig_pos, self.sigs, self.sketches, self.stats = n, sig_pos, sigs, sketches, stats
         self.root = _components(n, parent, np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64))
-        self.need = math.ceil(cfg.threshold * cfg.num_perm - 1e-9) if cfg.verify else 0
+        self.verify, self.threshold, self.sketch_size = cfg.verify, cfg.threshold, params(cfg)["sketch_size"]
+        # Equal signature values below `low`: rejected; from `high` on: accepted; between: the sketches decide.
+        low, high = sketch_window(cfg.num_perm, cfg.threshold)
+        self.low, self.high, self.need = (math.ceil(t * cfg.num_perm - 1e-9) for t in (low, high, cfg.threshold))
+        self.sketch_rejected = np.zeros(0, dtype=np.uint64)  # local index pairs, (smaller << 32) | larger
         self.edges_u: list[np.ndarray] = []
         self.edges_v: list[np.ndarray] = []
 
-    def _status(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
-        """Per proposed pair (local indices): JOINED (already one cluster: not verified), VERIFIED, REJECTED."""
+    def _status(self, a: np.ndarray, b: np.ndarray, estimate_only: bool = False) -> np.ndarray:
+        """Per proposed pair (local indices): JOINED (already one cluster: not verified), VERIFIED, REJECTED.
+        estimate_only: by the MinHash estimate alone, enough to tell a large bucket's kind."""
         self.stats["proposed_pairs"] += int(len(a))
         status = np.full(len(a), self.JOINED, dtype=np.int8)
         live = np.flatnonzero(self.root[self.sig_pos[a]] != self.root[self.sig_pos[b]])
         self.stats["verifications"] += int(len(live))
-        if not self.need:
+        if not self.verify:
             status[live] = self.VERIFIED
             return status
         for s in range(0, len(live), VERIFY_CHUNK):
             sel = live[s:s + VERIFY_CHUNK]
-            ok = np.count_nonzero(self.sigs[a[sel]] == self.sigs[b[sel]], axis=1) >= self.need
+            ok = (self._equal(a[sel], b[sel]) >= self.need) if estimate_only else self._verified(a[sel], b[sel])
             status[sel] = np.where(ok, self.VERIFIED, self.REJECTED)
         return status
+
+    def _equal(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        return np.count_nonzero(self.sigs[a] == self.sigs[b], axis=1)
+
+    def _verified(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        """Near duplicates or not, per pair: by the estimate far from the threshold, else by the sketches."""
+        equal = self._equal(a, b)
+        ok = equal >= self.high
+        near = np.flatnonzero((equal >= self.low) & ~ok)
+        ok[near] = self._sketch_check(a[near], b[near])
+        return ok
+
+    def _sketch_check(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        """Sketch Jaccard >= threshold per pair. A pair that shares several bands is proposed in each, and
+        one rejected stays apart: the rejected pairs are remembered, not compared again."""
+        pair = (np.minimum(a, b).astype(np.uint64) << _U64(32)) | np.maximum(a, b).astype(np.uint64)
+        known = self.sketch_rejected  # sorted; searched, not np.isin/union1d: their hashing took half the step
+        again = np.zeros(len(pair), dtype=bool)
+        if len(known):
+            again = known[np.minimum(np.searchsorted(known, pair), len(known) - 1)] == pair
+        ok = np.zeros(len(a), dtype=bool)
+        new = np.flatnonzero(~again)
+        self.stats["sketch_checks"] += int(len(new))
+        ok[new] = pair_jaccard(*self.sketches, a[new], b[new], self.sketch_size) >= self.threshold
+        rejected = np.sort(pair[new[~ok[new]]])
+        self.sketch_rejected = np.sort(np.concatenate((known, rejected)), kind="stable")  # two sorted runs
+        return ok
 
     def _join(self, a: np.ndarray, b: np.ndarray) -> None:
         if not len(a):
@@ -268,16 +328,19 @@ class _NearEdges:
         if not len(big):
             return
         a, b = order[start[big]], order[big]
-        status = self._status(a, b)
+        # The estimate tells the bucket's kind; the sketches then decide the pairs of a bucket of duplicates
+        # only (a bucket of template text held a quarter of the sketch comparisons of a templated corpus).
+        status = self._status(a, b, estimate_only=True)
         # Evidence only where LARGE_BUCKET_MIN_ALIKE of the members match the first (see the module doc).
         ids, inverse = np.unique(start[big], return_inverse=True)
         alike = np.bincount(inverse, weights=status != self.REJECTED) / np.bincount(inverse)
         evidence = alike[inverse] >= LARGE_BUCKET_MIN_ALIKE
         self.stats["large_buckets"] += int(len(ids))
         self.stats["weak_large_buckets"] += int(np.count_nonzero(alike < LARGE_BUCKET_MIN_ALIKE))
-        verified = status == self.VERIFIED
-        self.stats["verified_in_weak_buckets"] += int(np.count_nonzero(verified & ~evidence))
-        self._join(a[verified & evidence], b[verified & evidence])
+        self.stats["verified_in_weak_buckets"] += int(np.count_nonzero((status == self.VERIFIED) & ~evidence))
+        check = np.flatnonzero(evidence & (status != self.JOINED))
+        joined = check[self._verified(a[check], b[check])] if self.verify else check
+        self._join(a[joined], b[joined])
         big = big[evidence]
         lo = 1
         while lo <= LARGE_BUCKET_WINDOW and len(big):  # distances 1, 2-3, 4-7, ...: few cluster updates
@@ -413,7 +476,8 @@ def _near_duplicates(keys: "_Keys", cfg: DedupConfig, p: dict, parent: np.ndarra
     (its copies follow it through the exact edges). Pass 1 finds the records in a bucket of two or more in some
     band, the only ones whose signatures are loaded; pass 2 verifies and joins band by band."""
     lsh = {"proposed_pairs": 0, "verifications": 0, "verified_pairs": 0, "rejected_pairs": 0,
-           "largest_bucket": 0, "large_buckets": 0, "weak_large_buckets": 0, "verified_in_weak_buckets": 0,
+           "sketch_checks": 0, "largest_bucket": 0, "large_buckets": 0, "weak_large_buckets": 0,
+           "verified_in_weak_buckets": 0,
            "signatures_loaded": 0,
            "max_verifications_per_record_band": max((BUCKET_ALL_PAIRS - 1) / 2, 1 + LARGE_BUCKET_WINDOW)}
     mode = keys.column("near_mode")
@@ -427,9 +491,10 @@ def _near_duplicates(keys: "_Keys", cfg: DedupConfig, p: dict, parent: np.ndarra
     del members, in_bucket
     lap("lsh")
     sigs = keys.signatures(sig_pos, cfg.num_perm, work_dir)
+    sketches = keys.sketches(sig_pos) if cfg.verify else (np.zeros(0, np.uint32), np.zeros(len(sig_pos) + 1))
     lsh["signatures_loaded"] = int(len(sig_pos))
     lap("signatures")
-    near = _NearEdges(len(pos), parent, sig_pos, sigs, cfg, lsh)
+    near = _NearEdges(len(pos), parent, sig_pos, sigs, sketches, cfg, lsh)
     for k in range(p["bands"]):
         near.band(keys.column(f"band_{k:03d}")[sig_pos])
     eu, ev = near.edges()

@@ -10,9 +10,11 @@ import pyarrow.parquet as pq
 import xxhash
 
 from pipeline.core.config import DedupConfig
+from pipeline.core.records import PLAIN_FIELD, parquet_options
 from pipeline.core.step import Step
 from pipeline.data.dedup.minhash import band_hashes, minhash_signatures
 from pipeline.data.dedup.params import KEY_SETTINGS, params
+from pipeline.data.dedup.sketch import bottom_k, distinct_sorted
 from pipeline.data.dedup.text import (
     encode_texts,
     exact_hashes,
@@ -35,9 +37,12 @@ def key_schema(cfg: DedupConfig) -> pa.Schema:
         pa.field("length", pa.int64()), pa.field("turns", pa.int32()), pa.field("near_mode", pa.int8()),
         pa.field("source_file", pa.string()), pa.field("source_line", pa.int64()),
     ]
-    if cfg.near:
-        fields += [pa.field(f"band_{k:03d}", pa.uint64()) for k in range(p["bands"])]
-        fields.append(pa.field("signature", pa.binary(4 * cfg.num_perm)))  # num_perm little-endian uint32
+    if cfg.near:  # random hashes: written plain
+        fields += [pa.field(f"band_{k:03d}", pa.uint64(), metadata=PLAIN_FIELD) for k in range(p["bands"])]
+        # num_perm little-endian uint32
+        fields.append(pa.field("signature", pa.binary(4 * cfg.num_perm), metadata=PLAIN_FIELD))
+        # sketch.bottom_k: up to SKETCH_SIZE little-endian uint32 (binary: read 4 times faster than a list)
+        fields.append(pa.field("sketch", pa.binary(), metadata=PLAIN_FIELD))
     return pa.schema(fields, metadata={b"dedup": json.dumps({k: p[k] for k in KEY_SETTINGS}).encode()})
 
 
@@ -73,6 +78,7 @@ def compute_keys(records: list[dict], cfg: DedupConfig) -> pa.Table:
     lengths = np.zeros(n, dtype=np.int64)
     modes = np.zeros(n, dtype=np.int8)
     sigs = np.zeros((n, cfg.num_perm), dtype=np.uint32) if cfg.near else None
+    sketch_parts, sketch_sizes = [], np.zeros(n, dtype=np.int64)
     for lo, hi, full in _text_groups(records):
         batch = records[lo:hi]
         lengths[lo:hi] = [len(t) for t in full]
@@ -94,7 +100,10 @@ def compute_keys(records: list[dict], cfg: DedupConfig) -> pa.Table:
                 hashes, counts, m = shingle_hashes(near, cfg.ngram, cfg.char_ngram)
             del enc
             modes[lo:hi] = m
+            hashes, counts = distinct_sorted(hashes, counts)
             sigs[lo:hi] = minhash_signatures(hashes, counts, cfg.num_perm)
+            values, sketch_sizes[lo:hi] = bottom_k(hashes, counts, p["sketch_size"])
+            sketch_parts.append(values)
     sources = [r.get("source") or {} for r in records]
     columns = [
         pa.array([int(r["_order"]) for r in records], pa.int64()),
@@ -115,12 +124,16 @@ def compute_keys(records: list[dict], cfg: DedupConfig) -> pa.Table:
         columns += [pa.array(bh[:, k]) for k in range(p["bands"])]
         columns.append(pa.FixedSizeBinaryArray.from_buffers(
             pa.binary(4 * cfg.num_perm), n, [None, pa.py_buffer(sigs.astype("<u4", copy=False).tobytes())]))
+        offsets = 4 * np.concatenate(([0], np.cumsum(sketch_sizes))).astype(np.int32)
+        values = np.concatenate(sketch_parts) if sketch_parts else np.zeros(0, np.uint32)
+        columns.append(pa.BinaryArray.from_buffers(pa.binary(), n, [
+            None, pa.py_buffer(offsets.tobytes()), pa.py_buffer(values.astype("<u4", copy=False).tobytes())]))
     return pa.Table.from_arrays(columns, schema=schema)
 
 
 def write_keys(table: pa.Table, path: str | os.PathLike) -> str:
     """Write one shard's keys (what the runner does with compute_keys' table)."""
-    pq.write_table(table, str(path), compression="zstd", row_group_size=1 << 16)
+    pq.write_table(table, str(path), row_group_size=1 << 16, **parquet_options(table.schema))
     return str(path)
 
 
