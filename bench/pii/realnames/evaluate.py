@@ -8,6 +8,7 @@ output is scored: a name mention is removed when no word of three or more letter
 
     .venv/bin/python bench/pii/realnames/evaluate.py --quick     # 300 records, under a minute
     .venv/bin/python bench/pii/realnames/evaluate.py             # 3000 records -> bench/pii/realnames_last_run.txt
+    .venv/bin/python bench/pii/realnames/evaluate.py --quick --half 0   # DEVELOPMENT: the same set from half 0
     PYTHONPATH=/other/worktree .venv/bin/python bench/pii/realnames/evaluate.py --quick   # score that tree's stage
 """
 from __future__ import annotations
@@ -102,7 +103,7 @@ def listed_words() -> tuple[frozenset, frozenset, list[str]]:
     from pipeline.data.pii.text import fold
 
     latin, cyr, files = set(), set(), []
-    for path in sorted(resources.files("pipeline").joinpath("data", "pii").iterdir(), key=lambda p: p.name):
+    for path in sorted(resources.files("pipeline").joinpath("resources", "pii").iterdir(), key=lambda p: p.name):
         if not path.name.endswith(".json") or path.name.startswith("probe"):
             continue  # the residual-risk probe's names (the evaluation half) are no recognizer's list
         data = json.loads(path.read_text(encoding="utf-8"))
@@ -351,7 +352,7 @@ def _targets(res: dict) -> list[str]:
 
 def _examples(res: dict, n: int) -> list[str]:
     """What was missed or taken wrongly, n per cell: for the detectors' work, not for the record."""
-    lines = ["", "### Examples (evaluation-half names from a public list, planted in written text)", ""]
+    lines = ["", "### Examples (names from a public list, planted in written text)", ""]
     by = defaultdict(list)
     for x in res["names"]:
         if not x["removed"]:
@@ -396,9 +397,12 @@ def _head(rows: list[dict], args) -> list[str]:
     lists = "; ".join(listed_words()[2])
     scored = ("plain Presidio with spaCy en_core_web_sm (not the PII stage); lists: " if args.presidio
               else "stage scored: ")
-    return [f"# Real-names evaluation (bench/pii/realnames/evaluate.py {' '.join(sys.argv[1:])})", "",
+    title = ("Real-names evaluation" if args.half == name_pool.EVAL_HALF
+             else f"DEVELOPMENT half {args.half}, not the evaluation")
+    which = "evaluation half" if args.half == name_pool.EVAL_HALF else "development half"
+    return [f"# {title} (bench/pii/realnames/evaluate.py {' '.join(sys.argv[1:])})", "",
             f"{scored}{Path(pipeline.__file__).parent} ({rev}); names-dataset "
-            f"{metadata.version('names-dataset')}, evaluation half {name_pool.EVAL_HALF}; seed {args.seed}",
+            f"{metadata.version('names-dataset')}, {which} {args.half}; seed {args.seed}",
             f"{len(rows)} records ({sum(r['record']['kind'] == 'chat' for r in rows)} chats, "
             f"{sum(r['record']['kind'] == 'text' for r in rows)} CRM notes), {with_name} with a planted person; "
             f"{names} name mentions, {idents} identifiers, {negs} hard negatives",
@@ -414,13 +418,16 @@ def main() -> None:
     ap.add_argument("--show-misses", type=int, default=None, help="examples per cell (default: 8 with --quick)")
     ap.add_argument("--presidio", action="store_true", help="score plain Presidio with spaCy (the `bench` "
                     "extra) instead of the PII stage")
-    ap.add_argument("--out", default=None, help="also write the output here (default without --quick: "
-                    "bench/pii/realnames_last_run.txt)")
+    ap.add_argument("--half", type=int, choices=(0, 1), default=name_pool.EVAL_HALF,
+                    help="names from this half: 1 the evaluation (default), 0 for development (tuning reads "
+                    "only its failures; its figures are never the evaluation's)")
+    ap.add_argument("--out", default=None, help="also write the output here (default without --quick, on the "
+                    "evaluation half: bench/pii/realnames_last_run.txt)")
     args = ap.parse_args()
     n = 300 if args.quick else args.records
     show = args.show_misses if args.show_misses is not None else (8 if args.quick else 0)
     t0 = time.perf_counter()
-    pool = name_pool.load(ROOT / "runs" / "bench_pii")
+    pool = name_pool.load(ROOT / "runs" / "bench_pii", args.half)
     rows = build(pool, n, args.seed)
     t1 = time.perf_counter()
     outputs, wall, cpu = run_plain_presidio(rows) if args.presidio else run_stage(rows, args.batch)
@@ -430,7 +437,8 @@ def main() -> None:
     lines = report(res, rows, wall, cpu, show, args.presidio)
     text = "\n".join(_head(rows, args) + lines) + "\n"
     print(text, end="")
-    out = args.out or (None if args.quick else str(HERE.parent / "realnames_last_run.txt"))
+    evaluation = args.half == name_pool.EVAL_HALF and not args.quick
+    out = args.out or (str(HERE.parent / "realnames_last_run.txt") if evaluation else None)
     if out:
         Path(out).write_text(text, encoding="utf-8")
         print(f"-> {out}")

@@ -100,15 +100,15 @@ def extract(which: int = EVAL_HALF) -> dict:
     return out
 
 
-def load(cache_dir: Path | None = None) -> dict:
-    """The evaluation half, cached as JSON under cache_dir (keyed by the package version): the pickles take
-    5-15 s to read, the cache 0.1 s."""
+def load(cache_dir: Path | None = None, which: int = EVAL_HALF) -> dict:
+    """Half `which` (default the evaluation half), cached as JSON under cache_dir (keyed by the package
+    version and the half): the pickles take 5-15 s to read, the cache 0.1 s."""
     version = metadata.version("names-dataset")
     if cache_dir is not None:
-        path = cache_dir / f"realnames_pool_{version}_half{EVAL_HALF}_{POOL_RULES}.json"
+        path = cache_dir / f"realnames_pool_{version}_half{which}_{POOL_RULES}.json"
         if path.exists():
             return json.loads(path.read_text(encoding="utf-8"))
-    pool = extract(EVAL_HALF)
+    pool = extract(which)
     if cache_dir is not None:
         cache_dir.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(pool, ensure_ascii=False), encoding="utf-8")
