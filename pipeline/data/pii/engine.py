@@ -26,6 +26,7 @@ from pipeline.core.env import set_defaults
 set_defaults()  # before presidio: no network at import
 
 from pipeline.data.pii.latin_names import LatinNameRecognizer, may_hold_lower_case_name  # noqa: E402
+from pipeline.data.pii.lower_pairs import LowerPairRecognizer  # noqa: E402
 from pipeline.data.pii.ner_person import NatashaPersonRecognizer  # noqa: E402
 from pipeline.data.pii.recognizers import IDENTIFIER_RECOGNIZERS  # noqa: E402
 from pipeline.data.pii.ru_names import RussianNameGazetteer, may_hold_lower_case_ru_name  # noqa: E402
@@ -64,7 +65,7 @@ def make_recognizers(lang: str) -> list:
     """The recognizers of one language: every identifier recognizer, the Latin and Cyrillic name gazetteers
     (names cross scripts: a Russian name in a Turkish chat), and natasha for Russian text."""
     recs = [cls(lang) for cls in IDENTIFIER_RECOGNIZERS]
-    recs += [LatinNameRecognizer(lang), RussianNameGazetteer(lang)]
+    recs += [LatinNameRecognizer(lang), RussianNameGazetteer(lang), LowerPairRecognizer(lang)]
     if lang == "ru":
         recs.append(NatashaPersonRecognizer(lang))
     return recs

@@ -1,0 +1,37 @@
+"""pii/lower_pairs.py: a first name and a surname typed in lower case without a cue. The names are invented or
+common ones checked to lie outside the evaluation half of bench/pii/realnames (issue 29's disjoint-source rule)."""
+from __future__ import annotations
+
+import pytest
+
+from pipeline.data.pii.lower_pairs import lower_pairs, may_hold_lower_pair
+from pipeline.data.pii.text import TextContext
+
+
+def _spans(text: str) -> list[str]:
+    return [text[h.start:h.end] for h in lower_pairs(text)]
+
+
+@pytest.mark.parametrize("text, name", [
+    ("sabah orhan zorvadek tekrar yazdı, kargo hâlâ gelmedi", "orhan zorvadek"),  # a listed first name, a rare word
+    ("name on the order: melinda wrexford", "melinda wrexford"),
+    ("this morning henrietta okonkwo asked for a replacement", "henrietta okonkwo"),
+    ("ayşegül baltacıoğlu dün aradı", "ayşegül baltacıoğlu"),  # a surname by its ending
+    ("жанар трофимова звонила вчера насчёт возврата", "жанар трофимова"),  # the dictionary's surname, a rare word
+    ("клиент: трофимова оксана, договор от марта", "трофимова оксана"),  # surname first
+])
+def test_lower_case_pair_is_a_name(text, name):
+    assert _spans(text) == [name]
+    assert may_hold_lower_pair(TextContext(text, "en").words)
+
+
+@pytest.mark.parametrize("text", [
+    "the grace period ends soon, john said",  # a first name beside everyday words
+    "we met john at the park",
+    "ahmet bey yarın gelecek",  # a title is no surname
+    "она снова готова помочь",  # "-ова" words the dictionary knows
+    "kargo takip numarası gelmedi",
+    "orhan'ın siparişi yolda",  # one name word alone
+])
+def test_everyday_words_beside_a_name_stay(text):
+    assert _spans(text) == []
