@@ -9,7 +9,7 @@ from pipeline.data.pii.text import TextContext
 
 
 def _spans(text: str) -> list[str]:
-    return [text[h.start:h.end] for h in lower_pairs(text)]
+    return [text[h.start:h.end] for h in lower_pairs(TextContext(text, "en"))]
 
 
 @pytest.mark.parametrize("text, name", [
@@ -25,7 +25,19 @@ def test_lower_case_pair_is_a_name(text, name):
     assert may_hold_lower_pair(TextContext(text, "en").words)
 
 
+@pytest.mark.parametrize("text, name", [
+    ("sabah orhan çiçek tekrar yazdı", "orhan çiçek"),  # a surname that is an everyday word, before a verb
+    ("ad soyad: melinda kaynak", "melinda kaynak"),  # a labelled value that ends the text
+    ("коба трофимова жалуется на задержку", "коба трофимова"),  # a Russian verb after the pair
+    ("az önce orhan çiçek ile konuştum", "orhan çiçek"),  # the pair nearest the cue, not "önce orhan"
+])
+def test_cued_pair_takes_an_everyday_word(text, name):
+    assert _spans(text) == [name]
+
+
 @pytest.mark.parametrize("text", [
+    "not: yarın gününe kadar bekleyebileceğini söyledi",  # a rare inflected verb is no name word
+    "order status: pending review",
     "the grace period ends soon, john said",  # a first name beside everyday words
     "we met john at the park",
     "ahmet bey yarın gelecek",  # a title is no surname

@@ -13,6 +13,11 @@ than not. One of the pair must be:
 and the other a name word too, or rare as a word (wordfreq: common in none of Turkish, English, Russian), and
 neither a stop word nor an everyday word ("mehmet bey", "anna said", "ahmet yarın" stay words). A Russian
 patronymic or a second surname-shaped word after the pair joins it ("бондарев ильназ фаргатович").
+
+Where the place says a name stands (a calling verb after the pair, "serhat çiçek dün aradı", "коба евтеев
+жалуется"; an introduction before it; or a labelled value, "ad soyad: metehan kaynak" ending the line), one
+word need only be a name word or rare and the other any word but a stop word or a verb: many surnames are
+everyday words ("Çiçek", "Kaynak", "Hall").
 """
 from __future__ import annotations
 
@@ -20,6 +25,8 @@ import re
 
 from pipeline.data.pii import ru_morph
 from pipeline.data.pii.later import inflected_common
+from pipeline.data.pii.lower_cue import ends_value
+from pipeline.data.pii.name_context import CUES_AFTER, VERBS_AFTER, strong_before
 from pipeline.data.pii.name_signals import EVERYDAY_ZIPF, common_words
 from pipeline.data.pii.names import (
     LATIN_AMBIGUOUS,
@@ -27,6 +34,7 @@ from pipeline.data.pii.names import (
     LATIN_LAST,
     LATIN_LOWER,
     STOP,
+    STOP_SURNAMES,
     SURNAME_ENDINGS,
     TURKISH_WORDS,
     PersonRecognizer,
@@ -41,14 +49,20 @@ _AMBIGUOUS = LATIN_AMBIGUOUS | TURKISH_WORDS
 LATIN_FIRST_ANY = (LATIN_FIRST | frozenset(_EXT["latin_first"])) - _AMBIGUOUS - STOP
 LATIN_NAME_ANY = LATIN_FIRST_ANY | LATIN_LAST | frozenset(_EXT["latin_last"])
 _RU_FIRST = frozenset(n.replace("ё", "е") for n in RU_FIRST) - RU_AMBIGUOUS
-# the words a lower-case pair may start with: what TextContext.words must hold for the pass to run
-_FIRST_WORDS = frozenset(w for n in LATIN_FIRST_ANY | _RU_FIRST for w in (n, n.replace("i", "ı")) if len(w) >= 3)
+# the name words a lower-case pair holds one of: what TextContext.words must hold for the pass to run
+_NAME_WORDS = frozenset(w for n in LATIN_NAME_ANY | _RU_FIRST for w in (n, n.replace("i", "ı")) if len(w) >= 3)
 _LATIN_SURNAME_END = tuple(e for e in SURNAME_ENDINGS if len(e) >= 2)
 _RU_SURNAME_END = re.compile(r"(?:[оеё]в|[иы]н)(?:а|у|ым|ой|е)?$|(?:ск|цк)(?:ий|ая|ого|ой|ому|ую|им)$"
                              r"|(?:ович|евич|овна|евна|ична|инична)(?:а|у|ем|е|ой|ы)?$|енко$")
 _WORD = re.compile(rf"(?<![\w'’@./\\-])(?:[{LATIN_LOWER}]{{3,}}|[а-яё]{{3,}})(?![\w@/\\-])")
 _CYR = re.compile("[а-яё]")
 _NOT_NAME = frozenset("the and bir ile için gibi ben sen biz siz это как что".split())
+_NOT_LOOSE = (STOP - STOP_SURNAMES) | _NOT_NAME | RU_STOP
+# a Russian finite verb or the word before one ("снова написал", "звонила вчера"): the subject stands before it
+_RU_VERB = re.compile(r"[ \u00a0]+(?:([а-яё]+)[ \u00a0]+)?([а-яё]+(?:л[аио]?|л[аи]сь|лся|ет|ит|ут|ют|ат|ят|ется|ится))"
+                      r"(?![\w-])")
+_ONE_WORD = re.compile(r"[ \u00a0]+[^\W\d_]{2,}(?=[ \u00a0])")
+_LABEL_END = ":—–"
 
 
 def _common(key: str) -> bool:
@@ -95,23 +109,82 @@ def _anchor(key: str) -> bool:
     return _first_name(key) or _surname_shaped(key)
 
 
-def lower_pairs(text: str) -> list[Hit]:
+def _loose(key: str) -> bool:
+    """Any word but a stop word or, in Cyrillic, a verb, adverb, pronoun and the like: beside a name word in a
+    place that says a name stands there."""
+    if key in _NOT_LOOSE:
+        return False
+    if _CYR.search(key):
+        return not ru_morph.reading(key).other
+    # an everyday English word is no surname unless listed ("tell john i said hi"); Turkish surnames often are
+    # everyday words ("Çiçek", "Kaynak")
+    return key not in common_words("en", EVERYDAY_ZIPF) or key in LATIN_NAME_ANY
+
+
+def _pair(k1: str, k2: str) -> bool:
+    return (_anchor(k1) and _name_word(k2)) or (_anchor(k2) and _name_word(k1))
+
+
+def _strong(key: str) -> bool:
+    """A first name, a surname by its ending, a listed name, or a Cyrillic word the dictionary lacks and that is
+    rare (a rare Latin word is as often an inflected Turkish verb: "bekleyebileceğini")."""
+    if _anchor(key):
+        return True
+    if _CYR.search(key):
+        r = ru_morph.reading(key)
+        return (r.kind is not None and key.replace("ё", "е") not in RU_AMBIGUOUS) \
+            or (not r.known and not _common(key) and key not in RU_STOP)
+    return key in LATIN_NAME_ANY and key not in _AMBIGUOUS and key not in STOP
+
+
+def _cued_pair(k1: str, k2: str) -> bool:
+    return (_strong(k1) and _loose(k2)) or (_strong(k2) and _loose(k1))
+
+
+def _cued(ctx: TextContext, s: int, e: int) -> bool:
+    """The place says a name stands at s..e: a calling verb or name cue after it (one word may come between),
+    an introduction before it, or a label and a colon or dash before it with the value ending at e."""
+    norm, text = ctx.norm, ctx.text
+    for at in (e, _skip_one_word(norm, e)):
+        if at >= 0 and (VERBS_AFTER.match(norm, at) or CUES_AFTER.match(norm, at)):
+            return True
+    m = _RU_VERB.match(text, e)
+    if m is not None and ru_morph.reading(m.group(2)).other and (m.group(1) is None or _common(m.group(1))):
+        return True
+    if strong_before(ctx, s):
+        return True
+    k = s - 1
+    while k >= 0 and text[k] in " \u00a0":
+        k -= 1
+    return k > 0 and text[k] in _LABEL_END and ends_value(text, e)
+
+
+def _skip_one_word(norm: str, e: int) -> int:
+    """Past one everyday word ("dün", "tekrar", "again"; no name word) after e, or -1."""
+    m = _ONE_WORD.match(norm, e)
+    return m.end() if m is not None and _common(m.group().strip()) and not _name_word(m.group().strip()) else -1
+
+
+def lower_pairs(ctx: TextContext) -> list[Hit]:
     """PERSON hits for pairs (and a third word) of adjacent lower-case name words (see the module doc)."""
+    text = ctx.text
     words = [(m.start(), m.end(), fold(m.group())) for m in _WORD.finditer(text)]
     out: list[Hit] = []
     i = 0
     while i + 1 < len(words):
-        s1, e1, k1 = words[i]
-        s2, e2, k2 = words[i + 1]
-        if s2 != e1 + 1 or text[e1] != " " or bool(_CYR.search(k1)) != bool(_CYR.search(k2)):
+        found = _found(ctx, text, words, i)
+        if not found:
             i += 1
             continue
-        if not ((_anchor(k1) and _name_word(k2)) or (_anchor(k2) and _name_word(k1))):
-            i += 1
-            continue
-        end = e2
         j = i + 2
-        if j < len(words) and words[j][0] == e2 + 1 and text[e2] == " " and _third_word(words[j][2]):
+        nxt = _found(ctx, text, words, i + 1) if j < len(words) else 0
+        if found == _CUED and nxt:
+            i += 1  # "az önce emre çelik ile konuştum": the pair nearest the cue is the name
+            continue
+        if found == nxt == _PAIR:
+            j += 1  # three name words ("oltaç benziroğlu tekrar aradı": "tekrar" is cued only)
+        s1, end = words[i][0], words[j - 1][1]
+        if j < len(words) and words[j][0] == end + 1 and text[end] == " " and _third_word(words[j][2]):
             end = words[j][1]
             j += 1
         out.append(Hit(s1, end, "PERSON", PAIR_SCORE, "lower_pair"))
@@ -119,14 +192,34 @@ def lower_pairs(text: str) -> list[Hit]:
     return out
 
 
+_CUED, _PAIR = 1, 2
+
+
+def _found(ctx: TextContext, text: str, words: list, i: int) -> int:
+    """words[i] and words[i + 1], adjacent and of one script: a pair of name words (_PAIR), a cued pair (_CUED),
+    or none (0)."""
+    s1, e1, k1 = words[i]
+    s2, e2, k2 = words[i + 1]
+    if s2 != e1 + 1 or text[e1] != " " or bool(_CYR.search(k1)) != bool(_CYR.search(k2)):
+        return 0
+    if _pair(k1, k2):
+        return _PAIR
+    return _CUED if _cued_pair(k1, k2) and _cued(ctx, s1, e2) else 0
+
+
 def _third_word(key: str) -> bool:
     """A patronymic or surname after a Russian pair ("ильназ фаргатович", "мариям жангировна")."""
     return bool(_CYR.search(key)) and (ru_morph.reading(key).kind in ("middle", "last") or _surname_shaped(key))
 
 
-def may_hold_lower_pair(words: frozenset) -> bool:
-    """A cheap test on TextContext.words: a first name or a surname-shaped word among them."""
-    return not words.isdisjoint(_FIRST_WORDS) or any(len(w) >= 5 and (w.endswith(_LATIN_SURNAME_END)
+# a label's colon or dash before a lower-case word ("фио: гасырбек молдахмет"): a value that may be a name
+_LABELLED = re.compile(rf"[:—–][ \u00a0]*[{LATIN_LOWER}а-яё]")
+
+
+def may_hold_lower_pair(words: frozenset, text: str = "") -> bool:
+    """A cheap test on TextContext.words: a listed name or a surname-shaped word among them (a Russian name the
+    dictionary alone holds is found where the text has one of these too, or in capitals)."""
+    return not words.isdisjoint(_NAME_WORDS) or _LABELLED.search(text) is not None or any(len(w) >= 5 and (w.endswith(_LATIN_SURNAME_END)
                                                                        or _RU_SURNAME_END.search(w)) for w in words)
 
 
@@ -134,7 +227,7 @@ class LowerPairRecognizer(PersonRecognizer):
     """PERSON from lower-case pairs of name words (lower_pairs)."""
 
     def triggered(self, ctx: TextContext) -> bool:
-        return may_hold_lower_pair(ctx.words)
+        return may_hold_lower_pair(ctx.words, ctx.text)
 
     def find(self, ctx: TextContext) -> list[Hit]:
-        return lower_pairs(ctx.text)
+        return lower_pairs(ctx)
