@@ -37,6 +37,9 @@ def test_cued_pair_takes_an_everyday_word(text, name):
 
 @pytest.mark.parametrize("text", [
     "not: yarın gününe kadar bekleyebileceğini söyledi",  # a rare inflected verb is no name word
+    "pasta tossed with basil pesto and mushrooms",  # English words that are also first names, in prose
+    "create an audio file with a soothing melody",
+    "each block holds a cryptographic hash of the previous one",
     "order status: pending review",
     "the grace period ends soon, john said",  # a first name beside everyday words
     "we met john at the park",

@@ -22,6 +22,7 @@ everyday words ("Çiçek", "Kaynak", "Hall").
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 from pipeline.data.pii import ru_morph
 from pipeline.data.pii.later import inflected_common
@@ -44,6 +45,10 @@ from pipeline.data.pii.text import Hit, TextContext, fold, load_data
 
 PAIR_SCORE = 0.6  # above the default threshold: a pair of this shape is a name far more often than not
 
+# English Zipf frequencies below which a listed first name, and an unlisted word, may be a name's in lower case
+_EN_FIRST_ZIPF = 3.0
+_EN_NAME_ZIPF = 3.5  # a listed name beside a first name ("imran hussain" 3.3; "golden" 4.7 is no surname here)
+_EN_RARE_ZIPF = 2.0
 _EXT = load_data("names_ext.json")
 _AMBIGUOUS = LATIN_AMBIGUOUS | TURKISH_WORDS
 LATIN_FIRST_ANY = (LATIN_FIRST | frozenset(_EXT["latin_first"])) - _AMBIGUOUS - STOP
@@ -73,13 +78,21 @@ def _everyday(key: str) -> bool:
     return any(key in common_words(lang, EVERYDAY_ZIPF) for lang in ("tr", "en", "ru"))
 
 
+@lru_cache(maxsize=65536)
+def _en_zipf(key: str) -> float:
+    """The word's Zipf frequency in English (wordfreq): English prose in lower case is full of pairs of a word
+    that is also a first name and a rarer word ("basil pesto", "soothing melody"); a first name typed in
+    lower case is rarer as an English word than that (Orhan 2.3, Melika 1.1; Basil 3.7, Melody 3.8)."""
+    import wordfreq
+
+    return wordfreq.zipf_frequency(key, "en")
+
+
 def _first_name(key: str) -> bool:
     if _CYR.search(key):
         return key.replace("ё", "е") in _RU_FIRST or (ru_morph.reading(key).kind == "first"
                                                      and key.replace("ё", "е") not in RU_AMBIGUOUS)
-    # Faker's lists are curated (a first name that is also a word is in the ambiguous lists); the extension's
-    # are not: its words count only when no everyday word (wordfreq counts a popular name as everyday too)
-    return key in LATIN_FIRST_ANY and (key in LATIN_FIRST or not _everyday(key))
+    return key in LATIN_FIRST_ANY and _en_zipf(key) < _EN_FIRST_ZIPF
 
 
 def _surname_shaped(key: str) -> bool:
@@ -100,9 +113,11 @@ def _name_word(key: str) -> bool:
         if r.kind is not None:
             return key.replace("ё", "е") not in RU_AMBIGUOUS
         return not r.other and not (r.known and r.name == 0.0) and not _common(key)
-    if key in LATIN_NAME_ANY and key not in _AMBIGUOUS:
-        return key in LATIN_FIRST or key in LATIN_LAST or not _everyday(key)
-    return not _common(key) and not inflected_common(key) and key not in _AMBIGUOUS
+    if key in _AMBIGUOUS or _common(key) and key not in LATIN_NAME_ANY:
+        return False
+    if key in LATIN_NAME_ANY:
+        return _en_zipf(key) < _EN_NAME_ZIPF
+    return _en_zipf(key) < _EN_RARE_ZIPF and not inflected_common(key)
 
 
 def _anchor(key: str) -> bool:
@@ -122,6 +137,8 @@ def _loose(key: str) -> bool:
 
 
 def _pair(k1: str, k2: str) -> bool:
+    if k1 in LATIN_FIRST and k2 in LATIN_LAST and k1 not in _AMBIGUOUS and k2 not in STOP:
+        return True  # "elizabeth williams": a first name and a surname of Faker's curated lists, in that order
     return (_anchor(k1) and _name_word(k2)) or (_anchor(k2) and _name_word(k1))
 
 
@@ -138,7 +155,7 @@ def _strong(key: str) -> bool:
 
 
 def _cued_pair(k1: str, k2: str) -> bool:
-    return (_strong(k1) and _loose(k2)) or (_strong(k2) and _loose(k1))
+    return (_strong(k1) and _loose(k2)) or (_strong(k2) and _loose(k1)) or (_name_word(k1) and _name_word(k2))
 
 
 def _cued(ctx: TextContext, s: int, e: int) -> bool:
