@@ -22,7 +22,7 @@ def _spans(text: str) -> list[str]:
 ])
 def test_lower_case_pair_is_a_name(text, name):
     assert _spans(text) == [name]
-    assert may_hold_lower_pair(TextContext(text, "en").words)
+    assert may_hold_lower_pair(TextContext(text, "en"))
 
 
 @pytest.mark.parametrize("text, name", [

@@ -41,7 +41,7 @@ from pipeline.data.pii.names import (
     PersonRecognizer,
 )
 from pipeline.data.pii.ru_names import RU_AMBIGUOUS, RU_FIRST, RU_STOP
-from pipeline.data.pii.text import Hit, TextContext, fold, load_data
+from pipeline.data.pii.text import Hit, TextContext, load_data
 
 PAIR_SCORE = 0.6  # above the default threshold: a pair of this shape is a name far more often than not
 
@@ -54,13 +54,25 @@ _AMBIGUOUS = LATIN_AMBIGUOUS | TURKISH_WORDS
 LATIN_FIRST_ANY = (LATIN_FIRST | frozenset(_EXT["latin_first"])) - _AMBIGUOUS - STOP
 LATIN_NAME_ANY = LATIN_FIRST_ANY | LATIN_LAST | frozenset(_EXT["latin_last"])
 _RU_FIRST = frozenset(n.replace("ё", "е") for n in RU_FIRST) - RU_AMBIGUOUS
-# the name words a lower-case pair holds one of: what TextContext.words must hold for the pass to run
-_NAME_WORDS = frozenset(w for n in LATIN_NAME_ANY | _RU_FIRST for w in (n, n.replace("i", "ı")) if len(w) >= 3)
+# the name words a lower-case pair holds one of (what TextContext.words must hold for the pass to run, and where
+# it looks): not the listed names that are common English words ("white", "long"), which anchor no pair alone
+_NAME_WORDS = frozenset(w for n in (LATIN_NAME_ANY - common_words("en")) | (LATIN_FIRST - _AMBIGUOUS) | _RU_FIRST
+                        for w in (n, n.replace("i", "ı")) if len(w) >= 3)
 _LATIN_SURNAME_END = tuple(e for e in SURNAME_ENDINGS if len(e) >= 2)
 _RU_SURNAME_END = re.compile(r"(?:[оеё]в|[иы]н)(?:а|у|ым|ой|е)?$|(?:ск|цк)(?:ий|ая|ого|ой|ому|ую|им)$"
                              r"|(?:ович|евич|овна|евна|ична|инична)(?:а|у|ем|е|ой|ы)?$|енко$")
 _WORD = re.compile(rf"(?<![\w'’@./\\-])(?:[{LATIN_LOWER}]{{3,}}|[а-яё]{{3,}})(?![\w@/\\-])")
 _CYR = re.compile("[а-яё]")
+_CYR_LETTERS = frozenset("абвгдеёжзийклмнопрстуфхцчшщъыьэюя")
+_INTEREST = LATIN_NAME_ANY | _RU_FIRST
+# the endings of a surname-shaped word in any case form (the windows' cheap test; _surname_shaped decides)
+_SURNAME_ENDS = _LATIN_SURNAME_END + tuple(
+    stem + case for stems, cases in (
+        (("ов", "ев", "ёв", "ин", "ын"), ("", "а", "у", "ым", "ой", "е", "ою")),
+        (("ск", "цк"), ("ий", "ая", "ого", "ой", "ому", "ую", "им")),
+        (("ович", "евич", "овн", "евн", "ичн"), ("", "а", "у", "ем", "е", "ой", "ы")),
+        (("енко",), ("",))) for stem in stems for case in cases)
+_LABELLED_PAIR = re.compile(rf"[:—–][ \u00a0]*([{LATIN_LOWER}]{{3,}}) ([{LATIN_LOWER}]{{3,}})(?=[ \u00a0]*(?:[\n,.;]|$))")
 _NOT_NAME = frozenset("the and bir ile için gibi ben sen biz siz это как что".split())
 _NOT_LOOSE = (STOP - STOP_SURNAMES) | _NOT_NAME | RU_STOP
 # a Russian finite verb or the word before one ("снова написал", "звонила вчера"): the subject stands before it
@@ -155,7 +167,7 @@ def _strong(key: str) -> bool:
 
 
 def _cued_pair(k1: str, k2: str) -> bool:
-    return (_strong(k1) and _loose(k2)) or (_strong(k2) and _loose(k1)) or (_name_word(k1) and _name_word(k2))
+    return (_strong(k1) and _loose(k2)) or (_strong(k2) and _loose(k1))
 
 
 def _cued(ctx: TextContext, s: int, e: int) -> bool:
@@ -184,9 +196,13 @@ def _skip_one_word(norm: str, e: int) -> int:
 
 def lower_pairs(ctx: TextContext) -> list[Hit]:
     """PERSON hits for pairs (and a third word) of adjacent lower-case name words (see the module doc)."""
-    text = ctx.text
-    words = [(m.start(), m.end(), fold(m.group())) for m in _WORD.finditer(text)]
-    out: list[Hit] = []
+    text, norm = ctx.text, ctx.norm
+    # (start, end, folded word, whether a pair may hold it), only around the words a pair may hold: a pass over
+    # every word of a long text in Python costs more than the rest of the recognizers together
+    words = [(s, e, k, k in _INTEREST or k.endswith(_LATIN_SURNAME_END) or k[0] in _CYR_LETTERS)
+             for ws, we in _windows(ctx)
+             for s, e, k in ((m.start(), m.end(), norm[m.start():m.end()]) for m in _WORD.finditer(text, ws, we))]
+    out: list[Hit] = _labelled_rare_pairs(ctx)
     i = 0
     while i + 1 < len(words):
         found = _found(ctx, text, words, i)
@@ -204,20 +220,55 @@ def lower_pairs(ctx: TextContext) -> list[Hit]:
         if j < len(words) and words[j][0] == end + 1 and text[end] == " " and _third_word(words[j][2]):
             end = words[j][1]
             j += 1
-        out.append(Hit(s1, end, "PERSON", PAIR_SCORE, "lower_pair"))
+        if not any(h.start < end and s1 < h.end for h in out):
+            out.append(Hit(s1, end, "PERSON", PAIR_SCORE, "lower_pair"))
         i = j
     return out
 
 
+def _labelled_rare_pairs(ctx: TextContext) -> list[Hit]:
+    """A labelled value of two words rare as words, neither listed ("talep sahibi: elmeddin abbasli")."""
+    out = []
+    for m in _LABELLED_PAIR.finditer(ctx.text):
+        k1, k2 = ctx.norm[m.start(1):m.end(1)], ctx.norm[m.start(2):m.end(2)]
+        if _name_word(k1) and _name_word(k2):
+            out.append(Hit(m.start(1), m.end(2), "PERSON", PAIR_SCORE, "lower_pair"))
+    return out
+
+
 _CUED, _PAIR = 1, 2
+_REACH = 48  # characters around a candidate word that its pair and a third word lie in
+
+
+def _windows(ctx: TextContext) -> list[tuple[int, int]]:
+    """Merged stretches around each listed name or surname-shaped word, cut at spaces."""
+    text = ctx.text
+    at: list[int] = []
+    for w in (ctx.words & _NAME_WORDS) | _shaped_words(ctx):
+        k, n = text.find(w), len(w)
+        while k >= 0:
+            if (k == 0 or not text[k - 1].isalpha()) and (k + n >= len(text) or not text[k + n].isalpha()):
+                at.append(k)
+            k = text.find(w, k + n)
+    out: list[tuple[int, int]] = []
+    for k in sorted(at):
+        s = text.rfind(" ", 0, max(0, k - _REACH)) + 1
+        e = text.find(" ", k + _REACH)
+        e = len(text) if e < 0 else e
+        if out and s <= out[-1][1]:
+            out[-1] = (out[-1][0], max(e, out[-1][1]))
+        else:
+            out.append((s, e))
+    return out
+
 
 
 def _found(ctx: TextContext, text: str, words: list, i: int) -> int:
     """words[i] and words[i + 1], adjacent and of one script: a pair of name words (_PAIR), a cued pair (_CUED),
     or none (0)."""
-    s1, e1, k1 = words[i]
-    s2, e2, k2 = words[i + 1]
-    if s2 != e1 + 1 or text[e1] != " " or bool(_CYR.search(k1)) != bool(_CYR.search(k2)):
+    s1, e1, k1, may1 = words[i]
+    s2, e2, k2, may2 = words[i + 1]
+    if not (may1 or may2) or s2 != e1 + 1 or text[e1] != " " or (k1[0] in _CYR_LETTERS) != (k2[0] in _CYR_LETTERS):
         return 0
     if _pair(k1, k2):
         return _PAIR
@@ -233,18 +284,24 @@ def _third_word(key: str) -> bool:
 _LABELLED = re.compile(rf"[:—–][ \u00a0]*[{LATIN_LOWER}а-яё]")
 
 
-def may_hold_lower_pair(words: frozenset, text: str = "") -> bool:
-    """A cheap test on TextContext.words: a listed name or a surname-shaped word among them (a Russian name the
-    dictionary alone holds is found where the text has one of these too, or in capitals)."""
-    return not words.isdisjoint(_NAME_WORDS) or _LABELLED.search(text) is not None or any(len(w) >= 5 and (w.endswith(_LATIN_SURNAME_END)
-                                                                       or _RU_SURNAME_END.search(w)) for w in words)
+def _shaped_words(ctx: TextContext) -> frozenset:
+    """The text's words with a surname's ending, computed once per text."""
+    return ctx.memo("surname_shaped", lambda: frozenset(w for w in ctx.words if len(w) >= 5
+                                                        and w.endswith(_SURNAME_ENDS)))
+
+
+def may_hold_lower_pair(ctx: TextContext) -> bool:
+    """A cheap test: a listed name or a surname-shaped word among the text's words, or a label's colon before a
+    lower-case word (a Russian name the dictionary alone holds is found beside one of these, or after a label)."""
+    return not ctx.words.isdisjoint(_NAME_WORDS) or _LABELLED.search(ctx.text) is not None \
+        or bool(_shaped_words(ctx))
 
 
 class LowerPairRecognizer(PersonRecognizer):
     """PERSON from lower-case pairs of name words (lower_pairs)."""
 
     def triggered(self, ctx: TextContext) -> bool:
-        return may_hold_lower_pair(ctx.words, ctx.text)
+        return may_hold_lower_pair(ctx)
 
     def find(self, ctx: TextContext) -> list[Hit]:
         return lower_pairs(ctx)

@@ -13,9 +13,10 @@ import re
 
 from pipeline.data.pii.text import Hit, TextContext
 
-_WORD = re.compile(r"[^\W\d_]+")
-# what may lie between two words of one stretch: spaces and punctuation, no lower-case letter or digit
-_GLUE = re.compile(r"[^\w\n]*")
+_UP = "A-ZÇĞİÖŞÜÂÊÎÔÛÉÈÁÍÓÚÑƏÄËÏÀÌÒÙÃÕÅØÆŒА-ЯЁ"
+# two or more words in capitals, spaces and punctuation between them (no letter, digit or line end)
+_STRETCH = re.compile(rf"(?<!\w)[{_UP}]{{2,}}(?:[^\w\n]+[{_UP}]{{2,}}(?!\w))+")
+_REACH = 120  # characters of the line around a stretch that its cues lie in
 _TR_LOWER = str.maketrans({"İ": "i", "I": "ı"})
 # a cheap test first: two words of capitals side by side somewhere (most texts have none)
 _MAY_HOLD = re.compile(r"[^\W\d_a-zа-яё]{2}[^\W\d_]*[^\w\n]+[^\W\d_a-zа-яё]{2}")
@@ -23,20 +24,7 @@ _MAY_HOLD = re.compile(r"[^\W\d_a-zа-яё]{2}[^\W\d_]*[^\w\n]+[^\W\d_a-zа-яё
 
 def caps_stretches(text: str) -> list[tuple[int, int]]:
     """Spans of two or more adjacent words in capitals (two letters or more each) on one line."""
-    out: list[tuple[int, int]] = []
-    start = end = -1
-    n = 0
-    for m in _WORD.finditer(text):
-        w = m.group()
-        if len(w) >= 2 and w.isupper() and (n and _GLUE.fullmatch(text, end, m.start())):
-            end, n = m.end(), n + 1
-            continue
-        if n >= 2:
-            out.append((start, end))
-        start, end, n = (m.start(), m.end(), 1) if len(w) >= 2 and w.isupper() else (-1, -1, 0)
-    if n >= 2:
-        out.append((start, end))
-    return out
+    return [m.span() for m in _STRETCH.finditer(text)]
 
 
 def lower_one_for_one(segment: str, lang: str) -> str:
@@ -67,17 +55,36 @@ def recased_hits(text: str, lang: str, recognizers: list, found: list[Hit]) -> l
     stretches = caps_stretches(text)
     if not stretches:
         return []
-    ctx = TextContext(lowered_copy(text, stretches, lang), lang)
     taken = [h for h in found if h.entity == "PERSON"]
     out: list[Hit] = []
-    for rec in recognizers:
-        if not rec.triggered(ctx):
-            continue
-        for h in rec.find(ctx):
-            if h.entity != "PERSON" or not any(s <= h.start and h.end <= e for s, e in stretches):
+    for lo, hi in _lines(text, stretches):
+        # the recognizers read the lines that hold the stretches, not the whole text: a long document with one
+        # shouted heading would cost a second full pass
+        inside = [(s - lo, e - lo) for s, e in stretches if lo <= s and e <= hi]
+        ctx = TextContext(lowered_copy(text[lo:hi], inside, lang), lang)
+        for rec in recognizers:
+            if not rec.triggered(ctx):
                 continue
-            if any(t.start <= h.start and h.end <= t.end for t in taken) \
-                    or any(h.start < t.end and t.start < h.end for t in out):
-                continue
-            out.append(Hit(h.start, h.end, "PERSON", h.score, "recased"))
+            for h in rec.find(ctx):
+                h = Hit(h.start + lo, h.end + lo, h.entity, h.score, "recased")
+                if h.entity != "PERSON" or not any(lo + s <= h.start and h.end <= lo + e for s, e in inside):
+                    continue
+                if any(t.start <= h.start and h.end <= t.end for t in taken) \
+                        or any(h.start < t.end and t.start < h.end for t in out):
+                    continue
+                out.append(h)
+    return out
+
+
+def _lines(text: str, stretches: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """The lines (at most _REACH characters each side of a stretch) that hold the stretches, merged."""
+    out: list[tuple[int, int]] = []
+    for s, e in stretches:
+        lo = max(text.rfind("\n", 0, s) + 1, s - _REACH)
+        hi = text.find("\n", e)
+        hi = min(len(text) if hi < 0 else hi, e + _REACH)
+        if out and lo <= out[-1][1]:
+            out[-1] = (out[-1][0], max(hi, out[-1][1]))
+        else:
+            out.append((lo, hi))
     return out
