@@ -30,6 +30,8 @@ def test_lower_case_pair_is_a_name(text, name):
     ("ad soyad: melinda kaynak", "melinda kaynak"),  # a labelled value that ends the text
     ("коба трофимова жалуется на задержку", "коба трофимова"),  # a Russian verb after the pair
     ("az önce orhan çiçek ile konuştum", "orhan çiçek"),  # the pair nearest the cue, not "önce orhan"
+    ("Заказ висит. вчера эльдар кан забрал посылку", "эльдар кан"),  # a short surname the lists lack
+    ("владелец номера — оксана зуфарханов.", "оксана зуфарханов"),  # a possessive to the dictionary, rare
 ])
 def test_cued_pair_takes_an_everyday_word(text, name):
     assert _spans(text) == [name]

@@ -72,6 +72,7 @@ _SURNAME_ENDS = _LATIN_SURNAME_END + tuple(
         (("ск", "цк"), ("ий", "ая", "ого", "ой", "ому", "ую", "им")),
         (("ович", "евич", "овн", "евн", "ичн"), ("", "а", "у", "ем", "е", "ой", "ы")),
         (("енко",), ("",))) for stem in stems for case in cases)
+_CYR_LOWER_PAIR = re.compile(r"[а-яё]{3,} [а-яё]{3,}")
 _LABELLED_PAIR = re.compile(rf"[:—–][ \u00a0]*([{LATIN_LOWER}]{{3,}}) ([{LATIN_LOWER}]{{3,}})(?=[ \u00a0]*(?:[\n,.;]|$))")
 _NOT_NAME = frozenset("the and bir ile için gibi ben sen biz siz это как что".split())
 _NOT_LOOSE = (STOP - STOP_SURNAMES) | _NOT_NAME | RU_STOP
@@ -111,7 +112,8 @@ def _surname_shaped(key: str) -> bool:
     if len(key) < 5:
         return False
     if _CYR.search(key):
-        return _RU_SURNAME_END.search(key) is not None and not ru_morph.ordinary_word(key) \
+        # the dictionary reads "айдарханов" as a possessive of a word it knows: a known word only when common too
+        return _RU_SURNAME_END.search(key) is not None and not (ru_morph.ordinary_word(key) and _common(key)) \
             and not ru_morph.not_a_name(key)
     return key.endswith(_LATIN_SURNAME_END) and not _common(key)
 
@@ -250,6 +252,8 @@ def _windows(ctx: TextContext) -> list[tuple[int, int]]:
             if (k == 0 or not text[k - 1].isalpha()) and (k + n >= len(text) or not text[k + n].isalpha()):
                 at.append(k)
             k = text.find(w, k + n)
+    if _CYR_LOWER_PAIR.search(text) is not None:
+        return [(0, len(text))]  # Russian text: a name the dictionary alone knows may be anywhere (cached parses)
     out: list[tuple[int, int]] = []
     for k in sorted(at):
         s = text.rfind(" ", 0, max(0, k - _REACH)) + 1
