@@ -26,7 +26,10 @@ from pipeline.core.env import set_defaults
 set_defaults()  # before presidio: no network at import
 
 from pipeline.data.pii.latin_names import LatinNameRecognizer, may_hold_lower_case_name  # noqa: E402
+from pipeline.data.pii.lower_pairs import LowerPairRecognizer  # noqa: E402
+from pipeline.data.pii.names import PersonRecognizer  # noqa: E402
 from pipeline.data.pii.ner_person import NatashaPersonRecognizer  # noqa: E402
+from pipeline.data.pii.recased import recased_hits  # noqa: E402
 from pipeline.data.pii.recognizers import IDENTIFIER_RECOGNIZERS  # noqa: E402
 from pipeline.data.pii.ru_names import RussianNameGazetteer, may_hold_lower_case_ru_name  # noqa: E402
 from pipeline.data.pii.text import Hit, TextContext  # noqa: E402
@@ -64,7 +67,7 @@ def make_recognizers(lang: str) -> list:
     """The recognizers of one language: every identifier recognizer, the Latin and Cyrillic name gazetteers
     (names cross scripts: a Russian name in a Turkish chat), and natasha for Russian text."""
     recs = [cls(lang) for cls in IDENTIFIER_RECOGNIZERS]
-    recs += [LatinNameRecognizer(lang), RussianNameGazetteer(lang)]
+    recs += [LatinNameRecognizer(lang), RussianNameGazetteer(lang), LowerPairRecognizer(lang)]
     if lang == "ru":
         recs.append(NatashaPersonRecognizer(lang))
     return recs
@@ -146,6 +149,7 @@ class Detector:
         self.digit_free: dict[str, list] = {}  # the fast recognizers to ask about a text without a digit
         self.natasha: dict[str, NatashaPersonRecognizer] = {}
         self.ru_gazetteer: dict[str, RussianNameGazetteer] = {}
+        self.names: dict[str, list] = {}  # the name recognizers of the fast path: run again on text in capitals
         for lang in self.languages:
             recs = self.analyzer.registry.get_recognizers(language=lang, all_fields=True)
             self.fast[lang] = []
@@ -157,6 +161,7 @@ class Detector:
                     if isinstance(rec, RussianNameGazetteer):
                         self.ru_gazetteer[lang] = rec
             self.digit_free[lang] = [r for r in self.fast[lang] if not getattr(r, "NEEDS_A_DIGIT", False)]
+            self.names[lang] = [r for r in self.fast[lang] if isinstance(r, PersonRecognizer)]
         self.texts_skipped = 0
         self.texts_cached = 0
         self._cache: OrderedDict[tuple[str, str], tuple[Hit, ...]] = OrderedDict()
@@ -197,6 +202,7 @@ class Detector:
             for rec in (self.fast if _ANY_DIGIT.search(text) else self.digit_free)[lang]:
                 if rec.triggered(ctx):
                     hits.extend(rec.find(ctx))
+            hits.extend(recased_hits(text, lang, self.names[lang], hits))
             if lang in self.natasha:
                 gaz = self.ru_gazetteer.get(lang)
                 covered = [h for h in hits if h.entity == "PERSON"]
