@@ -3,9 +3,9 @@
 
 The name words are invented or in half 0 of the names-dataset split (never the evaluation's half, checked
 below); the sentences are written for these tests."""
-import hashlib
 
 import pytest
+from pii_names import clean_text, half
 
 from pipeline.core.config import PiiConfig
 from pipeline.data.pii import PiiStep
@@ -20,12 +20,8 @@ pytestmark = pytest.mark.timeout(300)
 NAME_WORDS = ("Амирова", "Зарбека", "Zorvakil", "Eflinaz", "Quillbury", "Bulut", "Kara", "Harmankaya", "Ferit")
 
 
-def _half(name: str) -> int:
-    return hashlib.blake2b(name.casefold().encode("utf-8"), digest_size=8).digest()[0] & 1
-
-
 def test_the_name_words_are_not_in_the_evaluation_half():
-    assert [w for w in NAME_WORDS if _half(w) != 0] == []
+    assert [w for w in NAME_WORDS if half(w) != 0] == []
 
 
 @pytest.fixture(scope="module")
@@ -33,14 +29,10 @@ def step():
     return PiiStep(PiiConfig(), salt=b"test-salt")
 
 
-def clean(step, text: str) -> str:
-    rec = {"id": "x", "kind": "text", "text": text, "messages": None, "source": {"file": "f", "line": 1},
-           "meta": "{}"}
-    return step([rec])[0]["text"]
 
 
 def test_a_name_word_the_recognizer_left_beside_the_span_goes(step):
-    out = clean(step, "Курьер не застал Амирова Зарбека дома.")
+    out = clean_text(step, "Курьер не застал Амирова Зарбека дома.")
     assert "Амирова" not in out and "Зарбека" not in out, out
 
 
@@ -60,13 +52,13 @@ def test_grow_by_neighbours(text, span, grown):
 
 
 def test_a_surname_that_is_a_word_starts_a_sentence_as_the_persons(step):
-    out = clean(step, "Müşteri adı: Eflinaz Bulut. Bulut faturanın kopyasını istedi.")
+    out = clean_text(step, "Müşteri adı: Eflinaz Bulut. Bulut faturanın kopyasını istedi.")
     assert "Bulut" not in out, out
 
 
 def test_a_surname_word_of_no_person_of_the_record_stays(step):
     text = "Müşteri adı: Eflinaz Quillbury. Bulut hizmeti çalışmıyor."
-    assert "Bulut hizmeti" in clean(step, text)
+    assert "Bulut hizmeti" in clean_text(step, text)
 
 
 def test_surname_opens_sentence():
@@ -90,9 +82,9 @@ def test_ferit_is_in_no_list_and_of_middle_frequency():
     ("Eflinaz Ferit bugün mağazaya geldi.", "Ferit"),     # beside a rarer name word
 ])
 def test_a_middle_frequency_name_word_goes_where_something_says_name(step, text, gone):
-    assert gone not in clean(step, text)
+    assert gone not in clean_text(step, text)
 
 
 @pytest.mark.parametrize("text", ["Dosya Bey tekrar aradı.", "Ferit kalemi bugün geldi."])
 def test_a_middle_frequency_word_alone_or_an_everyday_one_stays(step, text):
-    assert clean(step, text) == text
+    assert clean_text(step, text) == text

@@ -4,9 +4,9 @@ person's name, with a cue or a calling verb, still go.
 
 Every name word here is in half 0 of the names-dataset split (never the evaluation's half, checked below); the
 sentences are written for these tests."""
-import hashlib
 
 import pytest
+from pii_names import clean_text, half
 
 from pipeline.core.config import PiiConfig
 from pipeline.data.pii import PiiStep
@@ -19,12 +19,8 @@ NAME_WORDS = ("Douglas", "Franklin", "Clayton", "Logan", "Skoda", "Fabia", "Sand
               "Шанель", "Eflinaz", "Quillbury", "Марии", "Мария")
 
 
-def _half(name: str) -> int:
-    return hashlib.blake2b(name.casefold().encode("utf-8"), digest_size=8).digest()[0] & 1
-
-
 def test_the_name_words_are_not_in_the_evaluation_half():
-    assert [w for w in NAME_WORDS if _half(w) != 0] == []
+    assert [w for w in NAME_WORDS if half(w) != 0] == []
 
 
 @pytest.fixture(scope="module")
@@ -32,10 +28,6 @@ def step():
     return PiiStep(PiiConfig(), salt=b"test-salt")
 
 
-def clean(step, text: str) -> str:
-    rec = {"id": "x", "kind": "text", "text": text, "messages": None, "source": {"file": "f", "line": 1},
-           "meta": "{}"}
-    return step([rec])[0]["text"]
 
 
 @pytest.mark.parametrize("text", [
@@ -48,7 +40,7 @@ def clean(step, text: str) -> str:
     "Мне подарили духи Коко Шанель.",
 ])
 def test_a_place_car_or_brand_stays(step, text):
-    assert clean(step, text) == text
+    assert clean_text(step, text) == text
 
 
 @pytest.mark.parametrize("text, gone", [
@@ -59,7 +51,7 @@ def test_a_place_car_or_brand_stays(step, text):
     ("Купила крем Марии на день рождения.", ("Марии",)),  # a name declined after a product noun: a person
 ])
 def test_the_same_words_as_a_persons_name_still_go(step, text, gone):
-    out = clean(step, text)
+    out = clean_text(step, text)
     assert [w for w in gone if w in out] == [], out
 
 

@@ -4,10 +4,10 @@ every casing there, a lower-case find included, and a rare first word of a sente
 
 The names are invented, in no name list, and in half 0 of the names-dataset split (never the evaluation's half,
 checked below)."""
-import hashlib
 import re
 
 import pytest
+from pii_names import half
 
 from pipeline.core.config import PiiConfig
 from pipeline.data.pii import PiiStep
@@ -22,14 +22,10 @@ INVENTED = ("Eflinaz", "Kayratbek", "Batuğhan", "Nurelif", "Quillbury", "Evande
             "Cordelio")
 
 
-def _half(name: str) -> int:
-    return hashlib.blake2b(name.casefold().encode("utf-8"), digest_size=8).digest()[0] & 1
-
-
 def test_invented_names_are_listed_nowhere_and_not_in_the_evaluation_half():
     for w in INVENTED:
         assert fold(w) not in LATIN_FIRST | LATIN_LAST | LISTED_EXT, w
-        assert _half(w) == 0, w
+        assert half(w) == 0, w
 
 
 @pytest.fixture(scope="module")

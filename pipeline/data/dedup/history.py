@@ -27,8 +27,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from pipeline.core.config import DedupConfig
-from pipeline.core.step import Step
-from pipeline.data.dedup.keys import compute_keys
+from pipeline.data.dedup.keys import KeysStep, compute_keys
 from pipeline.data.dedup.params import KEY_SETTINGS, params
 
 INDEX_FORMAT = 1  # bump when the index layout or the masking changes: an index of another format is refused
@@ -73,20 +72,11 @@ def history_keys(records: list[dict], cfg: DedupConfig) -> pa.Table:
     return table.select(keep).replace_schema_metadata({b"history": json.dumps(index_settings(cfg)).encode()})
 
 
-class HistoryKeysStep(Step):
+class HistoryKeysStep(KeysStep):
     """Phase 3, after the PII step: each batch's masked keys to `write` (the shard's history work file); the
     records pass unchanged. Timed into the dedup stage, whose records are counted by DedupFilter."""
 
-    name = "dedup"
-    config_sections = ("dedup",)
-    counts_records = False
-
-    def __init__(self, cfg: DedupConfig, write):
-        self.cfg, self.write = cfg, write
-
-    def process(self, batch: list[dict]) -> list[dict]:
-        self.write(history_keys(batch, self.cfg))
-        return batch
+    keys = staticmethod(history_keys)
 
 
 def index_schema(cfg: DedupConfig) -> pa.Schema:
