@@ -125,8 +125,9 @@ def test_axolotl_config_passes_axolotls_schema(tmp_path, run_dir, bucket, capsys
 def test_axolotl_reads_the_shards_on_s3_through_s3fs(tmp_path, run_dir, bucket, capsys, monkeypatch):
     """What axolotl does with an s3:// dataset path (axolotl/utils/data/shared.py): s3fs.S3FileSystem(anon=False),
     then datasets' loader over the config's data_files with the same storage options; here against the local S3
-    server, which s3fs finds through AWS_ENDPOINT_URL. s3fs comes with the `train` extra."""
-    pytest.importorskip("s3fs", reason="the `train` extra installs s3fs (not in an environment without it)")
+    server, which s3fs finds through AWS_ENDPOINT_URL. s3fs is not in the `train` extra (docs/training.md):
+    axolotl's environment brings it."""
+    pytest.importorskip("s3fs", reason="s3fs is installed with axolotl, not by this project's extras")
     from datasets import load_dataset
 
     from pipeline.core.s3 import upload_run
