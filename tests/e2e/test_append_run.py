@@ -1,0 +1,123 @@
+"""`prepare run NEW --out RUN --append-to PREVIOUS`: a new version whose manifest references the earlier shards
+(unchanged, not copied) and adds this run's new records, without the new records that copy an earlier one;
+old records keep their ids and splits because their shards are the same files."""
+import hashlib
+import json
+
+import pyarrow.parquet as pq
+from test_against_run import notes, run, write_inputs
+from test_run_wiring import answer_of, prepare_cli, write_jsonl
+
+from pipeline.core.schemas import validate
+
+
+def manifest_of(run_dir) -> dict:
+    return json.loads((run_dir / "manifest.json").read_text())
+
+
+def version_rows(run_dir) -> list[dict]:
+    """Every record of a (local) version: each shard read where its manifest entry says it is."""
+    rows = []
+    for shard in manifest_of(run_dir)["shards"]:
+        at = (shard.get("base") or str(run_dir)) + "/" + shard["path"]
+        rows += [{**r, "_split": shard["split"]} for r in pq.read_table(at).to_pylist()]
+    return rows
+
+
+def file_hashes(run_dir) -> dict[str, str]:
+    return {str(p.relative_to(run_dir)): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(run_dir.rglob("*")) if p.is_file() and "work" not in p.parts}
+
+
+def check_version(v2, v1, old):
+    earlier, version = manifest_of(v1), manifest_of(v2)
+    validate(version, "manifest")
+    n_old = len(earlier["shards"])
+    assert version["previous"]["run_id"] == earlier["run_id"] and version["previous"]["shards"] == n_old
+    assert version["shards"][:n_old] == [{**s, "base": version["previous"]["location"]} for s in earlier["shards"]]
+    assert all("base" not in s for s in version["shards"][n_old:]) and len(version["shards"]) > n_old
+    assert version["counts"]["kept"] == 20 + 15 and version["counts"]["added"]["kept"] == 15
+    assert version["counts"]["added"]["dropped"] == {"earlier_duplicate": 2}
+    assert version["counts"]["dropped"].get("earlier_duplicate") == 2
+    assert sum(s["rows"] for s in version["shards"]) == 35
+    # the version's indexes: this run's (new records only) and the earlier one, for a later --against
+    assert version["dedup_index"]["rows"] == 15
+    assert [(i["run_id"], i["sha256"]) for i in version["previous"]["dedup_indexes"]] == \
+        [(earlier["run_id"], earlier["dedup_index"]["sha256"])]
+
+
+def test_append_to_a_run_directory_references_the_old_shards(tmp_path):
+    new_data, old = write_inputs(tmp_path)
+    v1 = run(tmp_path, "v1", tmp_path / "v1.jsonl")
+    before = file_hashes(v1)
+    v2 = run(tmp_path, "v2", new_data, "--append-to", str(v1))
+    check_version(v2, v1, old)
+    assert manifest_of(v2)["previous"]["location"] == str(v1)
+    assert file_hashes(v1) == before  # the earlier dataset is only read
+    for shard in manifest_of(v2)["shards"][:len(manifest_of(v1)["shards"])]:
+        assert not (v2 / shard["path"]).exists() or \
+            hashlib.sha256((v2 / shard["path"]).read_bytes()).hexdigest() != shard["sha256"]  # not copied
+    rows = version_rows(v2)
+    answers = [answer_of(r) for r in rows]
+    assert answers.count(old[3]["output"]) == 1  # the copy of an old record is dropped, the old one kept
+    assert sum(a.startswith("Visit 7:") for a in answers) == 1  # the near copy too
+    old_ids = {r["id"]: r["_split"] for r in version_rows(v1)}
+    assert {r["id"]: r["_split"] for r in rows if r["id"] in old_ids} == old_ids  # ids and splits unchanged
+    assert len(rows) == len({r["id"] for r in rows}) == 35
+    # the same command again writes the same bytes: manifest, shards, index (report.json/md hold timings)
+    timed = {".prepare-run", "report.json", "report.md"}
+    first = {k: v for k, v in file_hashes(v2).items() if k not in timed}
+    run(tmp_path, "v2", new_data, "--append-to", str(v1))
+    assert {k: v for k, v in file_hashes(v2).items() if k not in timed} == first
+    assert "manifest.json" in first
+
+
+def test_a_later_against_the_version_covers_its_old_records_too(tmp_path):
+    new_data, old = write_inputs(tmp_path)
+    v1 = run(tmp_path, "v1", tmp_path / "v1.jsonl")
+    v2 = run(tmp_path, "v2", new_data, "--append-to", str(v1))
+    added = [json.loads(line) for line in new_data.read_text().splitlines()][0]
+    write_jsonl(tmp_path / "v3.jsonl", [*notes(300, 5, seed=3), dict(old[1]), dict(added)])
+    v3 = run(tmp_path, "v3", tmp_path / "v3.jsonl", "--against", str(v2))
+    report = json.loads((v3 / "report.json").read_text())
+    assert report["dedup"]["against"]["by_earlier"] == {manifest_of(v1)["run_id"]: 1, manifest_of(v2)["run_id"]: 1}
+    assert report["counts"]["kept"] == 5
+
+
+def test_without_append_to_a_run_is_no_version(tmp_path):
+    """The case this fixes: a plain run of the new data holds neither the earlier records nor a link to them,
+    and keeps the copy of an old record."""
+    new_data, old = write_inputs(tmp_path)
+    v1 = run(tmp_path, "v1", tmp_path / "v1.jsonl")
+    plain = run(tmp_path, "plain", new_data)
+    assert "previous" not in manifest_of(plain)
+    assert not {r["id"] for r in version_rows(v1)} <= {r["id"] for r in version_rows(plain)}
+    assert old[3]["output"] in [answer_of(r) for r in version_rows(plain)]
+
+
+def test_appending_into_the_earlier_run_directory_is_refused(tmp_path):
+    new_data, _ = write_inputs(tmp_path)
+    v1 = run(tmp_path, "v1", tmp_path / "v1.jsonl")
+    before = file_hashes(v1)
+    proc = prepare_cli(str(new_data), "--out", str(v1), "--workers", "1", "--no-pii", "--no-lengths",
+                       "--no-estimate", "--append-to", str(v1), cwd=tmp_path)
+    assert proc.returncode != 0 and "--out must be another run directory" in proc.stderr
+    assert file_hashes(v1) == before
+
+
+def test_append_to_an_s3_prefix(tmp_path, bucket):
+    import boto3
+
+    new_data, old = write_inputs(tmp_path)
+    uri, uri2 = f"s3://{bucket}/datasets/v1", f"s3://{bucket}/datasets/v2"
+    v1 = run(tmp_path, "v1", tmp_path / "v1.jsonl", "--s3", uri)
+    v2 = run(tmp_path, "v2", new_data, "--append-to", uri, "--s3", uri2)
+    check_version(v2, v1, old)
+    version = manifest_of(v2)
+    assert version["previous"]["location"] == uri
+    s3 = boto3.client("s3")
+    keys = {o["Key"] for o in s3.list_objects_v2(Bucket=bucket, Prefix="datasets/v2/")["Contents"]}
+    new_shards = [s for s in version["shards"] if "base" not in s]
+    assert {k for k in keys if k.endswith(".parquet") and "/part-" in k} == \
+        {f"datasets/v2/{s['path']}" for s in new_shards}  # the old shards stay where they are, not copied
+    assert json.loads(s3.get_object(Bucket=bucket, Key="datasets/v2/manifest.json")["Body"].read()) == version
