@@ -22,6 +22,8 @@ from pathlib import Path
 from pipeline.core.config import PrepareConfig
 from pipeline.core.errors import PrepareError
 from pipeline.core.s3 import read_json
+from pipeline.plan.from_lengths import plan_for_lengths
+from pipeline.report.version import PLAN_SUM, combined_packing, version_section
 
 # scrypt: a salt guess costs ~16 MiB and tens of milliseconds, so the stored digest is of little use for
 # testing guesses of a salt that is not weak already; the nonce (the writing run directory's id) makes a
@@ -145,3 +147,39 @@ def version_manifest(manifest: dict, previous: dict) -> dict:
             **({"kinds": kinds} if kinds else {}),
             "previous": {"run_id": previous["run_id"], "location": where,
                          "shards": len(old_shards), "dedup_indexes": earlier_indexes(previous, where)}}
+
+
+def read_earlier_report(previous: dict) -> dict | None:
+    """The earlier run directory's report.json; None on S3 (the upload sends report.html, not report.json) or
+    where it cannot be read."""
+    if previous["location"].startswith("s3://"):
+        return None
+    try:
+        return json.loads((Path(previous["location"]) / "report.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+
+
+def version_plan(cfg: PrepareConfig, earlier: dict | None,
+                 summary: dict | None) -> tuple[dict | None, dict | None, str]:
+    """The version's packing and GPU plan (both None where they cannot be had) and what is approximate of them,
+    or why there are none."""
+    if not (cfg.estimate.enabled and summary and summary.get("max_seq_len")):
+        return None, None, "no plan after: this run has no estimate or no max_seq_len"
+    before = ((earlier or {}).get("version") or {}).get("packing", {}).get("after") \
+        or ((earlier or {}).get("lengths") or {}).get("packing")
+    if not before:
+        return None, None, "no plan after: the earlier report.json (or its packing figures) cannot be read"
+    if before.get("max_seq_len") != summary["max_seq_len"]:
+        return None, None, (f"no plan after: the earlier records were packed at {before.get('max_seq_len')}, "
+                            f"this run's at {summary['max_seq_len']}")
+    packing = combined_packing(before, summary["packing"])
+    return packing, plan_for_lengths(cfg, {"max_seq_len": summary["max_seq_len"], "packing": packing}), PLAN_SUM
+
+
+def add_version_section(cfg: PrepareConfig, rep: dict, previous: dict, summary: dict | None,
+                        max_len: int | None) -> None:
+    """report.json's `version` section (report/version.py), in place, before the reports are written."""
+    earlier = read_earlier_report(previous)
+    packing, plan, note = version_plan(cfg, earlier, summary)
+    rep["version"] = version_section(previous, earlier, rep, max_len, plan, note, packing)

@@ -22,7 +22,7 @@ from pipeline.data.readers import shown_config
 from pipeline.data.shards import WriteStep, build_manifest, write_manifest
 from pipeline.plan.from_lengths import max_positions, plan_for_lengths
 from pipeline.report.build import build_report, write_reports
-from pipeline.runner.append import salt_check, version_manifest
+from pipeline.runner.append import add_version_section, salt_check, version_manifest
 from pipeline.runner.history import write_dedup_index
 from pipeline.runner.phases import StatsByFile, merged_stages, runs_by_file
 from pipeline.runner.rundir import RunDir, claim, read_ledger
@@ -143,10 +143,14 @@ def stage_totals(shard_results: list[dict], dedup_report: dict | None) -> dict[s
 
 def write_report(cfg: PrepareConfig, run: Path, shard_results: list[dict], shards: list[dict],
                  dedup_report: dict | None, summary: dict | None, plan: dict | None,
-                 unreadable: list[dict], canned: dict | None = None, split: dict | None = None) -> tuple[dict, dict]:
-    """report.json, report.md and report.html; returns the report and report.html's manifest entry."""
+                 unreadable: list[dict], canned: dict | None = None, split: dict | None = None,
+                 previous: dict | None = None) -> tuple[dict, dict]:
+    """report.json, report.md and report.html; returns the report and report.html's manifest entry. With
+    `previous` (--append-to), the report's version section: the difference from the earlier version."""
     rep = build_report(cfg, shard_results, stage_totals(shard_results, dedup_report), shards, dedup_report,
                               summary, plan, unreadable, canned, split)
+    if previous is not None:
+        add_version_section(cfg, rep, previous, summary, summary.get("max_seq_len") if summary else None)
     write_reports(run, rep)
     from pipeline.report.html import write_run_html  # report.html beside report.md, listed in the manifest, uploaded
 
@@ -207,7 +211,7 @@ def finalize(cfg: PrepareConfig, run_dir: str, work_dir: str, shard_results: lis
     if cfg.estimate.enabled and summary and max_len:
         plan = plan_for_lengths(cfg, summary)
     rep, html_entry = write_report(cfg, run, shard_results, shards, dedup_report, summary, plan, unreadable,
-                                   canned, split)
+                                   canned, split, previous)
     dedup_index = write_dedup_index(cfg, run, work_dir, shard_results, shards)
     rep["run_id"] = write_run_manifest(cfg, run, rep, shards, max_len, tokenizer_name, html_entry, kinds,
                                        dedup_index, previous)
