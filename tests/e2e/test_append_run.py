@@ -121,3 +121,33 @@ def test_append_to_an_s3_prefix(tmp_path, bucket):
     assert {k for k in keys if k.endswith(".parquet") and "/part-" in k} == \
         {f"datasets/v2/{s['path']}" for s in new_shards}  # the old shards stay where they are, not copied
     assert json.loads(s3.get_object(Bucket=bucket, Key="datasets/v2/manifest.json")["Body"].read()) == version
+
+
+def test_the_report_shows_the_version_against_a_run_of_all_the_data(tmp_path):
+    """With lengths and the plan on: report.json's version section against one run of the old and new records
+    together (exact where it says so, approximate where it says so)."""
+    old, new = notes(0, 20, seed=1), notes(100, 15, seed=2)
+    write_jsonl(tmp_path / "v1.jsonl", old)
+    write_jsonl(tmp_path / "v2.jsonl", [*new, dict(old[3])])
+    write_jsonl(tmp_path / "all.jsonl", old + new)
+    common = ("--workers", "1", "--no-pii")
+    for name, data, extra in (("v1", "v1.jsonl", ()), ("v2", "v2.jsonl", ("--append-to", "v1")),
+                              ("all", "all.jsonl", ())):
+        proc = prepare_cli(str(tmp_path / data), "--out", str(tmp_path / name), *common, *extra, cwd=tmp_path)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+    version = json.loads((tmp_path / "v2" / "report.json").read_text())["version"]
+    joint = json.loads((tmp_path / "all" / "report.json").read_text())
+    assert version["records"] == {"before": 20, "added": 15, "removed": 1, "after": 35}
+    assert version["by_file"]["v2.jsonl"] == {"before": 0, "added": 15, "removed": 1, "after": 15}
+    assert version["by_lang"]["en"]["after"] == joint["lengths"]["groups"]["lang:en"]["records"]
+    after, whole = version["lengths"]["after"], joint["lengths"]["groups"]["all"]
+    assert after["records"] == whole["records"] and after["histogram"] == whole["histogram"]
+    assert {k: after["tokens"][k] for k in ("total", "mean", "min", "max")} == \
+        {k: whole["tokens"][k] for k in ("total", "mean", "min", "max")}
+    assert "approximate" in after and version["plan"]["approximate"]
+    assert version["max_seq_len"]["before"] == version["max_seq_len"]["after"] == joint["lengths"]["max_seq_len"]
+    plan = version["plan"]["after"]
+    assert plan["tokens_per_epoch"] == joint["plan"]["tokens"]["per_epoch"]
+    assert plan["recommendation"]["gpu"] == joint["plan"]["recommendation"]["gpu"]
+    assert "## Version" in (tmp_path / "v2" / "report.md").read_text()
+    assert 'id="version"' in (tmp_path / "v2" / "report.html").read_text()
