@@ -3,8 +3,10 @@
 old records keep their ids and splits because their shards are the same files."""
 import hashlib
 import json
+import re
 
 import pyarrow.parquet as pq
+import pytest
 from test_against_run import notes, run, write_inputs
 from test_run_wiring import answer_of, prepare_cli, write_jsonl
 
@@ -151,3 +153,32 @@ def test_the_report_shows_the_version_against_a_run_of_all_the_data(tmp_path):
     assert plan["recommendation"]["gpu"] == joint["plan"]["recommendation"]["gpu"]
     assert "## Version" in (tmp_path / "v2" / "report.md").read_text()
     assert 'id="version"' in (tmp_path / "v2" / "report.html").read_text()
+
+
+@pytest.mark.slow
+def test_a_version_keeps_the_earlier_pseudonym_salt(tmp_path, monkeypatch):
+    """The same person gets the same pseudonym in the old records and the new ones: an append with another salt
+    is refused before anything is written; with the earlier salt it goes through."""
+    def person(i):
+        return {"instruction": f"Please update the address on my account, case {i}.",
+                "output": f"Of course, John Miller. The address of case {i} is changed and the courier of order "
+                          f"{5500 + i} will call John Miller before the delivery on Thursday morning."}
+    write_jsonl(tmp_path / "v1.jsonl", [person(1), *notes(0, 3, seed=1)])
+    write_jsonl(tmp_path / "v2.jsonl", [person(2), *notes(50, 3, seed=2)])
+    (tmp_path / "pii.json").write_text(json.dumps({"pii": {"operator": "pseudonym"}}))
+    common = ("--workers", "1", "--no-lengths", "--no-estimate", "--config", str(tmp_path / "pii.json"))
+    monkeypatch.setenv("PREPARE_PII_SALT", "first salt")
+    proc = prepare_cli(str(tmp_path / "v1.jsonl"), "--out", str(tmp_path / "v1"), *common, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "first salt" not in (tmp_path / "v1" / "manifest.json").read_text()
+    monkeypatch.setenv("PREPARE_PII_SALT", "second salt")
+    args = (str(tmp_path / "v2.jsonl"), "--out", str(tmp_path / "v2"), *common, "--append-to", str(tmp_path / "v1"))
+    proc = prepare_cli(*args, cwd=tmp_path)
+    assert proc.returncode != 0 and "pseudonym salt" in proc.stderr
+    assert not (tmp_path / "v2").exists()
+    monkeypatch.setenv("PREPARE_PII_SALT", "first salt")
+    proc = prepare_cli(*args, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    names = {tuple(re.findall(r"<PERSON_[0-9a-f]+>", answer_of(r))) for r in version_rows(tmp_path / "v2")
+             if "courier" in answer_of(r)}
+    assert len(names) == 1 and len(next(iter(names))) == 2  # both records, the same pseudonym twice
