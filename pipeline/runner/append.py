@@ -82,9 +82,13 @@ def check_append(cfg: PrepareConfig, previous: dict, log) -> None:
         if cfg.s3 and cfg.s3.rstrip("/") == where:
             raise PrepareError(f"--append-to {cfg.append_to}: --s3 must be another prefix (the new version "
                                "references the earlier shards there; uploading over them would replace them)")
-    elif Path(cfg.out).absolute() == Path(where):
-        raise PrepareError(f"--append-to {cfg.append_to}: --out must be another run directory (the new version "
-                           "references the earlier shards there; a run rewrites the shards of its --out)")
+    else:
+        if Path(cfg.out).absolute() == Path(where):
+            raise PrepareError(f"--append-to {cfg.append_to}: --out must be another run directory (the new "
+                               "version references the earlier shards there; a run rewrites the shards of its --out)")
+        if cfg.s3:
+            raise PrepareError(f"--append-to {cfg.append_to}: with --s3, append to the earlier version's s3:// "
+                               "prefix (an uploaded version must not reference shards on this machine)")
     if not uses_pseudonyms(cfg):
         return
     earlier = previous.get("pii_salt") or {}

@@ -11,6 +11,7 @@ from test_against_run import notes, run, write_inputs
 from test_run_wiring import answer_of, prepare_cli, write_jsonl
 
 from pipeline.core.schemas import validate
+from pipeline.data.show import open_target
 
 
 def manifest_of(run_dir) -> dict:
@@ -66,6 +67,9 @@ def test_append_to_a_run_directory_references_the_old_shards(tmp_path):
     old_ids = {r["id"]: r["_split"] for r in version_rows(v1)}
     assert {r["id"]: r["_split"] for r in rows if r["id"] in old_ids} == old_ids  # ids and splits unchanged
     assert len(rows) == len({r["id"] for r in rows}) == 35
+    # prepare show reads the earlier shards where they are, not the new shards of the same name twice
+    shown = [r["id"] for batch in open_target(str(v2), splits=("train", "validation")).records() for r in batch]
+    assert sorted(shown) == sorted(r["id"] for r in rows)
     # the same command again writes the same bytes: manifest, shards, index (report.json/md hold timings)
     timed = {".prepare-run", "report.json", "report.md"}
     first = {k: v for k, v in file_hashes(v2).items() if k not in timed}

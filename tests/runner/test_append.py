@@ -49,6 +49,12 @@ def test_an_s3_output_over_the_earlier_prefix_is_refused():
         check_append(cfg, previous(location="s3://b/v1"), print)
 
 
+def test_an_upload_that_would_reference_local_shards_is_refused():
+    cfg = PrepareConfig(inputs=["x"], out="runs/v2", append_to="runs/v1", s3="s3://b/v2")
+    with pytest.raises(PrepareError, match="append to the earlier version's s3:// prefix"):
+        check_append(cfg, previous(), print)
+
+
 def test_the_earlier_max_length_is_kept_unless_the_user_sets_one_the_shards_allow():
     cfg = PrepareConfig(inputs=["x"], append_to="runs/v1")
     assert version_config(cfg, previous()).lengths.max_seq_len == 512
