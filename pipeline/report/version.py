@@ -123,6 +123,7 @@ def version_section(previous: dict, earlier: dict | None, report: dict, max_seq_
     removed = report["counts"]["dropped"].get("earlier_duplicate", 0)
     files_added = {n: f["kept"] for n, f in report["files"].items()}
     files_removed = {n: f.get("dropped", {}).get("earlier_duplicate", 0) for n, f in report["files"].items()}
+    against = report["stages"].get("against", {})
     earlier_files = {n: f["kept"] for n, f in ((earlier or {}).get("files") or {}).items()}
     section = {
         "previous": {"run_id": previous["run_id"], "location": previous["location"],
@@ -131,11 +132,9 @@ def version_section(previous: dict, earlier: dict | None, report: dict, max_seq_
                     "after": earlier_counts.get("kept", 0) + added},
         "by_file": _counts_by((earlier or {}).get("version", {}).get("by_file"), earlier_files,
                               files_added, files_removed),
-        # the against filter counts its drops per file, not per language: removed stays 0 here (removed_note)
-        "by_lang": _counts_by((earlier or {}).get("version", {}).get("by_lang"), _langs(earlier),
-                              _langs(report), {}),
-        "removed_note": "by_lang: records the lengths step measured; earlier_duplicate drops are counted per "
-                        "file only, so by_lang.removed is 0 and records.removed / by_file.removed hold them",
+        # by_lang: the records the lengths step measured (none without it); removed: the against filter's count
+        "by_lang": _counts_by((earlier or {}).get("version", {}).get("by_lang"), _langs(earlier), _langs(report),
+                              against.get("counters", {}).get("removed_by_lang", {})),
         "lengths": lengths_diff(earlier, report),
         "max_seq_len": {"before": previous.get("max_seq_len"), "after": max_seq_len},
         "plan": {"before": plan_brief((earlier or {}).get("plan")), "after": plan_brief(plan_after),

@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 import shutil
+from collections import Counter
 from pathlib import Path
 
 import pyarrow as pa
@@ -117,6 +118,9 @@ class AgainstFilter(Step):
         n = pc.sum(drop).as_py() or 0
         if n:
             self.stats.drop(REASON, n)
+            # per language too, for an appended version's report (report/version.py)
+            for lang, count in Counter(batch["_lang"].filter(drop).to_pylist()).items():
+                self.stats.add(f"removed_by_lang.{lang or 'unknown'}", count)
         return batch.filter(pc.invert(drop))
 
 

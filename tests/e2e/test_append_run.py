@@ -146,6 +146,7 @@ def test_the_report_shows_the_version_against_a_run_of_all_the_data(tmp_path):
     assert version["records"] == {"before": 20, "added": 15, "removed": 1, "after": 35}
     assert version["by_file"]["v2.jsonl"] == {"before": 0, "added": 15, "removed": 1, "after": 15}
     assert version["by_lang"]["en"]["after"] == joint["lengths"]["groups"]["lang:en"]["records"]
+    assert version["by_lang"]["en"]["removed"] == 1
     after, whole = version["lengths"]["after"], joint["lengths"]["groups"]["all"]
     assert after["records"] == whole["records"] and after["histogram"] == whole["histogram"]
     assert {k: after["tokens"][k] for k in ("total", "mean", "min", "max")} == \
