@@ -14,7 +14,7 @@ version's, so they are what `before` takes.
 """
 from __future__ import annotations
 
-from pipeline.data.lengths.histogram import PCT_KEYS, PERCENTILES
+from pipeline.data.lengths.histogram import PCT_KEYS, PERCENTILES, log_bin_edges
 
 HISTOGRAM_PERCENTILES = "percentiles of the version read off the sum of the two log histograms (4 bins per " \
                         "octave): each is the upper edge of the bin that holds it, within ~19% of the exact value"
@@ -41,15 +41,19 @@ def combined_packing(before: dict, added: dict) -> dict:
 
 
 def merged_histogram(a: dict, b: dict) -> dict:
-    """Two log histograms (histogram.log_histogram: edges, counts) as one, bins matched by their lower edge (both
-    come from the same grid, log_bin_edges)."""
-    bins: dict[int, list[int]] = {}
+    """Two log histograms (histogram.log_histogram: edges, counts, trimmed to their non-empty bins) as one on
+    the grid both come from (log_bin_edges), the empty bins between them filled in; a count stays at its bin's
+    lower edge."""
+    counts: dict[int, int] = {}
     for h in (a, b):
-        for lo, hi, n in zip(h["edges"], h["edges"][1:], h["counts"]):
-            bins.setdefault(lo, [hi, 0])[1] += n
-            bins[lo][0] = max(bins[lo][0], hi)
-    los = sorted(bins)
-    return {"edges": los + [bins[los[-1]][0]] if los else [], "counts": [bins[lo][1] for lo in los]}
+        for lo, n in zip(h["edges"], h["counts"]):
+            counts[lo] = counts.get(lo, 0) + n
+    ends = [e for h in (a, b) for e in h["edges"]]
+    if not ends:
+        return {"edges": [], "counts": []}
+    low, high = min(ends), max(ends)
+    edges = sorted({*ends, *(int(e) for e in log_bin_edges(high - 1) if low <= e <= high)})
+    return {"edges": edges, "counts": [counts.get(lo, 0) for lo in edges[:-1]]}
 
 
 def histogram_percentiles(h: dict) -> dict:

@@ -17,6 +17,12 @@ def test_two_histograms_of_one_grid_sum_to_the_histogram_of_both():
         assert value <= found[key] + 1 and found[key] <= value * 1.2 + 1
 
 
+def test_histograms_far_apart_keep_the_empty_bins_between_them():
+    a, b = np.array([3, 4, 5]), np.array([900, 1000])
+    assert merged_histogram(log_histogram(a), log_histogram(b)) == \
+        log_histogram(np.concatenate([a, b]), log_bin_edges(1000))
+
+
 def test_two_packings_at_one_length_add_up():
     rng = np.random.default_rng(1)
     a, b = rng.integers(10, 512, 700), rng.integers(10, 512, 400)
