@@ -131,6 +131,19 @@ def _sorted(d):
     return {k: _sorted(d[k]) for k in sorted(d)} if isinstance(d, dict) else d
 
 
+def summed_kinds(a: dict, b: dict) -> dict:
+    """The manifests' kinds (kind -> split -> figures) of two parts as the version's. A figure one part has for
+    a kind and split and the other lacks (tokens of a run without the lengths step) is left out: half a sum
+    would read as the whole."""
+    out: dict = {}
+    for kind in {*a, *b}:
+        for split in {*a.get(kind, {}), *b.get(kind, {})}:
+            x, y = a.get(kind, {}).get(split), b.get(kind, {}).get(split)
+            keys = set(x) & set(y) if x and y else set(x or y)
+            out.setdefault(kind, {})[split] = {k: (x or {}).get(k, 0) + (y or {}).get(k, 0) for k in keys}
+    return out
+
+
 def earlier_indexes(manifest: dict, where: str) -> list[dict]:
     """Every dedup index of an earlier version, each with its run_id and `base`: its own, then those its own
     `previous` lists (already with theirs)."""
@@ -146,7 +159,7 @@ def version_manifest(manifest: dict, previous: dict) -> dict:
     earlier_totals = {k: v for k, v in previous.get("counts", {}).items() if k != "added"}
     counts = _sorted(_summed(earlier_totals, manifest["counts"]))
     counts["added"] = manifest["counts"]
-    kinds = _sorted(_summed(previous.get("kinds") or {}, manifest.get("kinds") or {}))
+    kinds = _sorted(summed_kinds(previous.get("kinds") or {}, manifest.get("kinds") or {}))
     return {**manifest, "counts": counts, "shards": old_shards + manifest["shards"],
             **({"kinds": kinds} if kinds else {}),
             "previous": {"run_id": previous["run_id"], "location": where,

@@ -4,7 +4,7 @@ import pytest
 
 from pipeline.core.config import PrepareConfig
 from pipeline.core.errors import PrepareError
-from pipeline.runner.append import check_append, salt_check, version_config, version_manifest
+from pipeline.runner.append import check_append, salt_check, summed_kinds, version_config, version_manifest
 
 SHA = "a" * 64
 
@@ -78,3 +78,12 @@ def test_a_version_of_a_version_names_every_shard_and_index_where_it_is():
     assert v3["counts"]["kept"] == 6 and v3["counts"]["added"] == {"kept": 1}
     assert [(i["run_id"], i["base"]) for i in v3["previous"]["dedup_indexes"]] == \
         [("r2", "s3://b/v2"), ("r1", "/data/runs/v1")]
+
+
+def test_kinds_sum_only_the_figures_both_parts_have():
+    earlier = {"chat": {"train": {"records": 3}}}
+    added = {"chat": {"train": {"records": 2, "tokens": 50}, "validation": {"records": 1, "tokens": 9}},
+             "text": {"train": {"records": 4, "tokens": 80}}}
+    assert summed_kinds(earlier, added) == {
+        "chat": {"train": {"records": 5}, "validation": {"records": 1, "tokens": 9}},
+        "text": {"train": {"records": 4, "tokens": 80}}}
