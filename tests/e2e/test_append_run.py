@@ -187,3 +187,23 @@ def test_a_version_keeps_the_earlier_pseudonym_salt(tmp_path, monkeypatch):
     names = {tuple(re.findall(r"<PERSON_[0-9a-f]+>", answer_of(r))) for r in version_rows(tmp_path / "v2")
              if "courier" in answer_of(r)}
     assert len(names) == 1 and len(next(iter(names))) == 2  # both records, the same pseudonym twice
+
+
+def test_a_version_of_a_version_starts_from_the_whole_earlier_version(tmp_path):
+    new_data, old = write_inputs(tmp_path)
+    v1 = run(tmp_path, "v1", tmp_path / "v1.jsonl")
+    v2 = run(tmp_path, "v2", new_data, "--append-to", str(v1))
+    write_jsonl(tmp_path / "v3.jsonl", [*notes(500, 4, seed=5), dict(old[0])])
+    v3 = run(tmp_path, "v3", tmp_path / "v3.jsonl", "--append-to", str(v2))
+    version, earlier = manifest_of(v3), manifest_of(v2)
+    validate(version, "manifest")
+    assert version["shards"][:len(earlier["shards"])] == \
+        [{**s, "base": s.get("base", str(v2))} for s in earlier["shards"]]
+    assert {s.get("base") for s in version["shards"]} == {str(v1), str(v2), None}
+    assert [i["run_id"] for i in version["previous"]["dedup_indexes"]] == [earlier["run_id"], manifest_of(v1)["run_id"]]
+    assert version["counts"]["kept"] == 35 + 4 and version["counts"]["added"]["kept"] == 4
+    diff = json.loads((v3 / "report.json").read_text())["version"]
+    assert diff["records"] == {"before": 35, "added": 4, "removed": 1, "after": 39}
+    assert diff["by_file"]["v1.jsonl"] == {"before": 20, "added": 0, "removed": 0, "after": 20}
+    assert diff["by_file"]["v3.jsonl"] == {"before": 0, "added": 4, "removed": 1, "after": 4}
+    assert len(version_rows(v3)) == 39
