@@ -43,6 +43,7 @@ def add_run_arguments(p: argparse.ArgumentParser) -> None:
     add_config_flag(p, "--eval-sets", "decontam.eval_sets", nargs="+", metavar="FILE")
     add_config_flag(p, "--eval-ngram", "decontam.ngram", metavar="N")
     add_config_flag(p, "--against", "dedup.against", action="append", metavar="PREVIOUS")
+    add_config_flag(p, "--append-to", "append_to", metavar="PREVIOUS")
     add_config_flag(p, "--workers", "workers")
     add_config_flag(p, "--model", "estimate.model")
     add_config_flag(p, "--method", "estimate.method")

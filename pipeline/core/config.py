@@ -395,6 +395,11 @@ class PrepareConfig(Section):
         default_factory=list, description="Evaluation sets: kept whole, their duplicates removed from train.")
     out: str = Field("runs/latest", description="Run directory.")
     s3: str | None = Field(None, description="s3://bucket/prefix to upload shards and manifest to.")
+    append_to: str | None = Field(
+        None, description="An earlier dataset (run directory or s3:// prefix of its manifest) this run adds a "
+                          "version to: the manifest references its shards (unchanged, not copied) and lists this "
+                          "run's new records after them; records that duplicate an earlier one are removed as "
+                          "with --against.")
     workers: int = Field(2, ge=1, le=64, description="Worker processes for per-shard work.")
     read: ReadConfig = Field(default_factory=ReadConfig)
     formats: FormatConfig = Field(default_factory=FormatConfig)

@@ -82,7 +82,11 @@ def open_target(target: str, model: str | None = None, tokenizer: str | None = N
         if tokenizer:
             lengths["tokenizer"] = tokenizer
         lcfg = LengthsConfig.model_validate(lengths)
-        shards = [path / s["path"] for s in manifest.get("shards", []) if s["split"] in splits]
+        listed = [s for s in manifest.get("shards", []) if s["split"] in splits]
+        if any(s.get("base", "").startswith("s3://") for s in listed):
+            raise ShowError(f"{path} is a version of an S3 dataset: show reads the shards it holds on this machine")
+        # an appended version's earlier shards are where `base` says (--append-to), not in the run directory
+        shards = [Path(s.get("base") or path) / s["path"] for s in listed]
         return Target("run", lambda: _parquet_batches(shards), lcfg,
                       model or (conf.get("estimate") or {}).get("model"),
                       max_seq_len or manifest.get("max_seq_len"),

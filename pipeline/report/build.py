@@ -21,6 +21,7 @@ from pipeline.data.lengths.untrained import ACTION
 from pipeline.data.quality import quality_summary
 from pipeline.plan.gpus import render_plan_markdown
 from pipeline.report.quality import render_quality_markdown
+from pipeline.report.version import version_markdown
 
 STAGE_ORDER = ("read", "normalize", "clean", "quality", "language", "decontam", "dedup", "canned", "pii_residual",
                "pii", "lengths", "split", "against", "write")
@@ -248,6 +249,8 @@ def render_markdown(report: dict) -> str:
             out += [untrained_text(untrained), ""]
     if "plan" in report:
         out += ["## GPU plan", "", render_plan_markdown(report["plan"]), ""]
+    if "version" in report:  # --append-to: the difference from the earlier version
+        out += version_markdown(report["version"])
     return "\n".join(out) + "\n"
 
 

@@ -11,7 +11,8 @@
 
 Modules: run (run_prepare, the outline in run order), steps (each phase's list of steps, built from the config
 by one function per phase), phases (the phase functions), finalize (phase 4 in named parts), executor (where
-phases run), resume (the shard result cache and its keys), work (the work folder's files). Steps themselves are
+phases run), resume (the shard result cache and its keys), work (the work folder's files), history (--against
+and the dedup index), append (--append-to: a new version of an earlier dataset). Steps themselves are
 pipeline.core.step.Step (and GlobalStep) subclasses.
 """
 from pipeline.core.errors import PrepareError

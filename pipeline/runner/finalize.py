@@ -22,6 +22,7 @@ from pipeline.data.readers import shown_config
 from pipeline.data.shards import WriteStep, build_manifest, write_manifest
 from pipeline.plan.from_lengths import max_positions, plan_for_lengths
 from pipeline.report.build import build_report, write_reports
+from pipeline.runner.append import add_version_section, salt_check, version_manifest
 from pipeline.runner.history import write_dedup_index
 from pipeline.runner.phases import StatsByFile, merged_stages, runs_by_file
 from pipeline.runner.rundir import RunDir, claim, read_ledger
@@ -142,10 +143,14 @@ def stage_totals(shard_results: list[dict], dedup_report: dict | None) -> dict[s
 
 def write_report(cfg: PrepareConfig, run: Path, shard_results: list[dict], shards: list[dict],
                  dedup_report: dict | None, summary: dict | None, plan: dict | None,
-                 unreadable: list[dict], canned: dict | None = None, split: dict | None = None) -> tuple[dict, dict]:
-    """report.json, report.md and report.html; returns the report and report.html's manifest entry."""
+                 unreadable: list[dict], canned: dict | None = None, split: dict | None = None,
+                 previous: dict | None = None) -> tuple[dict, dict]:
+    """report.json, report.md and report.html; returns the report and report.html's manifest entry. With
+    `previous` (--append-to), the report's version section: the difference from the earlier version."""
     rep = build_report(cfg, shard_results, stage_totals(shard_results, dedup_report), shards, dedup_report,
                               summary, plan, unreadable, canned, split)
+    if previous is not None:
+        add_version_section(cfg, rep, previous, summary, summary.get("max_seq_len") if summary else None)
     write_reports(run, rep)
     from pipeline.report.html import write_run_html  # report.html beside report.md, listed in the manifest, uploaded
 
@@ -154,17 +159,23 @@ def write_report(cfg: PrepareConfig, run: Path, shard_results: list[dict], shard
 
 def write_run_manifest(cfg: PrepareConfig, run: Path, rep: dict, shards: list[dict], max_len: int | None,
                        tokenizer_name: str | None, html_entry: dict, kinds: dict,
-                       dedup_index: dict | None = None) -> str:
-    """The manifest, last and atomically; returns the run id (config and shard hashes)."""
-    run_id = hashlib.blake2b(
-        json.dumps([cfg.model_dump(mode="json"), [s["sha256"] for s in shards]], sort_keys=True).encode(),
-        digest_size=8).hexdigest()
-    manifest = build_manifest(run_id, shown_config(cfg.model_dump(mode="json"), cfg.out), rep["counts"], shards,
+                       dedup_index: dict | None = None, previous: dict | None = None) -> str:
+    """The manifest, last and atomically; returns the run id (config and the shard hashes of the version:
+    with `previous`, the earlier manifest of --append-to, its shards too)."""
+    run_dir_id = read_ledger(run).id
+    pii_salt = salt_check(cfg, run_dir_id)
+    manifest = build_manifest("", shown_config(cfg.model_dump(mode="json"), cfg.out), rep["counts"], shards,
                               {"max_seq_len": max_len, "tokenizer": tokenizer_name, "reports": [html_entry],
-                               "run_dir_id": read_ledger(run).id, "kinds": kinds,
-                               **({"dedup_index": dedup_index} if dedup_index else {})})
+                               "run_dir_id": run_dir_id, "kinds": kinds,
+                               **({"dedup_index": dedup_index} if dedup_index else {}),
+                               **({"pii_salt": pii_salt} if pii_salt else {})})
+    if previous is not None:
+        manifest = version_manifest(manifest, previous)
+    manifest["run_id"] = hashlib.blake2b(
+        json.dumps([cfg.model_dump(mode="json"), [s["sha256"] for s in manifest["shards"]]], sort_keys=True).encode(),
+        digest_size=8).hexdigest()
     write_manifest(run, manifest)
-    return run_id
+    return manifest["run_id"]
 
 
 def check_untrained(cfg: PrepareConfig, work_dir: str, shard_results: list[dict], summary: dict,
@@ -181,7 +192,8 @@ def check_untrained(cfg: PrepareConfig, work_dir: str, shard_results: list[dict]
 
 def finalize(cfg: PrepareConfig, run_dir: str, work_dir: str, shard_results: list[dict],
              dedup_report: dict | None, tokenizer_name: str | None, token_cache: str | None,
-             unreadable: list[dict], canned: dict | None = None, split: dict | None = None) -> dict:
+             unreadable: list[dict], canned: dict | None = None, split: dict | None = None,
+             previous: dict | None = None) -> dict:
     """Choose the max length, check that every chat record trains on something, apply the overflow policy,
     write the Parquet shards, the report and, last, the manifest. Returns the report."""
     run = Path(run_dir)
@@ -199,8 +211,8 @@ def finalize(cfg: PrepareConfig, run_dir: str, work_dir: str, shard_results: lis
     if cfg.estimate.enabled and summary and max_len:
         plan = plan_for_lengths(cfg, summary)
     rep, html_entry = write_report(cfg, run, shard_results, shards, dedup_report, summary, plan, unreadable,
-                                   canned, split)
+                                   canned, split, previous)
     dedup_index = write_dedup_index(cfg, run, work_dir, shard_results, shards)
     rep["run_id"] = write_run_manifest(cfg, run, rep, shards, max_len, tokenizer_name, html_entry, kinds,
-                                       dedup_index)
+                                       dedup_index, previous)
     return rep

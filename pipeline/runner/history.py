@@ -9,8 +9,8 @@
 """
 from __future__ import annotations
 
-import json
 import shutil
+from collections import Counter
 from pathlib import Path
 
 import pyarrow as pa
@@ -20,12 +20,13 @@ import pyarrow.parquet as pq
 from pipeline.core.config import PrepareConfig
 from pipeline.core.errors import PrepareError
 from pipeline.core.files import sha256_file
-from pipeline.core.s3 import client, parse_uri, read_json
+from pipeline.core.s3 import client, parse_uri
 from pipeline.core.step import Step, run_steps
 from pipeline.data.dedup.against import AUDIT_SCHEMA, REASON, Earlier, check_index, find_earlier
 from pipeline.data.dedup.clusters import REMOVED_SCHEMA
 from pipeline.data.dedup.history import INDEX_FILE, write_index
 from pipeline.data.normalize import ORDER_SHIFT
+from pipeline.runner.append import earlier_indexes, location, read_manifest
 from pipeline.runner.phases import ShardTask, StatsByFile, merged_stages, runs_by_file, shard_errors
 from pipeline.runner.rundir import claim
 from pipeline.runner.work import WorkWriter, read_work_tables, work_paths
@@ -33,41 +34,53 @@ from pipeline.runner.work import WorkWriter, read_work_tables, work_paths
 AGAINST_REMOVED = "against_removed.parquet"  # in work/: the removals phase 3's filter reads
 
 
-def _manifest(ref: str) -> dict:
-    try:
-        return read_json(ref.rstrip("/") + "/manifest.json") if ref.startswith("s3://") \
-            else json.loads((Path(ref) / "manifest.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise PrepareError(f"--against {ref}: no readable manifest.json there ({type(exc).__name__})") from None
+def against_refs(cfg: PrepareConfig) -> list[str]:
+    """The earlier datasets: --against's, and --append-to's (a new version holds no copy of an old record)."""
+    refs = list(cfg.dedup.against)
+    if cfg.append_to and location(cfg.append_to) not in {location(r) for r in refs}:
+        refs.append(cfg.append_to)
+    return refs
+
+
+def _local_index(ref: str, base: str, entry: dict, local: Path) -> Path:
+    """The index `entry` of a manifest (at `base`) as a local file, checked against the manifest's sha256;
+    one on S3 downloaded to `local`."""
+    if base.startswith("s3://"):
+        local.parent.mkdir(parents=True, exist_ok=True)
+        bucket, key = parse_uri(base.rstrip("/") + "/" + entry["path"])
+        try:
+            client().download_file(bucket, key, str(local))
+        except Exception as exc:  # noqa: BLE001 - any failure is the same refusal: the index is not there
+            raise PrepareError(f"--against {ref}: cannot read {base}/{entry['path']} ({type(exc).__name__})") \
+                from None
+    else:
+        local = Path(base) / entry["path"]
+    if not local.exists() or sha256_file(local) != entry["sha256"]:
+        raise PrepareError(f"--against {ref}: {entry['path']} is missing or not the file its manifest lists")
+    return local
 
 
 def resolve_against(cfg: PrepareConfig, work_dir: Path) -> list[Earlier]:
     """Each earlier dataset's dedup index as a local file, checked: its sha256 is the manifest's and it was
-    keyed with this run's dedup settings. A manifest without an index (written before prepare had one) is
-    refused by name."""
-    if cfg.dedup.against and not cfg.dedup.enabled:
+    keyed with this run's dedup settings. An appended version's manifest lists its earlier versions' indexes
+    too (`previous`), each compared in its own right. A manifest without an index (written before prepare had
+    one) is refused by name."""
+    refs = against_refs(cfg)
+    if refs and not cfg.dedup.enabled:
         raise PrepareError("--against needs the dedup step (it compares dedup keys)")
     earlier = []
-    for n, ref in enumerate(cfg.dedup.against):
-        manifest = _manifest(ref)
-        entry = manifest.get("dedup_index")
-        if not entry:
+    for n, ref in enumerate(refs):
+        manifest = read_manifest(ref, "--against")
+        if not manifest.get("dedup_index"):
             raise PrepareError(f"--against {ref}: its manifest lists no dedup index (a dataset written before "
                                "prepare released one); run it again with this version to compare against it")
-        if ref.startswith("s3://"):
-            local = Path(work_dir) / "against" / f"{n:03d}.parquet"
-            local.parent.mkdir(parents=True, exist_ok=True)
-            bucket, key = parse_uri(ref.rstrip("/") + "/" + entry["path"])
-            client().download_file(bucket, key, str(local))
-        else:
-            local = Path(ref) / entry["path"]
-        if not local.exists() or sha256_file(local) != entry["sha256"]:
-            raise PrepareError(f"--against {ref}: {entry['path']} is missing or not the file its manifest lists")
-        try:
-            check_index(str(local), cfg.dedup)
-        except ValueError as exc:
-            raise PrepareError(f"--against {ref}: {exc}") from None
-        earlier.append(Earlier(manifest["run_id"], str(local)))
+        for m, entry in enumerate(earlier_indexes(manifest, location(ref))):
+            local = _local_index(ref, entry["base"], entry, Path(work_dir) / "against" / f"{n:03d}-{m:03d}.parquet")
+            try:
+                check_index(str(local), cfg.dedup)
+            except ValueError as exc:
+                raise PrepareError(f"--against {ref}: {exc}") from None
+            earlier.append(Earlier(entry["run_id"], str(local)))
     return earlier
 
 
@@ -105,6 +118,9 @@ class AgainstFilter(Step):
         n = pc.sum(drop).as_py() or 0
         if n:
             self.stats.drop(REASON, n)
+            # per language too, for an appended version's report (report/version.py)
+            for lang, count in Counter(batch["_lang"].filter(drop).to_pylist()).items():
+                self.stats.add(f"removed_by_lang.{lang or 'unknown'}", count)
         return batch.filter(pc.invert(drop))
 
 

@@ -463,7 +463,8 @@ def upload(cfg: PrepareConfig, run_dir: str, work_dir: str | None = None) -> dic
     """Shards first, the manifest last; unchanged objects are skipped."""
     start = time.perf_counter()
     manifest = json.loads((Path(run_dir) / "manifest.json").read_text())
-    files = [s["path"] for s in manifest["shards"]] + [r["path"] for r in manifest.get("reports", [])]
+    # a shard with a `base` is an earlier version's (--append-to), where it already is
+    files = [s["path"] for s in manifest["shards"] if "base" not in s] + [r["path"] for r in manifest.get("reports", [])]
     if manifest.get("dedup_index"):  # the index a later run's --against reads
         files.append(manifest["dedup_index"]["path"])
     counter, done = ProgressFile(progress_dir(work_dir or Path(run_dir) / "work"), "upload", 0), [0]

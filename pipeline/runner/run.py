@@ -20,6 +20,7 @@ from pipeline.core.stats import StageStats, merge_all
 from pipeline.data.decontam import EvalIndex, read_eval_records
 from pipeline.data.dedup import REMOVED_SCHEMA
 from pipeline.data.readers import InputFile, expand_inputs, guessed_encoding_note, save_names
+from pipeline.runner.append import check_append, read_previous, version_config
 from pipeline.runner.executor import Executor, LocalExecutor
 from pipeline.runner.finalize import finalize
 from pipeline.runner.history import against_key, filter_against_shard, find_against, resolve_against
@@ -63,6 +64,10 @@ def run_prepare(cfg: PrepareConfig, executor: Executor | None = None, progress: 
     # A refused --out, a busy run directory or an unreadable input is reported before the run directory
     # is created or touched.
     check_out(cfg.out, [*cfg.inputs, *cfg.validation_inputs])
+    previous = read_previous(cfg)  # --append-to: the earlier version (runner/append.py)
+    if previous is not None:
+        check_append(cfg, previous, log)
+        cfg = version_config(cfg, previous)
     tasks, unreadable = plan_shards(cfg, log)
     readable = []
     for task in tasks:
@@ -82,7 +87,7 @@ def run_prepare(cfg: PrepareConfig, executor: Executor | None = None, progress: 
             tty = progress and log is _to_stderr and sys.stderr.isatty()
             counts = executor.counts(progress_dir(rundir.work))
             return _run(cfg, executor, rundir, readable, eval_files, unreadable, log,
-                        functools.partial(StageProgress, counts, enabled=progress, tty=tty, log=log))
+                        functools.partial(StageProgress, counts, enabled=progress, tty=tty, log=log), previous)
         finally:
             if own_executor:
                 executor.close()
@@ -154,7 +159,7 @@ def guessed_encodings(results: list[dict]) -> list[str]:
 
 def _run(cfg: PrepareConfig, executor: Executor, rundir: RunDir, readable: list[ShardTask],
          eval_files: list[InputFile], unreadable: list[dict], log: Callable[[str], None],
-         stages: Callable[..., StageProgress]) -> RunResult:
+         stages: Callable[..., StageProgress], previous: dict | None = None) -> RunResult:
     run_dir, work_dir = rundir.path, rundir.work
     # The old manifest goes first: from here until the new one is written, no manifest points at
     # shards that are being rewritten. Work of a killed run stays in work/ and is reused by key.
@@ -222,7 +227,7 @@ def _run(cfg: PrepareConfig, executor: Executor, rundir: RunDir, readable: list[
         rep = executor.call(finalize, "finalize", cfg=cfg, run_dir=str(run_dir), work_dir=str(work_dir),
                             shard_results=shard_results, dedup_report=dedup_report,
                             tokenizer_name=tokenizer_name, token_cache=token_cache, unreadable=unreadable,
-                            canned=canned_report, split=reports.get("split"))
+                            canned=canned_report, split=reports.get("split"), previous=previous)
     reused = sum(bool(r.get("reused")) for r in results + processed)
     if reused:
         log(f"prepare: reused {reused} shard result(s) finished by an earlier run")

@@ -34,6 +34,7 @@ from pipeline.report.html.steps import (
     pii_section,
     quality_section,
 )
+from pipeline.report.html.version import version_section
 
 REPORT_HTML = "report.html"
 
@@ -43,7 +44,7 @@ def render_html(report: dict, title: str = "Prepare run report", note: str | Non
     sections = [summary_section(report, note), accounting_section(report), splits_section(report),
                 stages_section(report), languages_section(report), quality_section(report), lengths_section(report),
                 packing_section(report), dedup_section(report), pii_section(report), memory_section(report),
-                gpus_section(report), extra_sections(report)]
+                gpus_section(report), version_section(report), extra_sections(report)]
     return page(title, sections)
 
 

@@ -22,7 +22,7 @@ from pipeline.report.quality import canned_line, canned_rows, check_rows
 
 # top-level report keys that the page's sections render; any other key gets a section of its own (extra_sections)
 _KNOWN_KEYS = {"counts", "files", "unreadable_inputs", "stages", "shards", "dedup", "quality", "pii", "lengths", "plan",
-               "precheck", "run_id", "split"}
+               "precheck", "run_id", "split", "version"}
 
 
 _PCT_KEYS = ("p50", "p90", "p95", "p99")
