@@ -51,6 +51,11 @@ def read_run(where: str) -> dict:
     """The run's shard locations per split (as the trainer opens them), per kind where it can tell, and what
     the run decided: max length, overflow policy, packing counts."""
     root, manifest, lengths = _load(where)
+    if manifest.get("previous"):
+        # its earlier shards live at their own base, under the same names as this run's: a config built from
+        # root + path would train the new shards twice and never the earlier ones
+        raise RunDataError(f"the run at {where} is an appended version (--append-to): emitting a trainer config "
+                           "for a version is not supported yet; emit from a run of all its data")
     splits: dict[str, list[str]] = {s: [] for s in SPLITS}
     for shard in manifest["shards"]:
         splits[shard["split"]].append(f"{root}/{shard['path']}")

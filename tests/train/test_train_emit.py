@@ -407,3 +407,15 @@ def test_the_attention_kernel_the_plan_timed_is_the_one_each_trainer_gets(tmp_pa
     assert code == 0, capsys.readouterr().err
     assert yaml.safe_load((out / "llamafactory.yaml").read_text())["flash_attn"] == "fa2"
     assert external("validate_llamafactory.py", out / "llamafactory.yaml")["unknown"] == []
+
+
+def test_an_appended_version_is_refused_not_emitted_from_the_wrong_shards(tmp_path):
+    """A version's earlier shards live at their `base` under the names of the new ones: no config from it."""
+    from pipeline.train.rundata import RunDataError, read_run
+
+    shard = {"path": "train/part-00000.parquet", "split": "train", "rows": 1, "bytes": 1, "sha256": "0" * 64}
+    manifest = {"run_id": "v2", "previous": {"run_id": "v1", "location": "/data/v1"},
+                "shards": [{**shard, "base": "/data/v1"}, shard]}
+    (tmp_path / "manifest.json").write_text(json.dumps(manifest))
+    with pytest.raises(RunDataError, match="appended version"):
+        read_run(str(tmp_path))
