@@ -121,6 +121,23 @@ class _Keys:
         values = np.concatenate(parts) if parts else np.zeros(0)
         return values[self.row_of_pos] if positions else values
 
+    def _by_row_group(self, positions: np.ndarray, column: str):
+        """For each row group holding some of the (sorted, unique) positions: (indices into positions, their rows
+        in the row group, the row group's `column`). The rows are sorted once and sliced per row group: one row
+        group per runner batch, so a mask per row group over all positions would grow with records x batches."""
+        rows = self.row_of_pos[positions]
+        by_row = np.argsort(rows, kind="stable")
+        sorted_rows = rows[by_row]
+        for i, groups in enumerate(self.row_groups):
+            start = int(self.bounds[i])
+            with self._open(i) as f:
+                for rg, rg_rows in enumerate(groups):
+                    lo, hi = np.searchsorted(sorted_rows, [start, start + rg_rows])
+                    sel = by_row[lo:hi]
+                    if len(sel):
+                        yield sel, rows[sel] - start, f.read_row_group(rg, columns=[column]).column(0)
+                    start += rg_rows
+
     def signatures(self, positions: np.ndarray, num_perm: int, work_dir: str) -> np.ndarray:
         """Signatures of the given (sorted, unique) positions, in that order: row i is positions[i]."""
         size = len(positions) * num_perm * 4
@@ -131,44 +148,19 @@ class _Keys:
             os.unlink(path)  # the mapping stays valid; the file goes when it is closed
         else:
             out = np.empty((len(positions), num_perm), dtype=np.uint32)
-        rows = self.row_of_pos[positions]
-        by_row = np.argsort(rows, kind="stable")
-        sorted_rows = rows[by_row]
-        for i, groups in enumerate(self.row_groups):
-            start = int(self.bounds[i])
-            with self._open(i) as f:
-                for rg, rg_rows in enumerate(groups):
-                    # A slice of the sorted rows: one row group per runner batch, so a mask per row group
-                    # over all positions would grow with records x batches.
-                    lo, hi = np.searchsorted(sorted_rows, [start, start + rg_rows])
-                    sel = by_row[lo:hi]
-                    if len(sel):
-                        values = signature_array(f.read_row_group(rg, columns=["signature"]).column(0), num_perm)
-                        out[sel] = values[rows[sel] - start]
-                        del values
-                    start += rg_rows
+        for sel, local, column in self._by_row_group(positions, "signature"):
+            out[sel] = signature_array(column, num_perm)[local]
         return out
 
     def sketches(self, positions: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Sketches of the given (sorted, unique) positions: (values, offsets), sketch i of positions[i] being
         values[offsets[i]:offsets[i + 1]]."""
-        rows = self.row_of_pos[positions]
-        by_row = np.argsort(rows, kind="stable")
-        sorted_rows = rows[by_row]
         sizes = np.zeros(len(positions), dtype=np.int64)
         parts = []  # (indices into positions, their values)
-        for i, groups in enumerate(self.row_groups):
-            start = int(self.bounds[i])
-            with self._open(i) as f:
-                for rg, rg_rows in enumerate(groups):
-                    lo, hi = np.searchsorted(sorted_rows, [start, start + rg_rows])
-                    sel = by_row[lo:hi]
-                    if len(sel):
-                        values, offsets = sketch_arrays(f.read_row_group(rg, columns=["sketch"]).column(0))
-                        local = rows[sel] - start
-                        sizes[sel] = offsets[local + 1] - offsets[local]
-                        parts.append((sel, gather(values, offsets, local)))
-                    start += rg_rows
+        for sel, local, column in self._by_row_group(positions, "sketch"):
+            values, offsets = sketch_arrays(column)
+            sizes[sel] = offsets[local + 1] - offsets[local]
+            parts.append((sel, gather(values, offsets, local)))
         offsets = np.concatenate(([0], np.cumsum(sizes)))
         values = np.empty(int(offsets[-1]), dtype=np.uint32)
         for sel, part in parts:
