@@ -83,10 +83,17 @@ _ONE_WORD = re.compile(r"[ \u00a0]+[^\W\d_]{2,}(?=[ \u00a0])")
 _LABEL_END = ":—–"
 
 
+# the tests of one word below are pure and asked for every pair the word is in (a third of the stage's CPU
+# went to asking them again)
+_per_word = lru_cache(maxsize=1 << 16)
+
+
+@_per_word
 def _common(key: str) -> bool:
     return any(key in common_words(lang) for lang in ("tr", "en", "ru"))
 
 
+@_per_word
 def _everyday(key: str) -> bool:
     return any(key in common_words(lang, EVERYDAY_ZIPF) for lang in ("tr", "en", "ru"))
 
@@ -101,6 +108,7 @@ def _en_zipf(key: str) -> float:
     return wordfreq.zipf_frequency(key, "en")
 
 
+@_per_word
 def _first_name(key: str) -> bool:
     if _CYR.search(key):
         return key.replace("ё", "е") in _RU_FIRST or (ru_morph.reading(key).kind == "first"
@@ -108,6 +116,7 @@ def _first_name(key: str) -> bool:
     return key in LATIN_FIRST_ANY and _en_zipf(key) < _EN_FIRST_ZIPF
 
 
+@_per_word
 def _surname_shaped(key: str) -> bool:
     if len(key) < 5:
         return False
@@ -118,6 +127,7 @@ def _surname_shaped(key: str) -> bool:
     return key.endswith(_LATIN_SURNAME_END) and not _common(key)
 
 
+@_per_word
 def _name_word(key: str) -> bool:
     """A listed or dictionary name, or a word rare in all three languages (no stop or everyday word)."""
     if key in STOP or key in _NOT_NAME or key in RU_STOP:
@@ -134,10 +144,12 @@ def _name_word(key: str) -> bool:
     return _en_zipf(key) < _EN_RARE_ZIPF and not inflected_common(key)
 
 
+@_per_word
 def _anchor(key: str) -> bool:
     return _first_name(key) or _surname_shaped(key)
 
 
+@_per_word
 def _loose(key: str) -> bool:
     """Any word but a stop word or, in Cyrillic, a verb, adverb, pronoun and the like: beside a name word in a
     place that says a name stands there."""
@@ -156,6 +168,7 @@ def _pair(k1: str, k2: str) -> bool:
     return (_anchor(k1) and _name_word(k2)) or (_anchor(k2) and _name_word(k1))
 
 
+@_per_word
 def _strong(key: str) -> bool:
     """A first name, a surname by its ending, a listed name, or a Cyrillic word the dictionary lacks and that is
     rare (a rare Latin word is as often an inflected Turkish verb: "bekleyebileceğini")."""
