@@ -76,7 +76,8 @@ class HistoryKeysStep(KeysStep):
     """Phase 3, after the PII step: each batch's masked keys to `write` (the shard's history work file); the
     records pass unchanged. Timed into the dedup stage, whose records are counted by DedupFilter."""
 
-    keys = staticmethod(history_keys)
+    def keys(self, batch: list[dict]) -> pa.Table:
+        return history_keys(batch, self.cfg)
 
 
 def index_schema(cfg: DedupConfig) -> pa.Schema:

@@ -146,11 +146,13 @@ class KeysStep(Step):
     config_sections = ("dedup",)
     counts_records = False
 
-    keys = staticmethod(compute_keys)  # (records, cfg) -> key table; the history keys take others
-
     def __init__(self, cfg: DedupConfig, write):
         self.cfg, self.write = cfg, write
 
+    def keys(self, batch: list[dict]):
+        """The batch's key table (history.HistoryKeysStep takes other keys)."""
+        return compute_keys(batch, self.cfg)
+
     def process(self, batch: list[dict]) -> list[dict]:
-        self.write(self.keys(batch, self.cfg))
+        self.write(self.keys(batch))
         return batch
