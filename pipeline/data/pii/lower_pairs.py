@@ -22,6 +22,7 @@ everyday words ("Çiçek", "Kaynak", "Hall").
 from __future__ import annotations
 
 import re
+from bisect import bisect_right
 from functools import lru_cache
 
 from pipeline.data.pii import ru_morph
@@ -181,6 +182,19 @@ def _strong(key: str) -> bool:
     return key in LATIN_NAME_ANY and key not in _AMBIGUOUS and key not in STOP
 
 
+_MAY, _LEAD = 1, 2
+
+
+@_per_word
+def _roles(key: str) -> int:
+    """_MAY: a word a pair may hold (listed, surname-ended or Cyrillic); _LEAD: a word a pair may turn on (the
+    first name of _pair's first test, or _strong, which _anchor implies). A pair whose words lack either role
+    is none: a flag per word saves asking the tests of every pair of a long text."""
+    may = key in _INTEREST or key.endswith(_LATIN_SURNAME_END) or key[0] in _CYR_LETTERS
+    lead = (key in LATIN_FIRST and key not in _AMBIGUOUS) or _strong(key)
+    return (_MAY if may else 0) | (_LEAD if lead else 0)
+
+
 def _cued_pair(k1: str, k2: str) -> bool:
     return (_strong(k1) and _loose(k2)) or (_strong(k2) and _loose(k1))
 
@@ -214,15 +228,18 @@ def lower_pairs(ctx: TextContext) -> list[Hit]:
     text, norm = ctx.text, ctx.norm
     # (start, end, folded word, whether a pair may hold it), only around the words a pair may hold: a pass over
     # every word of a long text in Python costs more than the rest of the recognizers together
-    words = [(s, e, k, k in _INTEREST or k.endswith(_LATIN_SURNAME_END) or k[0] in _CYR_LETTERS)
+    words = [(s, e, k, _roles(k))
              for ws, we in _windows(ctx)
              for s, e, k in ((m.start(), m.end(), norm[m.start():m.end()]) for m in _WORD.finditer(text, ws, we))]
+    # the only places a pair may start: most words of a long text are in none
+    starts = [i for i in range(len(words) - 1) if words[i][3] | words[i + 1][3] == _MAY | _LEAD]
     out: list[Hit] = _labelled_rare_pairs(ctx)
     i = 0
     while i + 1 < len(words):
         found = _found(ctx, text, words, i)
         if not found:
-            i += 1
+            at = bisect_right(starts, i)
+            i = starts[at] if at < len(starts) else len(words)
             continue
         j = i + 2
         nxt = _found(ctx, text, words, i + 1) if j < len(words) else 0
@@ -283,9 +300,9 @@ def _windows(ctx: TextContext) -> list[tuple[int, int]]:
 def _found(ctx: TextContext, text: str, words: list, i: int) -> int:
     """words[i] and words[i + 1], adjacent and of one script: a pair of name words (_PAIR), a cued pair (_CUED),
     or none (0)."""
-    s1, e1, k1, may1 = words[i]
-    s2, e2, k2, may2 = words[i + 1]
-    if not (may1 or may2) or s2 != e1 + 1 or text[e1] != " " or (k1[0] in _CYR_LETTERS) != (k2[0] in _CYR_LETTERS):
+    s1, e1, k1, roles1 = words[i]
+    s2, e2, k2, roles2 = words[i + 1]
+    if roles1 | roles2 != _MAY | _LEAD or s2 != e1 + 1 or text[e1] != " " or (k1[0] in _CYR_LETTERS) != (k2[0] in _CYR_LETTERS):
         return 0
     if _pair(k1, k2):
         return _PAIR
