@@ -73,6 +73,7 @@ _SURNAME_ENDS = _LATIN_SURNAME_END + tuple(
         (("ск", "цк"), ("ий", "ая", "ого", "ой", "ому", "ую", "им")),
         (("ович", "евич", "овн", "евн", "ичн"), ("", "а", "у", "ем", "е", "ой", "ы")),
         (("енко",), ("",))) for stem in stems for case in cases)
+_SURNAME_END_PAIRS = frozenset(e[-2:] for e in _SURNAME_ENDS)
 _CYR_LOWER_PAIR = re.compile(r"[а-яё]{3,} [а-яё]{3,}")
 _LABELLED_PAIR = re.compile(rf"[:—–][ \u00a0]*([{LATIN_LOWER}]{{3,}}) ([{LATIN_LOWER}]{{3,}})(?=[ \u00a0]*(?:[\n,.;]|$))")
 _NOT_NAME = frozenset("the and bir ile için gibi ben sen biz siz это как что".split())
@@ -225,12 +226,10 @@ def _skip_one_word(norm: str, e: int) -> int:
 
 def lower_pairs(ctx: TextContext) -> list[Hit]:
     """PERSON hits for pairs (and a third word) of adjacent lower-case name words (see the module doc)."""
-    text, norm = ctx.text, ctx.norm
-    # (start, end, folded word, whether a pair may hold it), only around the words a pair may hold: a pass over
-    # every word of a long text in Python costs more than the rest of the recognizers together
-    words = [(s, e, k, _roles(k))
-             for ws, we in _windows(ctx)
-             for s, e, k in ((m.start(), m.end(), norm[m.start():m.end()]) for m in _WORD.finditer(text, ws, we))]
+    text = ctx.text
+    # only around the words a pair may hold: a pass over every word of a long text in Python costs more than
+    # the rest of the recognizers together
+    words = _role_words(ctx)
     # the only places a pair may start: most words of a long text are in none
     starts = [i for i in range(len(words) - 1) if words[i][3] | words[i + 1][3] == _MAY | _LEAD]
     out: list[Hit] = _labelled_rare_pairs(ctx)
@@ -255,6 +254,19 @@ def lower_pairs(ctx: TextContext) -> list[Hit]:
         if not any(h.start < end and s1 < h.end for h in out):
             out.append(Hit(s1, end, "PERSON", PAIR_SCORE, "lower_pair"))
         i = j
+    return out
+
+
+def _role_words(ctx: TextContext) -> list[tuple[int, int, str, int]]:
+    """(start, end, folded word, _roles) of the windows' words (one without a role still pairs with a word that
+    has both: "invoice cancel")."""
+    text, norm = ctx.text, ctx.norm
+    out = []
+    for ws, we in _windows(ctx):
+        for m in _WORD.finditer(text, ws, we):
+            s, e = m.span()
+            k = norm[s:e]
+            out.append((s, e, k, _roles(k)))
     return out
 
 
@@ -320,8 +332,9 @@ _LABELLED = re.compile(rf"[:—–][ \u00a0]*[{LATIN_LOWER}а-яё]")
 
 def _shaped_words(ctx: TextContext) -> frozenset:
     """The text's words with a surname's ending, computed once per text."""
-    return ctx.memo("surname_shaped", lambda: frozenset(w for w in ctx.words if len(w) >= 5
-                                                        and w.endswith(_SURNAME_ENDS)))
+    # the last two letters first: one set test rules out most words before endswith tries every ending
+    return ctx.memo("surname_shaped", lambda: frozenset(w for w in ctx.words if w[-2:] in _SURNAME_END_PAIRS
+                                                        and len(w) >= 5 and w.endswith(_SURNAME_ENDS)))
 
 
 def may_hold_lower_pair(ctx: TextContext) -> bool:
