@@ -22,6 +22,7 @@ everyday words ("Çiçek", "Kaynak", "Hall").
 from __future__ import annotations
 
 import re
+from bisect import bisect_right
 from functools import lru_cache
 
 from pipeline.data.pii import ru_morph
@@ -72,6 +73,7 @@ _SURNAME_ENDS = _LATIN_SURNAME_END + tuple(
         (("ск", "цк"), ("ий", "ая", "ого", "ой", "ому", "ую", "им")),
         (("ович", "евич", "овн", "евн", "ичн"), ("", "а", "у", "ем", "е", "ой", "ы")),
         (("енко",), ("",))) for stem in stems for case in cases)
+_SURNAME_END_PAIRS = frozenset(e[-2:] for e in _SURNAME_ENDS)
 _CYR_LOWER_PAIR = re.compile(r"[а-яё]{3,} [а-яё]{3,}")
 _LABELLED_PAIR = re.compile(rf"[:—–][ \u00a0]*([{LATIN_LOWER}]{{3,}}) ([{LATIN_LOWER}]{{3,}})(?=[ \u00a0]*(?:[\n,.;]|$))")
 _NOT_NAME = frozenset("the and bir ile için gibi ben sen biz siz это как что".split())
@@ -181,6 +183,19 @@ def _strong(key: str) -> bool:
     return key in LATIN_NAME_ANY and key not in _AMBIGUOUS and key not in STOP
 
 
+_MAY, _LEAD = 1, 2
+
+
+@_per_word
+def _roles(key: str) -> int:
+    """_MAY: a word a pair may hold (listed, surname-ended or Cyrillic); _LEAD: a word a pair may turn on (the
+    first name of _pair's first test, or _strong, which _anchor implies). A pair whose words lack either role
+    is none: a flag per word saves asking the tests of every pair of a long text."""
+    may = key in _INTEREST or key.endswith(_LATIN_SURNAME_END) or key[0] in _CYR_LETTERS
+    lead = (key in LATIN_FIRST and key not in _AMBIGUOUS) or _strong(key)
+    return (_MAY if may else 0) | (_LEAD if lead else 0)
+
+
 def _cued_pair(k1: str, k2: str) -> bool:
     return (_strong(k1) and _loose(k2)) or (_strong(k2) and _loose(k1))
 
@@ -211,18 +226,19 @@ def _skip_one_word(norm: str, e: int) -> int:
 
 def lower_pairs(ctx: TextContext) -> list[Hit]:
     """PERSON hits for pairs (and a third word) of adjacent lower-case name words (see the module doc)."""
-    text, norm = ctx.text, ctx.norm
-    # (start, end, folded word, whether a pair may hold it), only around the words a pair may hold: a pass over
-    # every word of a long text in Python costs more than the rest of the recognizers together
-    words = [(s, e, k, k in _INTEREST or k.endswith(_LATIN_SURNAME_END) or k[0] in _CYR_LETTERS)
-             for ws, we in _windows(ctx)
-             for s, e, k in ((m.start(), m.end(), norm[m.start():m.end()]) for m in _WORD.finditer(text, ws, we))]
+    text = ctx.text
+    # only around the words a pair may hold: a pass over every word of a long text in Python costs more than
+    # the rest of the recognizers together
+    words = _role_words(ctx)
+    # the only places a pair may start: most words of a long text are in none
+    starts = [i for i in range(len(words) - 1) if words[i][3] | words[i + 1][3] == _MAY | _LEAD]
     out: list[Hit] = _labelled_rare_pairs(ctx)
     i = 0
     while i + 1 < len(words):
         found = _found(ctx, text, words, i)
         if not found:
-            i += 1
+            at = bisect_right(starts, i)
+            i = starts[at] if at < len(starts) else len(words)
             continue
         j = i + 2
         nxt = _found(ctx, text, words, i + 1) if j < len(words) else 0
@@ -238,6 +254,19 @@ def lower_pairs(ctx: TextContext) -> list[Hit]:
         if not any(h.start < end and s1 < h.end for h in out):
             out.append(Hit(s1, end, "PERSON", PAIR_SCORE, "lower_pair"))
         i = j
+    return out
+
+
+def _role_words(ctx: TextContext) -> list[tuple[int, int, str, int]]:
+    """(start, end, folded word, _roles) of the windows' words (one without a role still pairs with a word that
+    has both: "invoice cancel")."""
+    text, norm = ctx.text, ctx.norm
+    out = []
+    for ws, we in _windows(ctx):
+        for m in _WORD.finditer(text, ws, we):
+            s, e = m.span()
+            k = norm[s:e]
+            out.append((s, e, k, _roles(k)))
     return out
 
 
@@ -283,9 +312,9 @@ def _windows(ctx: TextContext) -> list[tuple[int, int]]:
 def _found(ctx: TextContext, text: str, words: list, i: int) -> int:
     """words[i] and words[i + 1], adjacent and of one script: a pair of name words (_PAIR), a cued pair (_CUED),
     or none (0)."""
-    s1, e1, k1, may1 = words[i]
-    s2, e2, k2, may2 = words[i + 1]
-    if not (may1 or may2) or s2 != e1 + 1 or text[e1] != " " or (k1[0] in _CYR_LETTERS) != (k2[0] in _CYR_LETTERS):
+    s1, e1, k1, roles1 = words[i]
+    s2, e2, k2, roles2 = words[i + 1]
+    if roles1 | roles2 != _MAY | _LEAD or s2 != e1 + 1 or text[e1] != " " or (k1[0] in _CYR_LETTERS) != (k2[0] in _CYR_LETTERS):
         return 0
     if _pair(k1, k2):
         return _PAIR
@@ -303,8 +332,9 @@ _LABELLED = re.compile(rf"[:—–][ \u00a0]*[{LATIN_LOWER}а-яё]")
 
 def _shaped_words(ctx: TextContext) -> frozenset:
     """The text's words with a surname's ending, computed once per text."""
-    return ctx.memo("surname_shaped", lambda: frozenset(w for w in ctx.words if len(w) >= 5
-                                                        and w.endswith(_SURNAME_ENDS)))
+    # the last two letters first: one set test rules out most words before endswith tries every ending
+    return ctx.memo("surname_shaped", lambda: frozenset(w for w in ctx.words if w[-2:] in _SURNAME_END_PAIRS
+                                                        and len(w) >= 5 and w.endswith(_SURNAME_ENDS)))
 
 
 def may_hold_lower_pair(ctx: TextContext) -> bool:
