@@ -501,3 +501,39 @@ def test_a_version_trains_on_every_shard_once(tmp_path, version_dir, trainer, ca
         shards = {split: sorted(paths) for split, paths in shards.items()}
         assert external("validate_llamafactory.py", out / CONFIG_NAMES[trainer])["unknown"] == []
     assert read == shards  # every shard once, none twice, each at its base
+
+
+@pytest.mark.slow  # two `prepare run`s uploaded to the moto server
+def test_a_version_on_s3_syncs_each_base_to_its_own_folder(tmp_path, bucket, capsys):
+    """Both runs of an S3 version wrote train/part-00000.parquet under prefixes of the same last name: the
+    LLaMA-Factory config syncs each prefix to its own folder, and the synced folders hold every record once."""
+    import re
+
+    import boto3
+    from datasets import load_dataset
+
+    from pipeline.cli import main
+
+    first, version = f"s3://{bucket}/a/data", f"s3://{bucket}/b/data"
+    flags = ["--no-pii", "--no-estimate"]
+    assert main(["run", str(CHATS[0]), "--out", str(tmp_path / "v1"), "--s3", first, *flags]) == 0
+    assert main(["run", str(CHATS[1]), "--out", str(tmp_path / "v2"), "--s3", version, "--append-to", first,
+                 *flags]) == 0
+    code, out = emit(tmp_path, None, "llamafactory", shards=version)
+    assert code == 0, capsys.readouterr().err
+    syncs = re.findall(r"`aws s3 sync (\S+)/ (\S+)/ ", (out / "llamafactory.yaml").read_text())
+    assert [uri for uri, _ in syncs] == [first, version] and len({local for _, local in syncs}) == 2
+    s3 = boto3.client("s3")
+    for uri, local in syncs:  # what the sync lines do
+        prefix = uri.removeprefix(f"s3://{bucket}/")
+        for obj in s3.list_objects_v2(Bucket=bucket, Prefix=prefix + "/")["Contents"]:
+            rel = obj["Key"][len(prefix) + 1:]
+            if rel.startswith(("train/", "validation/")):
+                (Path(local) / rel).parent.mkdir(parents=True, exist_ok=True)
+                s3.download_file(bucket, obj["Key"], str(Path(local) / rel))
+    info = json.loads((out / "dataset_info.json").read_text())
+    cfg = yaml.safe_load((out / "llamafactory.yaml").read_text())
+    manifest = json.loads((tmp_path / "v2" / "manifest.json").read_text())
+    ids = [i for name in cfg["dataset"].split(",")
+           for i in load_dataset("parquet", data_files=str(Path(info[name]["file_name"])), split="train")["id"]]
+    assert len(ids) == len(set(ids)) == manifest["counts"]["splits"]["train"]
