@@ -161,8 +161,11 @@ def version_manifest(manifest: dict, previous: dict) -> dict:
     earlier_totals = {k: v for k, v in previous.get("counts", {}).items() if k != "added"}
     counts = _sorted(_summed(earlier_totals, manifest["counts"]))
     counts["added"] = manifest["counts"]
-    kinds = _sorted(summed_kinds(previous.get("kinds") or {}, manifest.get("kinds") or {}))
-    return {**manifest, "counts": counts, "shards": old_shards + manifest["shards"],
+    # an earlier version older than the per-kind counts has none: this run's alone would read as the version's
+    # (a trainer config would take its steps from them), so the version has none either
+    kinds = _sorted(summed_kinds(previous["kinds"], manifest.get("kinds") or {})) if "kinds" in previous else None
+    version = {k: v for k, v in manifest.items() if k != "kinds"}
+    return {**version, "counts": counts, "shards": old_shards + manifest["shards"],
             **({"kinds": kinds} if kinds else {}),
             "previous": {"run_id": previous["run_id"], "location": where,
                          "shards": len(old_shards), "dedup_indexes": earlier_indexes(previous, where)}}
