@@ -234,7 +234,7 @@ def build_spec(cfg, result: dict, *, trainer: str, shards: dict, global_batch: s
         "cross_entropy": s.get("cross_entropy"), "bf16": True,
         "assistant_only_loss": chat_share > 0, "chat_share": round(chat_share, 4),
         "epochs": epochs, "learning_rate": 2e-4 if peft else 2e-5,
-        "shards": {"root": shards["root"], "s3": shards["s3"], "train": shards["train"],
+        "shards": {"root": shards["root"], "s3": shards["s3"], "bases": shards["bases"], "train": shards["train"],
                    "validation": shards["validation"], "rows": shards["rows"],
                    "split_by_kind": shards["split_by_kind"]},
         "datasets": datasets,
@@ -352,9 +352,35 @@ def _local_name(root: str) -> str:
     return "data/" + root.rstrip("/").rsplit("/", 1)[-1]
 
 
+def local_names(spec: dict) -> dict[str, str]:
+    """s3:// base -> the folder (relative to the config's) its shards are synced to: one per base, since an
+    appended version's bases hold shards of the same names (train/part-00000.parquet in each); a base whose
+    last name another base shares gets its hash too."""
+    bases = [b for b in spec["shards"]["bases"] if b.startswith("s3://")]
+    names = {b: _local_name(b) for b in bases}
+    taken = [names[b] for b in bases]
+    return {b: n if taken.count(n) == 1 else f"{n}-{hashlib.sha256(b.encode()).hexdigest()[:8]}"
+            for b, n in names.items()}
+
+
+def base_of(spec: dict, path: str) -> str | None:
+    """The base (run directory or s3:// prefix) a shard path is under; None for a copy written beside the config."""
+    return next((b for b in spec["shards"]["bases"] if path.startswith(b.rstrip("/") + "/")), None)
+
+
+def by_base(spec: dict, paths: list[str]) -> list[list[str]]:
+    """Shard paths grouped by their base, in order: a trainer that reads a folder reads one per base."""
+    groups: dict = {}
+    for path in paths:
+        groups.setdefault(base_of(spec, path), []).append(path)
+    return list(groups.values())
+
+
 def _whole_run(spec: dict) -> bool:
-    """The run's train/ and validation/ folders are the one dataset: trl loads the run directory as it is."""
-    return len(spec["datasets"]) == 1 and not spec["shards"]["split_by_kind"] and not spec["datasets"][0]["mixed"]
+    """The run's train/ and validation/ folders are the one dataset: trl loads the run directory as it is (not
+    an appended version, whose earlier shards are elsewhere)."""
+    return len(spec["datasets"]) == 1 and not spec["shards"]["split_by_kind"] and not spec["datasets"][0]["mixed"] \
+        and spec["shards"]["bases"] == [spec["shards"]["root"]]
 
 
 TRL_DATASETS = "trl_datasets"
@@ -382,8 +408,10 @@ def trl_sources(spec: dict, out: Path) -> tuple[dict[str, dict], str | None]:
 def local_path(spec: dict, out: Path, path: str) -> str:
     """Where a trainer that reads local files finds a shard: a shard on S3 at its place in the local mirror the
     header's sync line fills; a local shard, or a kind's copy written beside the config, where it is."""
-    root = spec["shards"]["root"]
-    return str(out.resolve() / _local_name(root)) + path[len(root):] if path.startswith("s3://") else path
+    if not path.startswith("s3://"):
+        return path
+    base = base_of(spec, path)
+    return str(out.resolve() / local_names(spec)[base]) + path[len(base.rstrip("/")):]
 
 
 def _reads_s3(spec: dict) -> bool:
@@ -391,26 +419,35 @@ def _reads_s3(spec: dict) -> bool:
     return any(p.startswith("s3://") for d in spec["datasets"] for split in ("train", "validation") for p in d[split])
 
 
-def _sync_header(spec: dict, trainer: str, local: str) -> str:
-    """The download step of a trainer that reads only local shards, for a run on S3."""
-    return (f"# {trainer} reads local shards: first `aws s3 sync {spec['shards']['root']}/ {local}/ --exclude '*' "
-            f"--include 'train/*' --include 'validation/*' --include manifest.json`\n")
+def _sync_header(spec: dict, trainer: str, out: Path | None) -> str:
+    """The download step of a trainer that reads only local shards, for shards on S3: one folder per base the
+    configs read (relative to the working directory where `out` is None)."""
+    read = {base_of(spec, p) for d in spec["datasets"] for split in ("train", "validation") for p in d[split]
+            if p.startswith("s3://")}
+    lines = []
+    for base, name in local_names(spec).items():
+        if base in read:
+            local = name if out is None else str(out.resolve() / name)
+            lines.append(f"# {trainer} reads local shards: first `aws s3 sync {base.rstrip('/')}/ {local}/ "
+                         f"--exclude '*' --include 'train/*' --include 'validation/*' --include manifest.json`\n")
+    return "".join(lines)
 
 
 def _trl_extra_header(spec: dict, out: Path) -> str:
-    sh = spec["shards"]
     if not _reads_s3(spec):
         return ""
-    local = _local_name(sh["root"]) if _whole_run(spec) else str(out.resolve() / _local_name(sh["root"]))
-    return _sync_header(spec, "trl", local)
+    return _sync_header(spec, "trl", None if _whole_run(spec) else out)
 
 
 # ------------------------------------------------------------------------------------------------- axolotl
 
 def axolotl_config(spec: dict) -> dict:
     """Keys of axolotl's YAML (AxolotlInputConfig)."""
-    def dataset(d: dict, split: str) -> dict:
-        paths = d[split]
+    def datasets(d: dict, split: str) -> list[dict]:
+        """One entry per base of the kind's shards (an appended version's earlier shards are elsewhere)."""
+        return [entry(d, paths) for paths in by_base(spec, d[split])]
+
+    def entry(d: dict, paths: list[str]) -> dict:
         ds = {"path": paths[0] if len(paths) == 1 else paths[0].rsplit("/", 1)[0], "ds_type": "parquet",
               "data_files": paths, "split": "train"}
         if d["kind"] == "chat":
@@ -434,9 +471,9 @@ def axolotl_config(spec: dict) -> dict:
         out |= dict.fromkeys(AXOLOTL_LORA_KERNELS, False)
     # one config for both kinds: axolotl tokenizes each dataset by its own type (a chat template masked to the
     # answers, a completion trained on every token) and packs them together
-    out |= {"chat_template": "tokenizer_default", "datasets": [dataset(d, "train") for d in spec["datasets"]]}
+    out |= {"chat_template": "tokenizer_default", "datasets": [e for d in spec["datasets"] for e in datasets(d, "train")]}
     if spec["eval"]:
-        out["test_datasets"] = [dataset(d, "validation") for d in spec["datasets"] if d["eval"]]
+        out["test_datasets"] = [e for d in spec["datasets"] if d["eval"] for e in datasets(d, "validation")]
     out |= {"train_on_inputs": not spec["assistant_only_loss"],
             "sequence_len": spec["max_length"], "sample_packing": True, "eval_sample_packing": spec["eval"],
             "pad_to_sequence_len": True,
@@ -458,23 +495,24 @@ def axolotl_config(spec: dict) -> dict:
 
 # ------------------------------------------------------------------------------------------------- LLaMA-Factory
 
-def llamafactory_names(spec: dict, kind: str) -> dict[str, str]:
-    """split -> the dataset_info.json name of a kind's shards (prepare_train, or prepare_chat_train with kinds)."""
-    middle = f"{kind}_" if len(spec["datasets"]) > 1 else ""
-    return {split: f"prepare_{middle}{split}" for split in ("train", "validation")}
-
-
-def llamafactory_local_root(spec: dict, out: Path) -> str | None:
-    """Where the shards of a run on S3 are synced for LLaMA-Factory, whose cloud reader takes only .json and
-    .jsonl files (None: the run is local)."""
-    return str(out.resolve() / _local_name(spec["shards"]["root"])) if _reads_s3(spec) else None
+def llamafactory_names(spec: dict, dataset: dict) -> dict[str, list[str]]:
+    """split -> the dataset_info.json names of a kind's shards (prepare_train, or prepare_chat_train with kinds),
+    one per base they are under (an appended version's: prepare_train_1, prepare_train_2, ...)."""
+    middle = f"{dataset['kind']}_" if len(spec["datasets"]) > 1 else ""
+    names = {}
+    for split in ("train", "validation"):
+        groups = by_base(spec, dataset[split]) or [[]]
+        name = f"prepare_{middle}{split}"
+        names[split] = [name] if len(groups) == 1 else [f"{name}_{n}" for n in range(1, len(groups) + 1)]
+    return names
 
 
 def llamafactory_dataset_info(spec: dict, out: Path) -> dict:
     """The dataset_info.json entries of the shards (openai formatting: the records' messages as they are)."""
-    def entry(d: dict, split: str) -> dict:
-        # the folder of the kind's shards of a split (one file: the file), which LLaMA-Factory reads whole
-        where = d[split][0] if len(d[split]) == 1 and not _whole_run(spec) else d[split][0].rsplit("/", 1)[0]
+    def entry(d: dict, paths: list[str]) -> dict:
+        # the folder of the kind's shards of a split under one base (one file: the file), which LLaMA-Factory
+        # reads whole (its cloud reader takes only .json and .jsonl files: shards on S3 are synced first)
+        where = paths[0] if len(paths) == 1 and not _whole_run(spec) else paths[0].rsplit("/", 1)[0]
         e = {"file_name": local_path(spec, out, where),
              "formatting": "openai" if d["kind"] == "chat" else "alpaca"}
         if d["kind"] == "chat":
@@ -488,10 +526,9 @@ def llamafactory_dataset_info(spec: dict, out: Path) -> dict:
 
     info = {}
     for d in spec["datasets"]:
-        names = llamafactory_names(spec, d["kind"])
-        info[names["train"]] = entry(d, "train")
-        if d["eval"]:
-            info[names["validation"]] = entry(d, "validation")
+        names = llamafactory_names(spec, d)
+        for split in ("train", "validation") if d["eval"] else ("train",):
+            info |= {name: entry(d, paths) for name, paths in zip(names[split], by_base(spec, d[split]))}
     return info
 
 
@@ -500,7 +537,7 @@ def llamafactory_config(spec: dict, dataset: dict, dataset_dir: str) -> dict:
     and finetuning arguments) for one dataset of the run: its template masks chats to the answers only with
     train_on_prompt off, which a plain-text dataset (all prompt) needs on."""
     lora = spec["lora"]
-    names = llamafactory_names(spec, dataset["kind"])
+    names = llamafactory_names(spec, dataset)
     out: dict = {"model_name_or_path": spec["model"], "stage": "sft", "do_train": True,
                  "finetuning_type": "lora" if lora else "full"}
     if lora:
@@ -511,7 +548,7 @@ def llamafactory_config(spec: dict, dataset: dict, dataset_dir: str) -> dict:
                 "double_quantization": spec["quantization"]["double_quant"]}
     # LLaMA-Factory keeps one position free when packing (DataArguments: cutoff_len -= 1): one more here makes
     # its effective length the planned one
-    out |= {"dataset": names["train"], "dataset_dir": dataset_dir, "cutoff_len": spec["max_length"] + 1,
+    out |= {"dataset": ",".join(names["train"]), "dataset_dir": dataset_dir, "cutoff_len": spec["max_length"] + 1,
             "packing": True, "neat_packing": True, "train_on_prompt": dataset["kind"] != "chat",
             "flash_attn": LLAMAFACTORY_ATTN[spec["attn"]],
             "disable_gradient_checkpointing": not spec["grad_ckpt"],
@@ -521,7 +558,7 @@ def llamafactory_config(spec: dict, dataset: dict, dataset_dir: str) -> dict:
             "logging_steps": max(1, min(10, interval(spec, dataset))),
             "save_strategy": "steps", "save_steps": interval(spec, dataset), "report_to": "none"}
     if dataset["eval"]:
-        out |= {"eval_dataset": names["validation"], "per_device_eval_batch_size": spec["micro_batch"],
+        out |= {"eval_dataset": ",".join(names["validation"]), "per_device_eval_batch_size": spec["micro_batch"],
                 "eval_strategy": "steps", "eval_steps": interval(spec, dataset), "load_best_model_at_end": True,
                 "metric_for_best_model": "eval_loss", "greater_is_better": False}
     return out
@@ -574,8 +611,7 @@ def write_emitted(spec: dict, out_dir: str | Path) -> list[Path]:
         written.append(info)
         for d in spec["datasets"]:
             written.append(out / config_name(spec, d["kind"]))
-            local = llamafactory_local_root(spec, out)
-            sync = _sync_header(spec, "LLaMA-Factory", local) if local else ""
+            sync = _sync_header(spec, "LLaMA-Factory", out) if _reads_s3(spec) else ""
             atomic_write_text(written[-1], header(spec, [d]) + sync
                               + _yaml(llamafactory_config(spec, d, str(out.resolve()))))
     plan = out / PLAN_NAME

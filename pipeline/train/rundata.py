@@ -24,7 +24,7 @@ class RunDataError(ConfigError):
 
 
 def _load(where: str) -> tuple[str, dict, dict]:
-    """(root, manifest, report lengths) of a local run directory or its s3://bucket/prefix."""
+    """(root, manifest, report.json or {}) of a local run directory or its s3://bucket/prefix."""
     if where.startswith("s3://"):
         root = where[:-len("/manifest.json")] if where.endswith("/manifest.json") else where.rstrip("/")
         try:
@@ -36,7 +36,7 @@ def _load(where: str) -> tuple[str, dict, dict]:
             report = read_json(root + "/report.json")
         except OSError:  # an older run uploaded no report: the precheck's counts stand in
             report = {}
-        return root, manifest, report.get("lengths") or {}
+        return root, manifest, report
     path = Path(where)
     if path.name == "manifest.json":
         path = path.parent
@@ -44,32 +44,48 @@ def _load(where: str) -> tuple[str, dict, dict]:
         raise RunDataError(f"no manifest.json in {where} (the output of a finished `prepare run`)")
     manifest = json.loads((path / "manifest.json").read_text())
     report = json.loads((path / "report.json").read_text()) if (path / "report.json").is_file() else {}
-    return str(path.resolve()), manifest, report.get("lengths") or {}
+    return str(path.resolve()), manifest, report
+
+
+def shard_location(shard: dict, root: str) -> str:
+    """Where a shard is: at its `base` (an appended version's earlier shards, --append-to), else in the run."""
+    return f"{shard.get('base') or root}/{shard['path']}"
+
+
+def shard_bases(manifest: dict, root: str) -> list[str]:
+    """The run directories or s3:// prefixes the shards are read from, in the manifest's order: the run's own
+    root only, except for an appended version."""
+    return list(dict.fromkeys(shard.get("base") or root for shard in manifest["shards"]))
+
+
+def run_packing(report: dict) -> dict | None:
+    """The packing counts of the records the run's shards hold: for an appended version, the whole version's
+    (its report's `version` section), not the new records' alone (None where the version could not sum them)."""
+    if report.get("version"):
+        return (report["version"].get("packing") or {}).get("after")
+    return (report.get("lengths") or {}).get("packing")
 
 
 def read_run(where: str) -> dict:
     """The run's shard locations per split (as the trainer opens them), per kind where it can tell, and what
-    the run decided: max length, overflow policy, packing counts."""
-    root, manifest, lengths = _load(where)
-    if manifest.get("previous"):
-        # its earlier shards live at their own base, under the same names as this run's: a config built from
-        # root + path would train the new shards twice and never the earlier ones
-        raise RunDataError(f"the run at {where} is an appended version (--append-to): emitting a trainer config "
-                           "for a version is not supported yet; emit from a run of all its data")
+    the run decided: max length, overflow policy, packing counts. An appended version's shards are read where
+    each is (`bases`)."""
+    root, manifest, report = _load(where)
     splits: dict[str, list[str]] = {s: [] for s in SPLITS}
     for shard in manifest["shards"]:
-        splits[shard["split"]].append(f"{root}/{shard['path']}")
+        splits[shard["split"]].append(shard_location(shard, root))
     if not splits["train"]:
         raise RunDataError(f"the run at {where} has no train shards")
     s3 = root.startswith("s3://")
     split_by_kind = any("kind" in shard for shard in manifest["shards"])
     overflow = (manifest.get("config") or {}).get("lengths", {}).get("overflow")
-    # a run on S3 of one shard set is told apart by kind through its manifest's counts (older runs have none)
-    readable = split_by_kind or not s3 or "kinds" in manifest
-    return {"run_id": manifest["run_id"], "root": root, "s3": s3, **splits,
+    # shards on S3 of one shard set are told apart by kind through the manifest's counts (older runs have none)
+    on_s3 = any(p.startswith("s3://") for s in SPLITS for p in splits[s])
+    readable = split_by_kind or not on_s3 or "kinds" in manifest
+    return {"run_id": manifest["run_id"], "root": root, "s3": s3, **splits, "bases": shard_bases(manifest, root),
             "rows": {s: sum(x["rows"] for x in manifest["shards"] if x["split"] == s) for s in SPLITS},
             "max_seq_len": manifest.get("max_seq_len"), "tokenizer": manifest.get("tokenizer"),
-            "overflow": overflow, "packing": lengths.get("packing"), "split_by_kind": split_by_kind,
+            "overflow": overflow, "packing": run_packing(report), "split_by_kind": split_by_kind,
             "kinds": _kinds(manifest, root) if readable else None}
 
 
@@ -80,7 +96,7 @@ def _kinds(manifest: dict, root: str) -> dict:
     written = manifest.get("kinds")
     kinds: dict = {}
     for shard in manifest["shards"]:
-        path = f"{root}/{shard['path']}"
+        path = shard_location(shard, root)
         if "kind" in shard:
             held = {shard["kind"]: shard["rows"]}
         elif written is not None:  # the kinds of the split: each of its shards may hold them

@@ -317,3 +317,34 @@ def test_the_best_checkpoint_survives_a_kill_and_a_resume_in_a_fresh_folder(tmp_
     assert report["best_model_checkpoint"] == "checkpoint-4" == read_best(uri)["checkpoint"]
     assert {n for n, e in list_remote(uri).items() if e.complete} == {"checkpoint-4", FINAL}
     assert f"jobs/killed/{BEST}" in {o["Key"] for o in s3.list_objects_v2(Bucket=bucket, Prefix="jobs/")["Contents"]}
+
+
+def test_trl_trains_on_every_record_of_an_appended_version(tmp_path, capsys):
+    """A version (--append-to) whose two runs both wrote train/part-00000.parquet: the emitted trl config loads
+    the records of both, each from its own run directory, and trains on them on CPU."""
+    from pipeline.cli import main
+
+    texts = [line for f in CHATS[:2] for line in f.read_text(encoding="utf-8").splitlines()]
+    model = tiny_model(tmp_path / "model", texts)
+    flags = ["--model", str(model), "--method", "lora", "--no-pii"]
+    assert main(["run", str(CHATS[0]), "--out", str(tmp_path / "v1"), *flags]) == 0
+    assert main(["run", str(CHATS[1]), "--out", str(tmp_path / "v2"), "--append-to", str(tmp_path / "v1"),
+                 *flags]) == 0
+    emit = tmp_path / "emit"
+    assert main(["precheck", *map(str, CHATS[:2]), "--model", str(model), "--method", "lora", "--emit", "trl",
+                 "--shards", str(tmp_path / "v2"), "--out", str(emit), "--global-batch", "8"]) == 0
+    capsys.readouterr()
+    manifest = json.loads((tmp_path / "v2" / "manifest.json").read_text())
+    script, training, model_args, _ = parse_trl(emit / "trl_sft.yaml", "--use_cpu", "true", "--max_steps", "2",
+                                                "--logging_steps", "1", "--dataloader_num_workers", "0",
+                                                "--output_dir", str(tmp_path / "output"))
+    trainer = build_trainer(script, training, model_args, [])
+    from datasets import load_dataset
+
+    loaded = load_dataset(script.dataset_name, name=script.dataset_config)
+    rows = {split: sum(s["rows"] for s in manifest["shards"] if s["split"] == split)
+            for split in ("train", "validation")}
+    assert {split: len(loaded[split]) for split in rows} == rows  # the earlier run's records and the new ones
+    assert len({r["id"] for r in loaded["train"]}) == rows["train"]
+    trainer.train()
+    assert trainer.state.global_step == 2

@@ -87,3 +87,11 @@ def test_kinds_sum_only_the_figures_both_parts_have():
     assert summed_kinds(earlier, added) == {
         "chat": {"train": {"records": 5}, "validation": {"records": 1, "tokens": 9}},
         "text": {"train": {"records": 4, "tokens": 80}}}
+
+
+def test_a_version_of_a_run_without_kinds_has_none_rather_than_the_new_records_alone():
+    added = {"run_id": "", "counts": {"kept": 1}, "kinds": {"chat": {"train": {"records": 1}}},
+             "shards": [{"path": "train/part-00000.parquet", "rows": 1, "sha256": SHA}]}
+    assert "kinds" not in version_manifest(added, previous())
+    both = version_manifest(added, previous(kinds={"chat": {"train": {"records": 3}}}))
+    assert both["kinds"] == {"chat": {"train": {"records": 4}}}

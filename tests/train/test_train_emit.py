@@ -409,13 +409,131 @@ def test_the_attention_kernel_the_plan_timed_is_the_one_each_trainer_gets(tmp_pa
     assert external("validate_llamafactory.py", out / "llamafactory.yaml")["unknown"] == []
 
 
-def test_an_appended_version_is_refused_not_emitted_from_the_wrong_shards(tmp_path):
-    """A version's earlier shards live at their `base` under the names of the new ones: no config from it."""
-    from pipeline.train.rundata import RunDataError, read_run
+def test_a_version_is_read_with_each_shard_at_its_base(tmp_path):
+    """A version's earlier shards live at their `base` under the names of the new ones: each is read there,
+    and the packing is the whole version's (report.json `version`), not the new records' alone."""
+    from pipeline.train.rundata import read_run
 
     shard = {"path": "train/part-00000.parquet", "split": "train", "rows": 1, "bytes": 1, "sha256": "0" * 64}
     manifest = {"run_id": "v2", "previous": {"run_id": "v1", "location": "/data/v1"},
+                "kinds": {"chat": {"train": {"records": 2}}},
                 "shards": [{**shard, "base": "/data/v1"}, shard]}
     (tmp_path / "manifest.json").write_text(json.dumps(manifest))
-    with pytest.raises(RunDataError, match="appended version"):
-        read_run(str(tmp_path))
+    report = {"lengths": {"packing": {"sequences_per_epoch": 1}},
+              "version": {"packing": {"after": {"sequences_per_epoch": 2}}}}
+    (tmp_path / "report.json").write_text(json.dumps(report))
+    run = read_run(str(tmp_path))
+    here = f"{tmp_path.resolve()}/train/part-00000.parquet"
+    assert run["train"] == ["/data/v1/train/part-00000.parquet", here]
+    assert run["bases"] == ["/data/v1", str(tmp_path.resolve())]
+    assert run["kinds"]["chat"]["train"] == run["train"] and run["kinds"]["chat"]["rows"]["train"] == 2
+    assert run["packing"] == {"sequences_per_epoch": 2}
+
+
+def test_shards_of_two_s3_bases_sync_to_one_folder_each():
+    """train/part-00000.parquet of two prefixes of the same last name: two local folders, two sync lines."""
+    from pipeline.train.emit import _sync_header, by_base, local_names, local_path
+
+    a, b = "s3://one/v1", "s3://two/v1"
+    paths = [f"{a}/train/part-00000.parquet", f"{b}/train/part-00000.parquet"]
+    spec = {"shards": {"root": b, "bases": [a, b]},
+            "datasets": [{"kind": "chat", "train": paths, "validation": []}]}
+    names = local_names(spec)
+    assert len(set(names.values())) == 2 and all(n.startswith("data/v1-") for n in names.values())
+    local = [local_path(spec, Path("/cfg"), p) for p in paths]
+    assert len(set(local)) == 2 and all(p.endswith("/train/part-00000.parquet") for p in local)
+    assert by_base(spec, paths) == [[paths[0]], [paths[1]]]
+    header = _sync_header(spec, "trl", Path("/cfg"))
+    assert header.count("aws s3 sync") == 2 and f"sync {a}/ {Path('/cfg').resolve()}/{names[a]}/" in header
+
+
+@pytest.fixture(scope="module")
+def version_dir(tmp_path_factory):
+    """A version (--append-to) of a run of the English chats, adding the Russian ones: both write
+    train/part-00000.parquet."""
+    from pipeline.cli import main
+
+    folder = tmp_path_factory.mktemp("version")
+    assert main(["run", str(CHATS[0]), "--out", str(folder / "v1"), "--no-pii", "--no-estimate"]) == 0
+    assert main(["run", str(CHATS[1]), "--out", str(folder / "v2"), "--no-pii", "--no-estimate",
+                 "--append-to", str(folder / "v1")]) == 0
+    return folder / "v2"
+
+
+def _version_shards(version: Path) -> dict[str, list[str]]:
+    manifest = json.loads((version / "manifest.json").read_text())
+    return {split: [f"{s.get('base') or version.resolve()}/{s['path']}" for s in manifest["shards"]
+                    if s["split"] == split] for split in ("train", "validation")}
+
+
+@pytest.mark.slow  # version_dir is two `prepare run`s
+@pytest.mark.parametrize("trainer", ["trl", "axolotl", "llamafactory"])
+def test_a_version_trains_on_every_shard_once(tmp_path, version_dir, trainer, capsys):
+    from pipeline.train.emit import CONFIG_NAMES
+
+    shards = _version_shards(version_dir)
+    assert len(shards["train"]) >= 2 and len({Path(p).name for p in shards["train"]}) < len(shards["train"])
+    code, out = emit(tmp_path, version_dir, trainer)
+    assert code == 0, capsys.readouterr().err
+    plan = json.loads((out / "prepare-plan.json").read_text())
+    manifest = json.loads((version_dir / "manifest.json").read_text())
+    assert [d["rows"]["train"] for d in plan["datasets"]] == [manifest["kinds"]["chat"]["train"]["records"]]
+    assert plan["datasets"][0]["packed_sequences"] == manifest["kinds"]["chat"]["train"]["packed_sequences"]
+    if trainer == "trl":
+        files = yaml.safe_load((out / "trl_datasets" / "README.md").read_text().split("---")[1])["configs"][0]
+        read = {f["split"]: f["path"] for f in files["data_files"]}
+    elif trainer == "axolotl":
+        cfg = yaml.safe_load((out / CONFIG_NAMES[trainer]).read_text())
+        read = {"train": [p for d in cfg["datasets"] for p in d["data_files"]],
+                "validation": [p for d in cfg["test_datasets"] for p in d["data_files"]]}
+        assert external("validate_axolotl.py", out / "axolotl.yaml")["unknown"] == []
+    else:
+        info = json.loads((out / "dataset_info.json").read_text())
+        cfg = yaml.safe_load((out / CONFIG_NAMES[trainer]).read_text())
+        # each entry is a base's shard of the split, or its folder, which LLaMA-Factory reads whole
+        def files(name: str) -> list[str]:
+            where = Path(info[name]["file_name"])
+            return [str(where)] if where.is_file() else [str(p) for p in where.glob("*.parquet")]
+
+        read = {split: sorted(p for name in cfg[key].split(",") for p in files(name))
+                for split, key in (("train", "dataset"), ("validation", "eval_dataset"))}
+        assert len(cfg["dataset"].split(",")) == 2  # prepare_train_1, prepare_train_2: one per base
+        shards = {split: sorted(paths) for split, paths in shards.items()}
+        assert external("validate_llamafactory.py", out / CONFIG_NAMES[trainer])["unknown"] == []
+    assert read == shards  # every shard once, none twice, each at its base
+
+
+@pytest.mark.slow  # two `prepare run`s uploaded to the moto server
+def test_a_version_on_s3_syncs_each_base_to_its_own_folder(tmp_path, bucket, capsys):
+    """Both runs of an S3 version wrote train/part-00000.parquet under prefixes of the same last name: the
+    LLaMA-Factory config syncs each prefix to its own folder, and the synced folders hold every record once."""
+    import re
+
+    import boto3
+    from datasets import load_dataset
+
+    from pipeline.cli import main
+
+    first, version = f"s3://{bucket}/a/data", f"s3://{bucket}/b/data"
+    flags = ["--no-pii", "--no-estimate"]
+    assert main(["run", str(CHATS[0]), "--out", str(tmp_path / "v1"), "--s3", first, *flags]) == 0
+    assert main(["run", str(CHATS[1]), "--out", str(tmp_path / "v2"), "--s3", version, "--append-to", first,
+                 *flags]) == 0
+    code, out = emit(tmp_path, None, "llamafactory", shards=version)
+    assert code == 0, capsys.readouterr().err
+    syncs = re.findall(r"`aws s3 sync (\S+)/ (\S+)/ ", (out / "llamafactory.yaml").read_text())
+    assert [uri for uri, _ in syncs] == [first, version] and len({local for _, local in syncs}) == 2
+    s3 = boto3.client("s3")
+    for uri, local in syncs:  # what the sync lines do
+        prefix = uri.removeprefix(f"s3://{bucket}/")
+        for obj in s3.list_objects_v2(Bucket=bucket, Prefix=prefix + "/")["Contents"]:
+            rel = obj["Key"][len(prefix) + 1:]
+            if rel.startswith(("train/", "validation/")):
+                (Path(local) / rel).parent.mkdir(parents=True, exist_ok=True)
+                s3.download_file(bucket, obj["Key"], str(Path(local) / rel))
+    info = json.loads((out / "dataset_info.json").read_text())
+    cfg = yaml.safe_load((out / "llamafactory.yaml").read_text())
+    manifest = json.loads((tmp_path / "v2" / "manifest.json").read_text())
+    ids = [i for name in cfg["dataset"].split(",")
+           for i in load_dataset("parquet", data_files=str(Path(info[name]["file_name"])), split="train")["id"]]
+    assert len(ids) == len(set(ids)) == manifest["counts"]["splits"]["train"]
