@@ -146,10 +146,9 @@ def version_section(previous: dict, earlier: dict | None, report: dict, max_seq_
         "packing": {"after": packing_after},
     }
     if not earlier:
-        section["previous"]["missing"] = ("the earlier report.json cannot be read there (an S3 prefix uploaded "
-                                          "before report.json was holds only report.html): per file, language, "
-                                          "length and plan figures before are unknown; records before are the "
-                                          "earlier manifest's")
+        section["previous"]["missing"] = ("the earlier report.json cannot be read there (an S3 prefix holds only "
+                                          "report.html): per file, language, length and plan figures before are "
+                                          "unknown; records before are the earlier manifest's")
     return section
 
 

@@ -21,12 +21,10 @@ from pathlib import Path
 
 from pipeline.core.config import PrepareConfig
 from pipeline.core.errors import PrepareError
-from pipeline.core.files import sha256_file
-from pipeline.core.s3 import open_object, read_json
+from pipeline.core.s3 import read_json
 from pipeline.plan.from_lengths import plan_for_lengths
 from pipeline.report.version import PLAN_SUM, combined_packing, version_section
 
-REPORT_JSON = "report.json"
 # scrypt: a salt guess costs ~16 MiB and tens of milliseconds, so the stored digest is of little use for
 # testing guesses of a salt that is not weak already; the nonce (the writing run directory's id) makes a
 # precomputed table useless
@@ -171,32 +169,13 @@ def version_manifest(manifest: dict, previous: dict) -> dict:
                          "shards": len(old_shards), "dedup_indexes": earlier_indexes(previous, where)}}
 
 
-def report_entries(cfg: PrepareConfig, run: Path, html_entry: dict) -> list[dict]:
-    """The manifest's `reports`, the files uploaded with the shards: report.html and, for a run that uploads,
-    report.json, whose figures (per file, language, length, packing, plan) a later --append-to of the S3
-    prefix shows as its `before`. report.json holds no record text, only counts and the file names or labels
-    report.html shows too. A local run lists only report.html: report.json holds timings, and its manifest
-    stays byte-identical across reruns."""
-    if not cfg.s3:
-        return [html_entry]
-    path = run / REPORT_JSON
-    return [html_entry, {"path": REPORT_JSON, "bytes": path.stat().st_size, "sha256": sha256_file(path)}]
-
-
 def read_earlier_report(previous: dict) -> dict | None:
-    """The earlier version's report.json: in its run directory, or on S3 where its manifest lists it (runs
-    before that uploaded only report.html); None where it cannot be read or is not the one listed."""
-    where = previous["location"]
+    """The earlier run directory's report.json; None on S3 (the upload sends report.html, not report.json) or
+    where it cannot be read."""
+    if previous["location"].startswith("s3://"):
+        return None
     try:
-        if not where.startswith("s3://"):
-            return json.loads((Path(where) / REPORT_JSON).read_text(encoding="utf-8"))
-        listed = next((r for r in previous.get("reports") or [] if r["path"] == REPORT_JSON), None)
-        if listed is None:
-            return None
-        body = open_object(f"{where}/{REPORT_JSON}").read()
-        if hashlib.sha256(body).hexdigest() != listed["sha256"]:  # replaced since: not this version's figures
-            return None
-        return json.loads(body)
+        return json.loads((Path(previous["location"]) / "report.json").read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
 

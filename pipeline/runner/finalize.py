@@ -22,7 +22,7 @@ from pipeline.data.readers import shown_config
 from pipeline.data.shards import WriteStep, build_manifest, write_manifest
 from pipeline.plan.from_lengths import max_positions, plan_for_lengths
 from pipeline.report.build import build_report, write_reports
-from pipeline.runner.append import add_version_section, report_entries, salt_check, version_manifest
+from pipeline.runner.append import add_version_section, salt_check, version_manifest
 from pipeline.runner.history import write_dedup_index
 from pipeline.runner.phases import StatsByFile, merged_stages, runs_by_file
 from pipeline.runner.rundir import RunDir, claim, read_ledger
@@ -165,8 +165,7 @@ def write_run_manifest(cfg: PrepareConfig, run: Path, rep: dict, shards: list[di
     run_dir_id = read_ledger(run).id
     pii_salt = salt_check(cfg, run_dir_id)
     manifest = build_manifest("", shown_config(cfg.model_dump(mode="json"), cfg.out), rep["counts"], shards,
-                              {"max_seq_len": max_len, "tokenizer": tokenizer_name,
-                               "reports": report_entries(cfg, run, html_entry),
+                              {"max_seq_len": max_len, "tokenizer": tokenizer_name, "reports": [html_entry],
                                "run_dir_id": run_dir_id, "kinds": kinds,
                                **({"dedup_index": dedup_index} if dedup_index else {}),
                                **({"pii_salt": pii_salt} if pii_salt else {})})

@@ -129,26 +129,6 @@ def test_append_to_an_s3_prefix(tmp_path, bucket):
     assert json.loads(s3.get_object(Bucket=bucket, Key="datasets/v2/manifest.json")["Body"].read()) == version
 
 
-def test_an_s3_version_shows_the_earlier_figures_from_its_uploaded_report_json(tmp_path, bucket):
-    """The upload sends report.json (listed in the manifest's `reports`), so a version of an S3 prefix has the
-    per-file figures before as a version of a run directory has them; a local run lists only report.html."""
-    import boto3
-
-    new_data, _ = write_inputs(tmp_path)
-    uri, uri2 = f"s3://{bucket}/datasets/r1", f"s3://{bucket}/datasets/r2"
-    v1 = run(tmp_path, "v1", tmp_path / "v1.jsonl", "--s3", uri)
-    listed = {r["path"]: r for r in manifest_of(v1)["reports"]}
-    assert set(listed) == {"report.html", "report.json"}
-    body = boto3.client("s3").get_object(Bucket=bucket, Key="datasets/r1/report.json")["Body"].read()
-    assert hashlib.sha256(body).hexdigest() == listed["report.json"]["sha256"]
-    v2 = run(tmp_path, "v2", new_data, "--append-to", uri, "--s3", uri2)
-    version = json.loads((v2 / "report.json").read_text())["version"]
-    assert version["previous"]["report"] == "report.json" and "missing" not in version["previous"]
-    assert version["by_file"]["v1.jsonl"] == {"before": 20, "added": 0, "removed": 0, "after": 20}
-    local = run(tmp_path, "local", tmp_path / "v1.jsonl")
-    assert [r["path"] for r in manifest_of(local)["reports"]] == ["report.html"]
-
-
 def test_the_report_shows_the_version_against_a_run_of_all_the_data(tmp_path):
     """With lengths and the plan on: report.json's version section against one run of the old and new records
     together (exact where it says so, approximate where it says so)."""
