@@ -38,6 +38,16 @@ def emit(tmp_path, run, trainer, *extra, shards=None):
     return code, out
 
 
+def uploaded(run_dir, bucket, name: str) -> str:
+    """The run's shards uploaded under s3://bucket/datasets/<name>; that prefix."""
+    from pipeline.core.s3 import upload_run
+
+    manifest = json.loads((run_dir / "manifest.json").read_text())
+    uri = f"s3://{bucket}/datasets/{name}"
+    upload_run(run_dir, uri, [s["path"] for s in manifest["shards"]])
+    return uri
+
+
 def external(script: str, *args) -> dict:
     if not (PARSERS / "axolotl").is_dir():
         pytest.fail(f"{PARSERS} is missing: `make test` unpacks the axolotl and LLaMA-Factory wheels there")
@@ -99,11 +109,8 @@ def _cuda() -> bool:
 
 @pytest.mark.slow  # run_dir is a whole `prepare run`
 def test_axolotl_config_passes_axolotls_schema(tmp_path, run_dir, bucket, capsys):
-    from pipeline.core.s3 import upload_run
 
-    manifest = json.loads((run_dir / "manifest.json").read_text())
-    uri = f"s3://{bucket}/datasets/v1"
-    upload_run(run_dir, uri, [s["path"] for s in manifest["shards"]])
+    uri = uploaded(run_dir, bucket, "v1")
     code, out = emit(tmp_path, run_dir, "axolotl", "--global-batch", "16", shards=uri)
     assert code == 0, capsys.readouterr().err
     plan = json.loads((out / "prepare-plan.json").read_text())
@@ -130,13 +137,11 @@ def test_axolotl_reads_the_shards_on_s3_through_s3fs(tmp_path, run_dir, bucket, 
     pytest.importorskip("s3fs", reason="s3fs is installed with axolotl, not by this project's extras")
     from datasets import load_dataset
 
-    from pipeline.core.s3 import upload_run
 
     # the suite keeps datasets off the Hub (HF_HUB_OFFLINE), which also refuses every remote URL; this one is local
     monkeypatch.setattr("datasets.config.HF_HUB_OFFLINE", False)
+    uri = uploaded(run_dir, bucket, "s3fs")
     manifest = json.loads((run_dir / "manifest.json").read_text())
-    uri = f"s3://{bucket}/datasets/s3fs"
-    upload_run(run_dir, uri, [s["path"] for s in manifest["shards"]])
     code, out = emit(tmp_path, run_dir, "axolotl", shards=uri)
     assert code == 0, capsys.readouterr().err
     cfg = yaml.safe_load((out / "axolotl.yaml").read_text())
@@ -371,11 +376,8 @@ def test_llamafactory_reads_s3_shards_after_the_download_step_it_is_given(tmp_pa
     import boto3
     from datasets import load_dataset
 
-    from pipeline.core.s3 import upload_run
-
+    uri = uploaded(run_dir, bucket, "lf")
     manifest = json.loads((run_dir / "manifest.json").read_text())
-    uri = f"s3://{bucket}/datasets/lf"
-    upload_run(run_dir, uri, [s["path"] for s in manifest["shards"]])
     code, out = emit(tmp_path, run_dir, "llamafactory", shards=uri)
     assert code == 0, capsys.readouterr().err
     info = json.loads((out / "dataset_info.json").read_text())
