@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-OUT = Path(__file__).resolve().parents[2] / "pipeline" / "data" / "pii" / "names.json"
+OUT = Path(__file__).resolve().parents[2] / "pipeline" / "resources" / "pii" / "names.json"
 
 # First names that are also everyday words (Turkish and English), months, nationalities or places. Alone and
 # without a context word they are not taken as names; "Deniz Yılmaz", "Sayın Deniz", "Mr. Will" still are. The
@@ -79,6 +79,14 @@ Uzun Deniz Dinç Taşkın Ergün Turhan Ören Altay Sağlam Yazar Aktürk Alkan 
 """.split()
 
 
+# Months and weekdays: capitalised in the middle of a sentence like names, never a person alone (kept ambiguous even
+# where no name list holds them, so a cue word is still needed: "Sayın Eylül" is a person)
+CALENDAR_EN = "January February March June July September October November December Monday Tuesday Wednesday " \
+              "Thursday Friday Saturday Sunday".split()
+CALENDAR_TR = "Ocak Şubat Mart Nisan Mayıs Haziran Temmuz Ağustos Eylül Ekim Kasım Aralık Pazartesi Salı Çarşamba " \
+              "Perşembe Cuma Cumartesi Pazar".split()
+
+
 # Latin-script locales beside tr_TR and en_US; generate.py's out-of-list English names come from others (nl, sv, da, fi)
 EUROPEAN = ("de_DE", "fr_FR", "it_IT", "es_ES")
 
@@ -102,8 +110,9 @@ def main() -> None:
                    "Turkish names (bench/pii/build_gazetteer.py)",
         "latin_first": sorted(latin_first),
         "latin_last": sorted(latin_last - latin_first),
-        "latin_ambiguous": sorted({n for n in AMBIGUOUS if n in latin_first or n in latin_last}),
-        "latin_ambiguous_tr": sorted({n for n in AMBIGUOUS_TR if n in latin_first or n in latin_last} - set(AMBIGUOUS)),
+        "latin_ambiguous": sorted({n for n in AMBIGUOUS if n in latin_first or n in latin_last} | set(CALENDAR_EN)),
+        "latin_ambiguous_tr": sorted(({n for n in AMBIGUOUS_TR if n in latin_first or n in latin_last} | set(CALENDAR_TR))
+                                    - set(AMBIGUOUS)),
         "ru_first": sorted(set(ru.first_names_male) | set(ru.first_names_female)),
         "ru_middle": sorted(set(ru.middle_names_male) | set(ru.middle_names_female)),
         "ru_last": sorted(set(ru.last_names_male) | set(ru.last_names_female)),

@@ -22,7 +22,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
-OUT = ROOT / "pipeline" / "data" / "pii" / "names_ext.json"
+OUT = ROOT / "pipeline" / "resources" / "pii" / "names_ext.json"
 COUNTRIES = ("TR", "AZ", "US", "GB", "DE", "IN", "EG", "SA")
 MAX_RANK = 10000
 _LATIN = re.compile(r"[^\W\d_]{3,}")
