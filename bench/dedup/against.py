@@ -91,6 +91,10 @@ def _write_files(folder: Path, first_order: int, count: int, file_rows: int, see
             "signature": pa.FixedSizeBinaryArray.from_buffers(pa.binary(4 * cfg.num_perm), n,
                                                               [None, pa.py_buffer(sig.astype("<u4").tobytes())]),
             "shard": pa.array([f"train/part-{start // file_rows:05d}.parquet"] * n, pa.string()),
+            "row": pa.array(np.arange(n, dtype=np.int32)),
+            # the in-run dedup's shingle sketch (sketch.py): the signature's values as a set, so a near copy's
+            # sketch Jaccard is about (128 - changed) / (128 + changed), above the threshold as its estimate is
+            "sketch": pa.array([row.tobytes() for row in np.sort(sig, axis=1).astype("<u4")], pa.binary()),
         }
         path = folder / f"part-{start // file_rows:05d}.parquet"
         pq.write_table(pa.table(columns, schema=schema), path, compression="zstd", row_group_size=1 << 16)
@@ -106,7 +110,7 @@ def _earlier_keys(paths: list[str], rows) -> tuple:
     from pipeline.data.dedup.against import _Files
 
     files = _Files(paths)
-    sig = files.signatures(rows, DedupConfig().num_perm, "/tmp")
+    sig = files.signatures(rows, DedupConfig().num_perm, str(Path(paths[0]).with_suffix(".sigs.npy")))
     hi, lo = files.column("exact_hi")[rows], files.column("exact_lo")[rows]
     return np.array(sig), hi, lo
 
