@@ -150,6 +150,8 @@ def write_removals(lookup: Lookup, run_dir: str, work_dir: str) -> dict:
     pq.write_table(removed, Path(work_dir) / AGAINST_REMOVED, compression="zstd")
     audit = Path(run_dir) / "dedup_removed.parquet"
     in_run = pq.read_table(audit) if audit.exists() else REMOVED_SCHEMA.empty_table()
+    # a retried task (or a resumed run that kept phase 2's audit) finds its own earlier rows there
+    in_run = in_run.filter(pc.not_equal(in_run["reason"], REASON))
     widened = pa.table({f.name: in_run[f.name] if f.name in in_run.column_names else pa.nulls(len(in_run), f.type)
                         for f in AUDIT_SCHEMA}, schema=AUDIT_SCHEMA)
     pq.write_table(pa.concat_tables([widened, removed]), audit, compression="zstd")
