@@ -3,6 +3,7 @@ beside a single run's dedup global step (find_duplicates) over the same N + M re
 
     .venv/bin/python bench/dedup/against.py                         # 1M new against 1M, 4M and 10M earlier
     .venv/bin/python bench/dedup/against.py --new 100000 --earlier 100000 400000 --file-rows 50000
+    .venv/bin/python bench/dedup/against.py --earlier 1000000 --baseline-src /path/to/older/checkout
 
 No text: the key columns are generated directly, in files of --file-rows records (the earlier index as
 dedup_index.parquet holds it, the new side as phase 3's work files do). Signatures are random (num_perm
@@ -91,6 +92,10 @@ def _write_files(folder: Path, first_order: int, count: int, file_rows: int, see
             "signature": pa.FixedSizeBinaryArray.from_buffers(pa.binary(4 * cfg.num_perm), n,
                                                               [None, pa.py_buffer(sig.astype("<u4").tobytes())]),
             "shard": pa.array([f"train/part-{start // file_rows:05d}.parquet"] * n, pa.string()),
+            "row": pa.array(np.arange(n, dtype=np.int32)),
+            # the in-run dedup's shingle sketch (sketch.py): the signature's values as a set, so a near copy's
+            # sketch Jaccard is about (128 - changed) / (128 + changed), above the threshold as its estimate is
+            "sketch": pa.array([row.tobytes() for row in np.sort(sig, axis=1).astype("<u4")], pa.binary()),
         }
         path = folder / f"part-{start // file_rows:05d}.parquet"
         pq.write_table(pa.table(columns, schema=schema), path, compression="zstd", row_group_size=1 << 16)
@@ -106,7 +111,7 @@ def _earlier_keys(paths: list[str], rows) -> tuple:
     from pipeline.data.dedup.against import _Files
 
     files = _Files(paths)
-    sig = files.signatures(rows, DedupConfig().num_perm, "/tmp")
+    sig = files.signatures(rows, DedupConfig().num_perm, str(Path(paths[0]).with_suffix(".sigs.npy")))
     hi, lo = files.column("exact_hi")[rows], files.column("exact_lo")[rows]
     return np.array(sig), hi, lo
 
@@ -151,6 +156,12 @@ def _against(new, earlier, work):
             "near_found": int((sims < 1.0).sum()), "proposed_pairs": report["proposed_pairs"]}
 
 
+def _against_at(src, new, earlier, work):
+    """_against with the pipeline package of another checkout (--baseline-src), in this fresh process."""
+    sys.path.insert(0, src)
+    return _against(new, earlier, work)
+
+
 def _single_run(paths, work):
     from pipeline.core.config import DedupConfig
     from pipeline.data.dedup import find_duplicates
@@ -159,6 +170,18 @@ def _single_run(paths, work):
     result = find_duplicates(paths, DedupConfig(), work)
     return {"seconds": round(time.perf_counter() - t, 1), "cpu_s": round(time.process_time() - c, 1),
             "peak_rss_mb": _rss_mb(), "removed": result.report["counts"]["total"]}
+
+
+def _lookups(new, earlier, work, args, ctx) -> dict:
+    """The lookup, and the baseline's beside it (--baseline-src), each in a fresh process."""
+    row = {}
+    with ProcessPoolExecutor(1, mp_context=ctx) as pool:
+        row["against"] = pool.submit(_against, new, earlier, str(work)).result()
+    if args.baseline_src:
+        with ProcessPoolExecutor(1, mp_context=ctx) as pool:
+            row["baseline"] = pool.submit(_against_at, args.baseline_src, new, earlier, str(work)).result()
+        row["baseline_cpu_ratio"] = round(row["against"]["cpu_s"] / max(row["baseline"]["cpu_s"], 1e-9), 3)
+    return row
 
 
 def main(argv=None) -> None:
@@ -172,6 +195,8 @@ def main(argv=None) -> None:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--no-single-run", action="store_true", help="skip the single run's dedup step")
     ap.add_argument("--work", default="/tmp/against_bench")
+    ap.add_argument("--baseline-src", help="a checkout of another commit: its lookup runs too, side by side")
+    ap.add_argument("--repeat", type=int, default=1, help="lookups per size (the single run: once)")
     args = ap.parse_args(argv)
     rev = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout
     print(f"# bench/dedup/against.py {' '.join(argv if argv is not None else sys.argv[1:])}  (commit {rev.strip()})")
@@ -186,9 +211,10 @@ def main(argv=None) -> None:
         if m % args.file_rows:
             raise SystemExit("--earlier sizes must be multiples of --file-rows")
         earlier = earlier_all[:m // args.file_rows]
-        row = {"new": args.new, "earlier": m}
-        with ProcessPoolExecutor(1, mp_context=ctx) as pool:
-            row["against"] = pool.submit(_against, new, earlier, str(work)).result()
+        for rep in range(args.repeat - 1):  # the peak RSS of one process varies by tens of MB run to run
+            print(json.dumps({"new": args.new, "earlier": m, "repeat": rep + 1,
+                              **_lookups(new, earlier, work, args, ctx)}), flush=True)
+        row = {"new": args.new, "earlier": m, **_lookups(new, earlier, work, args, ctx)}
         if not args.no_single_run:
             with ProcessPoolExecutor(1, mp_context=ctx) as pool:
                 row["single_run"] = pool.submit(_single_run, earlier + new, str(work)).result()

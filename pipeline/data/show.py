@@ -15,13 +15,17 @@ from __future__ import annotations
 import json
 import os
 import sys
+import tempfile
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from pipeline.core.config import LengthsConfig, load_config
 from pipeline.core.errors import PrepareError
+from pipeline.core.files import sha256_file
 from pipeline.core.records import COLUMNS, from_table, template_inputs
+from pipeline.core.s3 import client, parse_uri
 from pipeline.core.stats import StageStats
 from pipeline.data.lengths.step import LengthStep
 from pipeline.data.lengths.tokenizer.chat_template import is_chat, render_default
@@ -83,10 +87,10 @@ def open_target(target: str, model: str | None = None, tokenizer: str | None = N
             lengths["tokenizer"] = tokenizer
         lcfg = LengthsConfig.model_validate(lengths)
         listed = [s for s in manifest.get("shards", []) if s["split"] in splits]
-        if any(s.get("base", "").startswith("s3://") for s in listed):
-            raise ShowError(f"{path} is a version of an S3 dataset: show reads the shards it holds on this machine")
-        # an appended version's earlier shards are where `base` says (--append-to), not in the run directory
-        shards = [Path(s.get("base") or path) / s["path"] for s in listed]
+        # an appended version's earlier shards are where `base` says (--append-to, a run directory or an s3://
+        # prefix), not in the run directory
+        shards = [(f"{s['base'].rstrip('/')}/{s['path']}" if s.get("base") else str(path / s["path"]), s["sha256"])
+                  for s in listed]
         return Target("run", lambda: _parquet_batches(shards), lcfg,
                       model or (conf.get("estimate") or {}).get("model"),
                       max_seq_len or manifest.get("max_seq_len"),
@@ -94,8 +98,8 @@ def open_target(target: str, model: str | None = None, tokenizer: str | None = N
     cfg = load_config(config, {"inputs": [target], "estimate": {"model": model}, "lengths": {"tokenizer": tokenizer}})
     max_len = max_seq_len or cfg.lengths.max_seq_len
     if path.is_file() and path.suffix == ".parquet" and _is_shard(path):
-        return Target("shard", lambda: _parquet_batches([path]), cfg.lengths, cfg.estimate.model, max_len,
-                      f"shard {path}")
+        return Target("shard", lambda: _parquet_batches([(str(path), None)]), cfg.lengths, cfg.estimate.model,
+                      max_len, f"shard {path}")
     return Target("data", lambda: _data_batches(cfg), cfg.lengths, cfg.estimate.model, max_len, f"data {target}")
 
 
@@ -108,13 +112,35 @@ def _is_shard(path: Path) -> bool:
         return False
 
 
-def _parquet_batches(paths: list[Path]) -> Iterator[list[dict]]:
+def _parquet_batches(shards: list[tuple[str, str | None]]) -> Iterator[list[dict]]:
+    """The records of each shard (path or s3:// URI, and the sha256 its manifest lists, if any)."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    for p in paths:
-        for batch in pq.ParquetFile(p).iter_batches(batch_size=BATCH, columns=list(COLUMNS)):
-            yield from_table(pa.Table.from_batches([batch]))
+    for where, sha256 in shards:
+        with _local_copy(where, sha256) as local:
+            for batch in pq.ParquetFile(local).iter_batches(batch_size=BATCH, columns=list(COLUMNS)):
+                yield from_table(pa.Table.from_batches([batch]))
+
+
+@contextmanager
+def _local_copy(where: str, sha256: str | None) -> Iterator[str]:
+    """A shard as a local file: itself, or an S3 object downloaded (the project's S3 client) to a temporary
+    file, one shard at a time and removed after it is read, checked against its manifest's sha256 (a shard
+    replaced on S3 would show other records than the version's)."""
+    if not where.startswith("s3://"):
+        yield where
+        return
+    with tempfile.TemporaryDirectory(prefix="prepare-show-") as folder:
+        local = os.path.join(folder, "shard.parquet")
+        bucket, key = parse_uri(where)
+        try:
+            client().download_file(bucket, key, local)
+        except Exception as exc:  # noqa: BLE001 - any failure is the same: the shard cannot be read
+            raise ShowError(f"cannot read {where} ({type(exc).__name__})") from None
+        if sha256 and sha256_file(local) != sha256:
+            raise ShowError(f"{where} is not the shard its manifest lists (sha256 differs)")
+        yield local
 
 
 def _data_batches(cfg) -> Iterator[list[dict]]:

@@ -1,5 +1,10 @@
 """report.json's `version` section of an appended version (--append-to): the difference from the earlier version,
-from the earlier manifest and report.json and this run's report; no record is read again.
+from the earlier manifest and version_basis.json and this run's report; no record is read again.
+
+version_basis.json (version_basis) is written by every run beside its manifest, listed in it and uploaded with
+the shards: the figures of its report this section needs, in the report's own key paths, without a timing, so a
+rerun writes it byte for byte again and an unchanged S3 rerun uploads nothing. report.json is neither (its
+timings change), so an earlier version is read through this file alone, in a run directory or on S3.
 
     records      before (the earlier version's kept records), added (this run's kept), removed (this run's new
                  records dropped as copies of earlier ones: earlier_duplicate; no earlier record is removed), after
@@ -20,7 +25,41 @@ HISTOGRAM_PERCENTILES = "percentiles of the version read off the sum of the two 
                         "octave): each is the upper edge of the bin that holds it, within ~19% of the exact value"
 PLAN_SUM = "the version's packing is the sum of the two runs' packings at the same max_seq_len (trl packs each " \
            "1,000 records apart, so a joint packing differs only at the seams); figures of the earlier run as " \
-           "its report.json states them"
+           "its version_basis.json states them"
+
+
+BASIS_FILE = "version_basis.json"
+BASIS_FORMAT = 1
+PLAN_PICK = ("gpu", "count", "micro_batch", "hours", "cost_usd", "cost_text")
+
+
+def _present(d: dict) -> dict:
+    return {k: v for k, v in d.items() if v is not None}
+
+
+def version_basis(report: dict) -> dict:
+    """What a later version's section (version_section) reads of this run's report, at the same key paths:
+    kept records per file, records and token lengths of all records and per language, the packing, the GPU
+    plan's brief, and this run's own version section's `after` figures where it is a version itself."""
+    lengths = report.get("lengths") or {}
+    groups = {name: ({k: g[k] for k in ("records", "tokens", "histogram")} if name == "all"
+                     else {"records": g["records"]})
+              for name, g in (lengths.get("groups") or {}).items() if name == "all" or name.startswith("lang:")}
+    plan = report.get("plan")
+    brief = _present({"max_seq_len": plan.get("max_seq_len"),
+                      "tokens": {k: plan.get("tokens", {}).get(k) for k in ("per_epoch", "sequences_per_epoch")},
+                      **{k: {f: plan[k].get(f) for f in PLAN_PICK} if plan.get(k) else None
+                         for k in ("recommendation", "fastest")}}) if plan else None
+    version = report.get("version")
+    return _present({
+        "basis_format": BASIS_FORMAT,
+        "files": {name: {"kept": f["kept"]} for name, f in report["files"].items()},
+        "lengths": _present({"groups": groups, "packing": lengths.get("packing")}) if lengths else None,
+        "plan": brief,
+        "version": {"by_file": version["by_file"], "by_lang": version["by_lang"],
+                    "lengths": {"after": version["lengths"].get("after")},
+                    "packing": {"after": version["packing"].get("after")}} if version else None,
+    })
 
 
 def _earlier(report: dict | None, key: str):
@@ -79,7 +118,7 @@ def lengths_diff(earlier: dict | None, report: dict) -> dict:
     before = _earlier(earlier, "lengths") or _lengths_of(earlier)
     added = _lengths_of(report)
     if not (before and added):
-        why = "the earlier report.json holds no token lengths" if added else "this run measured no token lengths"
+        why = f"the earlier {BASIS_FILE} holds no token lengths" if added else "this run measured no token lengths"
         return {"before": before, "added": added, "after": None, "missing": why}
     histogram = merged_histogram(before["histogram"], added["histogram"])
     records = before["records"] + added["records"]
@@ -112,16 +151,16 @@ def plan_brief(plan: dict | None) -> dict | None:
     card."""
     if not plan:
         return None
-    pick = ("gpu", "count", "micro_batch", "hours", "cost_usd", "cost_text")
     return {"max_seq_len": plan.get("max_seq_len"), "tokens_per_epoch": plan.get("tokens", {}).get("per_epoch"),
             "sequences_per_epoch": plan.get("tokens", {}).get("sequences_per_epoch"),
-            **{k: {f: plan[k].get(f) for f in pick} if plan.get(k) else None for k in ("recommendation", "fastest")}}
+            **{k: {f: plan[k].get(f) for f in PLAN_PICK} if plan.get(k) else None
+               for k in ("recommendation", "fastest")}}
 
 
 def version_section(previous: dict, earlier: dict | None, report: dict, max_seq_len: int | None,
                     plan_after: dict | None, plan_note: str, packing_after: dict | None = None) -> dict:
     """The difference between the earlier version (`previous`: its manifest with "location"; `earlier`: its
-    report.json, None where it cannot be read) and this one (`report`: this run's, without this section)."""
+    version_basis.json, None where it cannot be read) and this one (`report`: this run's, without this section)."""
     earlier_counts = {k: v for k, v in (previous.get("counts") or {}).items() if k != "added"}
     added = report["counts"]["kept"]
     removed = report["counts"]["dropped"].get("earlier_duplicate", 0)
@@ -131,7 +170,7 @@ def version_section(previous: dict, earlier: dict | None, report: dict, max_seq_
     earlier_files = {n: f["kept"] for n, f in ((earlier or {}).get("files") or {}).items()}
     section = {
         "previous": {"run_id": previous["run_id"], "location": previous["location"],
-                     "report": "report.json" if earlier else None},
+                     "report": BASIS_FILE if earlier else None},
         "records": {"before": earlier_counts.get("kept", 0), "added": added, "removed": removed,
                     "after": earlier_counts.get("kept", 0) + added},
         "by_file": _counts_by((earlier or {}).get("version", {}).get("by_file"), earlier_files,
@@ -146,9 +185,10 @@ def version_section(previous: dict, earlier: dict | None, report: dict, max_seq_
         "packing": {"after": packing_after},
     }
     if not earlier:
-        section["previous"]["missing"] = ("the earlier report.json cannot be read there (an S3 prefix holds only "
-                                          "report.html): per file, language, length and plan figures before are "
-                                          "unknown; records before are the earlier manifest's")
+        section["previous"]["missing"] = (f"the earlier {BASIS_FILE} cannot be read (a version written before "
+                                          "prepare wrote one, or a file other than its manifest lists): per file, "
+                                          "language, length and plan figures before are unknown; records before "
+                                          "are the earlier manifest's")
     return section
 
 

@@ -7,7 +7,9 @@ manifest) that references the earlier shards instead of copying them, plus this 
                      at it; the earlier dataset is an --against dataset too (history.against_refs)
     phase 4          version_manifest: the earlier shards (with `base`, where they are), then this run's; the
                      counts of the whole version with this run's apart (`added`); `previous` names the earlier
-                     manifest and lists every earlier dedup index, so a later --against covers the whole version
+                     manifest and lists every earlier dedup index, so a later --against covers the whole version;
+                     write_version_basis: the figures of this version a later one's report reads, and
+                     read_version_basis reads them of the earlier one (run directory or S3 alike)
 
 Old records keep their ids, split and pseudonyms because their shards are the very files the earlier manifest
 lists (same sha256). Only the new records go through this run.
@@ -21,9 +23,12 @@ from pathlib import Path
 
 from pipeline.core.config import PrepareConfig
 from pipeline.core.errors import PrepareError
-from pipeline.core.s3 import read_json
+from pipeline.core.files import atomic_write_text, sha256_file
+from pipeline.core.s3 import open_object, read_json
+from pipeline.core.schemas import validate
 from pipeline.plan.from_lengths import plan_for_lengths
-from pipeline.report.version import PLAN_SUM, combined_packing, version_section
+from pipeline.report.version import BASIS_FILE, PLAN_SUM, combined_packing, version_basis, version_section
+from pipeline.runner.rundir import claim
 
 # scrypt: a salt guess costs ~16 MiB and tens of milliseconds, so the stored digest is of little use for
 # testing guesses of a salt that is not weak already; the nonce (the writing run directory's id) makes a
@@ -169,13 +174,28 @@ def version_manifest(manifest: dict, previous: dict) -> dict:
                          "shards": len(old_shards), "dedup_indexes": earlier_indexes(previous, where)}}
 
 
-def read_earlier_report(previous: dict) -> dict | None:
-    """The earlier run directory's report.json; None on S3 (the upload sends report.html, not report.json) or
-    where it cannot be read."""
-    if previous["location"].startswith("s3://"):
+def write_version_basis(run: Path, rep: dict) -> dict:
+    """version_basis.json (report/version.py: the figures a later version's report reads, no timing) beside
+    the report; its manifest entry, listed with report.html and uploaded with it."""
+    basis = version_basis(rep)
+    validate(basis, "version_basis")
+    claim(run, [BASIS_FILE])
+    atomic_write_text(run / BASIS_FILE, json.dumps(basis, indent=2, ensure_ascii=False) + "\n")
+    return {"path": BASIS_FILE, "bytes": (run / BASIS_FILE).stat().st_size, "sha256": sha256_file(run / BASIS_FILE)}
+
+
+def read_version_basis(previous: dict) -> dict | None:
+    """The earlier version's version_basis.json, in its run directory or under its s3:// prefix alike; None
+    where its manifest lists none (written before prepare wrote one), it cannot be read, or it is not the file
+    the manifest lists (sha256)."""
+    entry = next((r for r in previous.get("reports", []) if r["path"] == BASIS_FILE), None)
+    if entry is None:
         return None
+    where = previous["location"]
     try:
-        return json.loads((Path(previous["location"]) / "report.json").read_text(encoding="utf-8"))
+        data = open_object(f"{where}/{BASIS_FILE}").read() if where.startswith("s3://") \
+            else (Path(where) / BASIS_FILE).read_bytes()
+        return json.loads(data) if hashlib.sha256(data).hexdigest() == entry["sha256"] else None
     except (OSError, ValueError):
         return None
 
@@ -189,7 +209,7 @@ def version_plan(cfg: PrepareConfig, earlier: dict | None,
     before = ((earlier or {}).get("version") or {}).get("packing", {}).get("after") \
         or ((earlier or {}).get("lengths") or {}).get("packing")
     if not before:
-        return None, None, "no plan after: the earlier report.json (or its packing figures) cannot be read"
+        return None, None, f"no plan after: the earlier {BASIS_FILE} (or its packing figures) cannot be read"
     if before.get("max_seq_len") != summary["max_seq_len"]:
         return None, None, (f"no plan after: the earlier records were packed at {before.get('max_seq_len')}, "
                             f"this run's at {summary['max_seq_len']}")
@@ -200,6 +220,6 @@ def version_plan(cfg: PrepareConfig, earlier: dict | None,
 def add_version_section(cfg: PrepareConfig, rep: dict, previous: dict, summary: dict | None,
                         max_len: int | None) -> None:
     """report.json's `version` section (report/version.py), in place, before the reports are written."""
-    earlier = read_earlier_report(previous)
+    earlier = read_version_basis(previous)
     packing, plan, note = version_plan(cfg, earlier, summary)
     rep["version"] = version_section(previous, earlier, rep, max_len, plan, note, packing)

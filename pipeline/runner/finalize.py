@@ -22,7 +22,7 @@ from pipeline.data.readers import shown_config
 from pipeline.data.shards import WriteStep, build_manifest, write_manifest
 from pipeline.plan.from_lengths import max_positions, plan_for_lengths
 from pipeline.report.build import build_report, write_reports
-from pipeline.runner.append import add_version_section, salt_check, version_manifest
+from pipeline.runner.append import add_version_section, salt_check, version_manifest, write_version_basis
 from pipeline.runner.history import write_dedup_index
 from pipeline.runner.phases import StatsByFile, merged_stages, runs_by_file
 from pipeline.runner.rundir import RunDir, claim, read_ledger
@@ -144,8 +144,9 @@ def stage_totals(shard_results: list[dict], dedup_report: dict | None) -> dict[s
 def write_report(cfg: PrepareConfig, run: Path, shard_results: list[dict], shards: list[dict],
                  dedup_report: dict | None, summary: dict | None, plan: dict | None,
                  unreadable: list[dict], canned: dict | None = None, split: dict | None = None,
-                 previous: dict | None = None) -> tuple[dict, dict]:
-    """report.json, report.md and report.html; returns the report and report.html's manifest entry. With
+                 previous: dict | None = None) -> tuple[dict, list[dict]]:
+    """report.json, report.md, report.html and version_basis.json; returns the report and the manifest entries
+    of the two last (uploaded with the shards). With
     `previous` (--append-to), the report's version section: the difference from the earlier version."""
     rep = build_report(cfg, shard_results, stage_totals(shard_results, dedup_report), shards, dedup_report,
                               summary, plan, unreadable, canned, split)
@@ -154,18 +155,18 @@ def write_report(cfg: PrepareConfig, run: Path, shard_results: list[dict], shard
     write_reports(run, rep)
     from pipeline.report.html import write_run_html  # report.html beside report.md, listed in the manifest, uploaded
 
-    return rep, write_run_html(run, rep)
+    return rep, [write_run_html(run, rep), write_version_basis(run, rep)]
 
 
 def write_run_manifest(cfg: PrepareConfig, run: Path, rep: dict, shards: list[dict], max_len: int | None,
-                       tokenizer_name: str | None, html_entry: dict, kinds: dict,
+                       tokenizer_name: str | None, report_entries: list[dict], kinds: dict,
                        dedup_index: dict | None = None, previous: dict | None = None) -> str:
     """The manifest, last and atomically; returns the run id (config and the shard hashes of the version:
     with `previous`, the earlier manifest of --append-to, its shards too)."""
     run_dir_id = read_ledger(run).id
     pii_salt = salt_check(cfg, run_dir_id)
     manifest = build_manifest("", shown_config(cfg.model_dump(mode="json"), cfg.out), rep["counts"], shards,
-                              {"max_seq_len": max_len, "tokenizer": tokenizer_name, "reports": [html_entry],
+                              {"max_seq_len": max_len, "tokenizer": tokenizer_name, "reports": report_entries,
                                "run_dir_id": run_dir_id, "kinds": kinds,
                                **({"dedup_index": dedup_index} if dedup_index else {}),
                                **({"pii_salt": pii_salt} if pii_salt else {})})
@@ -210,9 +211,9 @@ def finalize(cfg: PrepareConfig, run_dir: str, work_dir: str, shard_results: lis
     plan = None
     if cfg.estimate.enabled and summary and max_len:
         plan = plan_for_lengths(cfg, summary)
-    rep, html_entry = write_report(cfg, run, shard_results, shards, dedup_report, summary, plan, unreadable,
+    rep, report_entries = write_report(cfg, run, shard_results, shards, dedup_report, summary, plan, unreadable,
                                    canned, split, previous)
     dedup_index = write_dedup_index(cfg, run, work_dir, shard_results, shards)
-    rep["run_id"] = write_run_manifest(cfg, run, rep, shards, max_len, tokenizer_name, html_entry, kinds,
+    rep["run_id"] = write_run_manifest(cfg, run, rep, shards, max_len, tokenizer_name, report_entries, kinds,
                                        dedup_index, previous)
     return rep

@@ -3,7 +3,9 @@
     before the run   resolve_against: each earlier dataset's manifest, its dedup index (downloaded from S3
                      into work/), checked against the manifest's sha256 and this run's dedup settings
     after phase 3    find_against: the run's masked keys (work/history, dedup.history) joined with the
-                     indexes; the removals appended to the dedup audit; filter_against_shard drops them
+                     indexes, as tasks the executor maps (on the Dask cluster with --dask-address: the
+                     exact join, the candidates, the near join per group of bands, the removals); the removals
+                     appended to the dedup audit; filter_against_shard drops them
                      from each shard's processed file (counted in the "against" stage)
     phase 4          write_dedup_index: the index of the records written, listed in the manifest
 """
@@ -12,6 +14,7 @@ from __future__ import annotations
 import shutil
 from collections import Counter
 from pathlib import Path
+from typing import NamedTuple
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -22,16 +25,29 @@ from pipeline.core.errors import PrepareError
 from pipeline.core.files import sha256_file
 from pipeline.core.s3 import client, parse_uri
 from pipeline.core.step import Step, run_steps
-from pipeline.data.dedup.against import AUDIT_SCHEMA, REASON, Earlier, check_index, find_earlier
+from pipeline.data.dedup.against import (
+    AUDIT_SCHEMA,
+    REASON,
+    BandGroup,
+    Earlier,
+    Lookup,
+    check_index,
+    exact_join,
+    near_candidates,
+    near_join,
+    removals,
+)
 from pipeline.data.dedup.clusters import REMOVED_SCHEMA
 from pipeline.data.dedup.history import INDEX_FILE, write_index
 from pipeline.data.normalize import ORDER_SHIFT
 from pipeline.runner.append import earlier_indexes, location, read_manifest
+from pipeline.runner.executor import Executor
 from pipeline.runner.phases import ShardTask, StatsByFile, merged_stages, runs_by_file, shard_errors
 from pipeline.runner.rundir import claim
 from pipeline.runner.work import WorkWriter, read_work_tables, work_paths
 
 AGAINST_REMOVED = "against_removed.parquet"  # in work/: the removals phase 3's filter reads
+LOOKUP_DIR = "against_lookup"  # in work/: the lookup's steps hand their results on here
 
 
 def against_refs(cfg: PrepareConfig) -> list[str]:
@@ -89,15 +105,53 @@ def against_key(earlier: list[Earlier]) -> list[str]:
     return [sha256_file(e.index_path) for e in earlier]
 
 
-def find_against(cfg: PrepareConfig, run_dir: str, work_dir: str, results: list[dict],
+class LookupTask(NamedTuple):
+    """One task of the lookup, as the executor maps it (on a cluster its label names the task)."""
+    step: str  # exact, candidates, near (per group of bands), removals
+    group: BandGroup | None = None
+
+    @property
+    def label(self) -> str:
+        return self.step if self.group is None else f"{self.step} bands {self.group.bands[0]}-{self.group.bands[-1]}"
+
+
+def find_against(executor: Executor, cfg: PrepareConfig, run_dir: str, work_dir: str, results: list[dict],
                  earlier: list[Earlier]) -> dict:
-    """The removals (work/AGAINST_REMOVED), appended to the run's dedup audit; returns the lookup's report."""
-    keys = [str(work_paths(work_dir, r["index"])["history"]) for r in results
-            if work_paths(work_dir, r["index"])["history"].exists()]
-    removed, report = find_earlier(keys, earlier, cfg.dedup, work_dir)
+    """The lookup (dedup/against.py) as tasks mapped by the executor, like shard tasks (a cluster's workers
+    run them, not this process): the exact join, the candidates, the near join per group of bands (in
+    parallel), then the removals (work/AGAINST_REMOVED) appended to the run's dedup audit. Returns the
+    lookup's report."""
+    keys = tuple(str(work_paths(work_dir, r["index"])["history"]) for r in results
+                 if work_paths(work_dir, r["index"])["history"].exists())
+    lookup = Lookup(keys, tuple(earlier), cfg.dedup, str(Path(work_dir) / LOOKUP_DIR))
+    shutil.rmtree(lookup.folder, ignore_errors=True)  # a killed run's partial results
+    for tasks in ([LookupTask("exact")], [LookupTask("candidates")],
+                  [LookupTask("near", group) for group in lookup.band_groups()], [LookupTask("removals")]):
+        reports = executor.map(run_lookup_task, tasks, "against-lookup", lookup=lookup, run_dir=run_dir, work_dir=work_dir)
+    return reports[0]
+
+
+def run_lookup_task(task: LookupTask, lookup: Lookup, run_dir: str, work_dir: str) -> dict | None:
+    """One step of the lookup; the last (removals) returns the lookup's report."""
+    if task.step == "exact":
+        exact_join(lookup)
+    elif task.step == "candidates":
+        near_candidates(lookup)
+    elif task.step == "near":
+        near_join(task.group, lookup)
+    else:
+        return write_removals(lookup, run_dir, work_dir)
+    return None
+
+
+def write_removals(lookup: Lookup, run_dir: str, work_dir: str) -> dict:
+    """The lookup's removals, for phase 3's filter (work/AGAINST_REMOVED) and appended to the dedup audit."""
+    removed, report = removals(lookup)
     pq.write_table(removed, Path(work_dir) / AGAINST_REMOVED, compression="zstd")
     audit = Path(run_dir) / "dedup_removed.parquet"
     in_run = pq.read_table(audit) if audit.exists() else REMOVED_SCHEMA.empty_table()
+    # a retried task (or a resumed run that kept phase 2's audit) finds its own earlier rows there
+    in_run = in_run.filter(pc.not_equal(in_run["reason"], REASON))
     widened = pa.table({f.name: in_run[f.name] if f.name in in_run.column_names else pa.nulls(len(in_run), f.type)
                         for f in AUDIT_SCHEMA}, schema=AUDIT_SCHEMA)
     pq.write_table(pa.concat_tables([widened, removed]), audit, compression="zstd")

@@ -208,8 +208,7 @@ def _run(cfg: PrepareConfig, executor: Executor, rundir: RunDir, readable: list[
                                  residual_rate=residual_rate, against=tuple(against_key(earlier)))
     against_report = None
     if earlier:  # the records that duplicate an earlier dataset's, by their masked keys (runner/history.py)
-        against_report = executor.call(find_against, "against", cfg=cfg, run_dir=str(run_dir),
-                                       work_dir=str(work_dir), results=processed, earlier=earlier)
+        against_report = find_against(executor, cfg, str(run_dir), str(work_dir), processed, earlier)
         processed = executor.map(filter_against_shard, readable, "against", cfg=cfg, work_dir=str(work_dir),
                                  normalized=results, processed=processed)
     if against_report is not None and dedup_report is not None:

@@ -27,6 +27,21 @@ def version_rows(run_dir) -> list[dict]:
     return rows
 
 
+def version_rows_s3(run_dir, s3) -> list[dict]:
+    """Every record of a version with earlier shards on S3, each shard read with boto3 where `base` says."""
+    import io
+
+    rows = []
+    for shard in manifest_of(run_dir)["shards"]:
+        if shard.get("base"):
+            bucket, _, prefix = shard["base"].removeprefix("s3://").partition("/")
+            data = s3.get_object(Bucket=bucket, Key=f"{prefix}/{shard['path']}")["Body"].read()
+            rows += pq.read_table(io.BytesIO(data)).to_pylist()
+        else:
+            rows += pq.read_table(run_dir / shard["path"]).to_pylist()
+    return rows
+
+
 def file_hashes(run_dir) -> dict[str, str]:
     return {str(p.relative_to(run_dir)): hashlib.sha256(p.read_bytes()).hexdigest()
             for p in sorted(run_dir.rglob("*")) if p.is_file() and "work" not in p.parts}
@@ -127,6 +142,15 @@ def test_append_to_an_s3_prefix(tmp_path, bucket):
     assert {k for k in keys if k.endswith(".parquet") and "/part-" in k} == \
         {f"datasets/v2/{s['path']}" for s in new_shards}  # the old shards stay where they are, not copied
     assert json.loads(s3.get_object(Bucket=bucket, Key="datasets/v2/manifest.json")["Body"].read()) == version
+    # the figures before, from the earlier version_basis.json on S3 (before: none, the upload had no report.json)
+    assert "datasets/v1/version_basis.json" in {o["Key"] for o in s3.list_objects_v2(Bucket=bucket)["Contents"]}
+    diff = json.loads((v2 / "report.json").read_text())["version"]
+    assert diff["previous"]["report"] == "version_basis.json" and "missing" not in diff["previous"]
+    assert diff["by_file"]["v1.jsonl"] == {"before": 20, "added": 0, "removed": 0, "after": 20}
+    assert diff["by_file"]["v2.jsonl"] == {"before": 0, "added": 15, "removed": 2, "after": 15}
+    # `prepare show` reads the earlier shards from S3 (before: refused)
+    shown = [r["id"] for batch in open_target(str(v2), splits=("train", "validation")).records() for r in batch]
+    assert sorted(shown) == sorted(r["id"] for r in version_rows_s3(v2, s3))
 
 
 def test_the_report_shows_the_version_against_a_run_of_all_the_data(tmp_path):

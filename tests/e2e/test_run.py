@@ -74,10 +74,12 @@ def test_upload_then_unchanged_rerun_is_idempotent(full_run):
     manifest = json.loads((first.run_dir / "manifest.json").read_text())
     assert {f"datasets/sample/{s['path']}" for s in manifest["shards"]} | {"datasets/sample/manifest.json",
                                                                          "datasets/sample/report.html",
+                                                                         "datasets/sample/version_basis.json",
                                                                          "datasets/sample/dedup_index.parquet"} == set(keys)
     second = run_prepare(cfg, progress=False)
     manifest2 = json.loads((second.run_dir / "manifest.json").read_text())
     assert [s["sha256"] for s in manifest2["shards"]] == [s["sha256"] for s in manifest["shards"]]
     assert manifest2["run_id"] == manifest["run_id"]
     assert second.upload["uploaded"] == []
-    assert len(second.upload["skipped"]) == len(manifest["shards"]) + 3  # report.html and the index, the same bytes
+    # report.html, version_basis.json and the index, the same bytes
+    assert len(second.upload["skipped"]) == len(manifest["shards"]) + 4

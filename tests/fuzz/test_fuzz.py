@@ -885,7 +885,7 @@ def test_run_over_fuzzed_files_balances_per_file(tmp_path_factory, files):
     assert all(set(q) == {"file", "line", "reason"} for q in quarantine)
     assert {p.name for p in result.run_dir.iterdir()} <= {
         "manifest.json", "quarantine", "report.json", "report.md", "report.html", "train", "validation",
-        "dedup_removed.parquet", "dedup_index.parquet", ".prepare-run"}
+        "dedup_removed.parquet", "dedup_index.parquet", "version_basis.json", ".prepare-run"}
 
 
 # --- 7. issue 20: cut streams, deep records, stray quotes, BOMs, hostile folder entries --------------

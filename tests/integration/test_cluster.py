@@ -124,6 +124,34 @@ def test_relative_paths_run_on_workers_started_elsewhere(cluster, tmp_path):
 
 @pytest.mark.integration
 @pytest.mark.slow
+def test_a_run_against_an_earlier_one_looks_it_up_in_tasks_of_the_cluster(cluster, tmp_path):
+    """`--against`'s lookup (runner/history.py) runs as tasks on the workers (before: one step in the flow's
+    process), and writes what the local run writes: shards, the dedup audit and the lookup's report."""
+    from test_against_run import write_inputs
+
+    write_inputs(tmp_path)  # v1.jsonl; v2.jsonl holds an exact and a near copy of v1 records
+    fast = ["--no-pii", "--no-lengths", "--no-estimate"]
+    assert prepare(["v1.jsonl", "--out", "v1", "--workers", "1", *fast], tmp_path).returncode == 0
+    local = prepare(["v2.jsonl", "--out", "local", "--against", "v1", "--workers", "1", *fast], tmp_path)
+    assert local.returncode == 0, local.stderr[-2000:]
+    remote = prepare(["v2.jsonl", "--out", "remote", "--against", "v1", "--dask-address", cluster, *fast], tmp_path)
+    assert remote.returncode == 0, remote.stderr[-3000:]
+    assert shard_bytes(tmp_path / "remote") == shard_bytes(tmp_path / "local")
+    audit = [(tmp_path / run / "dedup_removed.parquet").read_bytes() for run in ("local", "remote")]
+    assert audit[0] == audit[1]
+    reports = [json.loads((tmp_path / run / "report.json").read_text())["dedup"]["against"]
+               for run in ("local", "remote")]
+    assert reports[0] == reports[1] and reports[0]["removed"] == 2 and reports[0]["proposed_pairs"] > 0
+    from distributed import Client
+
+    with Client(cluster, timeout=30, set_as_default=False) as client:
+        keys = client.run_on_scheduler(lambda dask_scheduler: [str(t[0]) for t in dask_scheduler.transition_log])
+    lookup = {key.rsplit("-", 5)[0] for key in keys if key.startswith("run_lookup_task-")}
+    assert lookup, sorted({key.split("-")[0] for key in keys})  # the lookup's tasks went to the cluster
+
+
+@pytest.mark.integration
+@pytest.mark.slow
 def test_salt_missing_on_workers_fails_before_a_record_is_read(cluster, tmp_path):
     """The workers were started before PREPARE_PII_SALT was exported: one line naming the worker, exit 2, and no
     run directory (before: the run read every record, then failed in the PII step)."""

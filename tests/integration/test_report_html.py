@@ -88,7 +88,7 @@ def test_the_run_writes_report_html_lists_it_in_the_manifest_and_uploads_it(html
     path = result.run_dir / "report.html"
     manifest = json.loads((result.run_dir / "manifest.json").read_text())
     validate(manifest, "manifest")
-    assert manifest["reports"] == [{"path": "report.html", "bytes": path.stat().st_size, "sha256": sha256_file(path)}]
+    assert manifest["reports"][0] == {"path": "report.html", "bytes": path.stat().st_size, "sha256": sha256_file(path)}
     remote = boto3.client("s3").get_object(Bucket="html", Key="ds/report.html")["Body"].read()
     assert remote == path.read_bytes()
 

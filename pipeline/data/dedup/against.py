@@ -7,8 +7,10 @@
             BUCKET_ALL_PAIRS of them (a template's bucket can hold a tenth of a corpus; true duplicates share
             the bands on their own text too); proposed pairs verified by estimated Jaccard >= threshold
 
-Memory is a few arrays per record of either side (one band column at a time) and the signatures of the records
-that share a bucket with the other side only (memory-mapped in work_dir when large, as clusters.py does).
+The lookup runs as steps (Lookup) that hand their results on as files in a folder, so a cluster runs it as
+tasks: exact_join, near_candidates (which records of either side share a bucket: the only signatures loaded,
+into memory-mapped files), near_join per group of bands (independent tasks), and removals, which merges them.
+Each step's memory is a few arrays per record of either side (one band column at a time).
 Each removed record names the earlier record it duplicates: the one with the highest estimated similarity
 (ties: the first of the earlier indexes, in the order given).
 """
@@ -23,7 +25,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from pipeline.core.config import DedupConfig
-from pipeline.data.dedup.clusters import BUCKET_ALL_PAIRS, REMOVED_SCHEMA, SIGNATURES_IN_MEMORY, signature_array
+from pipeline.data.dedup.clusters import BUCKET_ALL_PAIRS, REMOVED_SCHEMA, signature_array
 from pipeline.data.dedup.history import index_settings, read_index_settings
 from pipeline.data.dedup.params import params
 
@@ -63,24 +65,23 @@ class _Files:
                 parts.append(pq.read_table(path, columns=columns).take(pa.array(rows[lo:hi] - self.bounds[i])))
         return pa.concat_tables(parts) if parts else pq.read_schema(self.paths[0]).empty_table().select(columns)
 
-    def signatures(self, rows: np.ndarray, num_perm: int, work_dir: str) -> np.ndarray:
-        """Signatures of the given (sorted, unique) rows, a row group at a time."""
-        if len(rows) * num_perm * 4 > SIGNATURES_IN_MEMORY:
-            Path(work_dir).mkdir(parents=True, exist_ok=True)
-            path = os.path.join(work_dir, f"against-signatures-{os.getpid()}.npy")
-            out = np.lib.format.open_memmap(path, mode="w+", dtype=np.uint32, shape=(len(rows), num_perm))
-            os.unlink(path)
-        else:
-            out = np.empty((len(rows), num_perm), dtype=np.uint32)
-        for i, path in enumerate(self.paths):
+    def signatures(self, rows: np.ndarray, num_perm: int, path: str) -> np.ndarray:
+        """Signatures of the given (sorted, unique) rows, a row group at a time, into the .npy file `path`
+        (a memory map: on disk, not in this process's memory, and readable by the tasks that come after)."""
+        if not len(rows):  # a memory map cannot be empty
+            np.save(path, np.zeros((0, num_perm), dtype=np.uint32))
+            return np.load(path)
+        out = np.lib.format.open_memmap(path, mode="w+", dtype=np.uint32, shape=(len(rows), num_perm))
+        for i, file in enumerate(self.paths):
             start = int(self.bounds[i])
-            f = pq.ParquetFile(path, pre_buffer=False)
+            f = pq.ParquetFile(file, pre_buffer=False)
             for rg, n in enumerate(self.row_groups[i]):
                 lo, hi = np.searchsorted(rows, [start, start + n])
                 if hi > lo:
                     values = signature_array(f.read_row_group(rg, columns=["signature"]).column(0), num_perm)
                     out[lo:hi] = values[rows[lo:hi] - start]
                 start += n
+        out.flush()
         return out
 
 
@@ -125,35 +126,94 @@ def _bucket_pairs(sorted_values: np.ndarray, values: np.ndarray, cap: int) -> tu
     return i, j
 
 
-def _near_matches(new: _Files, old: _Files, cfg: DedupConfig, bands: int, match: np.ndarray,
-                  work_dir: str, stats: dict) -> tuple[np.ndarray, np.ndarray]:
-    """Per new record not matched yet, the most similar earlier record at or above the threshold (-1: none)
-    and the estimated similarity. Pass 1 finds the records of either side that share a bucket with the other,
-    the only signatures loaded; pass 2 proposes, verifies and keeps the best, band by band."""
-    sim = np.zeros(new.n, dtype=np.float32)
-    new_live = np.flatnonzero((match < 0) & (new.column("near_mode") > 0))
-    old_live = np.flatnonzero(old.column("near_mode") > 0)
+class BandGroup(NamedTuple):
+    """The LSH bands one near-join task compares (near_join)."""
+    index: int
+    bands: tuple[int, ...]
+
+
+class Lookup(NamedTuple):
+    """One lookup of new keys in earlier indexes, run as steps that leave their results in `folder` (shared by
+    every worker of a cluster): exact_join, then near_candidates, then near_join per BandGroup (independent of
+    each other), then removals. find_earlier runs them one after another."""
+    new_paths: tuple[str, ...]
+    earlier: tuple[Earlier, ...]
+    cfg: DedupConfig
+    folder: str
+
+    def files(self) -> tuple[_Files, _Files]:
+        return _Files(list(self.new_paths)), _Files([e.index_path for e in self.earlier])
+
+    def path(self, name: str) -> str:
+        return os.path.join(self.folder, name)
+
+    def band_groups(self) -> list[BandGroup]:
+        """NEAR_TASKS groups of consecutive bands (none without the near half)."""
+        if not self.cfg.near:
+            return []
+        bands = params(self.cfg)["bands"]
+        parts = np.array_split(np.arange(bands), min(NEAR_TASKS, bands))
+        return [BandGroup(g, tuple(int(k) for k in part)) for g, part in enumerate(parts)]
+
+
+NEAR_TASKS = 3  # near_join tasks per lookup: each reads its bands' columns; more tasks, more per-task overhead
+
+
+def exact_join(lookup: Lookup) -> None:
+    """exact.npy: per new record, the earlier row (of all earlier indexes in order) with its content hash, or -1."""
+    new, old = lookup.files()
+    Path(lookup.folder).mkdir(parents=True, exist_ok=True)
+    if lookup.cfg.exact and new.n and old.n:
+        match = _exact_matches(new, old)
+    else:
+        match = np.full(new.n, -1, dtype=np.int64)
+    np.save(lookup.path("exact.npy"), match)
+
+
+def near_candidates(lookup: Lookup) -> None:
+    """Pass 1 of the near join: the records of either side that share a bucket with the other in some band,
+    those not matched exactly yet on the new side (new_live.npy, old_live.npy, rows in sorted order), and their
+    signatures (new_sigs.npy, old_sigs.npy): the only signatures the near join loads, read once here."""
+    if not lookup.cfg.near:
+        return
+    new, old = lookup.files()
+    cfg = lookup.cfg
+    match = np.load(lookup.path("exact.npy"))
+    new_live = np.flatnonzero((match < 0) & (new.column("near_mode") > 0)) if new.n and old.n else np.zeros(0, int)
+    old_live = np.flatnonzero(old.column("near_mode") > 0) if new.n and old.n else np.zeros(0, int)
+    del match
     new_in = np.zeros(len(new_live), dtype=bool)
     old_in = np.zeros(len(old_live), dtype=bool)
-    for k in range(bands):
+    for k in range(params(cfg)["bands"] if len(new_live) and len(old_live) else 0):
         ob, nb = old.column(f"band_{k:03d}")[old_live], new.column(f"band_{k:03d}")[new_live]
         order = np.argsort(ob, kind="stable")
         i, j = _bucket_pairs(ob[order], nb, BUCKET_ALL_PAIRS)
         new_in[i] = True
         old_in[order[j]] = True
-    new_live, old_live = new_live[new_in], old_live[old_in]
-    stats["signatures_loaded"] = int(len(new_live) + len(old_live))
-    new_sigs = new.signatures(new_live, cfg.num_perm, work_dir)
-    old_sigs = old.signatures(old_live, cfg.num_perm, work_dir)
+    for side, files, live, within in (("new", new, new_live, new_in), ("old", old, old_live, old_in)):
+        np.save(lookup.path(f"{side}_live.npy"), live[within])
+        files.signatures(live[within], cfg.num_perm, lookup.path(f"{side}_sigs.npy"))
+
+
+def near_join(group: BandGroup, lookup: Lookup) -> None:
+    """Pass 2 of the near join for the bands of `group`: per new live record, the earlier live record with the
+    most equal signature values at or above the threshold (ties: the lower row) in these bands; saved as
+    near-NNN.npz (best: index into old_live or -1, equal: its count, proposed: the pairs compared)."""
+    new, old = lookup.files()
+    cfg = lookup.cfg
+    new_live, old_live = np.load(lookup.path("new_live.npy")), np.load(lookup.path("old_live.npy"))
+    new_sigs = np.load(lookup.path("new_sigs.npy"), mmap_mode="r")
+    old_sigs = np.load(lookup.path("old_sigs.npy"), mmap_mode="r")
     need = int(np.ceil(cfg.threshold * cfg.num_perm - 1e-9)) if cfg.verify else 0
     best = np.full(len(new_live), -1, dtype=np.int64)
     best_equal = np.full(len(new_live), -1, dtype=np.int64)
-    for k in range(bands):
+    proposed = 0
+    for k in group.bands if len(new_live) and len(old_live) else ():
         ob, nb = old.column(f"band_{k:03d}")[old_live], new.column(f"band_{k:03d}")[new_live]
         order = np.argsort(ob, kind="stable")
         i, j = _bucket_pairs(ob[order], nb, BUCKET_ALL_PAIRS)
         j = order[j]
-        stats["proposed_pairs"] += len(i)
+        proposed += len(i)
         for s in range(0, len(i), 1 << 15):
             a, b = i[s:s + (1 << 15)], j[s:s + (1 << 15)]
             equal = np.count_nonzero(new_sigs[a] == old_sigs[b], axis=1)
@@ -162,30 +222,58 @@ def _near_matches(new: _Files, old: _Files, cfg: DedupConfig, bands: int, match:
             a, b, equal = a[better], b[better], equal[better]
             by = np.lexsort((-b, equal, a))
             best[a[by]], best_equal[a[by]] = b[by], equal[by]
+    np.savez(lookup.path(f"near-{group.index:03d}.npz"), best=best, equal=best_equal, proposed=proposed)
+
+
+def _near_matches(lookup: Lookup, n: int, stats: dict) -> tuple[np.ndarray, np.ndarray]:
+    """The near_join tasks' results as one: per new record the most similar earlier row at or above the
+    threshold (-1: none; the same best as one pass over every band would keep) and the estimated similarity."""
+    new_live, old_live = np.load(lookup.path("new_live.npy")), np.load(lookup.path("old_live.npy"))
+    stats["signatures_loaded"] = int(len(new_live) + len(old_live))
+    best = np.full(len(new_live), -1, dtype=np.int64)
+    best_equal = np.full(len(new_live), -1, dtype=np.int64)
+    for group in lookup.band_groups():
+        with np.load(lookup.path(f"near-{group.index:03d}.npz")) as part:
+            b, equal = part["best"], part["equal"]
+            stats["proposed_pairs"] += int(part["proposed"])
+        better = (b >= 0) & ((equal > best_equal) | ((equal == best_equal) & (b < best)))
+        best[better], best_equal[better] = b[better], equal[better]
     found = best >= 0
     stats["verified_pairs"] = int(found.sum())
-    near = np.full(new.n, -1, dtype=np.int64)
+    near = np.full(n, -1, dtype=np.int64)
     near[new_live[found]] = old_live[best[found]]
-    sim[new_live[found]] = best_equal[found] / cfg.num_perm
+    sim = np.zeros(n, dtype=np.float32)
+    sim[new_live[found]] = best_equal[found] / lookup.cfg.num_perm
     return near, sim
 
 
 def find_earlier(new_paths: list[str], earlier: list[Earlier], cfg: DedupConfig,
                  work_dir: str) -> tuple[pa.Table, dict]:
+    """The lookup's steps (Lookup) one after another in this process, in a folder of `work_dir`."""
+    lookup = Lookup(tuple(new_paths), tuple(earlier), cfg, os.path.join(work_dir, "against-lookup"))
+    exact_join(lookup)
+    near_candidates(lookup)
+    for group in lookup.band_groups():
+        near_join(group, lookup)
+    return removals(lookup)
+
+
+def removals(lookup: Lookup) -> tuple[pa.Table, dict]:
     """The audit rows (AUDIT_SCHEMA, reason earlier_duplicate) of the new records that duplicate an earlier
-    dataset's record, in _order order, and a report (counts per earlier dataset and the lookup's counters)."""
-    p = params(cfg)
+    dataset's record, in _order order, and a report (counts per earlier dataset and the lookup's counters),
+    from the results the other steps left in the lookup's folder."""
+    cfg, earlier = lookup.cfg, lookup.earlier
     for e in earlier:
         check_index(e.index_path, cfg)
-    new, old = _Files(new_paths), _Files([e.index_path for e in earlier])
+    new, old = lookup.files()
     stats = {"records": new.n, "earlier_records": old.n, "proposed_pairs": 0, "verified_pairs": 0,
              "signatures_loaded": 0}
     if not new.n or not old.n:
         return AUDIT_SCHEMA.empty_table(), {**stats, "removed": 0, "by_earlier": {}}
-    match = _exact_matches(new, old) if cfg.exact else np.full(new.n, -1, dtype=np.int64)
+    match = np.load(lookup.path("exact.npy"))
     sim = np.where(match >= 0, 1.0, 0.0).astype(np.float32)
     if cfg.near:
-        near, near_sim = _near_matches(new, old, cfg, p["bands"], match, work_dir, stats)
+        near, near_sim = _near_matches(lookup, new.n, stats)
         sim = np.where(near >= 0, near_sim, sim)
         match = np.where(near >= 0, near, match)
     removed = np.flatnonzero(match >= 0)
