@@ -521,11 +521,11 @@ def llamafactory_names(spec: dict, dataset: dict) -> dict[str, str]:
 
 def llamafactory_dataset_info(spec: dict, copies: dict[tuple[str, str], str]) -> dict:
     """The dataset_info.json entries of the JSON Lines copies (pipeline.train.llamafactory_data): chats in the
-    openai formatting, plain text as the prompt of the `pt` stage."""
+    sharegpt formatting, plain text as the prompt of the `pt` stage."""
     def entry(kind: str, path: str) -> dict:
         if kind != "chat":
             return {"file_name": path, "columns": {"prompt": "text"}}
-        return {"file_name": path, "formatting": "openai", "columns": {"messages": "messages", "tools": "tools"},
+        return {"file_name": path, "formatting": "sharegpt", "columns": {"messages": "messages", "tools": "tools"},
                 "tags": {"role_tag": "role", "content_tag": "content", "user_tag": "user",
                          "assistant_tag": "assistant", "observation_tag": "tool", "function_tag": "function_call",
                          "system_tag": "system"}}

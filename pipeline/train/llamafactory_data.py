@@ -4,10 +4,12 @@ Why a copy: LLaMA-Factory 0.9.5 pins datasets<=4.0.0, which cannot read the shar
 columns (the `arrow.json` extension type: "Arrow type extension<arrow.json> does not have a datasets dtype
 equivalent"), and its cloud reader takes only .json/.jsonl. The copy is read from the shards where they are
 (a run directory or S3), so the config needs no download step, and holds each record in the form LLaMA-Factory's
-`openai` converter expects: `messages` of role and content only, an assistant's tool calls as a `function_call`
-turn whose content is the JSON list of the called functions (what its converter makes of `tool_calls`), and
-`tools` as one JSON text (its tool formatter json.loads it). Plain text keeps `text`. `id` is kept so that a
-record can be traced to its shard; LLaMA-Factory ignores it.
+`sharegpt` converter reads: `messages` of role and content only, an assistant's tool calls as a `function_call`
+turn whose content is the JSON list of the called functions, the results of one call turn as one `tool` turn
+(joined as its `openai` converter joins them), and `tools` as one JSON text (its tool formatter json.loads it).
+Not its `openai` converter, which would do the same but also writes "detailed thinking off" into the system prompt
+of every chat without tools (LLaMA-Factory 0.9.5, data/converter.py): text the run never had. Plain text keeps
+`text`. `id` is kept so that a record can be traced to its shard; LLaMA-Factory ignores it.
 """
 from __future__ import annotations
 
@@ -20,13 +22,19 @@ from pipeline.train.rundata import read_shard
 FOLDER = "llamafactory_data"
 
 
+TOOL_RESULTS_JOIN = "\n</tool_response>\n<tool_response>\n"  # LLaMA-Factory's openai converter's
+
+
 def chat_row(record: dict) -> dict:
-    """One chat in the form of LLaMA-Factory's `openai` dataset format."""
+    """One chat in the form of LLaMA-Factory's `sharegpt` dataset format (turns alternate: user or tool results,
+    then assistant or function call)."""
     messages = []
     for m in record["messages"]:
         if m["role"] == "assistant" and m.get("tool_calls"):
             calls = [c["function"] for c in m["tool_calls"]]
             messages.append({"role": "function_call", "content": json.dumps(calls, ensure_ascii=False)})
+        elif m["role"] == "tool" and messages and messages[-1]["role"] == "tool":
+            messages[-1]["content"] += TOOL_RESULTS_JOIN + (m.get("content") or "")
         else:
             messages.append({"role": m["role"], "content": m.get("content") or ""})
     tools = [_with_schema(t) for t in record.get("tools") or []]

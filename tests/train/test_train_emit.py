@@ -374,10 +374,12 @@ def test_a_mixed_run_gives_axolotl_a_dataset_per_kind(tmp_path, mixed_run, capsy
 def test_a_mixed_run_gives_llamafactory_one_config_per_kind(tmp_path, mixed_run, capsys):
     out = _emit_mixed(tmp_path, mixed_run, "llamafactory")
     info = json.loads((out / "dataset_info.json").read_text())
-    assert set(info) == {"prepare_chat_train", "prepare_chat_validation", "prepare_text_train",
-                         "prepare_text_validation"}
-    assert info["prepare_text_train"]["columns"] == {"prompt": "text"}
     plan = json.loads((out / "prepare-plan.json").read_text())
+    text = next(d for d in plan["datasets"] if d["kind"] == "text")
+    # sample_data's one text validation record fills no block of the pt stage: that config does not evaluate
+    assert not text["eval"] and "fill no block" in text["eval_note"]
+    assert set(info) == {"prepare_chat_train", "prepare_chat_validation", "prepare_text_train"}
+    assert info["prepare_text_train"]["columns"] == {"prompt": "text"}
     expected = _kind_rows(mixed_run)
     for kind in ("chat", "text"):
         cfg = yaml.safe_load((out / f"llamafactory.{kind}.yaml").read_text())
@@ -386,12 +388,12 @@ def test_a_mixed_run_gives_llamafactory_one_config_per_kind(tmp_path, mixed_run,
         assert cfg.get("train_on_prompt") is (False if kind == "chat" else None)
         result = external("validate_llamafactory.py", out / f"llamafactory.{kind}.yaml")
         assert result["unknown"] == []
-        names = ([f"prepare_{kind}_train"], [f"prepare_{kind}_validation"])
+        names = ([f"prepare_{kind}_train"], [f"prepare_{kind}_validation"] if kind == "chat" else None)
         assert (result["dataset"], result["eval_dataset"]) == names
         # sft packs into rows of cutoff_len + 1, pt cuts blocks of cutoff_len: both the planned max length
         assert result["cutoff_len"] + (kind == "chat") == plan["max_length"]
         for split in ("train", "validation"):  # the JSON Lines copy holds the kind's records of the split
-            lines = Path(info[names[split == "validation"][0]]["file_name"]).read_text().splitlines()
+            lines = (out / "llamafactory_data" / split / f"{kind}.jsonl").read_text().splitlines()
             assert len(lines) == expected[kind][split]
 
 
@@ -416,10 +418,10 @@ def test_llamafactory_reads_a_copy_of_the_s3_shards_written_beside_its_config(tm
     assert external("validate_llamafactory.py", out / "llamafactory.yaml")["unknown"] == []
 
 
-def test_llamafactory_rows_are_in_the_form_its_openai_converter_reads():
-    """Tool calls become a function_call turn holding the called functions (what LLaMA-Factory's converter
-    makes of tool_calls), tools one JSON text, and a bare parameter map the object schema its tool formatter
-    reads (parameters.properties)."""
+def test_llamafactory_rows_are_in_the_form_its_sharegpt_converter_reads():
+    """Tool calls become a function_call turn holding the called functions, the results of one call turn one
+    tool turn (sharegpt wants the turns to alternate), tools one JSON text, and a bare parameter map the object
+    schema its tool formatter reads (parameters.properties)."""
     from pipeline.train.llamafactory_data import chat_row
 
     call = {"type": "function", "id": "c1", "function": {"name": "weather", "arguments": {"city": "Oslo"}}}
@@ -436,6 +438,10 @@ def test_llamafactory_rows_are_in_the_form_its_openai_converter_reads():
     assert json.loads(row["tools"])[0]["function"]["parameters"] == \
         {"type": "object", "properties": {"city": {"type": "string"}}}
     assert chat_row({**record, "tools": None})["tools"] == ""
+    two = {**record, "messages": [*record["messages"][:3], {"role": "tool", "content": "windy"},
+                                  record["messages"][3]]}
+    assert [m["role"] for m in chat_row(two)["messages"]] == ["user", "function_call", "tool", "assistant"]
+    assert chat_row(two)["messages"][2]["content"] == "sunny\n</tool_response>\n<tool_response>\nwindy"
 
 
 @pytest.mark.slow  # run_dir is a whole `prepare run`
