@@ -395,6 +395,15 @@ def test_a_mixed_run_gives_llamafactory_one_config_per_kind(tmp_path, mixed_run,
         for split in ("train", "validation"):  # the JSON Lines copy holds the kind's records of the split
             lines = (out / "llamafactory_data" / split / f"{kind}.jsonl").read_text().splitlines()
             assert len(lines) == expected[kind][split]
+    # LLaMA-Factory's own converter takes every row, and adds nothing to a system prompt (its openai one would)
+    for name, entry in info.items():
+        rows = [json.loads(line) for line in Path(entry["file_name"]).read_text().splitlines()]
+        converted = external("convert_llamafactory.py", out / "dataset_info.json", name)
+        assert (converted["rows"], converted["broken"]) == (len(rows), 0)
+        if "_chat_" in name:
+            assert converted["systems"] == [r["messages"][0]["content"] if r["messages"][0]["role"] == "system"
+                                            else "" for r in rows]
+            assert all(roles[-1] in ("assistant", "function") for roles in converted["roles"])
 
 
 @pytest.mark.slow  # run_dir is a whole `prepare run`
