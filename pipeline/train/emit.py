@@ -34,6 +34,8 @@ from pipeline.core.models import load_model_spec
 from pipeline.core.resources import resource
 from pipeline.plan.from_lengths import plan_for_lengths
 from pipeline.plan.setup import framework_preset
+from pipeline.train.llamafactory_data import FOLDER as LLAMAFACTORY_FOLDER
+from pipeline.train.llamafactory_data import write_copies as write_llamafactory_copies
 from pipeline.train.rundata import RunDataError, read_run, split_kind_copies
 
 
@@ -135,10 +137,15 @@ def packed_sequences(datasets: list[dict], run_packing: dict, seq: int, together
             "together": together}
 
 
-def plan_steps(datasets: list[dict], job: dict, batch: int, epochs: float) -> dict:
+def plan_steps(datasets: list[dict], job: dict, batch: int, epochs: float, drop_last: bool = False) -> dict:
     """The optimizer steps of each dataset (into each dict) and of the job (packed_sequences): per epoch
-    ceil(sequences / global batch) (transformers' ceil of the dataloader's ceil), times the epochs, ceil."""
+    ceil(sequences / global batch) (transformers' ceil of the dataloader's ceil), times the epochs, ceil.
+    `drop_last`: axolotl's multipack sampler drops the last partial batch of an epoch and axolotl floors the
+    total (utils/trainer.py calculate_total_num_steps): floor both."""
     def steps(sequences: int) -> tuple[int, int]:
+        if drop_last:
+            per_epoch = max(1, sequences // batch)
+            return per_epoch, max(1, math.floor(per_epoch * epochs))
         per_epoch = math.ceil(sequences / batch)
         return per_epoch, max(1, math.ceil(per_epoch * epochs))
 
@@ -185,6 +192,8 @@ def build_spec(cfg, result: dict, *, trainer: str, shards: dict, global_batch: s
     # length the shards were cut at, and the packed sequences of the records they hold, as the trainer packs them
     seq = int(shards["max_seq_len"] or result["max_seq_len"])
     datasets = datasets_of(shards, result["tokens"])
+    if trainer == "llamafactory":
+        llamafactory_text_blocks(datasets, shards["kinds"] or {}, seq)
     job = packed_sequences(datasets, shards["packing"] or result["tokens"]["packing"], seq,
                            together=trainer == "axolotl")
     plan = job_plan(cfg, result, seq, job)
@@ -201,7 +210,7 @@ def build_spec(cfg, result: dict, *, trainer: str, shards: dict, global_batch: s
     micro, accum = _micro_batch(int(rec["micro_batch"]), cards, global_seqs)
     effective = micro * accum * cards
     epochs = float(plan["epochs"])
-    steps = plan_steps(datasets, job, effective, epochs)
+    steps = plan_steps(datasets, job, effective, epochs, drop_last=trainer == "axolotl")
     total_steps = steps["total_steps"]
     tps = _tokens_per_second(plan, rec)
     # from the throughput, not from the plan's hours, which are rounded to 0.01 h
@@ -298,17 +307,26 @@ def header(spec: dict, datasets: list[dict]) -> str:
                      f"(alpha does not change memory or time)")
     for d in datasets:
         rows = d["rows"]
+        evaluated = ", evaluated" if d["eval"] else f", no evaluation: {d['eval_note']}" if "eval_note" in d \
+            else ", no evaluation"
         lines.append(f"{d['kind']} records: {rows['train']} train, {rows['validation']} validation (the run's own "
-                     f"split" + (", evaluated" if d["eval"] else ", no evaluation") + "); "
+                     f"split{evaluated}); "
                      + ("loss on assistant turns only" if d["kind"] == "chat" else "loss on every token"))
+        if "pt_tokens_dropped" in d:
+            lines.append(f"LLaMA-Factory's pt stage concatenates the texts and cuts blocks of {spec['max_length']} "
+                         f"tokens: {d['packed_sequences']} blocks; the last {d['pt_tokens_dropped']} tokens fill no "
+                         f"block and are not trained")
     others = [d["kind"] for d in spec["datasets"] if d not in datasets]
     if others:
         lines.append(f"the run's {', '.join(others)} records are in their own config beside this one (a trainer "
                      f"takes one kind per dataset: chats are masked to the answers, text is not)")
+    if spec["trainer"] == "llamafactory":
+        lines.append(f"LLaMA-Factory reads the run's records from the JSON Lines copy beside this config "
+                     f"({LLAMAFACTORY_FOLDER}/: its datasets<=4.0.0 cannot read the shards' JSON columns)")
     if spec["shards"]["s3"]:
         lines.append(f"shards on S3: {spec['shards']['root']} (manifest.json lists them)"
                      + ("; their records written apart by kind beside this config, which the trainer reads"
-                        if not _reads_s3(spec) else ""))
+                        if not _reads_s3(spec) and spec["trainer"] != "llamafactory" else ""))
     lines.append("upload checkpoints: `prepare checkpoints sync OUTPUT_DIR s3://bucket/prefix`, or the callback "
                  "pipeline.train.S3Checkpoints")
     return "".join(f"# {line}\n" for line in lines)
@@ -495,50 +513,40 @@ def axolotl_config(spec: dict) -> dict:
 
 # ------------------------------------------------------------------------------------------------- LLaMA-Factory
 
-def llamafactory_names(spec: dict, dataset: dict) -> dict[str, list[str]]:
-    """split -> the dataset_info.json names of a kind's shards (prepare_train, or prepare_chat_train with kinds),
-    one per base they are under (an appended version's: prepare_train_1, prepare_train_2, ...)."""
+def llamafactory_names(spec: dict, dataset: dict) -> dict[str, str]:
+    """split -> the dataset_info.json name of a kind's records (prepare_train, or prepare_chat_train with kinds)."""
     middle = f"{dataset['kind']}_" if len(spec["datasets"]) > 1 else ""
-    names = {}
-    for split in ("train", "validation"):
-        groups = by_base(spec, dataset[split]) or [[]]
-        name = f"prepare_{middle}{split}"
-        names[split] = [name] if len(groups) == 1 else [f"{name}_{n}" for n in range(1, len(groups) + 1)]
-    return names
+    return {split: f"prepare_{middle}{split}" for split in ("train", "validation")}
 
 
-def llamafactory_dataset_info(spec: dict, out: Path) -> dict:
-    """The dataset_info.json entries of the shards (openai formatting: the records' messages as they are)."""
-    def entry(d: dict, paths: list[str]) -> dict:
-        # the folder of the kind's shards of a split under one base (one file: the file), which LLaMA-Factory
-        # reads whole (its cloud reader takes only .json and .jsonl files: shards on S3 are synced first)
-        where = paths[0] if len(paths) == 1 and not _whole_run(spec) else paths[0].rsplit("/", 1)[0]
-        e = {"file_name": local_path(spec, out, where),
-             "formatting": "openai" if d["kind"] == "chat" else "alpaca"}
-        if d["kind"] == "chat":
-            e |= {"columns": {"messages": "messages", "tools": "tools"},
-                  "tags": {"role_tag": "role", "content_tag": "content", "user_tag": "user",
-                           "assistant_tag": "assistant", "observation_tag": "tool", "function_tag": "function_call",
-                           "system_tag": "system"}}
-        else:
-            e["columns"] = {"prompt": "text"}
-        return e
+def llamafactory_dataset_info(spec: dict, copies: dict[tuple[str, str], str]) -> dict:
+    """The dataset_info.json entries of the JSON Lines copies (pipeline.train.llamafactory_data): chats in the
+    sharegpt formatting, plain text as the prompt of the `pt` stage."""
+    def entry(kind: str, path: str) -> dict:
+        if kind != "chat":
+            return {"file_name": path, "columns": {"prompt": "text"}}
+        return {"file_name": path, "formatting": "sharegpt", "columns": {"messages": "messages", "tools": "tools"},
+                "tags": {"role_tag": "role", "content_tag": "content", "user_tag": "user",
+                         "assistant_tag": "assistant", "observation_tag": "tool", "function_tag": "function_call",
+                         "system_tag": "system"}}
 
     info = {}
     for d in spec["datasets"]:
         names = llamafactory_names(spec, d)
         for split in ("train", "validation") if d["eval"] else ("train",):
-            info |= {name: entry(d, paths) for name, paths in zip(names[split], by_base(spec, d[split]))}
+            info[names[split]] = entry(d["kind"], copies[d["kind"], split])
     return info
 
 
 def llamafactory_config(spec: dict, dataset: dict, dataset_dir: str) -> dict:
     """Keys of LLaMA-Factory's `llamafactory-cli train` YAML (its HfArgumentParser over model, data, training
-    and finetuning arguments) for one dataset of the run: its template masks chats to the answers only with
-    train_on_prompt off, which a plain-text dataset (all prompt) needs on."""
+    and finetuning arguments) for one dataset of the run. Chats train in the `sft` stage, its template masking
+    them to the answers; plain text in the `pt` stage, on every token (its `sft` stage drops a record with no
+    answer as invalid)."""
     lora = spec["lora"]
     names = llamafactory_names(spec, dataset)
-    out: dict = {"model_name_or_path": spec["model"], "stage": "sft", "do_train": True,
+    chat = dataset["kind"] == "chat"
+    out: dict = {"model_name_or_path": spec["model"], "stage": "sft" if chat else "pt", "do_train": True,
                  "finetuning_type": "lora" if lora else "full"}
     if lora:
         out |= {"lora_rank": lora["r"], "lora_alpha": lora["alpha"], "lora_dropout": lora["dropout"],
@@ -546,11 +554,11 @@ def llamafactory_config(spec: dict, dataset: dict, dataset_dir: str) -> dict:
     if spec["quantization"]:
         out |= {"quantization_bit": 4, "quantization_method": "bnb", "quantization_type": "nf4",
                 "double_quantization": spec["quantization"]["double_quant"]}
-    # LLaMA-Factory keeps one position free when packing (DataArguments: cutoff_len -= 1): one more here makes
-    # its effective length the planned one
-    out |= {"dataset": ",".join(names["train"]), "dataset_dir": dataset_dir, "cutoff_len": spec["max_length"] + 1,
-            "packing": True, "neat_packing": True, "train_on_prompt": dataset["kind"] != "chat",
-            "flash_attn": LLAMAFACTORY_ATTN[spec["attn"]],
+    out |= {"dataset": names["train"], "dataset_dir": dataset_dir, "cutoff_len": llamafactory_cutoff(spec, chat),
+            "packing": True}
+    if chat:  # each chat apart in its pack (no attention across records); `pt` concatenates the texts
+        out |= {"neat_packing": True, "train_on_prompt": False}
+    out |= {"flash_attn": LLAMAFACTORY_ATTN[spec["attn"]],
             "disable_gradient_checkpointing": not spec["grad_ckpt"],
             "per_device_train_batch_size": spec["micro_batch"], "gradient_accumulation_steps": spec["grad_accum"],
             "num_train_epochs": spec["epochs"], "learning_rate": spec["learning_rate"], "optim": spec["optimizer"],
@@ -558,10 +566,39 @@ def llamafactory_config(spec: dict, dataset: dict, dataset_dir: str) -> dict:
             "logging_steps": max(1, min(10, interval(spec, dataset))),
             "save_strategy": "steps", "save_steps": interval(spec, dataset), "report_to": "none"}
     if dataset["eval"]:
-        out |= {"eval_dataset": ",".join(names["validation"]), "per_device_eval_batch_size": spec["micro_batch"],
+        out |= {"eval_dataset": names["validation"], "per_device_eval_batch_size": spec["micro_batch"],
                 "eval_strategy": "steps", "eval_steps": interval(spec, dataset), "load_best_model_at_end": True,
                 "metric_for_best_model": "eval_loss", "greater_is_better": False}
     return out
+
+
+def llamafactory_text_blocks(datasets: list[dict], kinds: dict, seq: int) -> None:
+    """LLaMA-Factory's `pt` stage concatenates the texts (each with its EOS) and cuts blocks of the max length,
+    dropping the rest: the text dataset's sequences are its tokens // max length, not a packing of records (its
+    map batches of 1,000 records each drop their own rest: exact up to 1,000 records). A validation split
+    shorter than one block gives no eval sample (LLaMA-Factory stops on it), so that config does not evaluate."""
+    for d in datasets:
+        counts = d["train_counts"]
+        if d["kind"] != "text" or not counts or "tokens" not in counts:
+            continue
+        blocks = counts["tokens"] // seq
+        if not blocks:
+            raise EmitError(f"the run's text records hold {counts['tokens']} tokens, less than one block of "
+                            f"{seq}: LLaMA-Factory's pt stage would find no sample")
+        d["train_counts"] = {**counts, "packed_sequences": blocks, "tokens": blocks * seq, "tokens_cut": 0}
+        d["pt_tokens_dropped"] = counts["tokens"] - blocks * seq
+        validation = ((kinds.get("text") or {}).get("counts") or {}).get("validation") or {}
+        if d["eval"] and validation.get("tokens", seq) < seq:
+            d["eval"], d["eval_note"] = False, f"its {validation['tokens']} tokens fill no block of {seq}"
+
+
+def llamafactory_cutoff(spec: dict, chat: bool) -> int:
+    """cutoff_len for sequences of the planned max length. LLaMA-Factory takes one off when packing
+    (DataArguments: cutoff_len -= 1). `sft` then packs records of at most that into rows one longer, so
+    cutoff_len = max length gives rows of the max length (one more gives rows its collator pads to a multiple
+    of 8 past their position ids: a RoPE size error); `pt` cuts the texts into blocks of exactly that, so it
+    needs the max length + 1."""
+    return spec["max_length"] if chat else spec["max_length"] + 1
 
 
 # ------------------------------------------------------------------------------------------------- writing
@@ -605,15 +642,14 @@ def write_emitted(spec: dict, out_dir: str | Path) -> list[Path]:
             atomic_write_text(written[-1], header(spec, [d]) + _trl_extra_header(spec, out)
                               + _yaml(trl_config(spec, d, sources[d["kind"]])))
     else:
+        copies = write_llamafactory_copies(spec["datasets"], out)
         info = out / "dataset_info.json"
         existing = json.loads(info.read_text()) if info.is_file() else {}
-        atomic_write_text(info, json.dumps({**existing, **llamafactory_dataset_info(spec, out)}, indent=2) + "\n")
-        written.append(info)
+        atomic_write_text(info, json.dumps({**existing, **llamafactory_dataset_info(spec, copies)}, indent=2) + "\n")
+        written += [info, *map(Path, copies.values())]
         for d in spec["datasets"]:
             written.append(out / config_name(spec, d["kind"]))
-            sync = _sync_header(spec, "LLaMA-Factory", out) if _reads_s3(spec) else ""
-            atomic_write_text(written[-1], header(spec, [d]) + sync
-                              + _yaml(llamafactory_config(spec, d, str(out.resolve()))))
+            atomic_write_text(written[-1], header(spec, [d]) + _yaml(llamafactory_config(spec, d, str(out.resolve()))))
     plan = out / PLAN_NAME
     atomic_write_text(plan, json.dumps(spec, indent=2) + "\n")
     return [*written, plan]
@@ -642,7 +678,9 @@ def emit_from_precheck(args, cfg, result: dict) -> list[Path]:
     """The --emit step of `prepare precheck`, after the plan is made."""
     check_emit_arguments(args)
     shards = getattr(args, "emit_run", None) or read_shards(args.shards)
-    if shards["kinds"]:  # shards that mix chat and text records: each kind written apart beside the config
+    # shards that mix chat and text records: each kind written apart beside the config (LLaMA-Factory's own
+    # copies are written apart by kind anyway)
+    if shards["kinds"] and args.emit != "llamafactory":
         shards["kinds"] = split_kind_copies(shards, args.emit_out)
     spec = build_spec(cfg, result, trainer=args.emit, shards=shards, global_batch=args.global_batch,
                       checkpoint_minutes=args.checkpoint_minutes, base_model=args.base_model,

@@ -126,7 +126,8 @@ def _kind_counts(path: str) -> dict[str, int]:
     return {"chat": len(messages) - text, "text": text}
 
 
-def _read_shard(path: str):
+def read_shard(path: str):
+    """A shard as an Arrow table, local or on S3."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -150,7 +151,7 @@ def split_kind_copies(run: dict, out_dir: str | Path) -> dict:
     try:
         for split in SPLITS:
             for path in run[split]:
-                table = _read_shard(path)
+                table = read_shard(path)
                 is_text = pc.is_null(table.column("messages"))
                 for kind in kinds:
                     part = table.filter(is_text if kind == "text" else pc.invert(is_text))

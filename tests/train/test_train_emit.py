@@ -161,11 +161,12 @@ def test_llamafactory_config_passes_its_argument_parser(tmp_path, run_dir, capsy
     plan = json.loads((out / "prepare-plan.json").read_text())
     assert plan["framework"] == "llamafactory" and plan["lora"]["dropout"] == 0.0  # LLaMA-Factory's default
     info = json.loads((out / "dataset_info.json").read_text())
-    assert info["prepare_train"]["file_name"] == f"{run_dir.resolve()}/train"
+    assert info["prepare_train"]["file_name"] == f"{out.resolve()}/llamafactory_data/train/chat.jsonl"
     result = external("validate_llamafactory.py", out / "llamafactory.yaml")
     assert result["unknown"] == []
-    # LLaMA-Factory keeps one position for packing (cutoff_len - 1): the emitted one more makes it the planned one
-    assert result["cutoff_len"] == plan["max_length"]
+    # LLaMA-Factory takes one off cutoff_len when packing and packs records of up to that into rows one longer:
+    # rows of the planned max length
+    assert result["cutoff_len"] + 1 == plan["max_length"]
     assert (result["lora_rank"], result["quantization_bit"], result["double_quantization"]) == (16, 4, True)
     assert (result["dataset"], result["eval_dataset"]) == (["prepare_train"], ["prepare_validation"])
     assert result["per_device_train_batch_size"] == plan["micro_batch"]
@@ -216,15 +217,34 @@ def test_each_config_gets_the_steps_of_the_kind_it_trains_on():
     assert [(d["steps_per_epoch"], d["total_steps"]) for d in apart] == [(29, 87), (3, 9)]
     assert (job["sequences_per_epoch"], steps["steps_per_epoch"], steps["total_steps"]) == (248, 32, 96)
     assert job["efficiency"] == round(248 * 900 / (248 * 1024), 6)
-    # axolotl packs both datasets into one stream: the run's packing of all its records
+    # axolotl packs both datasets into one stream: the run's packing of all its records; its multipack
+    # sampler drops the last partial batch (239 // 8 = 29 per epoch, where a ceil would say 30)
     together = [_dataset("chat", 333, 228), _dataset("text", 42, 20)]
     job = packed_sequences(together, run_packing, 1024, together=True)
-    steps = plan_steps(together, job, 8, 3.0)
-    assert (job["sequences_per_epoch"], steps["steps_per_epoch"], steps["total_steps"]) == (239, 30, 90)
+    steps = plan_steps(together, job, 8, 3.0, drop_last=True)
+    assert (job["sequences_per_epoch"], steps["steps_per_epoch"], steps["total_steps"]) == (239, 29, 87)
+    assert plan_steps(together, job, 8, 2.5, drop_last=True)["total_steps"] == 72  # floor(29 x 2.5)
     # a run older than the manifest's counts: the kinds' share of the run's packing, marked estimated
     old = [_dataset("chat", 300, None), _dataset("text", 100, None)]
     packed_sequences(old, run_packing, 1024, together=False)
     assert [(d["packed_sequences"], d["estimated"]) for d in old] == [(180, True), (60, True)]
+
+
+def test_llamafactory_text_trains_on_blocks_of_the_max_length():
+    """LLaMA-Factory's pt stage cuts the concatenated texts into blocks: tokens // max length sequences, the
+    rest untrained; a validation split shorter than one block is not evaluated (LLaMA-Factory stops on it)."""
+    from pipeline.train.emit import EmitError, llamafactory_text_blocks
+
+    text = {**_dataset("text", 42, 22), "eval": True}
+    text["train_counts"]["tokens"] = 8997
+    chat = {**_dataset("chat", 333, 302), "eval": True}
+    llamafactory_text_blocks([chat, text], {"text": {"counts": {"validation": {"tokens": 232}}}}, 448)
+    assert text["train_counts"]["packed_sequences"] == 20 and text["pt_tokens_dropped"] == 8997 - 20 * 448
+    assert (text["eval"], chat["eval"], chat["train_counts"]["packed_sequences"]) == (False, True, 302)
+    short = {**_dataset("text", 1, 1), "eval": False}
+    short["train_counts"]["tokens"] = 100
+    with pytest.raises(EmitError, match="less than one block"):
+        llamafactory_text_blocks([short], {}, 448)
 
 
 def test_global_batch_in_tokens():
@@ -354,44 +374,83 @@ def test_a_mixed_run_gives_axolotl_a_dataset_per_kind(tmp_path, mixed_run, capsy
 def test_a_mixed_run_gives_llamafactory_one_config_per_kind(tmp_path, mixed_run, capsys):
     out = _emit_mixed(tmp_path, mixed_run, "llamafactory")
     info = json.loads((out / "dataset_info.json").read_text())
-    assert set(info) == {"prepare_chat_train", "prepare_chat_validation", "prepare_text_train",
-                         "prepare_text_validation"}
-    assert info["prepare_text_train"]["formatting"] == "alpaca"
+    plan = json.loads((out / "prepare-plan.json").read_text())
+    text = next(d for d in plan["datasets"] if d["kind"] == "text")
+    # sample_data's one text validation record fills no block of the pt stage: that config does not evaluate
+    assert not text["eval"] and "fill no block" in text["eval_note"]
+    assert set(info) == {"prepare_chat_train", "prepare_chat_validation", "prepare_text_train"}
+    assert info["prepare_text_train"]["columns"] == {"prompt": "text"}
+    expected = _kind_rows(mixed_run)
     for kind in ("chat", "text"):
         cfg = yaml.safe_load((out / f"llamafactory.{kind}.yaml").read_text())
-        assert cfg["train_on_prompt"] == (kind == "text")
+        # chats in the sft stage, masked to the answers; text in the pt stage (sft drops a record without answer)
+        assert cfg["stage"] == ("sft" if kind == "chat" else "pt")
+        assert cfg.get("train_on_prompt") is (False if kind == "chat" else None)
         result = external("validate_llamafactory.py", out / f"llamafactory.{kind}.yaml")
         assert result["unknown"] == []
-        names = ([f"prepare_{kind}_train"], [f"prepare_{kind}_validation"])
+        names = ([f"prepare_{kind}_train"], [f"prepare_{kind}_validation"] if kind == "chat" else None)
         assert (result["dataset"], result["eval_dataset"]) == names
+        # sft packs into rows of cutoff_len + 1, pt cuts blocks of cutoff_len: both the planned max length
+        assert result["cutoff_len"] + (kind == "chat") == plan["max_length"]
+        for split in ("train", "validation"):  # the JSON Lines copy holds the kind's records of the split
+            lines = (out / "llamafactory_data" / split / f"{kind}.jsonl").read_text().splitlines()
+            assert len(lines) == expected[kind][split]
+    # LLaMA-Factory's own converter takes every row, and adds nothing to a system prompt (its openai one would)
+    for name, entry in info.items():
+        rows = [json.loads(line) for line in Path(entry["file_name"]).read_text().splitlines()]
+        converted = external("convert_llamafactory.py", out / "dataset_info.json", name)
+        assert (converted["rows"], converted["broken"]) == (len(rows), 0)
+        if "_chat_" in name:
+            assert converted["systems"] == [r["messages"][0]["content"] if r["messages"][0]["role"] == "system"
+                                            else "" for r in rows]
+            assert all(roles[-1] in ("assistant", "function") for roles in converted["roles"])
 
 
 @pytest.mark.slow  # run_dir is a whole `prepare run`
-def test_llamafactory_reads_s3_shards_after_the_download_step_it_is_given(tmp_path, run_dir, bucket, capsys):
-    """LLaMA-Factory's cloud reader takes only .json/.jsonl: for a run on S3 its dataset_info.json names a local
-    folder and the config's header the `aws s3 sync` that fills it; done here with boto3, the shards then load as
-    LLaMA-Factory loads a local folder of .parquet files (datasets' parquet builder over its files)."""
-    import re
-
-    import boto3
+def test_llamafactory_reads_a_copy_of_the_s3_shards_written_beside_its_config(tmp_path, run_dir, bucket, capsys):
+    """LLaMA-Factory's datasets<=4.0.0 cannot read the shards' JSON columns and its cloud reader takes only
+    .json/.jsonl: the precheck reads the shards from S3 and writes LLaMA-Factory's records beside the config
+    as JSON Lines, which datasets' json builder (what LLaMA-Factory uses for .jsonl) loads; no download step."""
     from datasets import load_dataset
 
     uri = uploaded(run_dir, bucket, "lf")
     manifest = json.loads((run_dir / "manifest.json").read_text())
     code, out = emit(tmp_path, run_dir, "llamafactory", shards=uri)
     assert code == 0, capsys.readouterr().err
+    assert "aws s3 sync" not in (out / "llamafactory.yaml").read_text()
     info = json.loads((out / "dataset_info.json").read_text())
-    local = out.resolve() / "data" / "lf"
-    assert info["prepare_train"] == {**info["prepare_train"], "file_name": f"{local}/train"}
-    sync = re.search(r"`aws s3 sync (\S+)/ (\S+)/ ", (out / "llamafactory.yaml").read_text())
-    assert sync.groups() == (uri, str(local))
-    s3 = boto3.client("s3")
-    for shard in manifest["shards"]:  # what the sync line does
-        (local / shard["path"]).parent.mkdir(parents=True, exist_ok=True)
-        s3.download_file(bucket, f"datasets/lf/{shard['path']}", str(local / shard["path"]))
-    data = load_dataset("parquet", data_dir=info["prepare_train"]["file_name"], split="train")
-    assert len(data) == manifest["counts"]["splits"]["train"]
+    for split in ("train", "validation"):
+        data = load_dataset("json", data_files=info[f"prepare_{split}"]["file_name"], split="train")
+        assert len(data) == manifest["counts"]["splits"][split]
+        assert {m["role"] for row in data["messages"] for m in row} <= {"system", "user", "assistant", "tool",
+                                                                         "function_call"}
     assert external("validate_llamafactory.py", out / "llamafactory.yaml")["unknown"] == []
+
+
+def test_llamafactory_rows_are_in_the_form_its_sharegpt_converter_reads():
+    """Tool calls become a function_call turn holding the called functions, the results of one call turn one
+    tool turn (sharegpt wants the turns to alternate), tools one JSON text, and a bare parameter map the object
+    schema its tool formatter reads (parameters.properties)."""
+    from pipeline.train.llamafactory_data import chat_row
+
+    call = {"type": "function", "id": "c1", "function": {"name": "weather", "arguments": {"city": "Oslo"}}}
+    record = {"id": "r1", "tools": [{"type": "function", "function": {"name": "weather",
+                                                                       "parameters": {"city": {"type": "string"}}}}],
+              "messages": [{"role": "user", "content": "Weather in Oslo?"},
+                           {"role": "assistant", "content": "", "tool_calls": [call]},
+                           {"role": "tool", "tool_call_id": "c1", "content": "sunny"},
+                           {"role": "assistant", "content": "Sunny."}]}
+    row = chat_row(record)
+    assert row["messages"] == [{"role": "user", "content": "Weather in Oslo?"},
+                               {"role": "function_call", "content": json.dumps([call["function"]])},
+                               {"role": "tool", "content": "sunny"}, {"role": "assistant", "content": "Sunny."}]
+    assert json.loads(row["tools"])[0]["function"]["parameters"] == \
+        {"type": "object", "properties": {"city": {"type": "string"}}}
+    assert chat_row({**record, "tools": None})["tools"] == ""
+    two = {**record, "messages": [*record["messages"][:3], {"role": "tool", "content": "windy"},
+                                  record["messages"][3]]}
+    assert [m["role"] for m in chat_row(two)["messages"]] == ["user", "function_call", "tool", "assistant"]
+    assert chat_row(two)["messages"][2]["content"] == "sunny\n</tool_response>\n<tool_response>\nwindy"
 
 
 @pytest.mark.slow  # run_dir is a whole `prepare run`
@@ -489,31 +548,31 @@ def test_a_version_trains_on_every_shard_once(tmp_path, version_dir, trainer, ca
         read = {"train": [p for d in cfg["datasets"] for p in d["data_files"]],
                 "validation": [p for d in cfg["test_datasets"] for p in d["data_files"]]}
         assert external("validate_axolotl.py", out / "axolotl.yaml")["unknown"] == []
-    else:
+    else:  # one JSON Lines copy per split, holding the records of every shard once, in the version's order
         info = json.loads((out / "dataset_info.json").read_text())
         cfg = yaml.safe_load((out / CONFIG_NAMES[trainer]).read_text())
-        # each entry is a base's shard of the split, or its folder, which LLaMA-Factory reads whole
-        def files(name: str) -> list[str]:
-            where = Path(info[name]["file_name"])
-            return [str(where)] if where.is_file() else [str(p) for p in where.glob("*.parquet")]
-
-        read = {split: sorted(p for name in cfg[key].split(",") for p in files(name))
-                for split, key in (("train", "dataset"), ("validation", "eval_dataset"))}
-        assert len(cfg["dataset"].split(",")) == 2  # prepare_train_1, prepare_train_2: one per base
-        shards = {split: sorted(paths) for split, paths in shards.items()}
         assert external("validate_llamafactory.py", out / CONFIG_NAMES[trainer])["unknown"] == []
+        copied = {split: _jsonl_ids(info[cfg[key]]["file_name"])
+                  for split, key in (("train", "dataset"), ("validation", "eval_dataset"))}
+        assert copied == {split: _shard_ids(paths) for split, paths in shards.items()}
+        return
     assert read == shards  # every shard once, none twice, each at its base
 
 
+def _jsonl_ids(path: str) -> list[str]:
+    return [json.loads(line)["id"] for line in Path(path).read_text().splitlines()]
+
+
+def _shard_ids(paths: list[str]) -> list[str]:
+    import pyarrow.parquet as pq
+
+    return [i for p in paths for i in pq.read_table(p, columns=["id"]).column("id").to_pylist()]
+
+
 @pytest.mark.slow  # two `prepare run`s uploaded to the moto server
-def test_a_version_on_s3_syncs_each_base_to_its_own_folder(tmp_path, bucket, capsys):
+def test_a_version_on_s3_gives_llamafactory_every_record_once(tmp_path, bucket, capsys):
     """Both runs of an S3 version wrote train/part-00000.parquet under prefixes of the same last name: the
-    LLaMA-Factory config syncs each prefix to its own folder, and the synced folders hold every record once."""
-    import re
-
-    import boto3
-    from datasets import load_dataset
-
+    LLaMA-Factory copy, read from each prefix, holds every record of the version once."""
     from pipeline.cli import main
 
     first, version = f"s3://{bucket}/a/data", f"s3://{bucket}/b/data"
@@ -523,19 +582,11 @@ def test_a_version_on_s3_syncs_each_base_to_its_own_folder(tmp_path, bucket, cap
                  *flags]) == 0
     code, out = emit(tmp_path, None, "llamafactory", shards=version)
     assert code == 0, capsys.readouterr().err
-    syncs = re.findall(r"`aws s3 sync (\S+)/ (\S+)/ ", (out / "llamafactory.yaml").read_text())
-    assert [uri for uri, _ in syncs] == [first, version] and len({local for _, local in syncs}) == 2
-    s3 = boto3.client("s3")
-    for uri, local in syncs:  # what the sync lines do
-        prefix = uri.removeprefix(f"s3://{bucket}/")
-        for obj in s3.list_objects_v2(Bucket=bucket, Prefix=prefix + "/")["Contents"]:
-            rel = obj["Key"][len(prefix) + 1:]
-            if rel.startswith(("train/", "validation/")):
-                (Path(local) / rel).parent.mkdir(parents=True, exist_ok=True)
-                s3.download_file(bucket, obj["Key"], str(Path(local) / rel))
     info = json.loads((out / "dataset_info.json").read_text())
     cfg = yaml.safe_load((out / "llamafactory.yaml").read_text())
     manifest = json.loads((tmp_path / "v2" / "manifest.json").read_text())
-    ids = [i for name in cfg["dataset"].split(",")
-           for i in load_dataset("parquet", data_files=str(Path(info[name]["file_name"])), split="train")["id"]]
+    ids = _jsonl_ids(info[cfg["dataset"]]["file_name"])
     assert len(ids) == len(set(ids)) == manifest["counts"]["splits"]["train"]
+    local = {*_shard_ids(sorted(str(p) for p in (tmp_path / "v1" / "train").glob("*.parquet"))),
+             *_shard_ids(sorted(str(p) for p in (tmp_path / "v2" / "train").glob("*.parquet")))}
+    assert set(ids) == local
