@@ -67,6 +67,7 @@ from pipeline.data.pii.names import (
 from pipeline.data.pii.neighbours import mid_frequency_name_word
 from pipeline.data.pii.text import Hit, TextContext, fold
 from pipeline.data.pii.tr_suffix import suffixed_names
+from pipeline.data.pii.tr_titles import titled_names
 
 # A name found by rarity alone (no list, no context): under the 0.7 a title-cased file name needs
 # (readers.names), where every word is capitalized and capitalization says nothing ("Img Src")
@@ -187,6 +188,7 @@ class LatinNameRecognizer(PersonRecognizer):
         if "'" in ctx.text or "’" in ctx.text:
             out += suffixed_names(ctx, toks, self.rarity, out, self._never_a_name)
         out += lone_names(ctx, toks, out, self._never_a_name, self.supported_language == "tr")
+        out += titled_names(ctx.text, toks, out, self._no_name_word)
         turkish = self.supported_language == "tr"
         out = [drop_sentence_opener(ctx.text, h, self._listed_word, self.rarity.everyday, turkish,
                                     lambda start: signoff_above(ctx.norm, start)) for h in out]
@@ -199,6 +201,11 @@ class LatinNameRecognizer(PersonRecognizer):
         """A stop word, title, office, firm, cue word or a first name that is also a word."""
         return key in STOP or key in NEVER or key in TITLES or key in OFFICES or key in PLACE_BEFORE \
             or key in _BRANDS or key in _CUE_WORDS or key in self.ambiguous
+
+    def _no_name_word(self, key: str) -> bool:
+        """A stop word, title, office, firm or cue word: a name never is one, even before Bey / Hanım."""
+        return key in STOP or key in NEVER or key in TITLES or key in OFFICES or key in PLACE_BEFORE \
+            or key in _BRANDS or key in _CUE_WORDS
 
     def _listed_word(self, key: str) -> bool:
         """A name of the gazetteer, or of its names-dataset extension that is rare as a word ("Günaydın" is a
