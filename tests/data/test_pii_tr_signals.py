@@ -48,3 +48,26 @@ def test_an_everyday_word_before_bey_or_hanim_is_a_surname(step, text, name):
 ])
 def test_a_role_before_bey_or_hanim_stays(step, text):
     assert clean_text(step, text) == text
+
+
+# ---------------------------------------------------------------------------------------------- apostrophe suffix
+@pytest.mark.parametrize("text, name", [
+    ("Kontrol ediyorum. Pervane'yi aradım, açmadı.", "Pervane"),  # a listed name that is also a word
+    ("Kontrol ediyorum. Ataman'ı aradım, açmadı.", "Ataman"),
+    ("Kargo firmasıyla görüştüm. Kargoyu Kulak'a teslim ettik.", "Kulak"),  # a person's verb after the dative
+    ("Dün akşam Kalem'i aradım, açmadı.", "Kalem"),  # a person's verb after the accusative
+])
+def test_a_listed_name_or_a_persons_verb_makes_a_suffixed_word_a_name(step, text, name):
+    out = clean_text(step, text)
+    assert not left(name, out), out
+    assert "<PERSON>'" in out, out
+
+
+@pytest.mark.parametrize("text", [
+    "Siparişi 5 Kasım'da verdim, Kasım'dan beri bekliyorum.",  # a month that is also a name
+    "Paketi Samsun'a teslim ettik.",  # a city before a person's verb
+    "Migros'tan aldım, Trendyol'a yazdım.",  # firms
+    "Kalem'den söz etmiyorum, kalemden söz ediyorum.",  # a common word, no person's verb
+])
+def test_months_places_and_firms_with_a_suffix_stay(step, text):
+    assert clean_text(step, text) == text

@@ -186,7 +186,7 @@ class LatinNameRecognizer(PersonRecognizer):
             if hit is not None:
                 out.append(hit)
         if "'" in ctx.text or "’" in ctx.text:
-            out += suffixed_names(ctx, toks, self.rarity, out, self._never_a_name)
+            out += suffixed_names(ctx, toks, self.rarity, out, self._no_name_word, self.ambiguous)
         out += lone_names(ctx, toks, out, self._never_a_name, self.supported_language == "tr")
         out += titled_names(ctx.text, toks, out, self._no_name_word)
         turkish = self.supported_language == "tr"
