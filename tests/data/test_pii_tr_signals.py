@@ -71,3 +71,19 @@ def test_a_listed_name_or_a_persons_verb_makes_a_suffixed_word_a_name(step, text
 ])
 def test_months_places_and_firms_with_a_suffix_stay(step, text):
     assert clean_text(step, text) == text
+
+
+# ---------------------------------------------------------------------------------------------- later subject
+def test_a_found_first_name_that_is_a_word_opens_a_later_clause_as_its_subject(step):
+    out = clean_text(step, "Kuryenin getirdiği paketi Bekir Keskin teslim almış. Bekir az önce tekrar yazdı.")
+    assert not left("Bekir", out), out
+
+
+@pytest.mark.parametrize("text, word", [
+    ("Paketi Cuma Keskin teslim almış. Cuma günü kargo tekrar geldi.", "Cuma günü"),  # a time noun after it
+    ("Paketi Umut Keskin teslim almış. Umut ediyorum yarın gelir.", "Umut ediyorum"),  # a compound verb
+    ("Will Keskin called. Will you check the order?", "Will you"),  # English
+])
+def test_a_name_word_opening_a_sentence_as_a_word_stays(step, text, word):
+    out = clean_text(step, text)
+    assert word in out, out
