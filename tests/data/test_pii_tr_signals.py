@@ -104,3 +104,22 @@ def test_an_inflected_common_word_beside_a_lower_case_name_stays(step):
     out = clean_text(step, "Ürün servise gönderildi. müşterimiz tüfekçi bugün tekrar yazdı. Tüfekçi Bey "
                            "faturanın kopyasını istedi.")
     assert left("müşterimiz", out), out
+
+
+# ---------------------------------------------------------------------------------------------- full-name label
+@pytest.mark.parametrize("text, words", [
+    ("Uygulamada sepetim boşalıyor. isim soyisim: hava tas", ("hava", "tas")),  # everyday words, lower case
+    ("Yarın evde olmayacağım. AD SOYAD: KALEM HAVA / Teşekkürler, bekliyorum.", ("KALEM", "HAVA")),
+    ("Kargo geldi. Alıcı: kalem kulak, kapıda ödeme.", ("kalem", "kulak")),
+])
+def test_the_value_of_a_full_name_label_is_a_name(step, text, words):
+    out = clean_text(step, text)
+    assert [w for w in words if left(w, out)] == [], out
+
+
+@pytest.mark.parametrize("text", [
+    "Dosya adı: rapor, boyutu: büyük.",  # no full-name label
+    "Ad soyad: bilgisi eksik olan kayıtlar aşağıda listelendi.",  # more than a name after the colon
+])
+def test_other_labels_and_long_values_stay(step, text):
+    assert clean_text(step, text) == text
