@@ -123,3 +123,26 @@ def test_the_value_of_a_full_name_label_is_a_name(step, text, words):
 ])
 def test_other_labels_and_long_values_stay(step, text):
     assert clean_text(step, text) == text
+
+
+# ---------------------------------------------------------------------------------------------- lower-case subject
+@pytest.mark.parametrize("text, words", [
+    ("Ürün servise gönderildi. nurelif batuğhan aboneliğini iptal etmek istiyor ama cayma bedeli soruyor.",
+     ("nurelif", "batuğhan")),  # invented: in no list (test_pii_suffix_later.py checks)
+    ("Kargo firması adresimi bulamamış. sabah eflinaz kayratbek tekrar yazdı, kargo hâlâ çıkmamış.",
+     ("eflinaz", "kayratbek")),  # after a common word
+])
+def test_a_lower_case_pair_as_the_subject_of_a_turkish_sentence_is_a_name(step, text, words):
+    out = clean_text(step, text)
+    assert [w for w in words if left(w, out)] == [], out
+
+
+@pytest.mark.parametrize("text", [
+    "Ok. superonline fiber bağlantım koptu.",  # English-like product words, a possessed noun after them
+    "Merhaba. xiaomi redmi şarj olmuyor.",
+    "Sorun. powerbank adaptör ısınıyor.",
+    "Merhaba. macbook klavye tuşları takılıyor.",
+    "Dün akşam sipariş verdim. ama hala kargoya verilmedi.",
+])
+def test_lower_case_product_words_and_plain_sentences_stay(step, text):
+    assert clean_text(step, text) == text

@@ -67,6 +67,7 @@ from pipeline.data.pii.names import (
 from pipeline.data.pii.neighbours import mid_frequency_name_word
 from pipeline.data.pii.text import Hit, TextContext, fold
 from pipeline.data.pii.tr_label import labelled_names
+from pipeline.data.pii.tr_lower_subject import subject_pairs
 from pipeline.data.pii.tr_suffix import suffixed_names
 from pipeline.data.pii.tr_titles import titled_names
 
@@ -191,6 +192,8 @@ class LatinNameRecognizer(PersonRecognizer):
         out += lone_names(ctx, toks, out, self._never_a_name, self.supported_language == "tr")
         out += titled_names(ctx.text, toks, out, self._no_name_word)
         out += labelled_names(ctx)
+        if self.supported_language == "tr":
+            out += [h for h in subject_pairs(ctx) if not any(o.start < h.end and h.start < o.end for o in out)]
         turkish = self.supported_language == "tr"
         out = [drop_sentence_opener(ctx.text, h, self._listed_word, self.rarity.everyday, turkish,
                                     lambda start: signoff_above(ctx.norm, start)) for h in out]
