@@ -131,6 +131,8 @@ def test_other_labels_and_long_values_stay(step, text):
      ("nurelif", "batuğhan")),  # invented: in no list (test_pii_suffix_later.py checks)
     ("Kargo firması adresimi bulamamış. sabah eflinaz kayratbek tekrar yazdı, kargo hâlâ çıkmamış.",
      ("eflinaz", "kayratbek")),  # after a common word
+    ("İade süreci başlatıldı. Sabah Eflinaz Kulak tekrar yazdı, kargo hâlâ çıkmamış.",
+     ("Eflinaz", "Kulak")),  # capitalized: the surname may be an everyday word
 ])
 def test_a_lower_case_pair_as_the_subject_of_a_turkish_sentence_is_a_name(step, text, words):
     out = clean_text(step, text)
@@ -143,6 +145,7 @@ def test_a_lower_case_pair_as_the_subject_of_a_turkish_sentence_is_a_name(step, 
     "Sorun. powerbank adaptör ısınıyor.",
     "Merhaba. macbook klavye tuşları takılıyor.",
     "Dün akşam sipariş verdim. ama hala kargoya verilmedi.",
+    "Müşteri Hizmetleri tekrar aradı. Türk Telekom faturayı yine geç gönderdi.",
 ])
 def test_lower_case_product_words_and_plain_sentences_stay(step, text):
     assert clean_text(step, text) == text

@@ -193,7 +193,7 @@ class LatinNameRecognizer(PersonRecognizer):
         out += titled_names(ctx.text, toks, out, self._no_name_word)
         out += labelled_names(ctx)
         if self.supported_language == "tr":
-            out += [h for h in subject_pairs(ctx) if not any(o.start < h.end and h.start < o.end for o in out)]
+            out += subject_pairs(ctx)  # overlapping hits merge into one span (engine.resolve)
         turkish = self.supported_language == "tr"
         out = [drop_sentence_opener(ctx.text, h, self._listed_word, self.rarity.everyday, turkish,
                                     lambda start: signoff_above(ctx.norm, start)) for h in out]

@@ -15,7 +15,7 @@ import re
 
 from pipeline.data.pii.later import inflected_common
 from pipeline.data.pii.name_signals import EVERYDAY_ZIPF, common_words
-from pipeline.data.pii.names import LATIN_FIRST, LATIN_LAST, LATIN_LOWER, STOP
+from pipeline.data.pii.names import LATIN_FIRST, LATIN_LAST, LATIN_LOWER, LATIN_UPPER, STOP
 from pipeline.data.pii.not_person import PLACES
 from pipeline.data.pii.text import Hit
 from pipeline.data.pii.tr_later import subject_of_clause
@@ -23,7 +23,7 @@ from pipeline.data.pii.tr_later import subject_of_clause
 SUBJECT_SCORE = 0.6  # as a lower-case pair of lower_pairs.py: above the default threshold
 
 _SENTENCE_START = re.compile(r"(?:^|[.!?:\n])[ \t\u00a0]*")
-_WORD = re.compile(rf"[{LATIN_LOWER}]+(?=[ \u00a0,.!?\n]|$)")
+_WORD = re.compile(rf"[{LATIN_UPPER}]?[{LATIN_LOWER}]+(?=[ \u00a0,.!?\n]|$)")
 # verb forms and converbs in folded spelling: -dı, -mış, -yor, -acak, -ıp, -arak, -ince, -meli, -mek
 _VERB_SHAPE = re.compile(r"(?:[dt][iuü][mnk]?|m[iuü]ş|yor|[ae]c[ae]k|[iuü]p|[ae]r[ae]k|[iuü]nc[ae]|m[ae]l[iı]|m[ae]k)$")
 _NOT_NAME = STOP | frozenset("bir bu şu o ve ile için gibi ama çok daha en ben sen biz siz onlar".split())
@@ -43,17 +43,19 @@ def _en_zipf(key: str) -> float:
 
 
 def _kind(key: str) -> int:
-    """0: no name word here; 1: a name-shaped word; 2: one that is rare as a word or a listed first name."""
+    """0: no name word here; -1: name-shaped but an everyday word (a surname in capitals: "Aamer Kulak"); 1: a
+    name-shaped word; 2: one that is rare as a word or a listed first name."""
     k = _CACHE.get(key)
     if k is None:
         if not _COMMON:
             _COMMON.append(common_words("tr") | common_words("en"))
             _COMMON.append(common_words("tr", EVERYDAY_ZIPF) | common_words("en", EVERYDAY_ZIPF))
         listed = key in LATIN_FIRST or key in LATIN_LAST
-        if len(key) < 3 or key in _NOT_NAME or key in PLACES or (key in _COMMON[1] and not listed) \
-                or "w" in key or (not listed and _en_zipf(key) >= _EN_ZIPF) \
-                or _VERB_SHAPE.search(key) or inflected_common(key):
+        if len(key) < 3 or key in _NOT_NAME or key in PLACES or "w" in key \
+                or (not listed and _en_zipf(key) >= _EN_ZIPF) or _VERB_SHAPE.search(key) or inflected_common(key):
             k = 0
+        elif key in _COMMON[1] and not listed:
+            k = -1
         else:
             k = 2 if key not in _COMMON[0] or key in LATIN_FIRST else 1
         if len(_CACHE) < 1 << 16:
@@ -68,12 +70,13 @@ def _owns_next(text: str, norm: str, end: int) -> bool:
 
 
 def subject_pairs(ctx) -> list[Hit]:
-    """PERSON hits for lower-case pairs of name-shaped words that are the subject of a Turkish sentence."""
+    """PERSON hits for pairs of name-shaped words, both in lower case or both capitalized, that are the subject
+    of a Turkish sentence. Capitalized, the surname may be an everyday word ("Aamer Kulak tekrar yazdı")."""
     text, norm = ctx.text, ctx.norm
     out: list[Hit] = []
     for m in _SENTENCE_START.finditer(text):
         pos, words = m.end(), []
-        for _ in range(4):  # the pair among the first four words, after common words only
+        for _ in range(5):  # the pair among the first five words, after common words only
             w = _WORD.match(text, pos)
             if w is None:
                 break
@@ -84,7 +87,11 @@ def subject_pairs(ctx) -> list[Hit]:
         for i in range(len(words) - 1):
             (s1, e1), (s2, e2) = words[i], words[i + 1]
             k1, k2 = _kind(norm[s1:e1]), _kind(norm[s2:e2])
-            if k1 and k2 and max(k1, k2) == 2 and subject_of_clause(text, e2) and not _owns_next(text, norm, e2):
+            title = text[s2].isupper()
+            if title != text[s1].isupper() and not (i == 0 and title):
+                k1 = 0  # one casing for both words; the first may be capitalized as the sentence's first
+            if k1 > 0 and (k2 > 0 or (title and k2 < 0)) and max(k1, k2) == 2 and subject_of_clause(text, e2) \
+                    and not _owns_next(text, norm, e2):
                 out.append(Hit(s1, e2, "PERSON", SUBJECT_SCORE, "lower_subject"))
                 break
             if norm[s1:e1] not in _COMMON[0]:
