@@ -149,3 +149,19 @@ def test_a_lower_case_pair_as_the_subject_of_a_turkish_sentence_is_a_name(step, 
 ])
 def test_lower_case_product_words_and_plain_sentences_stay(step, text):
     assert clean_text(step, text) == text
+
+
+# ---------------------------------------------------------------------------------------------- vocative, sign-off
+@pytest.mark.parametrize("text, name", [
+    ("Kontrol ettim. Peki Nizami, bakıyorum.", "Nizami"),  # "nizam" + "i" to the inflection test
+    ("Kontrol ettim. Tamamdır Savcı, hallediyorum.", "Savcı"),  # an everyday word: the place says name
+    ("Bana 0 551 994 92 96 numarasından ulaşın.\nKolay gelsin.\nKalem Kulak", "Kulak"),  # a Turkish sign-off
+])
+def test_a_name_addressed_after_a_reply_word_or_under_a_sign_off_goes(step, text, name):
+    out = clean_text(step, text)
+    assert not left(name, out), out
+
+
+def test_forms_of_address_after_a_reply_word_stay(step):
+    text = "Başka bir konuda yardımcı olabilir miyim? Tamam Hocam, bakıyorum. Peki Arkadaşlar, başlayalım."
+    assert clean_text(step, text) == text

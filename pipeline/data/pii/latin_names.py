@@ -70,6 +70,7 @@ from pipeline.data.pii.tr_label import labelled_names
 from pipeline.data.pii.tr_lower_subject import subject_pairs
 from pipeline.data.pii.tr_suffix import suffixed_names
 from pipeline.data.pii.tr_titles import titled_names
+from pipeline.data.pii.tr_vocative import vocative_names
 
 # A name found by rarity alone (no list, no context): under the 0.7 a title-cased file name needs
 # (readers.names), where every word is capitalized and capitalization says nothing ("Img Src")
@@ -192,6 +193,7 @@ class LatinNameRecognizer(PersonRecognizer):
         out += lone_names(ctx, toks, out, self._never_a_name, self.supported_language == "tr")
         out += titled_names(ctx.text, toks, out, self._no_name_word)
         out += labelled_names(ctx)
+        out += vocative_names(ctx, self._no_name_word)
         if self.supported_language == "tr":
             out += subject_pairs(ctx)  # overlapping hits merge into one span (engine.resolve)
         turkish = self.supported_language == "tr"
