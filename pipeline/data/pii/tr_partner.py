@@ -23,7 +23,7 @@ _CAPS_BEFORE = re.compile(rf"(?<![\w'’.-])([{LATIN_UPPER}]{{3,}})[ \u00a0]$")
 _CAPS_AFTER = re.compile(rf"[ \u00a0]([{LATIN_UPPER}]{{3,}})(?![\w'’-])")
 _LOWER_BEFORE = re.compile(rf"(?<![\w'’.-])([{LATIN_LOWER}]{{3,}})[ \u00a0]$")
 _LOWER_AFTER = re.compile(rf"[ \u00a0]([{LATIN_LOWER}]{{3,}})(?![\w'’-])")
-_NOT_NAME = STOP | NEVER | TITLES | TITLES_AFTER | OFFICES | THING_NOUNS | PLACES
+_NOT_NAME = STOP | NEVER | TITLES | TITLES_AFTER | OFFICES | THING_NOUNS
 _EVERYDAY: list = []  # Turkish and English words of Zipf >= 4.3, folded, built on first use
 
 
@@ -33,7 +33,9 @@ def partner_word(word: str) -> bool:
     if key in _NOT_NAME:
         return False
     if key in LATIN_FIRST or key in LATIN_LAST:
-        return True
+        return True  # a listed name that is also a town somewhere ("ali") still is one beside a name
+    if key in PLACES:
+        return False
     if not _EVERYDAY:
         from pipeline.data.pii.name_signals import EVERYDAY_ZIPF
 
