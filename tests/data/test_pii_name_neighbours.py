@@ -85,6 +85,7 @@ def test_a_middle_frequency_name_word_goes_where_something_says_name(step, text,
     assert gone not in clean_text(step, text)
 
 
-@pytest.mark.parametrize("text", ["Dosya Bey tekrar aradı.", "Ferit kalemi bugün geldi."])
+# (an everyday word before Bey / Hanım is a surname: tr_titles.py, tests/data/test_pii_tr_signals.py)
+@pytest.mark.parametrize("text", ["Ferit kalemi bugün geldi."])
 def test_a_middle_frequency_word_alone_or_an_everyday_one_stays(step, text):
     assert clean_text(step, text) == text

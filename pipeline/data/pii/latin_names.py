@@ -66,7 +66,11 @@ from pipeline.data.pii.names import (
 )
 from pipeline.data.pii.neighbours import mid_frequency_name_word
 from pipeline.data.pii.text import Hit, TextContext, fold
+from pipeline.data.pii.tr_label import labelled_names
+from pipeline.data.pii.tr_lower_subject import subject_pairs
 from pipeline.data.pii.tr_suffix import suffixed_names
+from pipeline.data.pii.tr_titles import titled_names
+from pipeline.data.pii.tr_vocative import vocative_names
 
 # A name found by rarity alone (no list, no context): under the 0.7 a title-cased file name needs
 # (readers.names), where every word is capitalized and capitalization says nothing ("Img Src")
@@ -185,8 +189,13 @@ class LatinNameRecognizer(PersonRecognizer):
             if hit is not None:
                 out.append(hit)
         if "'" in ctx.text or "’" in ctx.text:
-            out += suffixed_names(ctx, toks, self.rarity, out, self._never_a_name)
+            out += suffixed_names(ctx, toks, self.rarity, out, self._no_name_word, self.ambiguous)
         out += lone_names(ctx, toks, out, self._never_a_name, self.supported_language == "tr")
+        out += titled_names(ctx.text, toks, out, self._no_name_word)
+        out += labelled_names(ctx)
+        out += vocative_names(ctx, self._no_name_word)
+        if self.supported_language == "tr":
+            out += subject_pairs(ctx)  # overlapping hits merge into one span (engine.resolve)
         turkish = self.supported_language == "tr"
         out = [drop_sentence_opener(ctx.text, h, self._listed_word, self.rarity.everyday, turkish,
                                     lambda start: signoff_above(ctx.norm, start)) for h in out]
@@ -199,6 +208,11 @@ class LatinNameRecognizer(PersonRecognizer):
         """A stop word, title, office, firm, cue word or a first name that is also a word."""
         return key in STOP or key in NEVER or key in TITLES or key in OFFICES or key in PLACE_BEFORE \
             or key in _BRANDS or key in _CUE_WORDS or key in self.ambiguous
+
+    def _no_name_word(self, key: str) -> bool:
+        """A stop word, title, office, firm or cue word: a name never is one, even before Bey / Hanım."""
+        return key in STOP or key in NEVER or key in TITLES or key in OFFICES or key in PLACE_BEFORE \
+            or key in _BRANDS or key in _CUE_WORDS
 
     def _listed_word(self, key: str) -> bool:
         """A name of the gazetteer, or of its names-dataset extension that is rare as a word ("Günaydın" is a

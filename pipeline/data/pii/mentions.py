@@ -47,6 +47,7 @@ from pipeline.data.pii.not_person import place_or_thing
 from pipeline.data.pii.ru_morph import mention_forms as ru_mention_forms
 from pipeline.data.pii.ru_names import RU_AMBIGUOUS, ru_name_kind
 from pipeline.data.pii.text import Hit, fold
+from pipeline.data.pii.tr_later import subject_of_clause
 
 _UP = LATIN_UPPER + "А-ЯЁ"
 _LO = LATIN_LOWER + "а-яёʼ"
@@ -354,9 +355,9 @@ def find_mentions(text: str, book: NameBook, kept: list[Hit]) -> list[Hit]:
         key = fold(text[s:e])
         initial = sentence_initial(text, s)
         if initial and key in _AMBIGUOUS and not _TITLE_OR_SUFFIX.match(text, e) \
-                and not surname_opens_sentence(text, e, key in book.surnames):
+                and not surname_opens_sentence(text, e, key in book.surnames) and not subject_of_clause(text, e):
             continue  # "Rose ...", "Kara ...": a capital at a sentence start says nothing, unless a title or an
-            # apostrophe suffix follows ("Deniz Hanım", "Derya'nın")
+            # apostrophe suffix follows ("Deniz Hanım", "Derya'nın") or a Turkish clause (tr_later)
         if text[s].islower() and (key in _AMBIGUOUS or _everyday_word(key)
                                   or not (_listed_any(key) or lower_case_mention(key))) \
                 and not _TITLE_OR_SUFFIX.match(text, e):

@@ -26,6 +26,7 @@ from pipeline.data.pii.names import (
 from pipeline.data.pii.not_person import PLACES, THING_NOUNS, VEHICLES
 from pipeline.data.pii.ru_morph import not_a_name, ordinary_word, place_after_preposition
 from pipeline.data.pii.text import fold
+from pipeline.data.pii.tr_partner import grow_by_partner
 
 _UP = LATIN_UPPER + "А-ЯЁ"
 _LO = LATIN_LOWER + "а-яё"
@@ -41,8 +42,10 @@ MAX_WORDS = 3  # a span of this many words is a whole name already
 def grow_by_neighbours(text: str, s: int, e: int, floor: int, limit: int) -> tuple[int, int]:
     """s..e (a PERSON span written with capitals) grown by one name word before and one after, never past
     floor..limit."""
-    if not text[s:s + 1].isupper() or text[s:e].count(" ") + 1 >= MAX_WORDS:
+    if text[s:e].count(" ") + 1 >= MAX_WORDS:
         return s, e
+    if not text[s:s + 1].isupper() or (e - s > 1 and text[s:e].isupper()):
+        return grow_by_partner(text, s, e, floor, limit)  # in lower case or in capitals
     m = _BEFORE.search(text, max(floor, s - 40), s)
     if m is not None and _name_word(m.group(1)) \
             and not (sentence_initial(text, m.start(1)) and inflected_common(fold(m.group(1)))):

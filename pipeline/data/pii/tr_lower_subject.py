@@ -1,0 +1,99 @@
+"""A first name and a surname typed in lower case as the subject of a Turkish sentence: "necef ıpekci aboneliğini
+iptal etmek istiyor", "sabah altan yener tekrar yazdı, kargo hâlâ çıkmamış".
+
+lower_pairs.py needs a listed first name or a surname-shaped word to look at a lower-case pair; a name outside
+the lists typed in lower case is missed. Turkish word order says where the subject stands: near the start of
+the sentence, the rest of the clause after it in lower case up to a finite verb (tr_later.subject_of_clause).
+Two adjacent words there, with nothing but common words before them, are a name when both are name-shaped
+words: no stop or everyday word (wordfreq Zipf >= 4.3 in Turkish or English) unless a listed name, no
+inflected common word ("aboneliğini"), no verb form; and one at least rare as a word (Zipf < 3.5) or a listed
+first name. A rare word alone is as often a typo or an inflected verb: a pair of them, before a verb, seldom is.
+"""
+from __future__ import annotations
+
+import re
+
+from pipeline.data.pii.later import inflected_common
+from pipeline.data.pii.name_signals import EVERYDAY_ZIPF, common_words
+from pipeline.data.pii.names import LATIN_FIRST, LATIN_LAST, LATIN_LOWER, LATIN_UPPER, STOP
+from pipeline.data.pii.not_person import PLACES
+from pipeline.data.pii.text import Hit
+from pipeline.data.pii.tr_later import subject_of_clause
+
+SUBJECT_SCORE = 0.6  # as a lower-case pair of lower_pairs.py: above the default threshold
+
+_SENTENCE_START = re.compile(r"(?:^|[.!?:\n])[ \t\u00a0]*")
+_WORD = re.compile(rf"[{LATIN_UPPER}]?[{LATIN_LOWER}]+(?=[ \u00a0,.!?\n]|$)")
+# verb forms and converbs in folded spelling: -dı, -mış, -yor, -acak, -ıp, -arak, -ince, -meli, -mek
+_VERB_SHAPE = re.compile(r"(?:[dt][iuü][mnk]?|m[iuü]ş|yor|[ae]c[ae]k|[iuü]p|[ae]r[ae]k|[iuü]nc[ae]|m[ae]l[iı]|m[ae]k)$")
+_NOT_NAME = STOP | frozenset("bir bu şu o ve ile için gibi ama çok daha en ben sen biz siz onlar".split())
+# product and brand words typed in lower case are English-like ("xiaomi", "macbook" >= 3; "powerbank" has a w, no
+# Turkish or Azerbaijani name does); a Turkish name is rare in English unless listed ("ramazan" 2.1, "altan" 1.9)
+_EN_ZIPF = 2.5
+# the word after the pair owned by it, possessive with no case ("tuşları", "bağlantım"): the pair is a modifier
+_POSSESSED = re.compile(r"(?:(?<!n)[iuü]|[iuü]?m|l[ae]r[iı])$")
+_CACHE: dict[str, int] = {}  # folded word -> 0 no name word, 1 a name word, 2 a rare or listed-first one
+_COMMON: list = []
+
+
+def _en_zipf(key: str) -> float:
+    import wordfreq
+
+    return wordfreq.zipf_frequency(key, "en")
+
+
+def _kind(key: str) -> int:
+    """0: no name word here; -1: name-shaped but an everyday word (a surname in capitals: "Aamer Kulak"); 1: a
+    name-shaped word; 2: one that is rare as a word or a listed first name."""
+    k = _CACHE.get(key)
+    if k is None:
+        if not _COMMON:
+            _COMMON.append(common_words("tr") | common_words("en"))
+            _COMMON.append(common_words("tr", EVERYDAY_ZIPF) | common_words("en", EVERYDAY_ZIPF))
+        listed = key in LATIN_FIRST or key in LATIN_LAST
+        if len(key) < 3 or key in _NOT_NAME or key in PLACES or "w" in key \
+                or (not listed and _en_zipf(key) >= _EN_ZIPF) or _VERB_SHAPE.search(key) or inflected_common(key):
+            k = 0
+        elif key in _COMMON[1] and not listed:
+            k = -1
+        else:
+            k = 2 if key not in _COMMON[0] or key in LATIN_FIRST else 1
+        if len(_CACHE) < 1 << 16:
+            _CACHE[key] = k
+    return k
+
+
+def _owns_next(text: str, norm: str, end: int) -> bool:
+    """The word after the pair is possessed by it ("macbook klavye tuşları takılıyor")."""
+    w = _WORD.match(text, end + 1)
+    return w is not None and _POSSESSED.search(norm[w.start():w.end()]) is not None
+
+
+def subject_pairs(ctx) -> list[Hit]:
+    """PERSON hits for pairs of name-shaped words, both in lower case or both capitalized, that are the subject
+    of a Turkish sentence. Capitalized, the surname may be an everyday word ("Aamer Kulak tekrar yazdı")."""
+    text, norm = ctx.text, ctx.norm
+    out: list[Hit] = []
+    for m in _SENTENCE_START.finditer(text):
+        pos, words = m.end(), []
+        for _ in range(5):  # the pair among the first five words, after common words only
+            w = _WORD.match(text, pos)
+            if w is None:
+                break
+            words.append((w.start(), w.end()))
+            pos = w.end() + 1
+            if pos > len(text) or text[pos - 1] not in " \u00a0":
+                break
+        for i in range(len(words) - 1):
+            (s1, e1), (s2, e2) = words[i], words[i + 1]
+            k1, k2 = _kind(norm[s1:e1]), _kind(norm[s2:e2])
+            title = text[s2].isupper()
+            if title != text[s1].isupper() and not (i == 0 and title):
+                k1 = 0  # one casing for both words; the first may be capitalized as the sentence's first
+            if k1 > 0 and (k2 > 0 or (title and k2 < 0)) and max(k1, k2) == 2 and subject_of_clause(text, e2) \
+                    and not _owns_next(text, norm, e2):
+                out.append(Hit(s1, e2, "PERSON", SUBJECT_SCORE, "lower_subject"))
+                break
+            if norm[s1:e1] not in _COMMON[0]:
+                break  # a rare word before the pair: not a sentence of common words and a name
+    return out

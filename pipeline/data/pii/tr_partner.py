@@ -1,0 +1,64 @@
+"""The other word of a two-word name found in part, in capitals or in lower case: "EDİP <MELEK>", "<GUNDUZ> AKCA",
+"fevzi <tüfekçi>", "safahat <qarqari>".
+
+neighbours.py grows a span written with a capital by a rare capitalized word beside it. A name typed in
+capitals or in lower case is found by one word more often than by both (a listed first name, a surname-shaped
+word), and its other word is often no rare word: a Turkish first name is a word the corpus holds often
+("Fevzi" 4.0, "Yekta" 3.5). The word beside a one-word span, in the same casing and one space away, joins it
+when it is a listed first name or surname, or no everyday word (wordfreq Zipf < 4.3 in Turkish and English),
+no inflected common Turkish word ("müşterimiz", "aboneliğini"), and no stop, title, cue, place or firm word.
+"""
+from __future__ import annotations
+
+import re
+
+from pipeline.data.pii.later import inflected_common
+from pipeline.data.pii.name_context import TITLES, TITLES_AFTER
+from pipeline.data.pii.name_signals import common_words
+from pipeline.data.pii.names import LATIN_FIRST, LATIN_LAST, LATIN_LOWER, LATIN_UPPER, NEVER, OFFICES, STOP
+from pipeline.data.pii.not_person import PLACES, THING_NOUNS
+from pipeline.data.pii.text import fold
+
+_CAPS_BEFORE = re.compile(rf"(?<![\w'’.-])([{LATIN_UPPER}]{{3,}})[ \u00a0]$")
+_CAPS_AFTER = re.compile(rf"[ \u00a0]([{LATIN_UPPER}]{{3,}})(?![\w'’-])")
+_LOWER_BEFORE = re.compile(rf"(?<![\w'’.-])([{LATIN_LOWER}]{{3,}})[ \u00a0]$")
+_LOWER_AFTER = re.compile(rf"[ \u00a0]([{LATIN_LOWER}]{{3,}})(?![\w'’-])")
+_NOT_NAME = STOP | NEVER | TITLES | TITLES_AFTER | OFFICES | THING_NOUNS
+_EVERYDAY: list = []  # Turkish and English words of Zipf >= 4.3, folded, built on first use
+
+
+def partner_word(word: str) -> bool:
+    """A word that may be the other half of a name beside a one-word span (see the module's doc)."""
+    key = fold(word)
+    if key in _NOT_NAME:
+        return False
+    if key in LATIN_FIRST or key in LATIN_LAST:
+        return True  # a listed name that is also a town somewhere ("ali") still is one beside a name
+    if key in PLACES:
+        return False
+    if not _EVERYDAY:
+        from pipeline.data.pii.name_signals import EVERYDAY_ZIPF
+
+        _EVERYDAY.append(common_words("tr", EVERYDAY_ZIPF) | common_words("en", EVERYDAY_ZIPF))
+    return key not in _EVERYDAY[0] and not inflected_common(key)
+
+
+def grow_by_partner(text: str, s: int, e: int, floor: int, limit: int) -> tuple[int, int]:
+    """s..e, a one-word PERSON span all in capitals or all in lower case, grown by the word beside it in the same
+    casing, before it or else after it, never past floor..limit."""
+    span = text[s:e]
+    if " " in span or not span.isalpha():
+        return s, e
+    if span.isupper():
+        before, after = _CAPS_BEFORE, _CAPS_AFTER
+    elif span.islower():
+        before, after = _LOWER_BEFORE, _LOWER_AFTER
+    else:
+        return s, e
+    m = before.search(text, max(floor, s - 40), s)
+    if m is not None and partner_word(m.group(1)):
+        return m.start(1), e
+    m = after.match(text, e, limit)
+    if m is not None and partner_word(m.group(1)):
+        return s, m.end(1)
+    return s, e
