@@ -14,6 +14,7 @@ from pipeline.core.errors import EXIT_POLICY, PrepareError
 from pipeline.core.step import Step
 from pipeline.data.lang import pii_language
 from pipeline.data.pii import checks
+from pipeline.data.pii.en_names import english_names
 from pipeline.data.pii.fields import field_rules, strip_value
 from pipeline.data.pii.lang import detect_language
 from pipeline.data.pii.mentions import NameBook, drop_named_things, expand, find_mentions
@@ -285,6 +286,8 @@ class PiiStep(Step):
                 kept = [Hit(0, len(u.text), h.entity, h.score, h.method) for h in kept[:1]]
             else:
                 kept = expand(u.text, drop_named_things(u.text, kept))
+                if lang == "en":
+                    kept = english_names(u.text, kept)
             plans.append([u, kept, residual, code])
         for f in fields:
             if f.entity in ("PERSON", "USER_ID"):
