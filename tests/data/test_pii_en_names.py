@@ -11,6 +11,7 @@ from pii_names import clean_text, half
 from pipeline.core.config import PiiConfig
 from pipeline.data.pii import PiiStep
 from pipeline.data.pii.en_addressed import addressed_names
+from pipeline.data.pii.en_labels import label_names
 from pipeline.data.pii.en_neighbours import grow_english
 from pipeline.data.pii.en_possessive import possessive_names
 from pipeline.data.pii.en_sentence_start import drop_word_openers
@@ -55,12 +56,24 @@ def test_greeted_and_told_words(text, names):
     ("I checked Tavrenko's account.", ["Tavrenko"]),
     ("I shop at Sainsbury's every week.", []),  # a brand: written in the possessive as often as without it
     ("The Kohl's sale starts today, and Wendy's burgers are cold.", []),
-    ("Trader Joe's milk is gone.", []),
-    ("Walmart's prices went up, Tesco's too.", []),  # shops: common words in English at large  # after another capitalized word
+    ("Trader Joe's milk is gone.", []),  # after another capitalized word
+    ("Walmart's prices went up, Tesco's too.", []),  # shops: common in English at large
     ("Hall's order is late.", []),  # an everyday word
 ])
 def test_rare_words_in_the_possessive(text, names):
     assert _words(text, possessive_names(text)) == names
+
+
+@pytest.mark.parametrize("text, names", [
+    ("Ship to: Quessany Zorvakil\nThe box is damaged.", ["Quessany Zorvakil"]),
+    ("Order 12. ship to: tavrenko quillbury", ["tavrenko quillbury"]),
+    ("Bill to: Katja Tavrenko, paid by card.", ["Katja Tavrenko"]),
+    ("Can you ship to: Florence, Alabama?", []),  # a place
+    ("Bill to: Accounts Payable", []),  # everyday words
+    ("Can you deliver to Zorvakil today?", []),  # no label: no colon
+])
+def test_values_of_shipping_labels(text, names):
+    assert _words(text, label_names(text)) == names
 
 
 @pytest.mark.parametrize("text, span, grown", [
@@ -104,6 +117,10 @@ def test_a_first_name_of_middle_frequency_is_looked_for_again():
     ("Call log: Kate Quillbury says the parcel never came.", ["Kate", "Quillbury"], []),
     ("Sure thing Quessany, one moment. Quillbury's refund is on hold.", ["Quessany", "Quillbury"], []),
     ("Quessany will call back after lunch.", ["Quessany"], []),
+    ("Case note: Caller: Tavrenko Quillbury, wants a callback.", ["Tavrenko", "Quillbury"], []),
+    ("name on the order: katja quillbury", ["katja", "quillbury"], []),
+    ("the line is registered to zorvakil tavrenko.", ["zorvakil", "tavrenko"], []),
+    ("Can you deliver to Florence, Alabama?", [], ["Florence"]),
     ("THIS MORNING KATJA ENGEL ASKED FOR A REPLACEMENT.", ["KATJA", "ENGEL"], ["ASKED"]),
     ("Bill me at the end of the month. I shop at Sainsbury's.", [], ["Bill", "Sainsbury"]),
 ])
