@@ -21,6 +21,7 @@ from pipeline.data.pii.mentions import NameBook, drop_named_things, expand, find
 from pipeline.data.pii.name_context import sentence_initial
 from pipeline.data.pii.name_signals import code_spans, outside
 from pipeline.data.pii.operators import Operators
+from pipeline.data.pii.ru_names_pass import russian_names
 from pipeline.data.pii.special import get_special_detector, record_special, strict_message
 from pipeline.data.pii.text import Hit
 from pipeline.data.readers import too_deep
@@ -288,6 +289,8 @@ class PiiStep(Step):
                 kept = expand(u.text, drop_named_things(u.text, kept))
                 if lang == "en":
                     kept = english_names(u.text, kept)
+                elif lang == "ru":
+                    kept = russian_names(u.text, kept)
             plans.append([u, kept, residual, code])
         for f in fields:
             if f.entity in ("PERSON", "USER_ID"):
