@@ -5,9 +5,9 @@ The verb says a person acts: its lemma is one of calling, writing, asking, confi
 (pymorphy3 reads it in any tense, gender and casing). A word before it is the person's name when pymorphy3's
 dictionary does not know it as a common noun, adjective or place in the nominative singular ("Клиент
 подтвердил", "Курьер звонил", "Дежурный ответил", "Москва ответила" stay), nor as a verb, adverb or pronoun
-("Вчера звонил", "Он просил"), nor as a common word in another case ("Клиенту звонил": wordfreq Zipf >= 3.0);
-a word the dictionary lacks ("Слюсарь", "Касымбек") or knows as a rare word in an oblique case ("Ищук") is taken.
-The verb is singular: "Клиенту звонили" has no subject there.
+("Вчера звонил", "Он просил"), nor as a common word in another case ("Клиенту звонил": its lemma is common in
+wordfreq's list, name_signals.common_words); a word the dictionary lacks ("Слюсарь", "Касымбек") is taken. The
+verb is singular: "Клиенту звонили" has no subject there.
 """
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ import re
 from functools import lru_cache
 
 from pipeline.data.pii.name_context import sentence_initial
+from pipeline.data.pii.name_signals import common_words
 from pipeline.data.pii.ru_morph import _morph
 from pipeline.data.pii.text import Hit
 
@@ -27,7 +28,6 @@ _PERSON_VERBS = frozenset((
     "хотеть", "уточнить", "обещать", "пообещать", "заказать", "оплатить", "отказаться", "получить", "обратиться",
     "связаться", "требовать", "потребовать", "заявить", "сказать", "рассказать", "приехать", "прийти", "зайти"))
 _NAME_TAGS = frozenset(("Name", "Surn", "Patr"))
-_COMMON_ZIPF = 3.0
 
 
 def subject_names(text: str) -> list[Hit]:
@@ -59,13 +59,6 @@ def _may_be_subject_name(word: str) -> bool:
         if p.is_known and "nomn" in tag and "sing" in tag and not (_NAME_TAGS | {"Abbr"}) & tag.grammemes \
                 and tag.POS in ("NOUN", "ADJF"):
             return False  # "Клиент", "Дежурный", "Москва": the word can be the subject as what it is
-    if top.is_known and not _NAME_TAGS & top.tag.grammemes and _ru_zipf(word.lower()) >= _COMMON_ZIPF:
+    if top.is_known and not _NAME_TAGS & top.tag.grammemes and top.normal_form in common_words("ru"):
         return False  # "Клиенту звонил": a common word in another case, the sentence's object
     return True
-
-
-@lru_cache(maxsize=65536)
-def _ru_zipf(word: str) -> float:
-    import wordfreq
-
-    return wordfreq.zipf_frequency(word, "ru")
