@@ -13,27 +13,36 @@ from pipeline.data.pii.en_words import name_like
 from pipeline.data.pii.names import LATIN_LOWER, LATIN_UPPER
 from pipeline.data.pii.text import Hit
 
-_WORD = rf"([{LATIN_UPPER}][{LATIN_LOWER}]+(?:-[{LATIN_UPPER}][{LATIN_LOWER}]+)?)"
+_CAPITALIZED = re.compile(rf"[{LATIN_UPPER}][{LATIN_LOWER}]+(?:-[{LATIN_UPPER}][{LATIN_LOWER}]+)?(?![\w'’-])")
 _GREETINGS = ("good morning", "good afternoon", "good evening", "good night", "good day", "morning", "evening",
               "sure thing", "got it", "thanks again", "thanks so much", "thanks", "thank you so much", "thank you",
               "cheers", "welcome back", "welcome", "goodbye", "bye", "sorry", "okay", "ok", "noted", "understood",
               "of course", "no problem", "no worries", "congratulations", "congrats", "hello again", "hi again",
               "see you", "take care")
-# a greeting that opens the text, a line or a sentence, one word, then , ! . ? ; or the end
-GREETED = re.compile(r"(?:^|(?<=[.!?:;\n])|(?<=[.!?:;\n][ \t]))(?i:" + "|".join(map(re.escape, _GREETINGS))
-                     + rf")[ \t]*,?[ \t]+{_WORD}(?=[ \t]*(?:[,!.?;]|$))", re.MULTILINE)
+# right before the word: a greeting that opens the text, a line or a sentence
+GREETING_BEFORE = re.compile(r"(?:^|[.!?:;\n])[ \t]*(?i:" + "|".join(map(re.escape, _GREETINGS)) + r")[ \t]*,?[ \t]+$",
+                             re.MULTILINE)
+_END_AFTER = re.compile(r"[ \t]*(?:[,!.?;]|$)", re.MULTILINE)  # the greeted word ends the phrase
 _TELL_VERBS = ("told", "tell", "tells", "telling", "reminded", "remind", "thanked", "thank", "assured", "reassured",
                "informed", "inform", "advised", "notified", "notify")
-TOLD = re.compile(r"(?<![\w'’-])(?i:" + "|".join(_TELL_VERBS) + rf")[ \t]+{_WORD}(?=[ \t]+[a-z])"
-                  rf"|(?<![\w'’-])(?i:let)[ \t]+{_WORD}(?=[ \t]+know\b)")
+TOLD_BEFORE = re.compile(r"(?:^|[^\w'’-])(?i:" + "|".join(_TELL_VERBS) + r")[ \t]+$")
+LET_BEFORE = re.compile(r"(?:^|[^\w'’-])(?i:let)[ \t]+$")
+_LOWER_AFTER = re.compile(r"[ \t]+[a-z]")
+_KNOW_AFTER = re.compile(r"[ \t]+know\b")
 
 
 def addressed_names(text: str) -> list[Hit]:
-    """PERSON hits for the words greeted or told (see the module doc)."""
+    """PERSON hits for the words greeted or told (see the module doc). One pass over the capitalized words
+    (few in most texts), the words before each read only there."""
     out = []
-    for rx in (GREETED, TOLD):
-        for m in rx.finditer(text):
-            k = 1 if m.group(1) is not None else 2
-            if name_like(m.group(k)):
-                out.append(Hit(m.start(k), m.end(k), "PERSON", 0.7, "addressed"))
+    for m in _CAPITALIZED.finditer(text):
+        s, e = m.span()
+        if s == 0 or text[s - 1] not in " \t,":
+            continue
+        lo = max(0, s - 32)
+        greeted = _END_AFTER.match(text, e) is not None and GREETING_BEFORE.search(text, lo, s) is not None
+        told = not greeted and ((_LOWER_AFTER.match(text, e) is not None and TOLD_BEFORE.search(text, lo, s))
+                                or (_KNOW_AFTER.match(text, e) is not None and LET_BEFORE.search(text, lo, s)))
+        if (greeted or told) and name_like(m.group()):
+            out.append(Hit(s, e, "PERSON", 0.7, "addressed"))
     return out

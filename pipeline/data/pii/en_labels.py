@@ -23,6 +23,8 @@ LABEL = re.compile(r"(?:^|(?<=[.!?;\n])[ \t]*|(?<=[.!?;:][ ]))(?i:ship|deliver|b
 
 def label_names(text: str) -> list[Hit]:
     out = []
+    if ":" not in text:
+        return out
     for m in LABEL.finditer(text):
         keys = [fold(w) for w in m.group(1).split()]
         if all(_may_be_name_word(k) for k in keys) and any(k in FIRST_NAMES or en_zipf(k) < _RARE_ZIPF for k in keys):

@@ -17,7 +17,9 @@ from pipeline.data.pii.name_context import sentence_initial
 from pipeline.data.pii.names import LATIN_LOWER, LATIN_UPPER
 from pipeline.data.pii.text import Hit, fold
 
-_POSSESSIVE = re.compile(rf"(?<![\w'’.-])([{LATIN_UPPER}][{LATIN_LOWER}]{{2,}})['’]s[ \t]+[a-z]")
+# the capital first: the regex engine skips to capitals (a look-behind first would be tried at every position)
+_POSSESSIVE = re.compile(rf"([{LATIN_UPPER}][{LATIN_LOWER}]{{2,}})['’]s[ \t]+[a-z]")
+_NOT_BEFORE = re.compile(r"[\w'’.-]")
 _CAP_BEFORE = re.compile(rf"[{LATIN_UPPER}][\w'’-]*[ \t]+$")
 _RARE_ZIPF = 2.0
 _DROP = 0.8  # Zipf: a surname's possessive is this much rarer than the word at least
@@ -27,6 +29,8 @@ def possessive_names(text: str) -> list[Hit]:
     out = []
     for m in _POSSESSIVE.finditer(text):
         word, s = m.group(1), m.start(1)
+        if s > 0 and _NOT_BEFORE.match(text, s - 1):
+            continue
         key = fold(word)
         if key in NOT_NAME or en_zipf(key) >= _RARE_ZIPF or not _person_possessive(key):
             continue

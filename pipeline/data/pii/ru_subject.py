@@ -21,7 +21,7 @@ from pipeline.data.pii.text import Hit
 
 _WORD = r"[А-ЯЁ](?:[а-яё]{2,}|[А-ЯЁ]{2,})"
 # one or two capitalized words, then a lower-case or capitalized verb
-SUBJECT = re.compile(rf"(?<![\w'’-])({_WORD}(?:[ \u00a0]{_WORD})?)[ \u00a0]+([А-ЯЁа-яё]+)(?![\w-])")
+SUBJECT = re.compile(rf"({_WORD}(?:[ \u00a0]{_WORD})?)[ \u00a0]+([А-ЯЁа-яё]+)(?![\w-])")  # capital first: fast
 _PERSON_VERBS = frozenset((
     "подтвердить", "звонить", "позвонить", "перезвонить", "написать", "писать", "просить", "попросить",
     "жаловаться", "пожаловаться", "сообщить", "спросить", "ответить", "оставить", "забрать", "согласиться",
@@ -34,6 +34,8 @@ def subject_names(text: str) -> list[Hit]:
     out = []
     for m in SUBJECT.finditer(text):
         words = m.group(1).split()
+        if m.start() > 0 and (text[m.start() - 1].isalnum() or text[m.start() - 1] in "'’-"):
+            continue
         if not sentence_initial(text, m.start(1)) or not _person_verb(m.group(2)):
             continue
         if all(_may_be_subject_name(w) for w in words) and len({w.isupper() for w in words}) == 1:
