@@ -16,7 +16,7 @@ from functools import lru_cache
 
 from pipeline.data.pii.name_context import sentence_initial
 from pipeline.data.pii.name_signals import common_words
-from pipeline.data.pii.ru_morph import _morph
+from pipeline.data.pii.ru_morph import analyzer
 from pipeline.data.pii.text import Hit
 
 _WORD = r"[А-ЯЁ](?:[а-яё]{2,}|[А-ЯЁ]{2,})"
@@ -45,14 +45,14 @@ def subject_names(text: str) -> list[Hit]:
 
 @lru_cache(maxsize=16384)
 def _person_verb(word: str) -> bool:
-    p = _morph().parse(word.lower())[0]
+    p = analyzer().parse(word.lower())[0]
     return p.is_known and p.tag.POS == "VERB" and "indc" in p.tag and "sing" in p.tag \
         and p.normal_form in _PERSON_VERBS
 
 
 @lru_cache(maxsize=65536)
 def _may_be_subject_name(word: str) -> bool:
-    parses = _morph().parse(word.lower())
+    parses = analyzer().parse(word.lower())
     top = parses[0]
     if top.is_known and top.tag.POS not in ("NOUN", "ADJF") and not _NAME_TAGS & top.tag.grammemes:
         return False  # a verb, adverb, pronoun, preposition...
