@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 
-from pipeline.data.pii.name_signals import common_words
+from pipeline.data.pii.name_signals import EVERYDAY_ZIPF, common_words
 from pipeline.data.pii.text import fold
 
 _LANGS = ("tr", "en")
@@ -42,8 +42,21 @@ def inflected_common(key: str) -> bool:
 
 
 def sentence_start_name_word(key: str) -> bool:
-    """A capitalized first word of a sentence that belongs to the name after it (see the module doc)."""
-    return len(key) >= 3 and rare_word(key) and not inflected_common(key)
+    """A capitalized first word of a sentence that belongs to the name after it (see the module doc): rare, or
+    common but no everyday word of Turkish or English (wordfreq Zipf < 4.3 in both): many first names are that
+    frequent ("Imran" 3.6, "Salman" 3.6, "Clare" 3.7), while the words that open a sentence before a name are
+    everyday ones ("Yesterday", "Please") or inflected Turkish nouns ("Dosyayı")."""
+    return len(key) >= 3 and (rare_word(key) or not everyday_word(key)) and not inflected_common(key)
+
+
+_EVERYDAY_TR_EN: list = []
+
+
+def everyday_word(key: str) -> bool:
+    """The folded word is an everyday word (wordfreq Zipf >= 4.3) of Turkish or English."""
+    if not _EVERYDAY_TR_EN:
+        _EVERYDAY_TR_EN.append(frozenset().union(*(common_words(lang, EVERYDAY_ZIPF) for lang in _LANGS)))
+    return key in _EVERYDAY_TR_EN[0]
 
 
 _LOWER_WORD_AFTER = re.compile(r"[ \u00a0]+[^\W\d_A-ZÇĞİÖŞÜА-ЯЁ][^\W\d_]*(?![\w'’])")

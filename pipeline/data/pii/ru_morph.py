@@ -30,6 +30,11 @@ def _morph():
     return _ANALYZER
 
 
+def analyzer():
+    """pymorphy3's MorphAnalyzer for Russian, one per process, loaded on first use."""
+    return _morph()
+
+
 class Reading(NamedTuple):
     """What the dictionary says a word is, as shares of its parses' scores (they sum to 1)."""
 

@@ -14,12 +14,14 @@ from pipeline.core.errors import EXIT_POLICY, PrepareError
 from pipeline.core.step import Step
 from pipeline.data.lang import pii_language
 from pipeline.data.pii import checks
+from pipeline.data.pii.en_names import english_names
 from pipeline.data.pii.fields import field_rules, strip_value
 from pipeline.data.pii.lang import detect_language
 from pipeline.data.pii.mentions import NameBook, drop_named_things, expand, find_mentions
 from pipeline.data.pii.name_context import sentence_initial
 from pipeline.data.pii.name_signals import code_spans, outside
 from pipeline.data.pii.operators import Operators
+from pipeline.data.pii.ru_names_pass import russian_names
 from pipeline.data.pii.special import get_special_detector, record_special, strict_message
 from pipeline.data.pii.text import Hit
 from pipeline.data.readers import too_deep
@@ -285,6 +287,10 @@ class PiiStep(Step):
                 kept = [Hit(0, len(u.text), h.entity, h.score, h.method) for h in kept[:1]]
             else:
                 kept = expand(u.text, drop_named_things(u.text, kept))
+                if lang == "en":
+                    kept = english_names(u.text, kept)
+                elif lang == "ru":
+                    kept = russian_names(u.text, kept)
             plans.append([u, kept, residual, code])
         for f in fields:
             if f.entity in ("PERSON", "USER_ID"):

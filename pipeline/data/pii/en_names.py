@@ -1,0 +1,38 @@
+"""The English name signals, run on the spans of an English text after the recognizers (step.PiiStep._plan):
+the sentence openers that are words dropped (en_sentence_start); the words greeted or told, the rare words in the
+possessive and the values of shipping labels added (en_addressed, en_possessive, en_labels); then every PERSON
+span grown by its English neighbours (en_neighbours)."""
+from __future__ import annotations
+
+from pipeline.data.pii.en_addressed import addressed_names
+from pipeline.data.pii.en_labels import label_names
+from pipeline.data.pii.en_neighbours import grow_english
+from pipeline.data.pii.en_possessive import possessive_names
+from pipeline.data.pii.en_sentence_start import drop_word_openers
+from pipeline.data.pii.name_signals import code_spans
+from pipeline.data.pii.text import Hit
+
+
+def english_names(text: str, hits: list[Hit]) -> list[Hit]:
+    """`hits` (non-overlapping) of an English text with the English signals applied, sorted."""
+    hits = drop_word_openers(text, hits)
+    hits = add_spans(text, hits, addressed_names(text) + possessive_names(text) + label_names(text))
+    return grow_english(text, hits)
+
+
+def add_spans(text: str, hits: list[Hit], new: list[Hit]) -> list[Hit]:
+    """`hits` with the PERSON spans `new` added, sorted: none inside code or a span of another type; one that
+    overlaps PERSON spans merged with them."""
+    if new:
+        code = code_spans(text)
+        for h in new:
+            if any(a < h.end and h.start < b for a, b in code) \
+                    or any(x.entity != "PERSON" and x.start < h.end and h.start < x.end for x in hits):
+                continue
+            inside = [x for x in hits if x.start < h.end and h.start < x.end]
+            if inside:
+                hits = [x for x in hits if x not in inside]
+                h = h._replace(start=min([h.start] + [x.start for x in inside]),
+                               end=max([h.end] + [x.end for x in inside]), score=max(x.score for x in inside))
+            hits = hits + [h]
+    return sorted(hits, key=lambda h: h.start)

@@ -1,0 +1,129 @@
+"""The English name signals (en_*.py): names greeted, told, in the possessive, grown by English neighbours, and
+everyday first names at a sentence start left as words; and the record's later mentions of a first name of middle
+frequency (later.sentence_start_name_word). Issue 29.
+
+The name words are invented or in half 0 of the names-dataset split (never the evaluation's half, checked
+below); the sentences are written for these tests."""
+
+import pytest
+from pii_names import clean_text, half
+
+from pipeline.core.config import PiiConfig
+from pipeline.data.pii import PiiStep
+from pipeline.data.pii.en_addressed import addressed_names
+from pipeline.data.pii.en_labels import label_names
+from pipeline.data.pii.en_neighbours import grow_english
+from pipeline.data.pii.en_possessive import possessive_names
+from pipeline.data.pii.en_sentence_start import drop_word_openers
+from pipeline.data.pii.later import sentence_start_name_word
+from pipeline.data.pii.text import Hit, fold
+
+pytestmark = pytest.mark.timeout(300)
+
+NAME_WORDS = ("Quessany", "Zorvakil", "Quillbury", "Tavrenko", "Kate", "Imran", "Salman", "Katja", "Engel", "Nasir",
+              "Bill", "Clare")
+
+
+def test_the_name_words_are_not_in_the_evaluation_half():
+    assert [w for w in NAME_WORDS if half(w) != 0] == []
+
+
+@pytest.fixture(scope="module")
+def step():
+    return PiiStep(PiiConfig(), salt=b"test-salt")
+
+
+def _words(text: str, hits: list[Hit]) -> list[str]:
+    return [text[h.start:h.end] for h in hits]
+
+
+@pytest.mark.parametrize("text, names", [
+    ("Anything else? Good morning Quessany!", ["Quessany"]),
+    ("Sure thing Clare, one moment.", ["Clare"]),
+    ("Case note: Thanks, Tavrenko.", ["Tavrenko"]),
+    ("Told Zorvakil the parcel is on its way.", ["Zorvakil"]),
+    ("Please let Quessany know.", ["Quessany"]),
+    ("Good morning Team! Thanks Again. Sure thing Monday, fine.", []),  # address terms, calendar words
+    ("Good morning everyone, the update is out.", []),
+    ("We told Customers the news.", []),  # an everyday word
+])
+def test_greeted_and_told_words(text, names):
+    assert _words(text, addressed_names(text)) == names
+
+
+@pytest.mark.parametrize("text, names", [
+    ("Quillbury's order is on hold until Monday.", ["Quillbury"]),
+    ("I checked Tavrenko's account.", ["Tavrenko"]),
+    ("I shop at Sainsbury's every week.", []),  # a brand: written in the possessive as often as without it
+    ("The Kohl's sale starts today, and Wendy's burgers are cold.", []),
+    ("Trader Joe's milk is gone.", []),  # after another capitalized word
+    ("Walmart's prices went up, Tesco's too.", []),  # shops: common in English at large
+    ("Hall's order is late.", []),  # an everyday word
+])
+def test_rare_words_in_the_possessive(text, names):
+    assert _words(text, possessive_names(text)) == names
+
+
+@pytest.mark.parametrize("text, names", [
+    ("Ship to: Quessany Zorvakil\nThe box is damaged.", ["Quessany Zorvakil"]),
+    ("Order 12. ship to: tavrenko quillbury", ["tavrenko quillbury"]),
+    ("Bill to: Katja Tavrenko, paid by card.", ["Katja Tavrenko"]),
+    ("Can you ship to: Florence, Alabama?", []),  # a place
+    ("Bill to: Accounts Payable", []),  # everyday words
+    ("Can you deliver to Zorvakil today?", []),  # no label: no colon
+])
+def test_values_of_shipping_labels(text, names):
+    assert _words(text, label_names(text)) == names
+
+
+@pytest.mark.parametrize("text, span, grown", [
+    ("Call log: Kate Quillbury says hi.", "Quillbury", "Kate Quillbury"),  # a first name of middle frequency
+    ("Nasir Zorvakil called.", "Zorvakil", "Nasir Zorvakil"),  # a Turkish word, no English one
+    ("KATJA ENGEL DROPPED BY", "KATJA", "KATJA ENGEL"),  # capitals: the neighbour read in lower case
+    ("KATJA ENGEL EMAILED TWICE", "KATJA ENGEL", "KATJA ENGEL"),  # not the verb
+    ("Yesterday Zorvakil called.", "Zorvakil", "Zorvakil"),  # an everyday word
+    ("Dear KATJA ENGEL", "KATJA ENGEL", "KATJA ENGEL"),
+])
+def test_english_neighbours_join_the_span(text, span, grown):
+    s = text.index(span)
+    out = grow_english(text, [Hit(s, s + len(span), "PERSON", 0.9, "t")])
+    assert _words(text, out) == [grown]
+
+
+@pytest.mark.parametrize("text, kept", [
+    ("Bill me at the end of the month.", False),
+    ("Bill called yesterday.", True),
+    ("Bill will call back.", True),
+    ("Bill says hello.", True),
+    ("Thanks. Bill me later.", False),
+    ("I asked Bill me.", True),  # not at a sentence start
+    ("Quessany period ends.", True),  # no everyday word
+])
+def test_everyday_first_names_opening_a_sentence(text, kept):
+    s = text.index("Bill") if "Bill" in text else 0
+    e = text.index(" ", s)
+    out = drop_word_openers(text, [Hit(s, e, "PERSON", 0.9, "gazetteer")])
+    assert bool(out) is kept
+
+
+def test_a_first_name_of_middle_frequency_is_looked_for_again():
+    assert sentence_start_name_word(fold("Imran")) and sentence_start_name_word(fold("Clare"))
+    assert not sentence_start_name_word(fold("Yesterday")) and not sentence_start_name_word(fold("Dosyayı"))
+
+
+@pytest.mark.parametrize("text, gone, kept", [
+    ("Customer name: Imran Quillbury\nFollow-up on Thursday. Imran will call back after lunch.", ["Imran"], []),
+    ("Salman Zorvakil called yesterday. Told Salman the parcel is on its way.", ["Salman"], []),
+    ("Call log: Kate Quillbury says the parcel never came.", ["Kate", "Quillbury"], []),
+    ("Sure thing Quessany, one moment. Quillbury's refund is on hold.", ["Quessany", "Quillbury"], []),
+    ("Quessany will call back after lunch.", ["Quessany"], []),
+    ("Case note: Caller: Tavrenko Quillbury, wants a callback.", ["Tavrenko", "Quillbury"], []),
+    ("name on the order: katja quillbury", ["katja", "quillbury"], []),
+    ("the line is registered to zorvakil tavrenko.", ["zorvakil", "tavrenko"], []),
+    ("Can you deliver to Florence, Alabama?", [], ["Florence"]),
+    ("THIS MORNING KATJA ENGEL ASKED FOR A REPLACEMENT.", ["KATJA", "ENGEL"], ["ASKED"]),
+    ("Bill me at the end of the month. I shop at Sainsbury's.", [], ["Bill", "Sainsbury"]),
+])
+def test_through_the_step(step, text, gone, kept):
+    out = clean_text(step, text)
+    assert all(w not in out for w in gone) and all(w in out for w in kept), out
