@@ -72,8 +72,8 @@ def cmd_precheck(args: argparse.Namespace) -> int:
     measured = "all measured" if result["exact"] else f"{result['sampled']} sampled"
     counts = result["counts"]
     print(f"records: {result['records']} after {', '.join(counts['steps'])} ({measured}; "
-          f"{counts['exact_duplicates']} exact duplicates not counted; `prepare run` also removes near "
-          f"duplicates and may measure fewer); tokenizer: {result['tokenizer']}")
+          f"{counts['exact_duplicates']} exact duplicates not counted); tokenizer: {result['tokenizer']}")
+    print(f"precheck {counts['differs_from_run']}")
     if counts["unreadable"]:
         print(f"skipped {len(counts['unreadable'])} unreadable input(s): "
               + ", ".join(f"{u['file']} ({u['reason']})" for u in counts["unreadable"]))

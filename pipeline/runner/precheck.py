@@ -51,7 +51,26 @@ def sample_records(cfg: PrepareConfig, sample_size: int, seed: int = 0,
     counts["records"] = sample.total
     counts["steps"] = ([planned.cls.name for planned in front_steps(cfg)[1:]]  # what ran after reading
                        + (["exact dedup"] if exact else []))
+    counts["differs_from_run"] = difference_from_run(cfg, sample.total)
     return sample.records, sample.total, counts
+
+
+def difference_from_run(cfg: PrepareConfig, records: int) -> str:
+    """How the precheck's count differs from the train split a run writes: precheck removes exact duplicates
+    only (near duplicates need the run's global clustering) and holds nothing out, so its plan packs the
+    validation records too (issue 32: 244 packed sequences planned where a run trains 228)."""
+    removed = []
+    if cfg.dedup.enabled and cfg.dedup.near:
+        removed.append("removes near duplicates")
+    if cfg.validation_inputs:
+        removed.append("removes duplicates of validation_inputs from train")
+    elif cfg.split.validation_fraction > 0:
+        removed.append(f"holds out {cfg.split.validation_fraction:.0%} as validation")
+    if not removed:
+        return f"counts every record read: {records:,}, as a run's train split would"
+    return (f"counts every record read: {records:,}; a run also {' and '.join(removed)}, so its train count (and "
+            f"the plan's sequences, steps and hours) will be lower: `--emit --shards RUN` plans from the run's own "
+            f"counts")
 
 
 def readable_inputs(cfg: PrepareConfig, unreadable: list[dict]) -> list:

@@ -5,19 +5,27 @@ it -> `calibrate` reads the trial's log. Needs the `train` extra (trl, torch).""
 from __future__ import annotations
 
 import json
+import os
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
 pytest.importorskip("trl")
 pytest.importorskip("torch")
 
-from conftest import SAMPLE_DATA  # noqa: E402
+from conftest import ROOT, SAMPLE_DATA  # noqa: E402
 
 pytestmark = pytest.mark.slow
 
 CHATS = [SAMPLE_DATA / "support_en_openai.jsonl", SAMPLE_DATA / "support_ru_sharegpt.jsonl",
          SAMPLE_DATA / "support_tr_alpaca.json"]
+# the flags a CPU trial adds to an emitted config (which is for the GPU and its steps)
+TRIAL = ("--use_cpu", "true", "--logging_steps", "1", "--dataloader_num_workers", "0", "--disable_tqdm", "true")
 
 # {% generation %} blocks: what trl's assistant_only_loss (return_assistant_tokens_mask) needs, and what the
 # pipeline's length step counts as trainable
@@ -103,7 +111,7 @@ def test_run_emit_train_checkpoint_pull_resume_calibrate(tmp_path, bucket, capsy
 
     # a trial: a few steps on CPU, saving and evaluating every 2 steps (the emitted interval is for the GPU)
     ckpt_uri = f"s3://{bucket}/jobs/trial-1"
-    script, training, model_args, _ = parse_trl(config, "--use_cpu", "true", "--max_steps", "6", "--save_steps", "2",
+    script, training, model_args, _ = parse_trl(config, "--use_cpu", "true", "--max_steps", "4", "--save_steps", "2",
                                                 "--eval_steps", "2", "--logging_steps", "1",
                                                 "--dataloader_num_workers", "0")
     assert (script.dataset_name, training.max_length, training.packing, training.assistant_only_loss) == \
@@ -113,7 +121,7 @@ def test_run_emit_train_checkpoint_pull_resume_calibrate(tmp_path, bucket, capsy
     trainer = build_trainer(script, training, model_args, [callback])
     trainer.train()
     state = trainer.state
-    assert state.global_step == 6
+    assert state.global_step == 4
     best = Path(state.best_model_checkpoint).name
     remote = list_remote(ckpt_uri)
     # the end of training keeps the best checkpoint and the final adapter, prunes the rest
@@ -123,7 +131,7 @@ def test_run_emit_train_checkpoint_pull_resume_calibrate(tmp_path, bucket, capsy
     keys = {o["Key"] for o in s3.list_objects_v2(Bucket=bucket, Prefix="jobs/trial-1/")["Contents"]}
     assert f"jobs/trial-1/{FINAL}/adapter_model.safetensors" in keys
     report = json.loads(s3.get_object(Bucket=bucket, Key="jobs/trial-1/eval_report.json")["Body"].read())
-    assert report["best_model_checkpoint"] == best and len(report["evaluations"]) == 3
+    assert report["best_model_checkpoint"] == best and len(report["evaluations"]) == 2
     manifest = json.loads(s3.get_object(Bucket=bucket, Key=f"jobs/trial-1/{best}/{MANIFEST}")["Body"].read())
     assert {"adapter_model.safetensors", "optimizer.pt", "trainer_state.json"} <= {f["path"] for f in manifest["files"]}
     # step times were logged for calibrate
@@ -155,36 +163,21 @@ def test_run_emit_train_checkpoint_pull_resume_calibrate(tmp_path, bucket, capsy
     assert "corrected" not in result and not (tmp_path / "calibration.json").exists()
 
 
-def test_a_mixed_run_trains_from_each_emitted_config_unedited(tmp_path, capsys):
-    """sample_data itself (chats, instructions, plain text): trl's own `trl sft` entry point trains 2 steps from
-    each per-kind config as written, given only --use_cpu and --max_steps."""
-    from trl.scripts.sft import main as trl_sft
-
+@pytest.fixture(scope="module")
+def mixed_job(tmp_path_factory):
+    """sample_data itself (chats, instructions, plain text): run with a tiny model and emitted for trl, one config
+    per kind (shared by the tests that train from it: each trains into folders of its own)."""
     from pipeline.cli import main
 
+    tmp = tmp_path_factory.mktemp("mixed")
     texts = [line for f in SAMPLE_DATA.glob("*.json*") for line in f.read_text(encoding="utf-8").splitlines()]
-    model = tiny_model(tmp_path / "model", texts)
-    run = tmp_path / "run"
+    model = tiny_model(tmp / "model", texts)
+    run, emit, out = tmp / "run", tmp / "emit", tmp / "output"
     assert main(["run", str(SAMPLE_DATA), "--out", str(run), "--model", str(model), "--method", "lora",
                  "--no-pii"]) == 0
-    emit, out = tmp_path / "emit", tmp_path / "output"
     assert main(["precheck", str(SAMPLE_DATA), "--model", str(model), "--method", "lora", "--emit", "trl",
                  "--shards", str(run), "--out", str(emit), "--global-batch", "8", "--trainer-output", str(out)]) == 0
-    capsys.readouterr()
-    plan = {d["kind"]: d for d in json.loads((emit / "prepare-plan.json").read_text())["datasets"]}
-    for kind in ("chat", "text"):
-        args = parse_trl(emit / f"trl_sft.{kind}.yaml", "--use_cpu", "true", "--max_steps", "2")
-        assert args[1].assistant_only_loss == (kind == "chat")
-        # the packed sequences and steps per epoch the config states are trl's own (issue 32: the plan's 328
-        # packed sequences against trl's 303)
-        trainer = build_trainer(*args[:3], [])
-        assert len(trainer.train_dataset) == plan[kind]["packed_sequences"]
-        batches = len(trainer.get_train_dataloader())
-        assert -(-batches // args[1].gradient_accumulation_steps) == plan[kind]["steps_per_epoch"]
-        trl_sft(*args)
-        assert (out / kind / "adapter_model.safetensors").is_file()
-        state = json.loads((out / kind / "checkpoint-2" / "trainer_state.json").read_text())
-        assert state["global_step"] == 2
+    return SimpleNamespace(model=model, run=run, emit=emit, out=out)
 
 
 # tools and tool calls rendered (as JSON) inside the same {% generation %} blocks: a tool-calling model trains on
@@ -221,13 +214,16 @@ def tool_call_records(n: int) -> list[dict]:
     return out
 
 
-def test_a_tool_call_run_trains_from_the_emitted_config_unedited(tmp_path, capsys):
+def test_a_tool_call_run_trains_from_the_emitted_config_unedited(tmp_path, bucket, capsys):
     """Issue 32, item 5: a run of tool-calling chats; trl's own `trl sft` trains 2 steps from the emitted config
-    as written (only --use_cpu and --max_steps added), on the calls and answers only, and the config's packed
-    sequences are trl's."""
-    from trl.scripts.sft import main as trl_sft
+    as written (only trial flags added), on the calls and answers only, with S3Checkpoints to the local S3 server,
+    and the config's packed sequences are trl's."""
+    from trl_with_callbacks import trl_sft
 
     from pipeline.cli import main
+    from pipeline.core.s3 import read_json
+    from pipeline.train import S3Checkpoints
+    from pipeline.train.checkpoints import FINAL, list_remote
 
     data = tmp_path / "tools_openai.jsonl"
     data.write_text("".join(json.dumps(r) + "\n" for r in tool_call_records(80)), encoding="utf-8")
@@ -251,72 +247,110 @@ def test_a_tool_call_run_trains_from_the_emitted_config_unedited(tmp_path, capsy
     first = trainer.train_dataset[0]
     trained = tok.decode([t for t, label in zip(first["input_ids"], first["labels"]) if label != -100])
     assert "order_status" in trained and '"status"' not in trained  # the call is trained, the tool result is not
-    trl_sft(*args)
+    uri = f"s3://{bucket}/jobs/tools"
+    trl_sft(["--config", str(emit / "trl_sft.yaml"), *TRIAL, "--max_steps", "2", "--save_steps", "2",
+             "--eval_steps", "2"], [S3Checkpoints(uri)])
     state = json.loads((out / "checkpoint-2" / "trainer_state.json").read_text())
     assert state["global_step"] == 2 and (out / "adapter_model.safetensors").is_file()
+    assert {n for n, e in list_remote(uri).items() if e.complete} == {"checkpoint-2", FINAL}
+    report = read_json(f"{uri}/eval_report.json")
+    assert report["best_model_checkpoint"] == "checkpoint-2" and [e["step"] for e in report["evaluations"]] == [2]
 
 
-def test_the_best_checkpoint_survives_a_kill_and_a_resume_in_a_fresh_folder(tmp_path, bucket, capsys):
-    """Issue 32: killed after the best checkpoint, resumed on a new machine from the pulled latest one; the
-    resumed trainer has no folder of the best. S3 still holds the best at the end and eval_report.json names it."""
+def sft_process(log: Path, uri: str, *args) -> subprocess.Popen:
+    """tests/e2e/trl_with_callbacks.py: `trl sft ARGS` (trl's own entry point) with S3Checkpoints to `uri`, in a
+    process of its own, as on a training server; its output goes to `log` (a pipe nobody reads would fill)."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    with open(log, "w") as out:
+        return subprocess.Popen([sys.executable, str(Path(__file__).with_name("trl_with_callbacks.py")), uri,
+                                 *map(str, args)], env=env, stdout=out, stderr=subprocess.STDOUT)
+
+
+def latest_checkpoint_after_the_best(uri: str, step: int) -> str | None:
+    """The best checkpoint by the state saved in checkpoint-`step` on S3 (trainer_state.json: the trainer's own
+    record of its evaluations), once that checkpoint is complete there and later than the best; else None."""
+    from pipeline.core.s3 import read_json
+    from pipeline.train.checkpoints import best_of, list_remote
+
+    entry = list_remote(uri).get(f"checkpoint-{step}")
+    if entry is None or not entry.complete:
+        return None
+    best = best_of(read_json(f"{uri}/checkpoint-{step}/trainer_state.json"))
+    return best if best and int(best.split("-")[1]) < step else None
+
+
+def test_a_mixed_run_trains_by_kind_and_a_sigkilled_run_resumes_keeping_the_best(mixed_job, tmp_path, bucket,
+                                                                                capsys):
+    """Issue 32, item 5, on sample_data (chats, instructions, plain text): trl's own `sft` entry point trains each
+    kind from its emitted config as written (only trial flags added), with S3Checkpoints to the local S3 server, on
+    trl's own count of the packed sequences and steps the config states. The text run, in a process of its own,
+    is SIGKILLed once a checkpoint later than the best is on S3, pulled into a fresh folder and resumed there; at
+    the end S3 still holds the best and eval_report.json names it."""
     import boto3
-    import torch
-    from transformers import TrainerCallback
+    from trl_with_callbacks import Seen, Worse, trl_sft
 
     from pipeline.cli import main
     from pipeline.train import S3Checkpoints
-    from pipeline.train.checkpoints import BEST, FINAL, list_remote, read_best
+    from pipeline.train.checkpoints import FINAL, list_remote, read_best
 
-    texts = [line for f in CHATS[:2] for line in f.read_text(encoding="utf-8").splitlines()]
-    model = tiny_model(tmp_path / "model", texts)
-    run, emit = tmp_path / "run", tmp_path / "emit"
-    assert main(["run", *map(str, CHATS), "--out", str(run), "--model", str(model), "--method", "lora",
-                 "--no-pii"]) == 0
-    assert main(["precheck", *map(str, CHATS), "--model", str(model), "--method", "lora", "--emit", "trl",
-                 "--shards", str(run), "--out", str(emit), "--global-batch", "8"]) == 0
-    uri = f"s3://{bucket}/jobs/killed"
-    every_2 = ("--use_cpu", "true", "--max_steps", "8", "--save_steps", "2", "--eval_steps", "2",
-               "--logging_steps", "1", "--dataloader_num_workers", "0")
+    emit = mixed_job.emit
+    plan = {d["kind"]: d for d in json.loads((emit / "prepare-plan.json").read_text())["datasets"]}
+    chat_uri, text_uri = f"s3://{bucket}/jobs/chat", f"s3://{bucket}/jobs/text"
+    # the text run evaluates and saves every step, gets worse after step 2 and stops progressing at step 5
+    text_args = ("--config", emit / "trl_sft.text.yaml", *TRIAL, "--max_steps", "6", "--save_steps", "1",
+                 "--eval_steps", "1")
+    log = tmp_path / "text-a.log"
+    text = sft_process(log, text_uri, "--worse-after", "2", "--hold-at", "5", *text_args,
+                       "--output_dir", tmp_path / "text-a")
+    try:
+        # meanwhile the chats, here
+        chat_args = ["--config", str(emit / "trl_sft.chat.yaml"), *TRIAL, "--max_steps", "2", "--save_steps", "2",
+                     "--eval_steps", "2", "--output_dir", str(tmp_path / "chat")]
+        seen = {"chat": Seen(), "text": Seen()}
+        trl_sft(chat_args, [S3Checkpoints(chat_uri, keep=1), seen["chat"]])
+        assert (tmp_path / "chat" / "adapter_model.safetensors").is_file()
+        deadline = time.monotonic() + 400  # a loaded CI machine; quiet, seconds
+        while (best := latest_checkpoint_after_the_best(text_uri, 4)) is None:
+            assert text.poll() is None, log.read_text()[-3000:]
+            if time.monotonic() > deadline:
+                text.kill()
+                pytest.fail(f"no checkpoint-4 later than the best on S3: {sorted(list_remote(text_uri))}, best "
+                            f"{read_best(text_uri)}; trl sft said: {log.read_text()[-3000:]}")
+            time.sleep(0.2)
+    finally:
+        text.kill()  # SIGKILL: no end of training, no clean-up, the upload thread dies with it
+    assert text.wait() == -signal.SIGKILL
+    assert read_best(text_uri)["checkpoint"] == best
 
-    class Killed(Exception):
-        pass
-
-    class KillAt(TrainerCallback):  # the server goes away after step 5: no end of training runs
-        def on_step_end(self, args, state, control, **kwargs):
-            if state.global_step == 5:
-                raise Killed
-
-    class Worse(TrainerCallback):  # the resumed steps make the model worse: checkpoint-4 stays the best
-        def on_step_end(self, args, state, control, model=None, **kwargs):
-            with torch.no_grad():
-                for p in model.parameters():
-                    if p.requires_grad:
-                        p.add_(torch.randn_like(p) * 5)
-
-    upload = S3Checkpoints(uri, keep=1)
-    trainer = build_trainer(*parse_trl(emit / "trl_sft.yaml", *every_2, "--output_dir", str(tmp_path / "a"))[:3],
-                            [upload, KillAt()])
-    with pytest.raises(Killed):
-        trainer.train()
-    upload._queue.join()  # what the upload thread had started (a real kill may lose it: pull takes the one before)
-    assert read_best(uri)["checkpoint"] == "checkpoint-4"
     capsys.readouterr()
-    assert main(["checkpoints", "pull", uri, str(tmp_path / "b")]) == 0
+    assert main(["checkpoints", "pull", text_uri, str(tmp_path / "text-b")]) == 0
     pulled = Path(capsys.readouterr().out.strip())
-    assert pulled.name == "checkpoint-4"
+    assert pulled.name == "checkpoint-4" and not (tmp_path / "text-b" / best).exists()
+    trl_sft([*map(str, text_args), "--output_dir", str(tmp_path / "text-b"), "--resume_from_checkpoint",
+             str(pulled)], [S3Checkpoints(text_uri, keep=1), Worse(2), seen["text"]])
+    # resumed at step 4: the fresh folder's first new checkpoint is step 5, and the log says where it resumed
+    steps = sorted(int(p.name.split("-")[1]) for p in (tmp_path / "text-b").glob("checkpoint-*"))
+    assert steps == [4, 5, 6]
+    state = json.loads((tmp_path / "text-b" / "checkpoint-6" / "trainer_state.json").read_text())
+    assert [e["resumed_from_step"] for e in state["log_history"] if "resumed_from_step" in e] == [4]
 
-    torch.manual_seed(0)
-    trainer = build_trainer(*parse_trl(emit / "trl_sft.yaml", *every_2, "--output_dir", str(tmp_path / "b"))[:3],
-                            [S3Checkpoints(uri, keep=1), Worse()])
-    trainer.train(resume_from_checkpoint=str(pulled))
-    assert trainer.state.global_step == 8 and trainer.state.best_global_step == 4
     s3 = boto3.client("s3")
-    report = json.loads(s3.get_object(Bucket=bucket, Key="jobs/killed/eval_report.json")["Body"].read())
+    report = json.loads(s3.get_object(Bucket=bucket, Key="jobs/text/eval_report.json")["Body"].read())
     losses = {e["step"]: e["eval_loss"] for e in report["evaluations"]}
-    assert set(losses) == {2, 4, 6, 8} and min(losses, key=losses.get) == 4
-    assert report["best_model_checkpoint"] == "checkpoint-4" == read_best(uri)["checkpoint"]
-    assert {n for n, e in list_remote(uri).items() if e.complete} == {"checkpoint-4", FINAL}
-    assert f"jobs/killed/{BEST}" in {o["Key"] for o in s3.list_objects_v2(Bucket=bucket, Prefix="jobs/")["Contents"]}
+    assert set(losses) == {1, 2, 3, 4, 5, 6} and f"checkpoint-{min(losses, key=losses.get)}" == best
+    assert report["best_model_checkpoint"] == best == read_best(text_uri)["checkpoint"]
+    assert {n for n, e in list_remote(text_uri).items() if e.complete} == {best, FINAL}
+    chat_report = json.loads(s3.get_object(Bucket=bucket, Key="jobs/chat/eval_report.json")["Body"].read())
+    assert chat_report["best_model_checkpoint"] == "checkpoint-2" and chat_report["global_step"] == 2
+    assert {n for n, e in list_remote(chat_uri).items() if e.complete} == {"checkpoint-2", FINAL}
+
+    for kind in ("chat", "text"):
+        training = parse_trl(emit / f"trl_sft.{kind}.yaml", "--use_cpu", "true")[1]
+        assert training.assistant_only_loss == (kind == "chat")
+        # the packed sequences and steps per epoch the config states are trl's own (issue 32: the plan's 328
+        # packed sequences against trl's 303)
+        assert len(seen[kind].dataset) == plan[kind]["packed_sequences"]
+        assert -(-seen[kind].batches // training.gradient_accumulation_steps) == plan[kind]["steps_per_epoch"]
 
 
 def test_trl_trains_on_every_record_of_an_appended_version(tmp_path, capsys):

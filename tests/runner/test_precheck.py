@@ -56,6 +56,7 @@ def test_precheck_text_output_names_the_tokenizer_and_the_gpu():
     proc = run_cli("precheck", str(SAMPLE_DATA), "--model", "mistral-7b", "--method", "lora")
     assert proc.returncode == 0, proc.stderr
     assert "mistral-32k" in proc.stdout and "Recommended" in proc.stdout
+    assert "precheck counts every record read: " in proc.stdout and "holds out 5% as validation" in proc.stdout
 
 
 def test_precheck_measures_what_run_keeps_after_exact_dedup(tmp_path):
@@ -81,6 +82,37 @@ def test_precheck_measures_what_run_keeps_after_exact_dedup(tmp_path):
     assert out["counts"]["exact_duplicates"] == 15 and out["counts"]["steps"][-1] == "exact dedup"
     result = run_prepare(cfg, progress=False)
     assert out["records"] == result.report["counts"]["kept"] == 40
+
+
+def test_precheck_says_how_its_count_differs_from_the_runs_train_split(tmp_path):
+    """Issue 32: precheck counts the validation records and the near duplicates a run removes; it says so, with
+    its count, in its output (the CLI prints the same line)."""
+    from conftest import fast_config
+
+    from pipeline.runner import run_prepare
+    from pipeline.runner.precheck import run_precheck
+
+    src = tmp_path / "in"
+    src.mkdir()
+    rows = [{"instruction": f"Question {i} about the refund policy for order number {i * 7919}, placed last week?",
+             "output": f"Answer {i}: refunds for order {i * 104729} reach the card within five business days."}
+            for i in range(60)]
+    near = [{**r, "output": r["output"] + " Thanks!"} for r in rows[:10]]  # near duplicates of the first ten
+    (src / "a.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows + near))
+    cfg = fast_config(tmp_path, [src])
+    cfg.split.validation_fraction = 0.1
+    out = run_precheck(cfg)
+    run_prepare(cfg, progress=False)
+    note = out["counts"]["differs_from_run"]
+    assert note.startswith(f"counts every record read: {out['records']};")
+    assert "removes near duplicates and holds out 10% as validation" in note and "will be lower" in note
+    shards = json.loads((tmp_path / "run" / "manifest.json").read_text())["shards"]
+    written = {s: sum(x["rows"] for x in shards if x["split"] == s) for s in ("train", "validation")}
+    assert written["validation"] > 0 and written["train"] < out["records"] == 70, written
+
+    cfg.dedup.near, cfg.split.validation_fraction = False, 0.0
+    assert run_precheck(cfg)["counts"]["differs_from_run"] == "counts every record read: 70, as a run's train " \
+                                                                "split would"
 
 
 @pytest.mark.integration  # the CLI in a subprocess

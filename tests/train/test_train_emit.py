@@ -49,12 +49,18 @@ def uploaded(run_dir, bucket, name: str) -> str:
 
 
 def external(script: str, *args) -> dict:
+    """The trainer's own parser on one config: its result."""
+    return external_each(script, *args)[-1]
+
+
+def external_each(script: str, *args) -> list[dict]:
+    """One process for several configs (LLaMA-Factory's imports take seconds): a result per config."""
     if not (PARSERS / "axolotl").is_dir():
         pytest.fail(f"{PARSERS} is missing: `make test` unpacks the axolotl and LLaMA-Factory wheels there")
     proc = subprocess.run([sys.executable, str(FIXTURES / script), str(PARSERS), *map(str, args)],
                           capture_output=True, text=True, timeout=300, env={**os.environ, "PYTHONWARNINGS": "ignore"})
     assert proc.returncode == 0, proc.stderr[-3000:]
-    return json.loads(proc.stdout.strip().splitlines()[-1])
+    return [json.loads(line) for line in proc.stdout.strip().splitlines() if line.startswith("{")]
 
 
 @pytest.mark.slow  # run_dir is a whole `prepare run`
@@ -381,12 +387,12 @@ def test_a_mixed_run_gives_llamafactory_one_config_per_kind(tmp_path, mixed_run,
     assert set(info) == {"prepare_chat_train", "prepare_chat_validation", "prepare_text_train"}
     assert info["prepare_text_train"]["columns"] == {"prompt": "text"}
     expected = _kind_rows(mixed_run)
-    for kind in ("chat", "text"):
+    results = external_each("validate_llamafactory.py", *(out / f"llamafactory.{k}.yaml" for k in ("chat", "text")))
+    for kind, result in zip(("chat", "text"), results, strict=True):
         cfg = yaml.safe_load((out / f"llamafactory.{kind}.yaml").read_text())
         # chats in the sft stage, masked to the answers; text in the pt stage (sft drops a record without answer)
         assert cfg["stage"] == ("sft" if kind == "chat" else "pt")
         assert cfg.get("train_on_prompt") is (False if kind == "chat" else None)
-        result = external("validate_llamafactory.py", out / f"llamafactory.{kind}.yaml")
         assert result["unknown"] == []
         names = ([f"prepare_{kind}_train"], [f"prepare_{kind}_validation"] if kind == "chat" else None)
         assert (result["dataset"], result["eval_dataset"]) == names
