@@ -15,6 +15,7 @@ from pipeline.core.errors import PrepareError
 from pipeline.core.progress import ProgressFile
 from pipeline.core.stats import StageStats, merge_all
 from pipeline.data.lengths.draw import plot_lengths_png
+from pipeline.data.lengths.packing import packing_as_trained
 from pipeline.data.lengths.step import LengthStep, apply_overflow, changes_records
 from pipeline.data.lengths.summary import summarize_lengths
 from pipeline.data.lengths.untrained import UntrainedCheck, count_untrained, drop_untrained, untrained_message
@@ -201,13 +202,15 @@ def finalize(cfg: PrepareConfig, run_dir: str, work_dir: str, shard_results: lis
     summary = lengths_summary(cfg, work_dir, shard_results, tokenizer_name)
     max_len = summary.get("max_seq_len") if summary else None
     if summary:
-        draw_lengths_png(summary, run)
         check_untrained(cfg, work_dir, shard_results, summary, token_cache)
     shards, kinds = write_shards(cfg, run, work_dir, shard_results, overflow_policy(cfg, summary, token_cache), max_len)
     if summary and summary.get("chunking"):  # what the run did, in place of the estimate
         done = [r["stages"]["write"].get("counters", {}).get("chunking", {}) for r in shard_results]
         summary["chunking"].update(records=sum(c.get("records", 0) for c in done),
                                    chunks=sum(c.get("chunks", 0) for c in done), estimated=False)
+    if summary:  # the report plans what the trainer packs from these shards
+        summary["packing"] = packing_as_trained(summary["packing"], kinds, summary["batch_size"])
+        draw_lengths_png(summary, run)
     plan = None
     if cfg.estimate.enabled and summary and max_len:
         plan = plan_for_lengths(cfg, summary)

@@ -122,6 +122,7 @@ def packed_sequences(datasets: list[dict], run_packing: dict, seq: int, together
     (`estimated`). `together`: the trainer packs every dataset into one stream (axolotl) rather than training
     each from its own config (trl, LLaMA-Factory, whose sequences add up)."""
     run_sequences = int(run_packing["sequences_per_epoch"])
+    one_stream = int(run_packing.get("one_stream_sequences", run_sequences))
     train_rows = sum(d["rows"]["train"] for d in datasets)
     for d in datasets:
         counts = d["train_counts"] or {}
@@ -129,7 +130,7 @@ def packed_sequences(datasets: list[dict], run_packing: dict, seq: int, together
         d["packed_sequences"] = counts["packed_sequences"] if not d["estimated"] else \
             run_sequences if len(datasets) == 1 else math.ceil(run_sequences * d["rows"]["train"] / max(1, train_rows))
     together = together and len(datasets) > 1
-    sequences = run_sequences if together else sum(d["packed_sequences"] for d in datasets)
+    sequences = one_stream if together else sum(d["packed_sequences"] for d in datasets)
     kept = [c["tokens"] - c["tokens_cut"] for c in (d["train_counts"] or {} for d in datasets) if "tokens_cut" in c]
     efficiency = round(sum(kept) / (sequences * seq), 6) if not together and len(kept) == len(datasets) \
         and sequences else run_packing.get("packing_efficiency")

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from pipeline.data.kind_counts import KindCounts
-from pipeline.data.lengths.packing import pack_bfd, packed_sequences_as_trainer
+from pipeline.data.lengths.packing import pack_bfd, packed_sequences_as_trainer, packing_as_trained, packing_summary
 
 
 @pytest.mark.parametrize("seed", range(3))
@@ -49,3 +49,29 @@ def test_counts_per_kind_and_split_from_records_and_from_tables():
     unmeasured = KindCounts()
     unmeasured.add_records([{**r, "_tokens": None} for r in records])
     assert unmeasured.summary(None)["text"] == {"train": {"records": 2}}
+
+
+def test_the_run_packing_is_each_kinds_as_trained():
+    """The report's packing (what the plan times) is the kinds packed apart in the trainer's batches: steps per
+    epoch are each kind's ceil added (trl trains each kind from its own config), not one whole-set packing."""
+    rng = np.random.default_rng(0)
+    chat, text = rng.integers(20, 300, 1500), rng.integers(100, 700, 90)
+    whole = packing_summary(np.concatenate([chat, text]), 512, 8)
+    kinds = {"chat": {"train": {"records": 1500, "tokens": int(chat.sum()), "tokens_cut": 0,
+                                "packed_sequences": packed_sequences_as_trainer(chat, 512)}},
+             "text": {"train": {"records": 90, "tokens": int(text.sum()),
+                                "tokens_cut": int(np.maximum(text - 512, 0).sum()),
+                                "packed_sequences": packed_sequences_as_trainer(text, 512)},
+                      "validation": {"records": 5}}}
+    packing = packing_as_trained(whole, kinds, 8)
+    per_kind = [kinds[k]["train"]["packed_sequences"] for k in ("chat", "text")]
+    assert packing["by_kind"] == {"chat": per_kind[0], "text": per_kind[1]}
+    assert packing["packed_sequences"] == packing["sequences_per_epoch"] == sum(per_kind) > whole["packed_sequences"]
+    assert packing["steps_per_epoch"] == -(-per_kind[0] // 8) + -(-per_kind[1] // 8)
+    assert packing["one_stream_sequences"] == whole["packed_sequences"]
+    kept = int(chat.sum()) + int(np.minimum(text, 512).sum())
+    assert packing["tokens"] == kept and packing["tokens_per_epoch"] == sum(per_kind) * 512
+    assert packing["packing_efficiency"] == round(kept / (sum(per_kind) * 512), 6)
+    # a kind without the counts (lengths sampled, or no max length): the whole-set figures stay
+    del kinds["text"]["train"]["packed_sequences"]
+    assert packing_as_trained(whole, kinds, 8) is whole

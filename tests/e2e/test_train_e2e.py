@@ -351,6 +351,12 @@ def test_a_mixed_run_trains_by_kind_and_a_sigkilled_run_resumes_keeping_the_best
         # packed sequences against trl's 303)
         assert len(seen[kind].dataset) == plan[kind]["packed_sequences"]
         assert -(-seen[kind].batches // training.gradient_accumulation_steps) == plan[kind]["steps_per_epoch"]
+    # the run's own report plans the same sequences, each kind packed apart, and its steps per epoch at its batch
+    packing = json.loads((mixed_job.run / "report.json").read_text())["lengths"]["packing"]
+    assert packing["by_kind"] == {kind: len(seen[kind].dataset) for kind in ("chat", "text")}
+    assert packing["packed_sequences"] == sum(len(seen[kind].dataset) for kind in ("chat", "text"))
+    assert packing["steps_per_epoch"] == sum(-(-len(seen[kind].dataset) // packing["batch_size"])
+                                             for kind in ("chat", "text"))
 
 
 def test_trl_trains_on_every_record_of_an_appended_version(tmp_path, capsys):

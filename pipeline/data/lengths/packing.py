@@ -104,3 +104,30 @@ def packed_sequences_as_trainer(lengths, max_len: int, batch: int = TRAINER_PACK
     x = np.asarray(lengths, dtype=np.int64)
     x = x[x > 0]  # trl drops empty sequences before packing
     return sum(int(pack_bfd(x[i:i + batch], max_len).max()) + 1 for i in range(0, x.size, batch))
+
+
+def packing_as_trained(packing: dict, kinds: dict, batch_size: int) -> dict:
+    """The run's packing figures redone from the written shards' per-kind counts (pipeline.data.kind_counts): a
+    trainer packs each kind's train records apart (trl and LLaMA-Factory train each kind from its own config) and
+    in batches of TRAINER_PACKING_BATCH rows, so the sequences and steps per epoch are those of the kinds added,
+    not of one whole-set packing of every record. `packing` unchanged where a kind lacks the counts."""
+    train = [entries.get("train") for entries in kinds.values()]
+    if not packing or not train or any(t is None or "packed_sequences" not in t or "tokens_cut" not in t
+                                       for t in train):
+        return packing
+    max_len = packing["max_seq_len"]
+    sequences = sum(t["packed_sequences"] for t in train)
+    tokens = sum(t["tokens"] - t["tokens_cut"] for t in train)
+    steps = sum(math.ceil(t["packed_sequences"] / batch_size) for t in train)
+    capacity = sequences * max_len
+    out = {key: value for key, value in packing.items() if key != "scaled_from_sample"}
+    out.update(records=sum(t["records"] for t in train), packed_sequences=sequences, sequences_per_epoch=sequences,
+               tokens=tokens, tokens_lost=sum(t["tokens_cut"] for t in train),
+               packing_efficiency=round(tokens / capacity, 6) if capacity else 0.0,
+               padding_ratio=round(1 - tokens / capacity, 6) if capacity else 0.0,
+               steps_per_epoch=steps, real_tokens_per_step=round(tokens / steps, 1) if steps else 0.0,
+               tokens_per_epoch=capacity, by_kind={kind: entries["train"]["packed_sequences"]
+                                                   for kind, entries in kinds.items()},
+               one_stream_sequences=packing["packed_sequences"])  # axolotl packs every kind together
+
+    return out
