@@ -1,4 +1,5 @@
 import os
+import subprocess
 import sys
 import uuid
 from pathlib import Path
@@ -76,6 +77,22 @@ def bucket(s3_endpoint):
 
 
 @pytest.fixture(scope="session")
+def sample_run(tmp_path_factory, s3_endpoint):
+    """One `run_prepare` of the sample data with every stage on, uploaded to the local S3 server: the whole run
+    several files look at (tests/e2e/test_run.py, the flow's output in tests/integration/test_flow.py), made
+    once a session as it takes seconds."""
+    import boto3
+
+    from pipeline.core.config import PrepareConfig
+    from pipeline.runner import run_prepare
+
+    boto3.client("s3").create_bucket(Bucket="e2e")
+    out = tmp_path_factory.mktemp("e2e") / "run"
+    cfg = PrepareConfig(inputs=[str(SAMPLE_DATA)], out=str(out), s3="s3://e2e/datasets/sample")
+    return cfg, run_prepare(cfg, progress=False)
+
+
+@pytest.fixture(scope="session")
 def prefect_api(tmp_path_factory):
     """One real Prefect server for the session (temporary SQLite DB), with its own PREFECT_HOME."""
     from prefect.settings import PREFECT_HOME, temporary_settings
@@ -103,6 +120,42 @@ def read_flow_artifacts() -> list:
             return await client.read_artifacts(
                 artifact_filter=ArtifactFilter(key=ArtifactFilterKey(any_=list(FLOW_ARTIFACT_KEYS))))
     return asyncio.run(read())
+
+
+def prepare_in_process(*args: str, cwd) -> subprocess.CompletedProcess:
+    """`prepare <args>` run by the CLI's main() in this process, in `cwd`: its exit code, stdout and stderr as a
+    subprocess would give them (what Python prints, and what reaches the file descriptors: worker processes,
+    libraries), without the seconds a new interpreter takes to start and import the pipeline (most of a small
+    run's time). Tests about the process itself (signals, what the interpreter or an import prints) start one."""
+    import contextlib
+    import io
+    import tempfile
+
+    from pipeline.cli import main
+
+    texts, fds, here = (io.StringIO(), io.StringIO()), (tempfile.TemporaryFile(), tempfile.TemporaryFile()), os.getcwd()
+    sys.stdout.flush(), sys.stderr.flush()
+    saved = os.dup(1), os.dup(2)
+    try:
+        os.chdir(cwd)
+        os.dup2(fds[0].fileno(), 1), os.dup2(fds[1].fileno(), 2)
+        with contextlib.redirect_stdout(texts[0]), contextlib.redirect_stderr(texts[1]):
+            try:
+                code = main(list(args))
+            except SystemExit as exc:  # argparse's usage errors
+                code = exc.code
+    finally:
+        os.dup2(saved[0], 1), os.dup2(saved[1], 2)
+        os.close(saved[0]), os.close(saved[1])
+        os.chdir(here)
+    out, err = (text.getvalue() + _read(fd) for text, fd in zip(texts, fds))
+    return subprocess.CompletedProcess(["prepare", *args], code, out, err)
+
+
+def _read(file) -> str:
+    with file:
+        file.seek(0)
+        return file.read().decode("utf-8", "replace")
 
 
 def fast_config(tmp_path, inputs, **overrides):

@@ -2,12 +2,9 @@
 always does; every check that needs no data runs before the data is read; the approximate-tokenizer warning is
 printed once."""
 import json
-import os
-import subprocess
-import sys
 
 import pytest
-from conftest import ROOT
+from conftest import prepare_in_process
 
 
 def _parse(*argv):
@@ -214,10 +211,8 @@ def test_a_mapping_typo_is_refused_with_the_config(mapping, message):
     assert message in str(err.value)
 
 
-def _cli(tmp_path, *args, timeout=300):
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    return subprocess.run([sys.executable, "-m", "pipeline.cli", *args], cwd=tmp_path, env=env,
-                          capture_output=True, text=True, timeout=timeout)
+def _cli(tmp_path, *args):
+    return prepare_in_process(*args, cwd=tmp_path)
 
 
 def _bad_gzip(tmp_path):
@@ -226,14 +221,14 @@ def _bad_gzip(tmp_path):
     return str(path)
 
 
-@pytest.mark.integration  # the CLI in a subprocess
+@pytest.mark.slow  # the CLI's main(), up to a run
 def test_a_bad_s3_uri_comes_before_the_tokenizer_warning(tmp_path):
     proc = _cli(tmp_path, "run", _bad_gzip(tmp_path), "--out", str(tmp_path / "run"), "--s3", "s3:/bucket")
     assert proc.returncode == 2 and "not an s3:// URI" in proc.stderr
     assert "APPROXIMATE" not in proc.stderr  # was printed before the error
 
 
-@pytest.mark.integration  # the CLI in a subprocess
+@pytest.mark.slow  # the CLI's main(), up to a run
 @pytest.mark.parametrize("flags, message", [
     (["--emit", "trl"], "--emit needs --shards"),
     (["--tokenizer", "no/such-tokenizer-here"], "tokenizer no/such-tokenizer-here: cannot load"),
@@ -245,7 +240,7 @@ def test_precheck_checks_its_settings_before_reading(tmp_path, flags, message):
     assert proc.returncode == 2 and message in proc.stderr, proc.stderr[-2000:]
 
 
-@pytest.mark.integration  # the CLI in a subprocess
+@pytest.mark.slow  # the CLI's main(), up to a run
 def test_precheck_skips_unreadable_inputs_and_warns_once(tmp_path):
     data = tmp_path / "chat.jsonl"
     data.write_text("".join(json.dumps({"instruction": f"Question {i} about the weather today",

@@ -157,7 +157,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from conftest import ROOT, fast_config
+from conftest import ROOT, fast_config, prepare_in_process
 
 from pipeline.core.config import PrepareConfig
 from pipeline.data.readers import names_file, parquet_batch_rows, too_deep
@@ -488,7 +488,7 @@ PII_FILE = "John_Smith_12345678901.jsonl"
 PII_PIECES = ("John", "Smith", "12345678901", "Ahmet", "27384619550")
 
 
-@pytest.mark.integration  # the CLI in a subprocess
+@pytest.mark.slow  # a whole run through the CLI's main()
 def test_a_file_named_on_the_command_line_is_a_label_in_every_output(tmp_path):
     """`prepare run path/John_Smith_12345678901.jsonl`: config.inputs (in manifest.json, uploaded) held the
     path as typed; an unsupported file's name in a folder reached stderr and report.json. Every output, the
@@ -499,10 +499,8 @@ def test_a_file_named_on_the_command_line_is_a_label_in_every_output(tmp_path):
     (tmp_path / "sub").mkdir()
     (tmp_path / "sub" / "a.jsonl").write_text(json.dumps({"text": "another ordinary document"}) + "\n")
     (tmp_path / "sub" / "Ahmet_Yilmaz_27384619550.docx").write_text("not data")
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    proc = subprocess.run([sys.executable, "-m", "pipeline.cli", "run", f"in/{PII_FILE}", "sub", "--out", "run",
-                           "--no-lengths", "--no-estimate", "--no-dedup", "--json"],
-                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    proc = prepare_in_process("run", f"in/{PII_FILE}", "sub", "--out", "run", "--no-lengths", "--no-estimate",
+                              "--no-dedup", "--json", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr[-2000:]
     mapping = json.loads(names_file(str(tmp_path / "run")).read_text(encoding="utf-8"))["names"]
     item = next(lab for lab, name in mapping.items() if name == f"in/{PII_FILE}")  # the input as typed

@@ -1,24 +1,20 @@
 """Records that cannot train at the max length (lengths.untrained) and plain-text chunking (lengths.text_chunking),
 through `prepare run` and `prepare precheck`: both say the same thing, and every record is accounted for."""
 import json
-import os
 import random
-import subprocess
-import sys
 
 import pyarrow.parquet as pq
 import pytest
-from conftest import PEER_FORMATS, ROOT
+from conftest import PEER_FORMATS, prepare_in_process
 
-pytestmark = pytest.mark.integration  # the CLI in subprocesses
+pytestmark = pytest.mark.slow  # whole runs through the CLI's main(), in this process
 
 WORDS = ("kargo fatura iade şifre sipariş teslimat invoice refund parcel courier account upgrade coupon receipt "
          "ticket status warehouse payment address delivery order return label box tracking").split()
 
 
 def prepare(*args, cwd):
-    return subprocess.run([sys.executable, "-m", "pipeline.cli", *args], cwd=cwd, capture_output=True, text=True,
-                          env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=600)
+    return prepare_in_process(*args, cwd=cwd)
 
 
 def write_jsonl(path, rows):
@@ -71,23 +67,35 @@ def test_untrainable_records_are_dropped_counted_and_named_by_default(tmp_path, 
 
 
 def test_untrainable_records_fail_the_run_only_when_asked(tmp_path, long_prompts):
+    """(Merged with test_run_wiring's copy of this test: the same input, config and three runs.)"""
     data, cfg = long_prompts
     common = [str(data), "--config", str(cfg), "--workers", "1", "--no-pii", "--no-estimate"]
     strict = prepare("run", *common, "--out", str(tmp_path / "strict"), "--strict-untrained", cwd=tmp_path)
     assert strict.returncode == 2
     errors = [line for line in strict.stderr.splitlines() if "error" in line]
     assert len(errors) == 1 and errors[0].startswith("prepare: error: 3 chat/instruction record(s)"), strict.stderr
+    assert "3 chat/instruction record(s) have no trainable token" in errors[0]
+    assert "--allow-untrained" in errors[0] and "max_seq_len 96" in errors[0]
     assert "Traceback" not in strict.stderr and not (tmp_path / "strict" / "manifest.json").exists()
+    assert not list((tmp_path / "strict").glob("**/part-*.parquet"))  # failed before a shard was written
 
     kept = prepare("run", *common, "--out", str(tmp_path / "kept"), "--allow-untrained", "--json", cwd=tmp_path)
     assert kept.returncode == 0, kept.stderr[-2000:]
     report = json.loads(kept.stdout)
-    assert report["counts"]["kept"] == 20 and report["lengths"]["untrained"]["policy"] == "keep"
-    assert set(report["lengths"]["untrained"]["example_ids"]) <= shard_ids(tmp_path / "kept")
+    untrained = report["lengths"]["untrained"]
+    assert report["counts"]["kept"] == 20 and untrained["policy"] == "keep"
+    assert untrained["records"] == 3 and len(untrained["example_ids"]) == 3 and untrained["max_seq_len"] == 96
+    assert set(untrained["example_ids"]) <= shard_ids(tmp_path / "kept")
+    assert "no trainable token after truncation" in (tmp_path / "kept" / "report.md").read_text()
 
     both = prepare("run", *common, "--out", str(tmp_path / "both"), "--allow-untrained", "--strict-untrained",
                    cwd=tmp_path)
     assert both.returncode == 2 and "not allowed with argument" in both.stderr
+
+    short = write_jsonl(tmp_path / "short.jsonl", [json.loads(line) for line in data.read_text().splitlines()[3:]])
+    ok = prepare("run", str(short), *common[1:], "--out", str(tmp_path / "short"), "--json", cwd=tmp_path)
+    assert ok.returncode == 0, ok.stderr
+    assert json.loads(ok.stdout)["lengths"]["untrained"]["records"] == 0
 
 
 def test_the_glaive_demo_runs_by_default_and_precheck_says_what_run_does(tmp_path):

@@ -1,4 +1,4 @@
-"""Decontamination through `prepare run --eval-sets`: a training record that copies an eval item, as it is or
+"""Decontamination through `prepare run --eval-sets` (the CLI's main(), in this process): a training record that copies an eval item, as it is or
 in another format, is removed in phase 1 and listed by reference in decontam_removed.parquet; the eval files
 are only read, and an edited eval file makes a resumed run redo phase 1's work."""
 import hashlib
@@ -6,8 +6,9 @@ import json
 import random
 
 import pyarrow.parquet as pq
+from conftest import prepare_in_process
 from test_readers import PII_FILE
-from test_run_wiring import prepare_cli, rows_of, write_jsonl
+from test_run_wiring import rows_of, write_jsonl
 
 from pipeline.core.config import PrepareConfig
 from pipeline.runner.phases import normalize_shard, plan_shards
@@ -50,7 +51,7 @@ def write_inputs(tmp_path):
 
 def run(tmp_path, name, *args):
     out = tmp_path / name
-    proc = prepare_cli(str(tmp_path / "train.jsonl"), "--out", str(out), "--workers", "1", "--no-pii",
+    proc = prepare_in_process("run", str(tmp_path / "train.jsonl"), "--out", str(out), "--workers", "1", "--no-pii",
                        "--no-lengths", "--no-estimate", *args, cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr[-2000:]
     return out, proc
@@ -108,7 +109,7 @@ def test_an_edited_eval_file_makes_phase_1_redo_its_shards(tmp_path):
 
 def test_an_eval_set_that_cannot_be_read_stops_the_run_before_any_output(tmp_path):
     write_inputs(tmp_path)
-    proc = prepare_cli(str(tmp_path / "train.jsonl"), "--out", str(tmp_path / "run"), "--no-pii",
+    proc = prepare_in_process("run", str(tmp_path / "train.jsonl"), "--out", str(tmp_path / "run"), "--no-pii",
                        "--eval-sets", str(tmp_path / "missing.jsonl"), cwd=tmp_path)
     assert proc.returncode != 0 and "missing.jsonl: no such file" in proc.stderr
     assert not (tmp_path / "run").exists()
@@ -119,7 +120,7 @@ def test_an_eval_file_named_with_personal_data_is_a_label_in_every_output(tmp_pa
     (tmp_path / "train.jsonl").rename(tmp_path / "train-in.jsonl")
     named = tmp_path / PII_FILE
     (tmp_path / "eval.jsonl").rename(named)
-    proc = prepare_cli("train-in.jsonl", "--out", "run", "--no-lengths", "--no-estimate", "--eval-sets", PII_FILE,
+    proc = prepare_in_process("run", "train-in.jsonl", "--out", "run", "--no-lengths", "--no-estimate", "--eval-sets", PII_FILE,
                        cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr[-2000:]
     manifest = json.loads((tmp_path / "run" / "manifest.json").read_text())

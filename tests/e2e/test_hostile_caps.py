@@ -63,18 +63,28 @@ def test_the_largest_record_without_spaces_stays_bounded(tmp_path):
     assert result["peak_mb"] < PEAK_LIMIT_MB, result
 
 
-def test_a_parquet_row_of_a_million_messages_is_quarantined_unbuilt(tmp_path):
-    """A 2.5 KB Parquet file whose one row holds 1,000,000 messages (30 MB as JSON): only message text counted
-    toward the cap, so it was built as Python objects and ran past 300 s at 2.9 GB without a report."""
+@pytest.fixture(scope="module")
+def quarantined_run(tmp_path_factory):
+    """One run over the two records the caps quarantine unbuilt (a Parquet row of a million messages, a JSON
+    record of 200,000 turns), each beside an ordinary record: (report, result) as run_cli gives them."""
+    tmp_path = tmp_path_factory.mktemp("quarantined")
     (tmp_path / "in").mkdir()
     turns = pa.array([[{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}] * 500_000])
     pq.write_table(pa.table({"messages": turns}), tmp_path / "in" / "chat.parquet", compression="zstd")
     ok = [{"messages": [{"role": "user", "content": "Where is my order?"},
                         {"role": "assistant", "content": "It ships tomorrow morning."}]}]
     (tmp_path / "in" / "ok.jsonl").write_text(json.dumps(ok[0]) + "\n")
-    report, result = run_cli(tmp_path, [tmp_path / "in"])
+    rows = [{"messages": chat(200_000, lambda i: "a")}, {"messages": chat(2, lambda i: f"an ordinary turn {i}")}]
+    (tmp_path / "in" / "long.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return run_cli(tmp_path, [tmp_path / "in"])
+
+
+def test_a_parquet_row_of_a_million_messages_is_quarantined_unbuilt(quarantined_run):
+    """A 2.5 KB Parquet file whose one row holds 1,000,000 messages (30 MB as JSON): only message text counted
+    toward the cap, so it was built as Python objects and ran past 300 s at 2.9 GB without a report."""
+    report, result = quarantined_run
     assert report["files"]["in/chat.parquet"]["quarantined_by_reason"] == {"too_large": 1}
-    assert report["counts"]["kept"] == 1
+    assert report["files"]["in/ok.jsonl"]["kept"] == 1
     assert result["peak_mb"] < PEAK_LIMIT_MB, result
 
 
@@ -107,12 +117,12 @@ def test_records_over_max_turns_are_quarantined_in_every_chat_format(tmp_path):
     assert reasons == [1, {"too_many_turns": 1}, 1, {"too_many_turns": 1}, 1, {"too_many_turns": 1}, 1]
 
 
-def test_a_record_of_200000_turns_is_quarantined_in_a_run(tmp_path):
-    (tmp_path / "in").mkdir()
-    rows = [{"messages": chat(200_000, lambda i: "a")}, {"messages": chat(2, lambda i: f"an ordinary turn {i}")}]
-    (tmp_path / "in" / "long.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
-    report, _ = run_cli(tmp_path, [tmp_path / "in"])
-    assert report["counts"]["quarantined_by_reason"] == {"too_many_turns": 1} and report["counts"]["kept"] == 1
+def test_a_record_of_200000_turns_is_quarantined_in_a_run(quarantined_run):
+    report, _ = quarantined_run
+    counts = report["files"]["in/long.jsonl"]
+    assert counts["quarantined_by_reason"] == {"too_many_turns": 1} and counts["kept"] == 1
+    assert report["counts"]["quarantined_by_reason"] == {"too_large": 1, "too_many_turns": 1}
+    assert report["counts"]["kept"] == 2
 
 
 def test_a_record_of_max_turns_just_under_the_byte_cap_stays_bounded(tmp_path):

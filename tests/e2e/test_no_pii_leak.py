@@ -154,18 +154,13 @@ def write_attack_inputs(d):
 
 
 def test_the_attack_shapes_reach_no_output_file_and_no_stdout(tmp_path):
-    """A whole run through the CLI: shards, report.json/md, quarantine and the rest of the run directory, and
+    """A whole run through the CLI's main(): shards, report.json/md, quarantine and the rest of the run directory, and
     --json stdout and stderr hold none of the planted values in any writing (spaces and dashes removed too)."""
-    import os
-    import subprocess
-    import sys
-    from pathlib import Path
+    from conftest import prepare_in_process
 
     inputs = write_attack_inputs(tmp_path / "in")
-    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
-    proc = subprocess.run([sys.executable, "-m", "pipeline.cli", "run", str(inputs), "--out", str(tmp_path / "run"),
-                           "--workers", "1", "--no-lengths", "--no-estimate", "--json"], cwd=tmp_path, env=env,
-                          capture_output=True, text=True, timeout=300)
+    proc = prepare_in_process("run", str(inputs), "--out", str(tmp_path / "run"), "--workers", "1", "--no-lengths",
+                              "--no-estimate", "--json", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr[-2000:]
     report = json.loads(proc.stdout)
     assert report["counts"]["kept"] == 4 and report["counts"]["quarantined"] == 1

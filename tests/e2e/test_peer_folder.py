@@ -4,15 +4,12 @@ plus what a download or an export does to files (a cut .gz, a Windows-1254 text)
 finishes and its summary names every file it skipped, cut or re-encoded."""
 import gzip
 import json
-import os
 import shutil
-import subprocess
-import sys
 
 import pytest
-from conftest import PEER_FORMATS, ROOT
+from conftest import PEER_FORMATS, prepare_in_process
 
-pytestmark = [pytest.mark.integration, pytest.mark.slow]
+pytestmark = pytest.mark.slow  # a whole run through the CLI's main()
 
 DEMOS = ("alpaca_en_demo.json", "c4_demo.jsonl", "dataset_info.json", "glaive_toolcall_en_demo.json", "identity.json",
          "wiki_demo.txt", "README.md")
@@ -57,10 +54,8 @@ def data_folder(tmp_path):
 
 
 def test_a_run_over_llama_factorys_data_folder_names_every_file_it_skipped_cut_or_re_encoded(data_folder, tmp_path):
-    proc = subprocess.run([sys.executable, "-m", "pipeline.cli", "run", str(data_folder), "--out",
-                           str(tmp_path / "run"), "--skip-unreadable", "--no-pii", "--no-estimate"],
-                          cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(ROOT)}, capture_output=True, text=True,
-                          timeout=600)
+    proc = prepare_in_process("run", str(data_folder), "--out", str(tmp_path / "run"), "--skip-unreadable",
+                              "--no-pii", "--no-estimate", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr[-3000:]
     notes = {line.strip().split(":", 1)[0].rsplit("/", 1)[-1]: line for line in proc.stdout.splitlines()
              if line.startswith("  ") and "data/" in line}

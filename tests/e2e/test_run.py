@@ -3,9 +3,7 @@ import json
 
 import pyarrow.parquet as pq
 import pytest
-from conftest import SAMPLE_DATA
 
-from pipeline.core.config import PrepareConfig
 from pipeline.core.files import sha256_file
 from pipeline.core.schemas import validate
 from pipeline.runner import run_prepare
@@ -13,19 +11,8 @@ from pipeline.runner import run_prepare
 pytestmark = pytest.mark.slow
 
 
-@pytest.fixture(scope="module")
-def full_run(tmp_path_factory, s3_endpoint):
-    import boto3
-
-    boto3.client("s3").create_bucket(Bucket="e2e")
-    out = tmp_path_factory.mktemp("e2e") / "run"
-    cfg = PrepareConfig(inputs=[str(SAMPLE_DATA)], out=str(out), s3="s3://e2e/datasets/sample")
-    first = run_prepare(cfg, progress=False)
-    return cfg, first
-
-
-def test_report_accounts_for_every_record(full_run):
-    cfg, result = full_run
+def test_report_accounts_for_every_record(sample_run):
+    cfg, result = sample_run
     counts = result.report["counts"]
     assert counts["input"] == counts["kept"] + counts["quarantined"] + sum(counts["dropped"].values())
     assert counts["dropped"].get("exact_duplicate", 0) >= 3
@@ -40,8 +27,8 @@ def test_report_accounts_for_every_record(full_run):
     assert (result.run_dir / "report.md").read_text().startswith("# Prepare run report")
 
 
-def test_manifest_and_shards(full_run):
-    cfg, result = full_run
+def test_manifest_and_shards(sample_run):
+    cfg, result = sample_run
     manifest = json.loads((result.run_dir / "manifest.json").read_text())
     validate(manifest, "manifest")
     assert {s["split"] for s in manifest["shards"]} == {"train", "validation"}
@@ -52,10 +39,10 @@ def test_manifest_and_shards(full_run):
     assert sum(s["rows"] for s in manifest["shards"]) == manifest["counts"]["kept"]
 
 
-def test_shards_load_with_datasets_in_trl_messages_form(full_run):
+def test_shards_load_with_datasets_in_trl_messages_form(sample_run):
     import datasets
 
-    cfg, result = full_run
+    cfg, result = sample_run
     ds = datasets.load_dataset("parquet", data_dir=str(result.run_dir))
     assert set(ds) == {"train", "validation"}
     chat = [r for r in ds["train"] if r["kind"] != "text"]
@@ -65,10 +52,10 @@ def test_shards_load_with_datasets_in_trl_messages_form(full_run):
         validate(row, "record")
 
 
-def test_upload_then_unchanged_rerun_is_idempotent(full_run):
+def test_upload_then_unchanged_rerun_is_idempotent(sample_run):
     import boto3
 
-    cfg, first = full_run
+    cfg, first = sample_run
     assert first.manifest_uri == "s3://e2e/datasets/sample/manifest.json"
     keys = [o["Key"] for o in boto3.client("s3").list_objects_v2(Bucket="e2e")["Contents"]]
     manifest = json.loads((first.run_dir / "manifest.json").read_text())

@@ -10,7 +10,7 @@ from collections import Counter
 
 import pyarrow.parquet as pq
 import pytest
-from conftest import ROOT, fast_config
+from conftest import ROOT, fast_config, prepare_in_process
 from slowshards import start_and_kill
 from test_lang import SENTENCES
 
@@ -185,7 +185,8 @@ def test_a_killed_run_resumes_to_the_same_stratified_split(tmp_path):
     env = frozen_code(tmp_path)
     cmd = [sys.executable, "-m", "pipeline.cli", "run", str(data), "--workers", "1", "--config",
            str(tmp_path / "cfg.json"), "--no-pii", "--no-lengths", "--no-estimate"]
-    subprocess.run([*cmd, "--out", str(tmp_path / "ref")], env=env, check=True, capture_output=True)
+    ref = prepare_in_process(*cmd[3:], "--out", str(tmp_path / "ref"), cwd=tmp_path)  # no kill: in this process
+    assert ref.returncode == 0, ref.stderr[-2000:]
     out = tmp_path / "run"
     results = out / "work" / "results"
     start_and_kill([*cmd, "--out", str(out)], env, results, seconds=0.5)
@@ -198,41 +199,14 @@ def test_a_killed_run_resumes_to_the_same_stratified_split(tmp_path):
     assert validation_by_lang(out)[2] == validation_by_lang(tmp_path / "ref")[2]
 
 
-# ------------------------------------------------------------------------------ the zero-trainable check
+# ------------------------------------------------------------------------------ the CLI in a subprocess
 
 def prepare_cli(*args, cwd):
     return subprocess.run([sys.executable, "-m", "pipeline.cli", "run", *args], cwd=cwd, capture_output=True,
                           text=True, env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=600)
 
 
-def test_a_run_whose_answers_lie_past_the_max_length_fails_when_strict(tmp_path):
-    rng = random.Random(2)
-    long_prompt = lambda i: " ".join(rng.choice(WORDS) for _ in range(120)) + f" {i}"  # noqa: E731
-    short_prompt = lambda i: " ".join(rng.choice(WORDS) for _ in range(8)) + f" {i}"  # noqa: E731
-    rows = [{"instruction": long_prompt(i), "output": f"Short answer number {i}."} for i in range(3)]
-    rows += [{"instruction": short_prompt(i), "output": f"Short answer number {i}."} for i in range(3, 20)]
-    data = write_jsonl(tmp_path / "in.jsonl", rows)
-    (tmp_path / "cfg.json").write_text(json.dumps({"lengths": {"max_seq_len": 96}, "dedup": {"enabled": False}}))
-    common = [str(data), "--config", str(tmp_path / "cfg.json"), "--workers", "1", "--no-pii", "--no-estimate"]
-
-    failed = prepare_cli(*common, "--out", str(tmp_path / "run"), "--strict-untrained", cwd=tmp_path)
-    assert failed.returncode != 0
-    errors = [line for line in failed.stderr.splitlines() if "error" in line]
-    assert len(errors) == 1 and "3 chat/instruction record(s) have no trainable token" in errors[0], failed.stderr
-    assert "--allow-untrained" in errors[0] and "max_seq_len 96" in errors[0]
-    assert not (tmp_path / "run" / "manifest.json").exists()
-    assert not list((tmp_path / "run").glob("**/part-*.parquet"))  # failed before a shard was written
-
-    allowed = prepare_cli(*common, "--out", str(tmp_path / "run"), "--allow-untrained", "--json", cwd=tmp_path)
-    assert allowed.returncode == 0, allowed.stderr
-    untrained = json.loads(allowed.stdout)["lengths"]["untrained"]
-    assert untrained["records"] == 3 and len(untrained["example_ids"]) == 3 and untrained["max_seq_len"] == 96
-    assert "no trainable token after truncation" in (tmp_path / "run" / "report.md").read_text()
-
-    ok = prepare_cli(str(write_jsonl(tmp_path / "short.jsonl", rows[3:])), *common[1:], "--out",
-                     str(tmp_path / "short"), "--json", cwd=tmp_path)
-    assert ok.returncode == 0, ok.stderr
-    assert json.loads(ok.stdout)["lengths"]["untrained"]["records"] == 0
+# (the zero-trainable check through `prepare run`, that was here: tests/data/test_untrainable.py)
 
 
 def test_token_lengths_are_reported_per_language(tmp_path):

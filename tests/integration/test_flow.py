@@ -9,12 +9,11 @@ from conftest import FLOW_ARTIFACT_KEYS, SAMPLE_DATA, read_flow_artifacts
 pytestmark = pytest.mark.integration
 
 
-def test_flow_runs_end_to_end_and_publishes_artifacts(prefect_api, bucket, tmp_path):
+def test_flow_runs_end_to_end_and_publishes_artifacts(prefect_api, bucket, tmp_path, sample_run):
     import boto3
 
     from flows.prepare import prepare
     from pipeline.core.config import PrepareConfig
-    from pipeline.runner import run_prepare
 
     cfg = PrepareConfig(inputs=[str(SAMPLE_DATA)], out=str(tmp_path / "flow"), s3=f"s3://{bucket}/ds")
     state = prepare(cfg, return_state=True)
@@ -26,12 +25,18 @@ def test_flow_runs_end_to_end_and_publishes_artifacts(prefect_api, bucket, tmp_p
     local = json.loads((tmp_path / "flow" / "manifest.json").read_text())
     assert remote == local
 
-    # the flow and the plain runner produce the same shards
-    plain = run_prepare(cfg.model_copy(update={"out": str(tmp_path / "plain"), "s3": None}), progress=False)
+    # the flow and the plain runner produce the same shards (the session's run of the same data and settings,
+    # but for `out` and `s3`)
+    plain_cfg, plain = sample_run
+    assert plain_cfg.model_copy(update={"out": cfg.out, "s3": cfg.s3}) == cfg
     plain_manifest = json.loads((plain.run_dir / "manifest.json").read_text())
     assert [s["sha256"] for s in plain_manifest["shards"]] == [s["sha256"] for s in local["shards"]]
 
-    assert {a.key for a in read_flow_artifacts()} == set(FLOW_ARTIFACT_KEYS)
+    artifacts = read_flow_artifacts()
+    assert {a.key for a in artifacts} == set(FLOW_ARTIFACT_KEYS)
+    # uploaded, report.html is linked on S3 from its own artifact and from the report's
+    for key in ("prepare-report-html", "prepare-report"):
+        assert any(f"s3://{bucket}/ds/report.html" in str(a.data) for a in artifacts if a.key == key), key
 
     # each stage's progress, with counts and rates, is in the flow run's log
     messages = [log.message for log in read_flow_run_logs(state.state_details.flow_run_id)]
@@ -162,6 +167,12 @@ def test_a_deployment_run_merges_partial_params_over_the_served_defaults(prefect
     state = run_flow(prepare, flow_run=flow_run, return_type="state")
     assert state.is_completed(), state
     assert state.result()["manifest_uri"] is None
+    # not uploaded, report.html is linked as the local file from its own artifact and from the report's (this
+    # flow run is the one test_report_html.py ran for it)
+    html = (tmp_path / "local" / "report.html").resolve().as_uri()
+    artifacts = read_flow_artifacts()
+    for key in ("prepare-report-html", "prepare-report"):
+        assert any(html in str(a.data) for a in artifacts if a.key == key), (key, [a.data for a in artifacts])
 
 
 def test_explicit_fields_and_merge_are_field_by_field():

@@ -343,30 +343,7 @@ def test_tables_fit_or_scroll_in_their_own_box_and_chart_labels_do_not_collide(h
         shutil.copy(shot, Path(os.environ["PREPARE_SHOT"]) / "report.png")
 
 
-# ------------------------------------------------------------------------------------------------ Prefect
-
-def test_the_flow_links_report_html_from_its_artifacts(prefect_api, tmp_path):
-    import asyncio
-
-    from prefect.client.orchestration import get_client
-    from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterKey
-
-    from flows.prepare import prepare
-
-    inputs = tmp_path / "in"
-    inputs.mkdir()
-    (inputs / "a.jsonl").write_text("".join(json.dumps({"instruction": f"q {i} please", "output": f"answer {i} ok"})
-                                            + "\n" for i in range(5)))
-    out = prepare(fast_config(tmp_path, [inputs]))
-    html = (Path(out["run_dir"]) / "report.html").resolve().as_uri()
-
-    async def read(key):
-        async with get_client() as client:
-            return await client.read_artifacts(artifact_filter=ArtifactFilter(key=ArtifactFilterKey(any_=[key])))
-
-    links = asyncio.run(read("prepare-report-html"))
-    assert any(html in str(a.data) for a in links), [a.data for a in links]
-    assert any(html in str(a.data) for a in asyncio.run(read("prepare-report")))
+# (that the flow links report.html from its artifacts: tests/integration/test_flow.py)
 
 
 def test_the_stratified_split_is_a_table_of_the_splits_section(html_run):

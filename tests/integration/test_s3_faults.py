@@ -33,7 +33,21 @@ def direct(s3_endpoint):
 
 
 @pytest.fixture
-def proxy(s3_endpoint, bucket, fast, monkeypatch):
+def no_backoff(monkeypatch):
+    """No wait between tries (botocore's backoff, the whole-object retry's): these tests count the tries and
+    what reached the server, and the waits were seconds of sleep each. The bounded-time test keeps them."""
+    from types import SimpleNamespace
+
+    from botocore.retries.standard import ExponentialBackoff
+
+    from pipeline.core import s3
+
+    monkeypatch.setattr(ExponentialBackoff, "delay_amount", lambda self, context: 0)
+    monkeypatch.setattr(s3, "random", SimpleNamespace(uniform=lambda low, high: 0.0))
+
+
+@pytest.fixture
+def proxy(s3_endpoint, bucket, fast, no_backoff, monkeypatch):
     with FaultProxy(s3_endpoint, lifetime=60) as p:
         monkeypatch.setenv("AWS_ENDPOINT_URL", p.url)
         yield p

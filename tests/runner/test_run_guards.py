@@ -7,7 +7,7 @@ import os
 import socket
 
 import pytest
-from conftest import fast_config
+from conftest import fast_config, prepare_in_process
 from test_cli_errors import FAST, assert_one_line, cli, write_alpaca
 
 from pipeline.runner import PrepareError, run_prepare
@@ -27,22 +27,22 @@ def data(tmp_path):
 
 # --- names that are not UTF-8 ---------------------------------------------------------------------------
 
-@pytest.mark.integration
+@pytest.mark.slow  # two runs through the CLI's main()
 def test_non_utf8_file_names_are_shown_escaped_and_the_run_finishes(tmp_path, data):
     folder = data.parent
     with open(os.path.join(os.fsencode(folder), b"x\xffy.docx"), "wb") as fh:
         fh.write(b"not a data file")
     with open(os.path.join(os.fsencode(folder), b"b\xfe.jsonl"), "wb") as fh:
         fh.write(b'{"text": "a second document about something else entirely"}\n')
-    proc = cli("run", str(folder), "--out", "run", *FAST, "--json", cwd=tmp_path)
+    proc = prepare_in_process("run", str(folder), "--out", "run", *FAST, "--json", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr[-3000:]
     run = tmp_path / "run"
     report = json.loads((run / "report.json").read_text(encoding="utf-8"))
     assert {"file": "in/x\\xffy.docx", "reason": "unsupported file type (skipped)"} in report["unreadable_inputs"]
     assert "in/b\\xfe.jsonl" in report["files"] and (run / "manifest.json").is_file() and not (run / "work").exists()
     assert "in/b\\xfe.jsonl" in json.loads(proc.stdout)["files"]
-    named = cli("run", os.fsdecode(os.path.join(os.fsencode(folder), b"b\xfe.jsonl")), "--out", "run2", *FAST,
-                cwd=tmp_path)  # named on the command line: config.inputs in the manifest
+    named = prepare_in_process("run", os.fsdecode(os.path.join(os.fsencode(folder), b"b\xfe.jsonl")), "--out",
+                               "run2", *FAST, cwd=tmp_path)  # named on the command line: config.inputs in the manifest
     assert named.returncode == 0, named.stderr[-3000:]
     assert json.loads((tmp_path / "run2" / "manifest.json").read_text())["config"]["inputs"][0].endswith("b\\xfe.jsonl")
 
@@ -119,15 +119,17 @@ def test_dot_and_empty_segments_in_the_s3_prefix_are_refused(tmp_path, data, uri
 @pytest.mark.integration
 def test_two_run_directories_do_not_replace_each_others_upload(tmp_path, data, bucket):
     dest = f"s3://{bucket}/shared"
-    first = cli("run", str(data), "--out", "one", "--s3", dest, *FAST, cwd=tmp_path)
+    # the runs that succeed in this process; the refused one, a one-line error, from a CLI process of its own
+    first = prepare_in_process("run", str(data), "--out", "one", "--s3", dest, *FAST, cwd=tmp_path)
     assert first.returncode == 0, first.stderr[-3000:]
     other = write_alpaca(tmp_path / "in2" / "b.jsonl", seed=3)
     second = cli("run", str(other), "--out", "two", "--s3", dest, *FAST, cwd=tmp_path)
     assert_one_line(second, f"{dest}/manifest.json", "another run directory", "--s3-overwrite")
     assert not (tmp_path / "two").exists()  # refused before the run
-    again = cli("run", str(data), "--out", "one", "--s3", dest, *FAST, cwd=tmp_path)  # the same run, again
+    again = prepare_in_process("run", str(data), "--out", "one", "--s3", dest, *FAST, cwd=tmp_path)  # the same, again
     assert again.returncode == 0, again.stderr[-3000:]
-    replaced = cli("run", str(other), "--out", "two", "--s3", dest, "--s3-overwrite", *FAST, cwd=tmp_path)
+    replaced = prepare_in_process("run", str(other), "--out", "two", "--s3", dest, "--s3-overwrite", *FAST,
+                                  cwd=tmp_path)
     assert replaced.returncode == 0, replaced.stderr[-3000:]
 
 
