@@ -32,6 +32,9 @@ $(TRAIN_STAMP): $(TRACE_STAMP)
 	rm -rf $(VENV)/train-parsers && mkdir -p $(VENV)/train-parsers/wheels
 	$(PY) -m pip download -q --no-deps -d $(VENV)/train-parsers/wheels $(TRAIN_PARSERS)
 	for w in $(VENV)/train-parsers/wheels/*.whl; do $(PY) -m zipfile -e "$$w" $(VENV)/train-parsers/src; done
+	# s3fs (axolotl's s3:// reader) apart: its aiobotocore pins an older botocore than boto3 takes (pip warns of it)
+	rm -rf $(VENV)/s3fs-lib
+	$(PY) -m pip install -q --target $(VENV)/s3fs-lib "s3fs==$$($(PY) -c 'import fsspec; print(fsspec.__version__)')"
 	@rm -f $(VENV)/.installed-train-*; touch $(TRAIN_STAMP)
 
 # tests/integration/test_report_html.py opens report.html in Debian's headless chromium: installed here where missing
