@@ -178,9 +178,8 @@ def test_servers_the_project_starts_have_telemetry_off(tmp_path):
 
 
 # A worker or the scheduler lost mid-run. Every process reaches one Prefect server of the module (as the docs
-# advise for a cluster: without PREFECT_API_URL each worker process starts a temporary server of its own, 30 s
-# or more on a loaded machine, again for a worker that restarts); shards are a file each, and slowed (2 s) on
-# the workers so that a run is caught mid-way.
+# advise for workers on several machines); shards are a file each, and slowed (2 s) on the workers so that a
+# run is caught mid-way.
 
 ONE_FILE_A_SHARD = {"read": {"files_per_shard": 1}}
 FAST = ["--no-pii", "--no-lengths", "--no-estimate", "--config", "shards.json"]
