@@ -423,7 +423,7 @@ def test_workers_get_the_flow_api_and_one_that_cannot_reach_it_is_named(monkeypa
     plugin.teardown(Worker())
     assert os.environ["PREFECT_API_URL"] == "http://prefect.internal/api"
     closed = f"http://127.0.0.1:{free_port()}/api"
-    with LocalCluster(n_workers=1, processes=False, dashboard_address=None) as local:
+    with LocalCluster(n_workers=1, processes=False, dashboard_address=":0") as local:
         with pytest.raises(PrepareError, match=r"^the Dask worker .+ cannot reach the Prefect API "
                                                + re.escape(closed) + r" \(URLError\); set PREFECT_API_URL"):
             check_api(local.scheduler_address, closed)
