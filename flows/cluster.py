@@ -12,6 +12,7 @@ import hashlib
 import logging
 import os
 import threading
+import urllib.parse
 import urllib.request
 from contextlib import contextmanager
 from pathlib import Path
@@ -127,9 +128,11 @@ def check_api(dask_address: str, api_url: str) -> None:
     """One line for the first worker that cannot reach the flow's Prefect API (before any task)."""
     with Client(dask_address, timeout=20, set_as_default=False) as client:
         problems = client.run(api_reachable, api_url)
+    parts = urllib.parse.urlsplit(api_url)
+    shown = parts._replace(netloc=parts.netloc.rpartition("@")[2]).geturl()  # never a user:password in it
     for worker, problem in sorted(problems.items()):
         if problem:
-            raise PrepareError(f"the Dask worker {worker} cannot reach the Prefect API {api_url} ({problem}); "
+            raise PrepareError(f"the Dask worker {worker} cannot reach the Prefect API {shown} ({problem}); "
                                "set PREFECT_API_URL to a Prefect server that this machine and every worker reach")
 
 

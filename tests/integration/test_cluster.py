@@ -422,11 +422,11 @@ def test_workers_get_the_flow_api_and_one_that_cannot_reach_it_is_named(monkeypa
     plugin.setup(Worker())  # a worker's own value wins
     plugin.teardown(Worker())
     assert os.environ["PREFECT_API_URL"] == "http://prefect.internal/api"
-    closed = f"http://127.0.0.1:{free_port()}/api"
+    closed = f"127.0.0.1:{free_port()}/api"
     with LocalCluster(n_workers=1, processes=False, dashboard_address=":0") as local:
-        with pytest.raises(PrepareError, match=r"^the Dask worker .+ cannot reach the Prefect API "
+        with pytest.raises(PrepareError, match=r"^the Dask worker .+ cannot reach the Prefect API http://"
                                                + re.escape(closed) + r" \(URLError\); set PREFECT_API_URL"):
-            check_api(local.scheduler_address, closed)
+            check_api(local.scheduler_address, f"http://admin:a-secret@{closed}")  # the password is not shown
 
 
 def test_a_lost_scheduler_is_one_line_and_the_console_keeps_no_traceback_of_it():
