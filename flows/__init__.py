@@ -17,9 +17,9 @@ OFFLINE_ENV = {
 }
 
 
-# A temporary Prefect server (a flow run without PREFECT_API_URL, and on a Dask cluster each worker process of
-# it) had Prefect's 20 s to answer: on a busy machine it needs more, and `prepare run --dask-address` failed with
-# "internal error (RuntimeError)" before a record was read.
+# A temporary Prefect server (a flow run without PREFECT_API_URL, on a Dask cluster too: flows.cluster's
+# one_prefect_api) had Prefect's 20 s to answer: on a busy machine it needs more, and `prepare run
+# --dask-address` failed with "internal error (RuntimeError)" before a record was read.
 SERVER_START_ENV = {"PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS": "120"}
 
 

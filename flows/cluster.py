@@ -10,8 +10,13 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import logging
+import os
 import threading
+import urllib.parse
+import urllib.request
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Iterator
 
 from distributed import Client
 from distributed.client import FutureCancelledError
@@ -31,12 +36,19 @@ def count_topic(folder: str | Path) -> str:
 class RunWorker(WorkerPlugin):
     """Set up in every worker process, those that join or restart later included (Client.register_plugin): the
     process's counts become events of its run's topic, and Prefect's outbound calls are off there too (a worker
-    the nanny restarts after a kill never had check_workers' probe)."""
+    the nanny restarts after a kill never had check_workers' probe). `api_url`, the flow's Prefect API, is the
+    process's PREFECT_API_URL unless it has one: each task's settings carry it too, but what Prefect reads from
+    the environment alone (a worker's first import of it) then finds the flow's server, not a server of its own."""
+
+    def __init__(self, api_url: str | None = None):
+        self.api_url = api_url
 
     def setup(self, worker) -> None:
         from flows import quiet_environment
 
         quiet_environment()
+        if self.api_url:
+            os.environ.setdefault("PREFECT_API_URL", self.api_url)
 
         def send(folder: str, stage: str, index: int, count: int) -> None:
             worker.log_event(count_topic(folder), {"stage": stage, "index": index, "count": count})
@@ -55,7 +67,7 @@ class ClusterCounts:
         self.files = CountFiles(folder)
         self.latest: dict[tuple[str, int], int] = {}
         self.lock = threading.Lock()  # events arrive on the client's event loop, totals are read by StageProgress
-        client.register_plugin(RunWorker(), name=PLUGIN_NAME)
+        client.register_plugin(RunWorker(flow_api_url()), name=PLUGIN_NAME)
         client.subscribe_topic(count_topic(folder), self.receive)
 
     def receive(self, event: tuple[float, dict]) -> None:
@@ -73,6 +85,55 @@ class ClusterCounts:
         with self.lock:
             for key in [key for key in self.latest if key[0] == stage]:
                 del self.latest[key]
+
+
+def flow_api_url() -> str | None:
+    """The Prefect API of the flow run in this process (its settings), None outside one."""
+    from prefect.settings import PREFECT_API_URL
+
+    return PREFECT_API_URL.value() or None
+
+
+@contextmanager
+def one_prefect_api() -> Iterator[str]:
+    """The Prefect API that the flow and every task on the workers use: the user's PREFECT_API_URL, else a
+    temporary server started here (what the flow would start itself), set as PREFECT_API_URL of the settings
+    around the run. Without it the flow's settings named no API, each task carried none to its worker, and every
+    worker process started a temporary server of its own: tens of CPU-seconds per process, again after a
+    restart, its task runs seen on no server. The temporary server listens on 127.0.0.1: workers on other
+    machines need a PREFECT_API_URL that they reach (check_api)."""
+    from prefect.settings import PREFECT_API_URL, temporary_settings
+
+    if PREFECT_API_URL.value():
+        yield PREFECT_API_URL.value()
+        return
+    from prefect.server.api.server import SubprocessASGIServer
+
+    server = SubprocessASGIServer()  # Prefect's own temporary server, stopped when this process exits
+    server.start()
+    with temporary_settings({PREFECT_API_URL: server.api_url}):
+        yield server.api_url
+
+
+def api_reachable(api_url: str) -> str | None:
+    """Run in a worker: None when the Prefect API answers, else the error's type."""
+    try:
+        with urllib.request.urlopen(f"{api_url}/health", timeout=10):
+            return None
+    except Exception as exc:
+        return type(exc).__name__
+
+
+def check_api(dask_address: str, api_url: str) -> None:
+    """One line for the first worker that cannot reach the flow's Prefect API (before any task)."""
+    with Client(dask_address, timeout=20, set_as_default=False) as client:
+        problems = client.run(api_reachable, api_url)
+    parts = urllib.parse.urlsplit(api_url)
+    shown = parts._replace(netloc=parts.netloc.rpartition("@")[2]).geturl()  # never a user:password in it
+    for worker, problem in sorted(problems.items()):
+        if problem:
+            raise PrepareError(f"the Dask worker {worker} cannot reach the Prefect API {shown} ({problem}); "
+                               "set PREFECT_API_URL to a Prefect server that this machine and every worker reach")
 
 
 class SchedulerLost(PrepareError):

@@ -233,14 +233,17 @@ def run_flow(cfg: PrepareConfig, dask_address: str | None = None) -> RunResult:
     if dask_address:
         from prefect_dask import DaskTaskRunner
 
-        from flows.cluster import one_line_failures
+        from flows.cluster import check_api, one_line_failures, one_prefect_api
 
         one_line_failures()
         cfg = absolute_paths(cfg)  # the flow hands paths to workers started in other folders
         check_workers(cfg, dask_address)
-        runner = DaskTaskRunner(address=dask_address)
-    state = prepare.with_options(task_runner=runner)(cfg, return_state=True)
-    out = state.result()
+        with one_prefect_api() as api_url:  # the workers' tasks report to the flow's server, start none
+            check_api(dask_address, api_url)
+            runner = DaskTaskRunner(address=dask_address)
+            out = prepare.with_options(task_runner=runner)(cfg, return_state=True).result()
+    else:
+        out = prepare.with_options(task_runner=runner)(cfg, return_state=True).result()
     import json
 
     run_dir = Path(out["run_dir"])

@@ -72,10 +72,16 @@ def dask_cluster(home: Path, env: dict[str, str], workers: int = 1) -> Iterator[
 
 
 @pytest.fixture(scope="module")
-def cluster(tmp_path_factory):
-    """A scheduler and one worker process started in a folder of their own, without PREPARE_PII_SALT; yields
-    the scheduler's address."""
-    with dask_cluster(tmp_path_factory.mktemp("dask-home"), without_prefect_and_salt()) as (address, _):
+def cluster_home(tmp_path_factory) -> Path:
+    """The folder the module's cluster is started in; its log is dask.log there."""
+    return tmp_path_factory.mktemp("dask-home")
+
+
+@pytest.fixture(scope="module")
+def cluster(cluster_home):
+    """A scheduler and one worker process started in a folder of their own, without PREPARE_PII_SALT and
+    PREFECT_API_URL; yields the scheduler's address."""
+    with dask_cluster(cluster_home, without_prefect_and_salt()) as (address, _):
         yield address
 
 
@@ -93,9 +99,11 @@ def shard_bytes(run_dir: Path) -> list[bytes]:
 
 @pytest.mark.integration
 @pytest.mark.slow
-def test_relative_paths_run_on_workers_started_elsewhere(cluster, tmp_path):
+def test_relative_paths_run_on_workers_started_elsewhere(cluster, cluster_home, tmp_path):
     """`prepare run data --out run` typed in the project folder: the workers, started in another folder, get
-    absolute paths (before: normalize failed with FileNotFoundError on every shard)."""
+    absolute paths (before: normalize failed with FileNotFoundError on every shard). Without PREFECT_API_URL
+    anywhere, the run starts one temporary Prefect server and the worker's tasks report to it (before: each
+    worker process started a server of its own)."""
     project = tmp_path / "project"
     project.mkdir()
     make_inputs(project / "data", files=2, rows=60)
@@ -107,6 +115,8 @@ def test_relative_paths_run_on_workers_started_elsewhere(cluster, tmp_path):
     assert remote.returncode == 0, remote.stderr[-3000:]
     assert shard_bytes(project / "remote") == shard_bytes(project / "local")
     assert not list((project / "remote").glob(".prepare-probe-*"))  # the shared-folder probe cleans up
+    assert "Starting temporary server" not in (cluster_home / "dask.log").read_text()
+    assert remote.stderr.count("Starting temporary server") <= 1, remote.stderr[-3000:]
     # progress came from the workers through the scheduler (before: files in work/progress, 0 on other machines)
     assert re.search(r"- read: 120 records \(", remote.stderr), remote.stderr[-3000:]
     assert re.search(r"- write: 120 of 120 records \(", remote.stderr), remote.stderr[-3000:]
@@ -196,9 +206,8 @@ def test_servers_the_project_starts_have_telemetry_off(tmp_path):
 
 
 # A worker or the scheduler lost mid-run. Every process reaches one Prefect server of the module (as the docs
-# advise for a cluster: without PREFECT_API_URL each worker process starts a temporary server of its own, 30 s
-# or more on a loaded machine, again for a worker that restarts); shards are a file each, and slowed (2 s) on
-# the workers so that a run is caught mid-way.
+# advise for workers on several machines); shards are a file each, and slowed (2 s) on the workers so that a
+# run is caught mid-way.
 
 ONE_FILE_A_SHARD = {"read": {"files_per_shard": 1}}
 FAST = ["--no-pii", "--no-lengths", "--no-estimate", "--config", "shards.json"]
@@ -418,6 +427,34 @@ def test_worker_counts_reach_the_client_as_events_of_the_run(tmp_path):
     assert (counts.total("read"), counts.total("pii")) == (9 + 3 + 4, 2)
     counts.clear("read")
     assert (counts.total("read"), counts.total("pii")) == (0, 2)
+
+
+def test_workers_get_the_flow_api_and_one_that_cannot_reach_it_is_named(monkeypatch):
+    """The plugin gives a worker process the flow's Prefect API (unless it has one); before any task, a worker
+    that cannot reach it ends the run in one line naming the worker and the API."""
+    from distributed import LocalCluster
+
+    from flows.cluster import RunWorker, check_api
+    from pipeline.core.errors import PrepareError
+
+    class Worker:
+        def log_event(self, topic, message):
+            pass
+
+    monkeypatch.delenv("PREFECT_API_URL", raising=False)
+    plugin = RunWorker("http://127.0.0.1:4200/api")
+    plugin.setup(Worker())
+    plugin.teardown(Worker())
+    assert os.environ["PREFECT_API_URL"] == "http://127.0.0.1:4200/api"
+    monkeypatch.setenv("PREFECT_API_URL", "http://prefect.internal/api")
+    plugin.setup(Worker())  # a worker's own value wins
+    plugin.teardown(Worker())
+    assert os.environ["PREFECT_API_URL"] == "http://prefect.internal/api"
+    closed = f"127.0.0.1:{free_port()}/api"
+    with LocalCluster(n_workers=1, processes=False, dashboard_address=":0") as local:
+        with pytest.raises(PrepareError, match=r"^the Dask worker .+ cannot reach the Prefect API http://"
+                                               + re.escape(closed) + r" \(URLError\); set PREFECT_API_URL"):
+            check_api(local.scheduler_address, f"http://admin:a-secret@{closed}")  # the password is not shown
 
 
 def test_a_lost_scheduler_is_one_line_and_the_console_keeps_no_traceback_of_it():

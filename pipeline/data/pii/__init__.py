@@ -9,9 +9,11 @@ Entry points for the runner:
 Entity types (placeholders are "<TYPE>"): see ENTITY_TYPES. Engine: Presidio AnalyzerEngine with this
 package's recognizers on the no-op NLP engine (no model download); natasha for Russian names.
 """
+from pipeline.core.env import import_presidio as _import_presidio
 from pipeline.core.env import set_defaults as _set_defaults
 
 _set_defaults()  # before any presidio import: no network
+_import_presidio()  # without the torch it never uses: seconds of every process
 
 from pipeline.data.pii.fields import strip_fields  # noqa: E402
 from pipeline.data.pii.step import PiiPolicyError, PiiStep, PiiStepError  # noqa: E402
