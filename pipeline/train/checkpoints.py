@@ -187,6 +187,11 @@ def record_best(uri: str, state: dict) -> str | None:
     changed), else the one best.json recorded (a state without evaluations). Returns its name."""
     recorded = read_best(uri)
     best = best_of(state)
+    saved = {name for name, entry in list_remote(uri).items() if entry.complete}
+    if best not in saved:  # evaluated at a step that was not saved (eval_steps below save_steps): never name it,
+        # or pruning would delete the best checkpoint there is; transformers' own best_model_checkpoint is one saved
+        best = _name(state.get("best_model_checkpoint"))
+        best = best if best in saved else None
     if best and (recorded or {}).get("checkpoint") != best:
         put_json(uri, BEST, {"checkpoint": best, "step": step_of(best), "best_metric": state.get("best_metric")})
         return best

@@ -109,6 +109,27 @@ def test_the_best_survives_a_resume_in_a_fresh_folder(tmp_path, bucket):
     assert f"job/{BEST}" in keys(bucket, "job/")
 
 
+def test_a_best_evaluated_at_a_step_not_saved_never_costs_the_saved_best(tmp_path, bucket):
+    """eval_steps below save_steps (a user's override): the trainer's best_global_step can be a step no checkpoint
+    was saved at. The best kept is then a saved one (the trainer's best_model_checkpoint, else what best.json had),
+    and pruning keeps it."""
+    from pipeline.train.checkpoints import list_remote, read_best, sync
+
+    uri = f"s3://{bucket}/unsaved"
+    out = tmp_path / "out"
+    history = [{"eval_loss": 0.7, "step": 2}, {"eval_loss": 0.4, "step": 3}, {"eval_loss": 0.9, "step": 4},
+               {"eval_loss": 0.6, "step": 5}, {"eval_loss": 0.95, "step": 6}]
+    for step, best_step, best_dir in ((2, 2, "checkpoint-2"), (4, 3, "checkpoint-2"), (6, 5, "checkpoint-2")):
+        folder = checkpoint(out, step)
+        state = {"global_step": step, "best_global_step": best_step, "best_metric": 0.4,
+                 "best_model_checkpoint": str(out / best_dir),
+                 "log_history": [e for e in history if e["step"] <= step]}
+        (folder / "trainer_state.json").write_text(json.dumps(state))
+        sync(out, uri, keep=1, stable_seconds=0, max_polls=1, log=lambda m: None)
+        assert read_best(uri)["checkpoint"] == "checkpoint-2"
+    assert {n for n, e in list_remote(uri).items() if e.complete} == {"checkpoint-2", "checkpoint-6"}
+
+
 def test_sync_waits_for_the_trainer_to_make_its_folder(tmp_path, bucket, monkeypatch, capsys):
     from pipeline.cli import main
     from pipeline.train import checkpoints
