@@ -13,7 +13,7 @@ import time
 
 import pyarrow.parquet as pq
 import pytest
-from conftest import ROOT, fast_config, prepare_in_process
+from conftest import ROOT, fast_config
 from slowshards import slow_shards, start_and_kill
 
 from pipeline.runner import code_version, run_prepare
@@ -191,18 +191,17 @@ def test_a_resumed_run_reuses_pii_work_without_a_salt_set(tmp_path, monkeypatch)
                                                    "read": {"files_per_shard": 1}}))
     out = tmp_path / "run"
     monkeypatch.delenv("PREPARE_PII_SALT", raising=False)
-    args = ["run", str(inputs), "--out", str(out), "--workers", "1", "--config", str(tmp_path / "cfg.json"),
-            "--no-lengths", "--no-estimate"]
+    env = frozen_code(tmp_path)
+    cmd = [sys.executable, "-m", "pipeline.cli", "run", str(inputs), "--out", str(out), "--workers", "1",
+           "--config", str(tmp_path / "cfg.json"), "--no-lengths", "--no-estimate"]
     results = out / "work" / "results"
-    code_version.cache_clear()  # hashed now, as the killed run does: the resume below runs in this process
-    code_version()
-    start_and_kill([sys.executable, "-m", "pipeline.cli", *args], dict(os.environ), results, seconds=1)
+    start_and_kill(cmd, env, results, seconds=1)
     finished = len(list(results.glob("*.json")))
     assert len(list(results.glob("process-*.json"))) < 4, "the run was not interrupted mid-way"
     salt_file = out / "work" / "pii-salt"
     assert stat.S_IMODE(salt_file.stat().st_mode) == 0o600
     salt = salt_file.read_bytes()
-    resumed = prepare_in_process(*args, cwd=tmp_path)
+    resumed = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
     assert resumed.returncode == 0, resumed.stderr[-2000:]
     # every finished shard, the PII ones too (before: only the 4 normalize results)
     assert f"reused {finished} shard result(s)" in resumed.stderr, (finished, resumed.stderr[-2000:])
