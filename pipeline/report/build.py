@@ -98,7 +98,7 @@ def build_report(cfg: PrepareConfig, shard_results: list[dict], stages: dict[str
         quality = stages.get("quality")
         report["quality"] = quality_summary(quality.counters if quality else None, canned, cfg.quality)
     if "pii" in stages:
-        from pipeline.data.pii import kvkk_summary  # loads Presidio and torch: only for a run with the step
+        from pipeline.data.pii import kvkk_summary  # loads Presidio: only for a run with the step
 
         probe = stages.get("pii_residual")
         report["pii"] = kvkk_summary(stages["pii"].counters, cfg.pii, probe.counters if probe else None)
@@ -239,7 +239,7 @@ def render_markdown(report: dict) -> str:
         d = report["dedup"]
         out += ["## Duplicates", "", "```json", json.dumps(d.get("counts", d), indent=1)[:2000], "```", ""]
     if "pii" in report:
-        from pipeline.data.pii import render_kvkk_markdown  # loads Presidio and torch: only with a pii section
+        from pipeline.data.pii import render_kvkk_markdown  # loads Presidio: only with a pii section
 
         out += ["## Personal data (KVKK)", "", render_kvkk_markdown(report["pii"]), ""]
     if "lengths" in report:

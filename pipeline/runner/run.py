@@ -215,7 +215,7 @@ def _run(cfg: PrepareConfig, executor: Executor, rundir: RunDir, readable: list[
         dedup_report["against"] = against_report
     shard_results = [_shard_result(a, b) for a, b in zip(results, processed)]
     if pii_on:  # kvkk: strict on the measured residual risk, before any shard is written
-        from pipeline.data.pii.residual import check_residual, measured_residual  # loads Presidio and torch
+        from pipeline.data.pii.residual import check_residual, measured_residual  # loads Presidio
 
         check_residual(cfg.pii, measured_residual(cfg.pii, shard_results))
     tokenizer_name = next((r["tokenizer"] for r in processed if r.get("tokenizer")), None)

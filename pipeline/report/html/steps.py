@@ -193,7 +193,7 @@ def _residual_measured(measured: dict | None) -> str:
     """The residual risk measured on the run's records (pipeline/data/pii/residual.py): a sentence and its table."""
     if measured is None:  # a report from before the probe
         return ""
-    from pipeline.data.pii.residual import measured_text  # the PII package loads Presidio and torch
+    from pipeline.data.pii.residual import measured_text  # the PII package loads Presidio
 
     sentence, header, rows = measured_text(measured)
     return paragraph(sentence) + titled_table("Names planted into copies of this run's records", header, rows,
