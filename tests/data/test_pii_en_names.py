@@ -6,10 +6,8 @@ The name words are invented or in half 0 of the names-dataset split (never the e
 below); the sentences are written for these tests."""
 
 import pytest
-from pii_names import clean_text, half
+from pii_names import clean_text, half, step  # noqa: F401 (step: a fixture)
 
-from pipeline.core.config import PiiConfig
-from pipeline.data.pii import PiiStep
 from pipeline.data.pii.en_addressed import addressed_names
 from pipeline.data.pii.en_labels import label_names
 from pipeline.data.pii.en_neighbours import grow_english
@@ -26,11 +24,6 @@ NAME_WORDS = ("Quessany", "Zorvakil", "Quillbury", "Tavrenko", "Kate", "Imran", 
 
 def test_the_name_words_are_not_in_the_evaluation_half():
     assert [w for w in NAME_WORDS if half(w) != 0] == []
-
-
-@pytest.fixture(scope="module")
-def step():
-    return PiiStep(PiiConfig(), salt=b"test-salt")
 
 
 def _words(text: str, hits: list[Hit]) -> list[str]:

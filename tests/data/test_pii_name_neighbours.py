@@ -5,10 +5,8 @@ The name words are invented or in half 0 of the names-dataset split (never the e
 below); the sentences are written for these tests."""
 
 import pytest
-from pii_names import clean_text, half
+from pii_names import clean_text, half, step  # noqa: F401 (step: a fixture)
 
-from pipeline.core.config import PiiConfig
-from pipeline.data.pii import PiiStep
 from pipeline.data.pii.later import surname_opens_sentence
 from pipeline.data.pii.name_signals import Rarity
 from pipeline.data.pii.names import LATIN_FIRST, LATIN_LAST, LISTED_EXT
@@ -22,11 +20,6 @@ NAME_WORDS = ("Амирова", "Зарбека", "Zorvakil", "Eflinaz", "Quillb
 
 def test_the_name_words_are_not_in_the_evaluation_half():
     assert [w for w in NAME_WORDS if half(w) != 0] == []
-
-
-@pytest.fixture(scope="module")
-def step():
-    return PiiStep(PiiConfig(), salt=b"test-salt")
 
 
 

@@ -6,10 +6,8 @@ Every name word here is in half 0 of the names-dataset split (never the evaluati
 sentences are written for these tests."""
 
 import pytest
-from pii_names import clean_text, half
+from pii_names import clean_text, half, step  # noqa: F401 (step: a fixture)
 
-from pipeline.core.config import PiiConfig
-from pipeline.data.pii import PiiStep
 from pipeline.data.pii.not_person import PLACES, VEHICLES, place_or_thing
 from pipeline.data.pii.text import Hit
 
@@ -21,11 +19,6 @@ NAME_WORDS = ("Douglas", "Franklin", "Clayton", "Logan", "Skoda", "Fabia", "Sand
 
 def test_the_name_words_are_not_in_the_evaluation_half():
     assert [w for w in NAME_WORDS if half(w) != 0] == []
-
-
-@pytest.fixture(scope="module")
-def step():
-    return PiiStep(PiiConfig(), salt=b"test-salt")
 
 
 

@@ -5,10 +5,8 @@ The name words are invented or in half 0 of the names-dataset split (never the e
 below); the sentences are written for these tests."""
 
 import pytest
-from pii_names import clean_text, half
+from pii_names import clean_text, half, step  # noqa: F401 (step: a fixture)
 
-from pipeline.core.config import PiiConfig
-from pipeline.data.pii import PiiStep
 from pipeline.data.pii.ru_caps import grow_caps
 from pipeline.data.pii.ru_subject import subject_names
 from pipeline.data.pii.text import Hit
@@ -20,11 +18,6 @@ NAME_WORDS = ("Слюсарь", "Ищук", "Касымбек", "Сатбек", 
 
 def test_the_name_words_are_not_in_the_evaluation_half():
     assert [w for w in NAME_WORDS if half(w) != 0] == []
-
-
-@pytest.fixture(scope="module")
-def step():
-    return PiiStep(PiiConfig(), salt=b"test-salt")
 
 
 @pytest.mark.parametrize("text, names", [

@@ -7,10 +7,8 @@ checked below)."""
 import re
 
 import pytest
-from pii_names import half
+from pii_names import half, step  # noqa: F401 (step: a fixture)
 
-from pipeline.core.config import PiiConfig
-from pipeline.data.pii import PiiStep
 from pipeline.data.pii.later import capitalized_forms, inflected_common, lower_case_name_words, sentence_start_name_word
 from pipeline.data.pii.names import LATIN_FIRST, LATIN_LAST, LISTED_EXT
 from pipeline.data.pii.text import fold
@@ -26,11 +24,6 @@ def test_invented_names_are_listed_nowhere_and_not_in_the_evaluation_half():
     for w in INVENTED:
         assert fold(w) not in LATIN_FIRST | LATIN_LAST | LISTED_EXT, w
         assert half(w) == 0, w
-
-
-@pytest.fixture(scope="module")
-def step():
-    return PiiStep(PiiConfig(), salt=b"test-salt")
 
 
 def clean(step, *texts: str) -> list[str]:

@@ -8,9 +8,8 @@ import json
 import re
 
 import pytest
+from pii_names import step  # noqa: F401 (a fixture)
 
-from pipeline.core.config import PiiConfig
-from pipeline.data.pii import PiiStep
 from pipeline.data.pii.name_signals import Rarity, code_spans
 from pipeline.data.pii.names import LATIN_FIRST, LATIN_LAST, LISTED_EXT
 from pipeline.data.pii.text import fold
@@ -25,11 +24,6 @@ def chat(*contents):
     msgs = [{"role": "user" if i % 2 == 0 else "assistant", "content": c} for i, c in enumerate(contents)]
     return {"id": "x", "kind": "chat", "messages": msgs, "text": None, "source": {"file": "f", "line": 1},
             "meta": "{}"}
-
-
-@pytest.fixture(scope="module")
-def step():
-    return PiiStep(PiiConfig(), salt=b"test-salt")
 
 
 def contents(step, *texts) -> list[str]:

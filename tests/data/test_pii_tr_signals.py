@@ -6,10 +6,7 @@ half, checked below)."""
 import re
 
 import pytest
-from pii_names import clean_text, half
-
-from pipeline.core.config import PiiConfig
-from pipeline.data.pii import PiiStep
+from pii_names import clean_text, half, step  # noqa: F401 (step: a fixture)
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -18,11 +15,6 @@ WORDS = ("Kalem", "Samsun", "Kulak", "Pervane", "Ataman", "Bekir", "Turgay")
 
 def test_the_name_words_are_not_in_the_evaluation_half():
     assert [w for w in WORDS if half(w) != 0] == []
-
-
-@pytest.fixture(scope="module")
-def step():
-    return PiiStep(PiiConfig(), salt=b"test-salt")
 
 
 def left(word: str, out: str) -> bool:
