@@ -116,6 +116,7 @@ class Job:
     seq_len: int
     micro_batch: int
     grad_ckpt: bool = True
+    recompute_share: float = 1.0      # of the forward's matmuls checkpointing recomputes: 1 full, 0.5 selective
     lora_params: int = 0
     lora_modules_per_layer: int = 0
     attn: str = "sdpa"
@@ -166,16 +167,19 @@ def matmul_efficiency(gpu_class: str, constants: dict) -> float:
     return constants[efficiency_key(gpu_class)] * CLASS_DISCOUNT.get(gpu_class, 1.0)
 
 
-def matmul_flops_per_token(spec: ModelSpec, method: str, grad_ckpt: bool, lora_params: int = 0) -> float:
+def matmul_flops_per_token(spec: ModelSpec, method: str, grad_ckpt: bool, lora_params: int = 0,
+                           recompute_share: float = 1.0) -> float:
     """Forward 2N, activation gradients 2N, weight gradients 2N (full only), the forward again (2N) when
-    checkpointing recomputes it; adapters 6 x their size."""
+    checkpointing recomputes it, or the share of it that selective checkpointing recomputes (torchtitan's
+    op-level policy keeps every second matmul's output: 0.5); adapters 6 x their size."""
     n = param_breakdown(spec)["matmul_active"]
-    return ((6 if method == "full" else 4) + (2 if grad_ckpt else 0)) * n + 6 * lora_params
+    return ((6 if method == "full" else 4) + (2 * recompute_share if grad_ckpt else 0)) * n + 6 * lora_params
 
 
 def attention_flops_per_token(spec: ModelSpec, seq_len: int, grad_ckpt: bool, attn: str = "sdpa") -> float:
     """Causal QK^T and PV: 2*s*q_dim per layer per forward with the masked half skipped, twice that without;
-    the backward the kernel's multiple of a forward, and one more forward under checkpointing."""
+    the backward the kernel's multiple of a forward, and one more forward under full checkpointing (selective
+    checkpointing keeps the attention's output: pass grad_ckpt False)."""
     causal = 2 * spec.num_hidden_layers * seq_len * spec.q_dim
     kernel = ATTENTION_KERNELS[attention_kernel(attn)]
     return causal * (1 if kernel["causal_skip"] else 2) * (1 + kernel["backward"] + (1 if grad_ckpt else 0))
@@ -238,8 +242,10 @@ def step_terms(job: Job, card: Card, constants: dict | None = None) -> dict[str,
     fused = c["fused_share"] if job.fused_kernels else 1.0
     parts = param_breakdown(spec)
     terms = {
-        "matmul": job.tokens * matmul_flops_per_token(spec, job.method, job.grad_ckpt, job.lora_params) / peak,
-        "attention": job.tokens * attention_flops_per_token(spec, job.seq_len, job.grad_ckpt, kernel)
+        "matmul": job.tokens * matmul_flops_per_token(spec, job.method, job.grad_ckpt, job.lora_params,
+                                                      job.recompute_share) / peak,
+        "attention": job.tokens * attention_flops_per_token(spec, job.seq_len,
+                                                            job.grad_ckpt and job.recompute_share == 1, kernel)
         / (peak * ATTENTION_KERNELS[kernel]["relative_efficiency"]
            * (c["flash_attention_efficiency"] if ATTENTION_KERNELS[kernel]["flash"] else 1.0)),
         "eager_scores": (eager_attention_bytes(spec, job.seq_len, job.micro_batch, job.grad_ckpt)
@@ -304,7 +310,8 @@ def figure_job(figure: dict) -> tuple[Job, FigureCard]:
         lora = lora_param_count(spec, cfg.get("lora_rank", 16), targets)
         modules = len(parse_lora_targets(targets, spec))
     job = Job(spec=spec, method=cfg["method"], seq_len=cfg["seq_len"], micro_batch=cfg["micro_batch"],
-              grad_ckpt=cfg.get("grad_ckpt", True), lora_params=lora, lora_modules_per_layer=modules,
+              grad_ckpt=cfg.get("grad_ckpt", True), recompute_share=cfg.get("recompute_share", 1.0),
+              lora_params=lora, lora_modules_per_layer=modules,
               attn=cfg.get("attn", "sdpa"), cross_entropy=cfg.get("cross_entropy", "standard"),
               fused_kernels=cfg.get("fused_kernels", False), optimizer=cfg.get("optimizer", "adamw"),
               precision=cfg.get("precision", "mixed"), gpus=cfg.get("gpus", 1),

@@ -21,6 +21,7 @@ from pipeline.plan.throughput import (
     load_constants,
     load_figures,
     matmul_efficiency,
+    matmul_flops_per_token,
     planned_over_measured,
     step_seconds,
     step_terms,
@@ -48,6 +49,18 @@ def test_flops_per_token():
     assert flops_per_token(spec, "full", 1024, False) == 6 * n + 3.5 * attention
     assert flops_per_token(spec, "lora", 1024, False) == 4 * n + 3.5 * attention
     assert flops_per_token(spec, "lora", 1024, True) == 6 * n + 4.5 * attention
+
+
+def test_selective_checkpointing_recomputes_its_share_of_the_forward_matmuls_and_not_the_attention():
+    spec = load_model_spec("Llama-3.1-8B")
+    n = param_breakdown(spec)["matmul_active"]
+    assert matmul_flops_per_token(spec, "full", True, recompute_share=0.5) == 7 * n  # torchtitan's op-level policy
+    assert matmul_flops_per_token(spec, "full", True) == 8 * n and matmul_flops_per_token(spec, "full", False) == 6 * n
+    job = Job(spec=spec, method="full", seq_len=8192, micro_batch=2)
+    full, selective, none = (step_terms(replace(job, **c), A100) for c in (
+        {}, {"recompute_share": 0.5}, {"grad_ckpt": False}))
+    assert none["matmul"] < selective["matmul"] < full["matmul"]
+    assert selective["attention"] == none["attention"] < full["attention"]  # the attention's output is kept
 
 
 def test_eager_attention_bytes():
