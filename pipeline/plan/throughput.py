@@ -40,7 +40,11 @@ CALIBRATION_FILE = resource("time_calibration.json")
 # Efficiency of each attention kernel's FLOPs relative to the card's GEMMs: FlashAttention-2 reaches 50-73% of
 # the A100 peak forward + backward (Dao 2023, fig. 5-7) where cuBLAS GEMMs reach ~80%, i.e. 0.63-0.91 of the
 # GEMMs: flash_attention_efficiency is set to the middle of that, 0.75, not fitted (one long-sequence figure
-# decided it when it was, and moved with whichever source was held out). SDPA runs the same flash kernels for
+# decided it when it was, and moved with whichever source was held out). On Hopper FlashAttention-2 reaches only
+# 35% of the peak against 80-90% for optimized GEMMs (Shah et al. 2024, FlashAttention-3, sec. 1: FA2 was written
+# for Ampere and uses none of Hopper's asynchronous tensor-core instructions), 0.39-0.44 of the GEMMs:
+# flash_attention_efficiency_hopper is set to the middle, 0.41, from that paper, not fitted. SDPA runs the same
+# flash kernels for
 # causal bf16 training without a padding mask, taken as 0.94 of FlashAttention-2 (its flash backend is FA2 with
 # PyTorch's dispatch around it); eager attention is two plain batched GEMMs.
 # backward: the backward's attention FLOPs in forwards: the flash kernels recompute the scores and run five
@@ -167,6 +171,13 @@ def matmul_efficiency(gpu_class: str, constants: dict) -> float:
     return constants[efficiency_key(gpu_class)] * CLASS_DISCOUNT.get(gpu_class, 1.0)
 
 
+def flash_efficiency(gpu_class: str, constants: dict) -> float:
+    """The flash kernels' rate relative to the card's GEMMs: FlashAttention-2 lags further behind on Hopper (and
+    Blackwell, which takes Hopper's constants) than on Ampere and Ada."""
+    hopper = CLASS_GROUP.get(gpu_class, CLASS_GROUP["default"]) == "hopper"
+    return constants["flash_attention_efficiency_hopper" if hopper else "flash_attention_efficiency"]
+
+
 def matmul_flops_per_token(spec: ModelSpec, method: str, grad_ckpt: bool, lora_params: int = 0,
                            recompute_share: float = 1.0) -> float:
     """Forward 2N, activation gradients 2N, weight gradients 2N (full only), the forward again (2N) when
@@ -247,7 +258,7 @@ def step_terms(job: Job, card: Card, constants: dict | None = None) -> dict[str,
         "attention": job.tokens * attention_flops_per_token(spec, job.seq_len,
                                                             job.grad_ckpt and job.recompute_share == 1, kernel)
         / (peak * ATTENTION_KERNELS[kernel]["relative_efficiency"]
-           * (c["flash_attention_efficiency"] if ATTENTION_KERNELS[kernel]["flash"] else 1.0)),
+           * (flash_efficiency(card.gpu_class, c) if ATTENTION_KERNELS[kernel]["flash"] else 1.0)),
         "eager_scores": (eager_attention_bytes(spec, job.seq_len, job.micro_batch, job.grad_ckpt)
                          / (bandwidth * c["eager_bandwidth_fraction"]) if kernel == "eager" else 0.0),
         "elementwise": job.tokens * spec.num_hidden_layers * (spec.hidden_size + spec.expert_intermediate) * 2
