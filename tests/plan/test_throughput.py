@@ -221,6 +221,19 @@ def test_geforce_cards_keep_their_fitted_efficiency_and_datacenter_cards_take_th
     assert {efficiency_key(c) for c in geforce} == {"matmul_efficiency_geforce"}
 
 
+def test_every_constant_is_fitted_by_the_loso_bench_or_says_where_its_value_comes_from():
+    """A constant outside the fit must not have been tuned on the figures unsaid: the stored file's _doc names each
+    set one with its basis."""
+    sys.path.insert(0, str(ROOT / "bench" / "time"))
+    import loso
+
+    stored = load_constants()
+    names = {k for k in stored if not k.startswith("_") and k != "held_out_ratio"}
+    assert set(loso.BOUNDS) <= names and "launch_seconds_per_kernel" not in loso.BOUNDS
+    for name in names - set(loso.BOUNDS):
+        assert f"{name} is" in stored["_doc"] or f"{name} the same" in stored["_doc"], name
+
+
 def test_loso_fit_starts_from_the_bounds_not_from_stored_constants():
     """A held-out source must not inform its own prediction, not even through the fit's starting point (the stored
     constants were fitted on every source)."""
