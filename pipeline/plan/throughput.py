@@ -44,9 +44,8 @@ CALIBRATION_FILE = resource("time_calibration.json")
 # 35% of the peak against 80-90% for optimized GEMMs (Shah et al. 2024, FlashAttention-3, sec. 1: FA2 was written
 # for Ampere and uses none of Hopper's asynchronous tensor-core instructions), 0.39-0.44 of the GEMMs:
 # flash_attention_efficiency_hopper is set to the middle, 0.41, from that paper, not fitted. SDPA runs the same
-# flash kernels for
-# causal bf16 training without a padding mask, taken as 0.94 of FlashAttention-2 (its flash backend is FA2 with
-# PyTorch's dispatch around it); eager attention is two plain batched GEMMs.
+# flash kernels for causal bf16 training without a padding mask, taken as 0.94 of FlashAttention-2 (its flash
+# backend is FA2 with PyTorch's dispatch around it); eager attention is two plain batched GEMMs.
 # backward: the backward's attention FLOPs in forwards: the flash kernels recompute the scores and run five
 # matmuls against the forward's two (2.5x; Dao 2023, sec. 3.1), eager attention's autograd four (2x).
 ATTENTION_KERNELS = {"fa2": {"relative_efficiency": 1.0, "causal_skip": True, "flash": True, "backward": 2.5},
