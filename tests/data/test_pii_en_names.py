@@ -19,7 +19,7 @@ from pipeline.data.pii.text import Hit, fold
 pytestmark = pytest.mark.timeout(300)
 
 NAME_WORDS = ("Quessany", "Zorvakil", "Quillbury", "Tavrenko", "Kate", "Imran", "Salman", "Katja", "Engel", "Nasir",
-              "Bill", "Clare")
+              "Bill", "Clare", "Jane")
 
 
 def test_the_name_words_are_not_in_the_evaluation_half():
@@ -64,6 +64,12 @@ def test_rare_words_in_the_possessive(text, names):
     ("Can you ship to: Florence, Alabama?", []),  # a place
     ("Bill to: Accounts Payable", []),  # everyday words
     ("Can you deliver to Zorvakil today?", []),  # no label: no colon
+    ("Priority: high. Ship to: Pop Quillbury", ["Pop Quillbury"]),  # an everyday word beside a rare one
+    ("Case note: Caller: Bir Tavrenko, wants a callback.", ["Bir Tavrenko"]),  # a label that names a person
+    ("Call log: name on the order: jane register", ["jane register"]),  # a listed first name, an everyday word
+    ("Account holder: Zorvakil", ["Zorvakil"]),
+    ("Caller: unknown number, no message. Customer: premium tier.", []),  # no anchor
+    ("Product name: Rose Gold", []),  # no label of a person
 ])
 def test_values_of_shipping_labels(text, names):
     assert _words(text, label_names(text)) == names

@@ -120,7 +120,9 @@ def _opens_clause(text: str, start: int) -> bool:
     return m is not None and fold(m.group(1)) in _OPENERS
 
 
-def _anchor(key: str) -> bool:
+def name_anchor(key: str) -> bool:
+    """A folded word that makes a name of the words around it: a listed first name, or rare in English and no
+    place, firm or stop word."""
     if len(key) < 3 or key in _FUNCTION:
         return False
     if key in _LISTED_FIRST:
@@ -128,10 +130,12 @@ def _anchor(key: str) -> bool:
     return key not in NOT_NAME and en_zipf(key) < _RARE_ZIPF
 
 
-def _partner(key: str) -> bool:
+def name_partner(key: str) -> bool:
+    """A folded word that may stand beside an anchor in a name: no function, role or thing word, unless a listed
+    name; the stop lists' words count only when they are English words too ("Bir" is Turkish)."""
     if len(key) < 2 or key in _FUNCTION or key in ROLES:
         return False
-    return key not in NOT_NAME or key in LATIN_LAST or key in FIRST_NAMES
+    return key not in NOT_NAME or key in LATIN_LAST or key in FIRST_NAMES or en_zipf(key) < _RARE_ZIPF
 
 
 def _is_name(keys: list[str], shape: str, person_verb: bool) -> bool:
@@ -139,6 +143,6 @@ def _is_name(keys: list[str], shape: str, person_verb: bool) -> bool:
         # one word alone: capitalized, not typed in lower case (a lower-case word before a verb is a word); an
         # everyday word only before a verb that only a person does ("Max will call back", not "Server says")
         key = keys[0]
-        return shape != "lower" and _anchor(key) and (person_verb or en_zipf(key) < _EVERYDAY_ZIPF)
+        return shape != "lower" and name_anchor(key) and (person_verb or en_zipf(key) < _EVERYDAY_ZIPF)
     a, b = keys
-    return (_anchor(a) and _partner(b)) or (_anchor(b) and _partner(a))
+    return (name_anchor(a) and name_partner(b)) or (name_anchor(b) and name_partner(a))
