@@ -19,7 +19,7 @@ from pipeline.data.pii.text import Hit, fold
 pytestmark = pytest.mark.timeout(300)
 
 NAME_WORDS = ("Quessany", "Zorvakil", "Quillbury", "Tavrenko", "Kate", "Imran", "Salman", "Katja", "Engel", "Nasir",
-              "Bill", "Clare", "Jane")
+              "Bill", "Clare", "Jane", "Max", "Heart")
 
 
 def test_the_name_words_are_not_in_the_evaluation_half():
@@ -82,6 +82,13 @@ def test_values_of_shipping_labels(text, names):
     ("KATJA ENGEL EMAILED TWICE", "KATJA ENGEL", "KATJA ENGEL"),  # not the verb
     ("Yesterday Zorvakil called.", "Zorvakil", "Zorvakil"),  # an everyday word
     ("Dear KATJA ENGEL", "KATJA ENGEL", "KATJA ENGEL"),
+    ("Kind regards,\nMax Quillbury\nAccounts", "Quillbury", "Max Quillbury"),  # a listed first name, a word too
+    ("THE LINE IS REGISTERED TO QUESSANY HEART.", "QUESSANY", "QUESSANY HEART"),  # the word that ends the clause
+    ("This is Quessany Heart, from the shop.", "Quessany", "Quessany Heart"),
+    ("Please call QUESSANY BACK.", "QUESSANY", "QUESSANY"),  # a function word
+    ("I will see Quessany Tomorrow.", "Quessany", "Quessany"),  # a time word
+    ("Quessany Zorvakil Heart.", "Quessany Zorvakil", "Quessany Zorvakil"),  # two words: a name already
+    ("See you Monday Quillbury", "Quillbury", "Quillbury"),  # a calendar word before it
 ])
 def test_english_neighbours_join_the_span(text, span, grown):
     s = text.index(span)

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import re
 
-from pipeline.data.pii.en_words import FIRST_NAMES, NOT_NAME, en_zipf
+from pipeline.data.pii.en_words import ADDRESS_TERMS, CALENDAR, FIRST_NAMES, NOT_NAME, en_zipf
 from pipeline.data.pii.lower_pairs import LATIN_FIRST_ANY
 from pipeline.data.pii.name_context import CONTEXT_WORDS, ROLES, sentence_initial
 from pipeline.data.pii.names import LATIN_LAST
@@ -50,16 +50,14 @@ _OPENERS = frozenset(
     "yesterday today tonight morning afternoon evening earlier later then and but so also now just recently "
     "finally apparently again meanwhile".split())
 # closed-class words: never a word of a name
-_FUNCTION = frozenset(
+FUNCTION_WORDS = frozenset(
     "the a an this that these those my your his her its our their i you he she it we they me him us them who whom "
     "which what whoever someone somebody anyone anybody everyone everybody nobody noone none all both each every "
     "some any no not and or but nor so then also just only still even already yet again now here there when while "
     "if as at by for from in into of on onto to with without about after before over under up down out off "
     "is was are were be been am has have had do does did will would can could shall should may might must "
     "mr mrs ms miss dr sir madam dear hi hello hey thanks".split())
-_CALENDAR = frozenset("january february march april may june july august september october november december "
-                      "monday tuesday wednesday thursday friday saturday sunday".split())
-_LISTED_FIRST = (FIRST_NAMES | LATIN_FIRST_ANY) - _CALENDAR
+LISTED_FIRST = (FIRST_NAMES | LATIN_FIRST_ANY) - CALENDAR - ADDRESS_TERMS
 _EVERYDAY_ZIPF = 4.3
 # what only a person does: a first name that is an everyday word ("Max", "Server") alone before it is a person
 _PERSON_VERB = re.compile(r"[ \u00a0]+(?:call|phon|rang|e-?mail|messag|text|wr[io]t|will |dropped by|stopped by"
@@ -123,9 +121,9 @@ def _opens_clause(text: str, start: int) -> bool:
 def name_anchor(key: str) -> bool:
     """A folded word that makes a name of the words around it: a listed first name, or rare in English and no
     place, firm or stop word."""
-    if len(key) < 3 or key in _FUNCTION:
+    if len(key) < 3 or key in FUNCTION_WORDS:
         return False
-    if key in _LISTED_FIRST:
+    if key in LISTED_FIRST:
         return True
     return key not in NOT_NAME and en_zipf(key) < _RARE_ZIPF
 
@@ -133,7 +131,7 @@ def name_anchor(key: str) -> bool:
 def name_partner(key: str) -> bool:
     """A folded word that may stand beside an anchor in a name: no function, role or thing word, unless a listed
     name; the stop lists' words count only when they are English words too ("Bir" is Turkish)."""
-    if len(key) < 2 or key in _FUNCTION or key in ROLES:
+    if len(key) < 2 or key in FUNCTION_WORDS or key in ROLES:
         return False
     return key not in NOT_NAME or key in LATIN_LAST or key in FIRST_NAMES or en_zipf(key) < _RARE_ZIPF
 
