@@ -19,7 +19,7 @@ from pipeline.data.pii.text import Hit, fold
 pytestmark = pytest.mark.timeout(300)
 
 NAME_WORDS = ("Quessany", "Zorvakil", "Quillbury", "Tavrenko", "Kate", "Imran", "Salman", "Katja", "Engel", "Nasir",
-              "Bill", "Clare", "Jane", "Max", "Heart")
+              "Bill", "Clare", "Jane", "Max", "Heart", "Murray", "Hall", "Church")
 
 
 def test_the_name_words_are_not_in_the_evaluation_half():
@@ -133,3 +133,24 @@ def test_a_first_name_of_middle_frequency_is_looked_for_again():
 def test_through_the_step(step, text, gone, kept):
     out = clean_text(step, text)
     assert all(w not in out for w in gone) and all(w in out for w in kept), out
+
+
+@pytest.mark.parametrize("text, names", [
+    ("I've created a new shipment. Mr. Heart asked for a copy.", ["Heart"]),  # an everyday word
+    ("Ms. Hall's order is on hold. Dr. Church said hi.", ["Hall", "Church"]),
+    ("MR. QUILLBURY CALLED", ["QUILLBURY"]),
+    ("Mr. And Mrs. Quillbury arrived.", ["Quillbury"]),  # a function word after the title
+    ("Mrmbl Heart", []),
+])
+def test_words_after_a_title(text, names):
+    from pipeline.data.pii.en_titled import titled_names
+
+    assert _words(text, titled_names(text)) == names
+
+
+@pytest.mark.parametrize("text, names", [
+    ("Sure thing Murray, one moment.", ["Murray"]),  # a listed surname that is also a place
+    ("Good morning Friday!", []),
+])
+def test_greeted_listed_names(text, names):
+    assert _words(text, addressed_names(text)) == names

@@ -9,7 +9,8 @@ before them: "yesterday", "this morning", "and"), are a name when:
 
 * one of them is an anchor: a listed first name (Faker's or the names-dataset extension's) that is no calendar or
   address word, or a word rare in English (wordfreq Zipf < 3.0) that is no place, firm or stop word;
-* and the other, if any, is no function word, role or thing word; a listed surname may be an everyday word.
+* and the other, if any, is no function word, role or thing word; a listed surname may be an everyday word, and
+  after a listed first name any word but a function, role or calendar word is its surname.
 
 "The customer called", "Support Team says", "my wife called" and "the new bill says" stay: no anchor, or no
 clause start before the words.
@@ -143,4 +144,6 @@ def _is_name(keys: list[str], shape: str, person_verb: bool) -> bool:
         key = keys[0]
         return shape != "lower" and name_anchor(key) and (person_verb or en_zipf(key) < _EVERYDAY_ZIPF)
     a, b = keys
+    if a in LISTED_FIRST and b not in FUNCTION_WORDS and b not in ROLES and b not in CALENDAR:
+        return True  # a listed first name, then its surname: a place or any word ("ali salem dropped by")
     return (name_anchor(a) and name_partner(b)) or (name_anchor(b) and name_partner(a))
