@@ -70,6 +70,7 @@ def test_rare_words_in_the_possessive(text, names):
     ("Account holder: Zorvakil", ["Zorvakil"]),
     ("Caller: unknown number, no message. Customer: premium tier.", []),  # no anchor
     ("Product name: Rose Gold", []),  # no label of a person
+    ("Name on the order: Zorvex Corporation", []),  # a firm
 ])
 def test_values_of_shipping_labels(text, names):
     assert _words(text, label_names(text)) == names

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import re
 
-from pipeline.data.pii.en_subject import name_anchor, name_partner
+from pipeline.data.pii.en_subject import FIRM_WORDS, name_anchor, name_partner
 from pipeline.data.pii.en_words import EVERYDAY_ZIPF, FIRST_NAMES, NOT_NAME, en_zipf
 from pipeline.data.pii.text import Hit, fold
 
@@ -51,6 +51,8 @@ def label_names(text: str) -> list[Hit]:
 
 
 def _name_value(keys: list[str]) -> bool:
+    if any(k in FIRM_WORDS for k in keys):
+        return False  # "Name on the order: Acme Corporation"
     if all(_may_be_name_word(k) for k in keys) and any(k in FIRST_NAMES or en_zipf(k) < _RARE_ZIPF for k in keys):
         return True
     return any(name_anchor(k) for k in keys) and all(name_anchor(k) or name_partner(k) for k in keys)

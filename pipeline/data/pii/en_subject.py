@@ -129,10 +129,16 @@ def name_anchor(key: str) -> bool:
     return key not in NOT_NAME and en_zipf(key) < _RARE_ZIPF
 
 
+# words of a firm's name the stop lists lack ("Acme Corporation", "Zorvex Solutions")
+FIRM_WORDS = frozenset(
+    "corporation corporations gmbh ag sa plc holdings solutions systems technologies technology industries "
+    "enterprises partners associates consulting labs logistics international global".split())
+
+
 def name_partner(key: str) -> bool:
     """A folded word that may stand beside an anchor in a name: no function, role or thing word, unless a listed
     name; the stop lists' words count only when they are English words too ("Bir" is Turkish)."""
-    if len(key) < 2 or key in FUNCTION_WORDS or key in ROLES:
+    if len(key) < 2 or key in FUNCTION_WORDS or key in ROLES or key in FIRM_WORDS:
         return False
     return key not in NOT_NAME or key in LATIN_LAST or key in FIRST_NAMES or en_zipf(key) < _RARE_ZIPF
 
@@ -144,6 +150,6 @@ def _is_name(keys: list[str], shape: str, person_verb: bool) -> bool:
         key = keys[0]
         return shape != "lower" and name_anchor(key) and (person_verb or en_zipf(key) < _EVERYDAY_ZIPF)
     a, b = keys
-    if a in LISTED_FIRST and b not in FUNCTION_WORDS and b not in ROLES and b not in CALENDAR:
+    if a in LISTED_FIRST and b not in FUNCTION_WORDS and b not in ROLES and b not in CALENDAR and b not in FIRM_WORDS:
         return True  # a listed first name, then its surname: a place or any word ("ali salem dropped by")
     return (name_anchor(a) and name_partner(b)) or (name_anchor(b) and name_partner(a))
