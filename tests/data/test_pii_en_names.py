@@ -19,7 +19,7 @@ from pipeline.data.pii.text import Hit, fold
 pytestmark = pytest.mark.timeout(300)
 
 NAME_WORDS = ("Quessany", "Zorvakil", "Quillbury", "Tavrenko", "Kate", "Imran", "Salman", "Katja", "Engel", "Nasir",
-              "Bill", "Clare")
+              "Bill", "Clare", "Jane", "Max", "Heart", "Murray", "Hall", "Church")
 
 
 def test_the_name_words_are_not_in_the_evaluation_half():
@@ -64,6 +64,13 @@ def test_rare_words_in_the_possessive(text, names):
     ("Can you ship to: Florence, Alabama?", []),  # a place
     ("Bill to: Accounts Payable", []),  # everyday words
     ("Can you deliver to Zorvakil today?", []),  # no label: no colon
+    ("Priority: high. Ship to: Pop Quillbury", ["Pop Quillbury"]),  # an everyday word beside a rare one
+    ("Case note: Caller: Bir Tavrenko, wants a callback.", ["Bir Tavrenko"]),  # a label that names a person
+    ("Call log: name on the order: jane register", ["jane register"]),  # a listed first name, an everyday word
+    ("Account holder: Zorvakil", ["Zorvakil"]),
+    ("Caller: unknown number, no message. Customer: premium tier.", []),  # no anchor
+    ("Product name: Rose Gold", []),  # no label of a person
+    ("Name on the order: Zorvex Corporation", []),  # a firm
 ])
 def test_values_of_shipping_labels(text, names):
     assert _words(text, label_names(text)) == names
@@ -76,6 +83,13 @@ def test_values_of_shipping_labels(text, names):
     ("KATJA ENGEL EMAILED TWICE", "KATJA ENGEL", "KATJA ENGEL"),  # not the verb
     ("Yesterday Zorvakil called.", "Zorvakil", "Zorvakil"),  # an everyday word
     ("Dear KATJA ENGEL", "KATJA ENGEL", "KATJA ENGEL"),
+    ("Kind regards,\nMax Quillbury\nAccounts", "Quillbury", "Max Quillbury"),  # a listed first name, a word too
+    ("THE LINE IS REGISTERED TO QUESSANY HEART.", "QUESSANY", "QUESSANY HEART"),  # the word that ends the clause
+    ("This is Quessany Heart, from the shop.", "Quessany", "Quessany Heart"),
+    ("Please call QUESSANY BACK.", "QUESSANY", "QUESSANY"),  # a function word
+    ("I will see Quessany Tomorrow.", "Quessany", "Quessany"),  # a time word
+    ("Quessany Zorvakil Heart.", "Quessany Zorvakil", "Quessany Zorvakil"),  # two words: a name already
+    ("See you Monday Quillbury", "Quillbury", "Quillbury"),  # a calendar word before it
 ])
 def test_english_neighbours_join_the_span(text, span, grown):
     s = text.index(span)
@@ -120,3 +134,24 @@ def test_a_first_name_of_middle_frequency_is_looked_for_again():
 def test_through_the_step(step, text, gone, kept):
     out = clean_text(step, text)
     assert all(w not in out for w in gone) and all(w in out for w in kept), out
+
+
+@pytest.mark.parametrize("text, names", [
+    ("I've created a new shipment. Mr. Heart asked for a copy.", ["Heart"]),  # an everyday word
+    ("Ms. Hall's order is on hold. Dr. Church said hi.", ["Hall", "Church"]),
+    ("MR. QUILLBURY CALLED", ["QUILLBURY"]),
+    ("Mr. And Mrs. Quillbury arrived.", ["Quillbury"]),  # a function word after the title
+    ("Mrmbl Heart", []),
+])
+def test_words_after_a_title(text, names):
+    from pipeline.data.pii.en_titled import titled_names
+
+    assert _words(text, titled_names(text)) == names
+
+
+@pytest.mark.parametrize("text, names", [
+    ("Sure thing Murray, one moment.", ["Murray"]),  # a listed surname that is also a place
+    ("Good morning Friday!", []),
+])
+def test_greeted_listed_names(text, names):
+    assert _words(text, addressed_names(text)) == names

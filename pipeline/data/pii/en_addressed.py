@@ -3,15 +3,17 @@
 "Good morning Eiad!", "Sure thing Murray, one moment", "Thanks Nastia." (a greeting or acknowledgement, one word,
 then a comma, a stop or the end), "Told Deepu the parcel is on its way", "please let Raiyan know" (a verb whose
 object is a person, then a lower-case word). The word must be a listed first name or no everyday English word
-(en_words.name_like): "Good morning Team!", "Thanks Again." and "Told Monday" stay.
+(en_words.name_like): "Good morning Team!", "Thanks Again." and "Told Monday" stay. A greeted word may also be a
+listed name that is a place or stop word too ("Sure thing Murray,", "Thanks Austin!"), not an everyday word.
 """
 from __future__ import annotations
 
 import re
 
-from pipeline.data.pii.en_words import name_like
-from pipeline.data.pii.names import LATIN_LOWER, LATIN_UPPER
-from pipeline.data.pii.text import Hit
+from pipeline.data.pii.en_subject import FUNCTION_WORDS, LISTED_FIRST
+from pipeline.data.pii.en_words import ADDRESS_TERMS, CALENDAR, en_zipf, name_like
+from pipeline.data.pii.names import LATIN_LAST, LATIN_LOWER, LATIN_UPPER
+from pipeline.data.pii.text import Hit, fold
 
 _CAPITALIZED = re.compile(rf"[{LATIN_UPPER}][{LATIN_LOWER}]+(?:-[{LATIN_UPPER}][{LATIN_LOWER}]+)?(?![\w'’-])")
 _GREETINGS = ("good morning", "good afternoon", "good evening", "good night", "good day", "morning", "evening",
@@ -43,6 +45,17 @@ def addressed_names(text: str) -> list[Hit]:
         greeted = _END_AFTER.match(text, e) is not None and GREETING_BEFORE.search(text, lo, s) is not None
         told = not greeted and ((_LOWER_AFTER.match(text, e) is not None and TOLD_BEFORE.search(text, lo, s))
                                 or (_KNOW_AFTER.match(text, e) is not None and LET_BEFORE.search(text, lo, s)))
-        if (greeted or told) and name_like(m.group()):
+        if (greeted and _greeted_name(m.group())) or (told and name_like(m.group())):
             out.append(Hit(s, e, "PERSON", 0.7, "addressed"))
     return out
+
+
+_LISTED_ZIPF = 5.0  # "Murray" 4.3, "Austin" 4.6 are greeted; "Will", "Mark" are function or everyday words first
+
+
+def _greeted_name(word: str) -> bool:
+    if name_like(word):
+        return True
+    key = fold(word)
+    return word[1:].islower() and (key in LISTED_FIRST or key in LATIN_LAST) and key not in FUNCTION_WORDS \
+        and key not in ADDRESS_TERMS and key not in CALENDAR and en_zipf(key) < _LISTED_ZIPF

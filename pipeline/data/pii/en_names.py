@@ -1,6 +1,7 @@
 """The English name signals, run on the spans of an English text after the recognizers (step.PiiStep._plan):
 the sentence openers that are words dropped (en_sentence_start); the words greeted or told, the rare words in the
-possessive and the values of shipping labels added (en_addressed, en_possessive, en_labels); then every PERSON
+possessive, the values of labels, the subjects of calling verbs and the words after Mr. or Dr. added (en_addressed,
+en_possessive, en_labels, en_subject, en_titled); then every PERSON
 span grown by its English neighbours (en_neighbours)."""
 from __future__ import annotations
 
@@ -9,6 +10,8 @@ from pipeline.data.pii.en_labels import label_names
 from pipeline.data.pii.en_neighbours import grow_english
 from pipeline.data.pii.en_possessive import possessive_names
 from pipeline.data.pii.en_sentence_start import drop_word_openers
+from pipeline.data.pii.en_subject import subject_names
+from pipeline.data.pii.en_titled import titled_names
 from pipeline.data.pii.name_signals import code_spans
 from pipeline.data.pii.text import Hit
 
@@ -16,7 +19,8 @@ from pipeline.data.pii.text import Hit
 def english_names(text: str, hits: list[Hit]) -> list[Hit]:
     """`hits` (non-overlapping) of an English text with the English signals applied, sorted."""
     hits = drop_word_openers(text, hits)
-    hits = add_spans(text, hits, addressed_names(text) + possessive_names(text) + label_names(text))
+    hits = add_spans(text, hits, addressed_names(text) + possessive_names(text) + label_names(text)
+                     + subject_names(text) + titled_names(text))
     return grow_english(text, hits)
 
 

@@ -15,15 +15,15 @@ from pipeline.data.pii.not_person import PLACES, THING_NOUNS, VEHICLES
 from pipeline.data.pii.text import fold
 
 EVERYDAY_ZIPF = 4.3  # name_signals' everyday word: "Clare" 3.7 and "Imran" 3.2 are below, "Frank" 4.8 above
-_CALENDAR = frozenset(
+CALENDAR = frozenset(
     "monday tuesday wednesday thursday friday saturday sunday january february march april may june july "
     "august september october november december".split())
 # words people are addressed by that are no names ("Thanks Sunshine!", "Morning Team")
-_ADDRESS_TERMS = frozenset(
+ADDRESS_TERMS = frozenset(
     "all everyone everybody team folks guys sir madam maam dear darling sweetie honey hun love mate pal buddy boss "
     "bro dude champ gents ladies sunshine friend friends again there".split())
 NOT_NAME = STOP | NEVER | TITLES | TITLES_AFTER | OFFICES | PLACE_BEFORE | THING_NOUNS | PLACES \
-    | frozenset(VEHICLES) | _CALENDAR | _ADDRESS_TERMS
+    | frozenset(VEHICLES) | CALENDAR | ADDRESS_TERMS
 FIRST_NAMES = LATIN_FIRST | LATIN_AMBIGUOUS
 
 

@@ -26,7 +26,7 @@ from pipeline.data.pii.later import (
     sentence_start_name_word,
     surname_opens_sentence,
 )
-from pipeline.data.pii.name_context import CONTEXT_WORDS, TITLES, TITLES_AFTER, sentence_initial
+from pipeline.data.pii.name_context import CONTEXT_WORDS, TITLES, TITLES_AFTER, VERBS_AFTER, sentence_initial
 from pipeline.data.pii.name_signals import common_words
 from pipeline.data.pii.names import (
     LATIN_AMBIGUOUS,
@@ -74,6 +74,8 @@ _NOT_ALONE = STOP | NEVER | TITLES | TITLES_AFTER | OFFICES | PLACE_BEFORE | _NO
 # first names that are also words ("Rose", "Kaya", "Вера"): a mention only where a sentence does not start, since
 # only a proper noun is capitalized there
 _AMBIGUOUS = LATIN_AMBIGUOUS | TURKISH_WORDS | RU_AMBIGUOUS
+# listed surnames that are stop words: Hall, Church, Park, Day (names.STOP_SURNAMES predates "Hall" in STOP)
+_STOP_SURNAMES = (STOP - NEVER - TITLES_AFTER) & LATIN_LAST
 _RUN_ON = re.compile(rf"[ \u00a0][{_LO}]")  # the span goes on into a sentence: a lower-case word after it
 _NAME_WORD = re.compile(rf"[{_UP}][{_LO}]+(?:-[{_UP}][{_LO}]+)?|[{_UP}]{{2,}}")
 _RU_CASE = "(?:ь|а|я|у|ю|ом|ем|ым|им|ой|ей|е|ы|и|ого|его|ому|ему|ую|юю|ою|ею|ов|ев|ой|ых|их|ым|ыми|ими|ам|ям|ах|ях)?"
@@ -238,13 +240,18 @@ class NameBook:
     def __bool__(self) -> bool:
         return bool(self.persons)
 
+    def stop_surname(self, key: str) -> bool:
+        """The surname of a name found whole that is also a stop word ("Jane Hall", "Jules Church"): looked for
+        alone too, where only a person's name stands (stop_surname_mention)."""
+        return key in self.surnames and key in _STOP_SURNAMES
+
     def searchable(self) -> tuple[str, ...]:
         """The written forms of the words worth finding alone in the rest of the record (asked once per unit of
         the record: computed once per book state)."""
         if self._searchable is None:
             out = set()
             for key, forms in self.surfaces.items():
-                if len(key) >= 3 and key not in _NOT_ALONE:
+                if len(key) >= 3 and (key not in _NOT_ALONE or self.stop_surname(key)):
                     out.update(forms)
             self._searchable = tuple(sorted(out))
         return self._searchable
@@ -365,12 +372,26 @@ def find_mentions(text: str, book: NameBook, kept: list[Hit]) -> list[Hit]:
             # or "çelik bey", "çelik'in"
         if _inside_other_noun(text, s, e, book, initial):
             continue
+        if key in _NOT_ALONE and not _stop_surname_mention(text, s, e, initial):
+            continue
         out.append(Hit(s, e, "PERSON", 0.8, "record"))
     return out
 
 
 _TITLE_OR_SUFFIX = re.compile(r"['’]\w|[ \u00a0](?:" + "|".join(sorted(map(re.escape, (
     w for w in CONTEXT_WORDS["name_titles_after"])), key=len, reverse=True)) + r")(?!\w)", re.I)
+
+
+_ARTICLE_BEFORE = re.compile(r"(?<![\w'’-])(?i:the|an?)[ \u00a0]$")
+
+
+def _stop_surname_mention(text: str, s: int, e: int, initial: bool) -> bool:
+    """A surname that is also a stop word ("Hall", "Church", "Park"), of a person the record names in full, alone:
+    capitalized mid-sentence, or at a sentence start with a suffix ("Hall's order") or a calling verb after it
+    ("Church confirmed"); in lower case or after an article it is the word ("the Park entrance")."""
+    if not text[s].isupper() or _ARTICLE_BEFORE.search(text, max(0, s - 5), s) is not None:
+        return False
+    return not initial or _TITLE_OR_SUFFIX.match(text, e) is not None or VERBS_AFTER.match(fold(text[e:e + 40])) is not None
 
 
 def _listed_any(key: str) -> bool:
