@@ -197,8 +197,10 @@ class LatinNameRecognizer(PersonRecognizer):
         if self.supported_language == "tr":
             out += subject_pairs(ctx)  # overlapping hits merge into one span (engine.resolve)
         turkish = self.supported_language == "tr"
-        out = [drop_sentence_opener(ctx.text, h, self._listed_word, self.rarity.everyday, turkish,
-                                    lambda start: signoff_above(ctx.norm, start)) for h in out]
+        # a subject pair was read with its first word's spelling (tr_spelling): "Raziye" is no inflected "razı"
+        out = [h if h.method == "lower_subject" else drop_sentence_opener(
+            ctx.text, h, self._listed_word, self.rarity.everyday, turkish, lambda start: signoff_above(ctx.norm, start))
+            for h in out]
         if not ctx.words.isdisjoint(_LOWER_FIRST) or not ctx.words.isdisjoint(_LOWER_INTRO_WORDS):
             lower = _lower_case_names(ctx, self.rarity, self.ambiguous)
             out += [h for h in lower if not any(o.start < h.end and h.start < o.end for o in out)]

@@ -13,12 +13,12 @@ from __future__ import annotations
 
 import re
 
-from pipeline.data.pii.later import inflected_common
 from pipeline.data.pii.name_signals import EVERYDAY_ZIPF, common_words
 from pipeline.data.pii.names import LATIN_FIRST, LATIN_LAST, LATIN_LOWER, LATIN_UPPER, STOP
 from pipeline.data.pii.not_person import PLACES
 from pipeline.data.pii.text import Hit
-from pipeline.data.pii.tr_later import subject_of_clause
+from pipeline.data.pii.tr_later import clause_of_subject
+from pipeline.data.pii.tr_spelling import inflected_in_spelling, person_verb
 
 SUBJECT_SCORE = 0.6  # as a lower-case pair of lower_pairs.py: above the default threshold
 
@@ -42,9 +42,15 @@ def _en_zipf(key: str) -> float:
     return wordfreq.zipf_frequency(key, "en")
 
 
-def _kind(key: str) -> int:
+def _kind(key: str, word: str) -> int:
     """0: no name word here; -1: name-shaped but an everyday word (a surname in capitals: "Aamer Kulak"); 1: a
-    name-shaped word; 2: one that is rare as a word or a listed first name."""
+    name-shaped word; 2: one that is rare as a word or a listed first name. A word that folds to an inflected
+    common word is none, unless its stem is no word in its own spelling ("Raziye": "razi", not "razı")."""
+    k = _key_kind(key)
+    return 0 if k and inflected_in_spelling(word) else k
+
+
+def _key_kind(key: str) -> int:
     k = _CACHE.get(key)
     if k is None:
         if not _COMMON:
@@ -52,7 +58,7 @@ def _kind(key: str) -> int:
             _COMMON.append(common_words("tr", EVERYDAY_ZIPF) | common_words("en", EVERYDAY_ZIPF))
         listed = key in LATIN_FIRST or key in LATIN_LAST
         if len(key) < 3 or key in _NOT_NAME or key in PLACES or "w" in key \
-                or (not listed and _en_zipf(key) >= _EN_ZIPF) or _VERB_SHAPE.search(key) or inflected_common(key):
+                or (not listed and _en_zipf(key) >= _EN_ZIPF) or _VERB_SHAPE.search(key):
             k = 0
         elif key in _COMMON[1] and not listed:
             k = -1
@@ -86,14 +92,16 @@ def subject_pairs(ctx) -> list[Hit]:
                 break
         for i in range(len(words) - 1):
             (s1, e1), (s2, e2) = words[i], words[i + 1]
-            k1, k2 = _kind(norm[s1:e1]), _kind(norm[s2:e2])
+            k1, k2 = _kind(norm[s1:e1], text[s1:e1]), _kind(norm[s2:e2], text[s2:e2])
             title = text[s2].isupper()
             if title != text[s1].isupper() and not (i == 0 and title):
                 k1 = 0  # one casing for both words; the first may be capitalized as the sentence's first
-            if k1 > 0 and (k2 > 0 or (title and k2 < 0)) and max(k1, k2) == 2 and subject_of_clause(text, e2) \
-                    and not _owns_next(text, norm, e2):
-                out.append(Hit(s1, e2, "PERSON", SUBJECT_SCORE, "lower_subject"))
-                break
+            if k1 > 0 and (k2 > 0 or (title and k2 < 0)) and not _owns_next(text, norm, e2):
+                clause = clause_of_subject(text, e2)
+                # two words frequent in the corpus, capitalized, need a person's verb ("Hayri Zeybek tekrar yazdı")
+                if clause is not None and (max(k1, k2) == 2 or (title and person_verb(clause))):
+                    out.append(Hit(s1, e2, "PERSON", SUBJECT_SCORE, "lower_subject"))
+                    break
             if norm[s1:e1] not in _COMMON[0]:
                 break  # a rare word before the pair: not a sentence of common words and a name
     return out
