@@ -10,7 +10,7 @@ from pii_names import clean_text, half, step  # noqa: F401 (step: a fixture)
 
 pytestmark = pytest.mark.timeout(300)
 
-WORDS = ("Kalem", "Samsun", "Kulak", "Pervane", "Ataman", "Bekir", "Turgay", "Tatliye", "Tarçın", "Ardıç", "Taziye")
+WORDS = ("Kalem", "Samsun", "Kulak", "Pervane", "Ataman", "Bekir", "Turgay", "Tatliye", "Tarçın", "Ardıç", "Taziye", "Kalemya", "Atamanov")
 
 
 def test_the_name_words_are_not_in_the_evaluation_half():
@@ -187,6 +187,8 @@ def test_an_owner_label_before_ordinary_words_stays(step, text):
     ("Arama kaydı: Taziye Ardıç dün aradı. Sözleşme yenileme teklifi iletildi.", ("Taziye", "Ardıç")),
     # folded, "tatli" + "ye" looks like an inflected "tatlı"; as written its stem is no word
     ("Tatliye Pervane bugün mağazaya gelip eski cihazı teslim etti.", ("Tatliye", "Pervane")),
+    # "kalem" + "ya" breaks vowel harmony (the dative is "kaleme"): no inflected word
+    ("Kalemya Pervane bugün mağazaya gelip eski cihazı teslim etti.", ("Kalemya", "Pervane")),
 ])
 def test_a_capitalized_pair_before_a_persons_verb_is_a_name(step, text, words):
     out = clean_text(step, text)
@@ -200,3 +202,14 @@ def test_a_capitalized_pair_before_a_persons_verb_is_a_name(step, text, words):
 ])
 def test_a_capitalized_pair_without_a_persons_verb_stays(step, text):
     assert clean_text(step, text) == text
+
+
+# ---------------------------------------------------------------------------------------------- capitals
+@pytest.mark.parametrize("text, gone, kept", [
+    ("Arama kaydı: MERHABA, BEN HAKKI ATAMAN. DÜN VERDİĞİM SİPARİŞ HÂLÂ HAZIRLANIYOR.", "ATAMAN", "BEN"),
+    ("Modem kırmızı yanıyor. TARÇIN ATAMANOV İADE KODUNUN ÇALIŞMADIĞINI SÖYLÜYOR.", "ATAMANOV", "KODUNUN"),
+    ("AZ ÖNCE HAKKI ATAMAN İLE KONUŞTUM, YARIN ŞUBEYE UĞRAYACAK.", "ATAMAN", "ŞUBEYE"),
+])
+def test_a_turkish_pronoun_or_inflected_word_in_capitals_is_no_name(step, text, gone, kept):
+    out = clean_text(step, text)
+    assert not left(gone, out) and left(kept, out), out

@@ -67,7 +67,7 @@ from pipeline.data.pii.names import (
 from pipeline.data.pii.neighbours import mid_frequency_name_word
 from pipeline.data.pii.text import Hit, TextContext, fold
 from pipeline.data.pii.tr_label import labelled_names
-from pipeline.data.pii.tr_lower_subject import subject_pairs
+from pipeline.data.pii.tr_lower_subject import shouted_name_word, subject_pairs
 from pipeline.data.pii.tr_suffix import suffixed_names
 from pipeline.data.pii.tr_titles import titled_names
 from pipeline.data.pii.tr_vocative import vocative_names
@@ -281,6 +281,8 @@ class LatinNameRecognizer(PersonRecognizer):
         among them, or in a line written all in capitals (a shouted line, not an acronym in prose: "ASCII
         HTML"). One word alone: after a title or an introduction, or a listed first name that is no word."""
         text = ctx.text
+        if toks[i].key in _TR_PRONOUNS and self.supported_language == "tr":
+            return i + 1, None  # "MERHABA, BEN HAKKI ÇAKICI": "ben" is "I" in Turkish, not Ben
         j = self._run_of(ctx, toks, i, True)
         if j == i and toks[i].key in LATIN_FIRST and toks[i].key not in _CUE_WORDS and i + 1 < len(toks) \
                 and adjacent_words(text, toks[i], toks[i + 1]) and toks[i + 1].word.isupper():
@@ -297,7 +299,9 @@ class LatinNameRecognizer(PersonRecognizer):
         context = titled or context_before(ctx, first.start) or verb_after(ctx, toks[j - 1])
         if j - i >= 2:
             if (listed or any(self._namelike(tk) for tk in toks[i:j])) \
-                    and (listed or context or _shouted(text, first.start, toks[j - 1].end)):
+                    and (listed or context or (_shouted(text, first.start, toks[j - 1].end)
+                                               and (self.supported_language != "tr"
+                                                    or all(shouted_name_word(tk.word) for tk in toks[i:j])))):
                 score = 0.85 if listed or context else RARE_ONLY_SCORE
                 return j, Hit(first.start, toks[j - 1].end, "PERSON", score, "gazetteer")
             return j, None  # not a surname alone either
@@ -429,6 +433,8 @@ class LatinNameRecognizer(PersonRecognizer):
         return 0.6
 
 
+# Turkish pronouns that are listed (English) first names: in capitals they open an introduction
+_TR_PRONOUNS = frozenset(("ben", "sen"))
 # one-word cues and verbs: never a word of a name ("SİPARİŞ JOHN SMITH ADINA")
 _CUE_WORDS = frozenset(norm_phrase(w.rstrip("*")) for w in CONTEXT_WORDS["name_cues_after"] + CONTEXT_WORDS["name_verbs_after"]
                        if " " not in w.strip())

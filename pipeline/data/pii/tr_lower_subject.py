@@ -16,7 +16,7 @@ import re
 from pipeline.data.pii.name_signals import EVERYDAY_ZIPF, common_words
 from pipeline.data.pii.names import LATIN_FIRST, LATIN_LAST, LATIN_LOWER, LATIN_UPPER, STOP
 from pipeline.data.pii.not_person import PLACES
-from pipeline.data.pii.text import Hit
+from pipeline.data.pii.text import Hit, fold
 from pipeline.data.pii.tr_later import clause_of_subject
 from pipeline.data.pii.tr_spelling import inflected_in_spelling, person_verb
 
@@ -32,6 +32,7 @@ _NOT_NAME = STOP | frozenset("bir bu şu o ve ile için gibi ama çok daha en be
 _EN_ZIPF = 2.5
 # the word after the pair owned by it, possessive with no case ("tuşları", "bağlantım"): the pair is a modifier
 _POSSESSED = re.compile(r"(?:(?<!n)[iuü]|[iuü]?m|l[ae]r[iı])$")
+_TR_LOWER = str.maketrans({"İ": "i", "I": "ı"})
 _CACHE: dict[str, int] = {}  # folded word -> 0 no name word, 1 a name word, 2 a rare or listed-first one
 _COMMON: list = []
 
@@ -48,6 +49,13 @@ def _kind(key: str, word: str) -> int:
     common word is none, unless its stem is no word in its own spelling ("Raziye": "razi", not "razı")."""
     k = _key_kind(key)
     return 0 if k and inflected_in_spelling(word) else k
+
+
+def shouted_name_word(word: str) -> bool:
+    """A word in capitals may be a name's in Turkish text: no inflected common word, verb form, stop or
+    English-like product word ("KODUNUN", "ÇIKMAMIŞ", "ŞUBEYE" are none; "BUDAQOV", "TEKRAR" may be)."""
+    low = word.translate(_TR_LOWER).lower()
+    return _kind(fold(low), low) != 0
 
 
 def _key_kind(key: str) -> int:

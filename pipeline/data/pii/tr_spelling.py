@@ -3,8 +3,8 @@
 later.inflected_common reads folded words (ı as i), so a name that folds to a common stem and a suffix looks
 like an inflected word: "Raziye" folds to "razi" + "ye", and "razı" (content) is common; "IKLİMA" lower-cased
 the Turkish way is "ıklima", which folds to "iklim" (climate) + "a". In its own spelling the stem is no word
-("razi" Zipf 3.35 against "razı" 4.53, "ıklim" 0): the name is no inflected form. inflected_in_spelling asks
-wordfreq about the stem as written.
+("razi" Zipf 3.35 against "razı" 4.53, "ıklim" 0), or the suffix breaks vowel harmony ("Nailya": the dative of
+"nail" is "naile"): the name is no inflected form. inflected_in_spelling asks wordfreq about the stem as written.
 
 person_verb: the clause after a subject holds a verb only a person does (writes, calls, asks, hands over, wants),
 the evidence that lets two capitalized words frequent in the corpus ("Hayri Zeybek", "Serhat Çiçek") be a name
@@ -20,6 +20,8 @@ from pipeline.data.pii.text import fold
 
 _TR_LOWER = str.maketrans({"İ": "i", "I": "ı"})
 _CACHE: dict[str, bool] = {}
+_FRONT, _BACK = frozenset("eiöü"), frozenset("aıou")
+_VOWELS = _FRONT | _BACK
 
 # the stems of verbs whose subject is a person (folded: ı as i), and the nouns of the compound verbs ("teslim
 # etti", "iptal etmek istiyor", "şikayet etti") that say the same
@@ -45,8 +47,16 @@ def _stem_common(low: str, key: str) -> bool:
     import wordfreq
 
     common = common_words("tr")
-    return any(key[:k] in common and wordfreq.zipf_frequency(low[:k], "tr") >= COMMON_ZIPF
-               for k in range(max(4, len(key) - 6), len(key)))
+    return any(key[:k] in common and _harmonic(low[:k], low[k:])
+               and wordfreq.zipf_frequency(low[:k], "tr") >= COMMON_ZIPF for k in range(max(4, len(key) - 6), len(key)))
+
+
+def _harmonic(stem: str, suffix: str) -> bool:
+    """A suffix after a stem whose last vowel is front (e i ö ü) has no back vowel ("nail" + "ya" is no
+    inflection: the dative is "naile"); -yor keeps its o everywhere. The other way round loanwords break the
+    rule ("saate", "kontrole"), so a back stem takes any suffix."""
+    last = next((c for c in reversed(stem) if c in _VOWELS), "")
+    return last not in _FRONT or not any(c in _BACK for c in suffix.replace("yor", ""))
 
 
 def person_verb(words: list[str]) -> bool:
