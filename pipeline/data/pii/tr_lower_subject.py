@@ -18,7 +18,7 @@ from pipeline.data.pii.names import LATIN_FIRST, LATIN_LAST, LATIN_LOWER, LATIN_
 from pipeline.data.pii.not_person import PLACES
 from pipeline.data.pii.text import Hit, fold
 from pipeline.data.pii.tr_later import clause_of_subject
-from pipeline.data.pii.tr_spelling import inflected_in_spelling, person_verb
+from pipeline.data.pii.tr_spelling import TURKISH_LETTERS, inflected_in_spelling, person_verb
 
 SUBJECT_SCORE = 0.6  # as a lower-case pair of lower_pairs.py: above the default threshold
 
@@ -33,7 +33,8 @@ _EN_ZIPF = 2.5
 # the word after the pair owned by it, possessive with no case ("tuşları", "bağlantım"): the pair is a modifier
 _POSSESSED = re.compile(r"(?:(?<!n)[iuü]|[iuü]?m|l[ae]r[iı])$")
 _TR_LOWER = str.maketrans({"İ": "i", "I": "ı"})
-_CACHE: dict[str, int] = {}  # folded word -> 0 no name word, 1 a name word, 2 a rare or listed-first one
+_CACHE: dict[str, int] = {}
+_CASE_VOWELS = frozenset("aeiuü")  # folded: ı is i  # folded word -> 0 no name word, 1 a name word, 2 a rare or listed-first one
 _COMMON: list = []
 
 
@@ -43,19 +44,27 @@ def _en_zipf(key: str) -> float:
     return wordfreq.zipf_frequency(key, "en")
 
 
-def _kind(key: str, word: str) -> int:
+def _kind(key: str, word: str, spelled: bool = False) -> int:
     """0: no name word here; -1: name-shaped but an everyday word (a surname in capitals: "Aamer Kulak"); 1: a
     name-shaped word; 2: one that is rare as a word or a listed first name. A word that folds to an inflected
     common word is none, unless its stem is no word in its own spelling ("Raziye": "razi", not "razı")."""
     k = _key_kind(key)
-    return 0 if k and inflected_in_spelling(word) else k
+    return 0 if k and inflected_in_spelling(word, spelled) else k
+
+
+def _case_kind(k: int, key: str) -> int:
+    """`k` (_kind), or 1 where the word is none only as a common word and one case vowel ("berke": "berk" + "e",
+    "halime"): an accusative or dative is no subject, so before a person's verb such a word is a name's."""
+    if k == 0 and key[-1:] in _CASE_VOWELS and _key_kind(key) > 0 and key[:-1] in _COMMON[0]:
+        return 1
+    return k
 
 
 def shouted_name_word(word: str) -> bool:
     """A word in capitals may be a name's in Turkish text: no inflected common word, verb form, stop or
     English-like product word ("KODUNUN", "ÇIKMAMIŞ", "ŞUBEYE" are none; "BUDAQOV", "TEKRAR" may be)."""
     low = word.translate(_TR_LOWER).lower()
-    return _kind(fold(low), low) != 0
+    return _kind(fold(low), low, True) != 0
 
 
 def _key_kind(key: str) -> int:
@@ -88,6 +97,7 @@ def subject_pairs(ctx) -> list[Hit]:
     of a Turkish sentence. Capitalized, the surname may be an everyday word ("Aamer Kulak tekrar yazdı")."""
     text, norm = ctx.text, ctx.norm
     out: list[Hit] = []
+    spelled = TURKISH_LETTERS.search(text) is not None
     for m in _SENTENCE_START.finditer(text):
         pos, words = m.end(), []
         for _ in range(5):  # the pair among the first five words, after common words only
@@ -100,14 +110,18 @@ def subject_pairs(ctx) -> list[Hit]:
                 break
         for i in range(len(words) - 1):
             (s1, e1), (s2, e2) = words[i], words[i + 1]
-            k1, k2 = _kind(norm[s1:e1], text[s1:e1]), _kind(norm[s2:e2], text[s2:e2])
+            k1, k2 = _kind(norm[s1:e1], text[s1:e1], spelled), _kind(norm[s2:e2], text[s2:e2], spelled)
             title = text[s2].isupper()
             if title != text[s1].isupper() and not (i == 0 and title):
                 k1 = 0  # one casing for both words; the first may be capitalized as the sentence's first
-            if k1 > 0 and (k2 > 0 or (title and k2 < 0)) and not _owns_next(text, norm, e2):
+            c1, c2 = _case_kind(k1, norm[s1:e1]), _case_kind(k2, norm[s2:e2])
+            if c1 > 0 and (c2 > 0 or (title and c2 < 0)) and not _owns_next(text, norm, e2):
                 clause = clause_of_subject(text, e2)
-                # two words frequent in the corpus, capitalized, need a person's verb ("Hayri Zeybek tekrar yazdı")
-                if clause is not None and (max(k1, k2) == 2 or (title and person_verb(clause))):
+                # one word rare will do; two words frequent in the corpus need a person's verb ("Hayri Zeybek
+                # tekrar yazdı"), in lower case one no thing does, in the active ("berke topuz dün aradı", not
+                # "yeni modem geldi")
+                rare = k1 > 0 and (k2 > 0 or (title and k2 < 0)) and max(k1, k2) == 2
+                if clause is not None and (rare or (c2 > 0 or title) and person_verb(clause, not title)):
                     out.append(Hit(s1, e2, "PERSON", SUBJECT_SCORE, "lower_subject"))
                     break
             if norm[s1:e1] not in _COMMON[0]:

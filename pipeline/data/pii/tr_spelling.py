@@ -20,6 +20,7 @@ from pipeline.data.pii.text import fold
 
 _TR_LOWER = str.maketrans({"İ": "i", "I": "ı"})
 _CACHE: dict[str, bool] = {}
+TURKISH_LETTERS = re.compile("[ığşİĞŞ]")
 _FRONT, _BACK = frozenset("eiöü"), frozenset("aıou")
 _VOWELS = _FRONT | _BACK
 
@@ -29,10 +30,18 @@ _PERSON_VERB = re.compile(
     r"(?:yaz|ar(?:a[dmnyr]|iyor)|iste|söyle|sor[dmu]|ded|gel[dimi]|uğra|konuş|bekle|öde[dmy]|bildir|onayla|teslim|iptal|talep"
     r"|şikayet|şikâyet|rica|itiraz|kabul|ilet|gönder|ulaş|dön)")
 
+_THING_VERB = re.compile(r"(?:gel|ilet|gönder|ulaş|dön)")
+# a passive finite verb, folded: -(ı)l- or -(ı)n- before the tense ("edildi", "gönderilmiş", "arandı")
+_PASSIVE = re.compile(r"(?:[iuü]l|[aeiuü]n)(?:d[iuü]|m[iuü]ş|[iuü]yor|[ae]c[ae]k)(?:l[ae]r)?$")
 
-def inflected_in_spelling(word: str) -> bool:
+
+def inflected_in_spelling(word: str, spelled: bool = False) -> bool:
     """The word (as written: capitals lower-cased the Turkish way) is a common Turkish stem and a chain of
-    suffixes with the stem common in its own spelling, not only folded (later.inflected_common)."""
+    suffixes with the stem common in its own spelling, not only folded (later.inflected_common). A word typed
+    in lower case is read folded only unless `spelled` (its text holds ı, ğ or ş: typed with Turkish letters);
+    chat typed without them writes "kapiya" for "kapıya"."""
+    if not spelled and not word[:1].isupper():
+        return inflected_common(fold(word))
     low = word.translate(_TR_LOWER).lower()
     hit = _CACHE.get(low)
     if hit is None:
@@ -59,6 +68,11 @@ def _harmonic(stem: str, suffix: str) -> bool:
     return last not in _FRONT or not any(c in _BACK for c in suffix.replace("yor", ""))
 
 
-def person_verb(words: list[str]) -> bool:
-    """One of the folded words of a clause is a form of a verb whose subject is a person."""
+def person_verb(words: list[str], strict: bool = False) -> bool:
+    """One of the folded words of a clause is a form of a verb whose subject is a person. `strict`: not one a
+    thing does too (comes, is sent, reaches, returns: "yeni modem geldi"), and the clause's last verb is no
+    passive ("teslim edildi": the subject was handed over)."""
+    if strict:
+        return _PASSIVE.search(words[-1]) is None and any(_PERSON_VERB.match(w) and not _THING_VERB.match(w)
+                                                          for w in words)
     return any(_PERSON_VERB.match(w) for w in words)
