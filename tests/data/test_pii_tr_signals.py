@@ -234,3 +234,16 @@ def test_a_lower_case_pair_of_frequent_words_before_a_persons_verb_is_a_name(ste
 ])
 def test_a_lower_case_pair_before_a_things_verb_or_a_passive_stays(step, text):
     assert clean_text(step, text) == text
+
+
+# ---------------------------------------------------------------------------------------------- first name before
+def test_a_frequent_first_name_before_a_surname_found_alone_goes(step):
+    # "Kulak" is found by "Kulak Hanım"; "Tarçın" (Zipf 3.5, in no list) is the first name before it
+    out = clean_text(step, "Takip: perşembe tekrar aranacak. Tarçın Kulak iade kodunun çalışmadığını söylüyor. "
+                           "Kulak Hanım iadeyi kabul etmedi.")
+    assert not left("Tarçın", out) and not left("Kulak", out), out
+
+
+def test_a_reply_word_before_a_name_addressed_stays(step):
+    out = clean_text(step, "Kontrol ettim. Tamamdır Nizami, bakıyorum. Nizami Bey tekrar aradı.")
+    assert left("Tamamdır", out) and not left("Nizami", out), out
