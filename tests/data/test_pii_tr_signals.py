@@ -10,7 +10,7 @@ from pii_names import clean_text, half, step  # noqa: F401 (step: a fixture)
 
 pytestmark = pytest.mark.timeout(300)
 
-WORDS = ("Kalem", "Samsun", "Kulak", "Pervane", "Ataman", "Bekir", "Turgay", "Tatliye", "Tarçın", "Ardıç", "Taziye", "Kalemya", "Atamanov", "Kirazı")
+WORDS = ("Kalem", "Samsun", "Kulak", "Pervane", "Ataman", "Bekir", "Turgay", "Tatliye", "Tarçın", "Ardıç", "Taziye", "Kalemya", "Atamanov", "Kirazı", "Menekşen")
 
 
 def test_the_name_words_are_not_in_the_evaluation_half():
@@ -220,6 +220,7 @@ def test_a_turkish_pronoun_or_inflected_word_in_capitals_is_no_name(step, text, 
     ("Kargo gecikti. sabah taziye ardıç tekrar yazdı, kargo hâlâ çıkmamış.", ("taziye", "ardıç")),
     # "kiraz" + "ı" reads as an accusative, which is no subject: here a name's word
     ("Kargo gecikti. az önce kirazı ardıç ile konuştum, yarın şubeye uğrayacak.", ("kirazı", "ardıç")),
+    ("Kargo gecikti. sabah menekşen ardıç tekrar yazdı.", ("menekşen", "ardıç")),  # "menekşe" + "n"
 ])
 def test_a_lower_case_pair_of_frequent_words_before_a_persons_verb_is_a_name(step, text, words):
     out = clean_text(step, text)
@@ -231,6 +232,7 @@ def test_a_lower_case_pair_of_frequent_words_before_a_persons_verb_is_a_name(ste
     "Kargo gecikti. sabah taziye ardıç depoya geldi.",  # things come too
     "Merhaba. yeni modem dün geldi.",
     "Merhaba. akıllı saat tekrar yazdı.",  # everyday words
+    "Merhaba. dün annen aradı. sabah araban geldi.",  # "your mother", "your car": one word before the verb
 ])
 def test_a_lower_case_pair_before_a_things_verb_or_a_passive_stays(step, text):
     assert clean_text(step, text) == text

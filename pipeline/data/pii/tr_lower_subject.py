@@ -33,8 +33,9 @@ _EN_ZIPF = 2.5
 # the word after the pair owned by it, possessive with no case ("tuşları", "bağlantım"): the pair is a modifier
 _POSSESSED = re.compile(r"(?:(?<!n)[iuü]|[iuü]?m|l[ae]r[iı])$")
 _TR_LOWER = str.maketrans({"İ": "i", "I": "ı"})
-_CACHE: dict[str, int] = {}
-_CASE_VOWELS = frozenset("aeiuü")  # folded: ı is i  # folded word -> 0 no name word, 1 a name word, 2 a rare or listed-first one
+_CACHE: dict[str, int] = {}  # folded word -> 0 no name word, 1 a name word, 2 a rare or listed-first one
+# one-letter case and possessive endings (folded: ı is i): accusative, dative, "your" after a vowel
+_CASE_ENDINGS = frozenset("aeiuün")
 _COMMON: list = []
 
 
@@ -53,9 +54,10 @@ def _kind(key: str, word: str, spelled: bool = False) -> int:
 
 
 def _case_kind(k: int, key: str) -> int:
-    """`k` (_kind), or 1 where the word is none only as a common word and one case vowel ("berke": "berk" + "e",
-    "halime"): an accusative or dative is no subject, so before a person's verb such a word is a name's."""
-    if k == 0 and key[-1:] in _CASE_VOWELS and _key_kind(key) > 0 and key[:-1] in _COMMON[0]:
+    """`k` (_kind), or 1 where the word is none only as a common word and a one-letter ending ("berke": "berk" +
+    "e", "halime", "altan": "alta" + "n"): an accusative or dative is no subject, nor is a "your X" before a
+    person's verb often one, so there such a word is a name's."""
+    if k == 0 and key[-1:] in _CASE_ENDINGS and _key_kind(key) > 0 and key[:-1] in _COMMON[0]:
         return 1
     return k
 
