@@ -249,3 +249,22 @@ def test_a_frequent_first_name_before_a_surname_found_alone_goes(step):
 def test_a_reply_word_before_a_name_addressed_stays(step):
     out = clean_text(step, "Kontrol ettim. Tamamdır Nizami, bakıyorum. Nizami Bey tekrar aradı.")
     assert left("Tamamdır", out) and not left("Nizami", out), out
+
+
+# ---------------------------------------------------------------------------------------------- things
+@pytest.mark.parametrize("text", [
+    "Merhaba. Xiaomi Redmi şarj olmuyor.",  # rare words before a device's verb
+    "Ürün adı: Kırmızı Kalem",  # a product's name label
+    "Sipariş notu. Dosya adı: Pervane Raporu, boyutu büyük.",
+])
+def test_a_product_label_or_a_devices_verb_makes_capitalized_words_a_thing(step, text):
+    assert clean_text(step, text) == text
+
+
+@pytest.mark.parametrize("text, words", [
+    ("Müşteri adı: Kalem Kulak", ("Kalem", "Kulak")),  # a person's label still
+    ("Nurelif Batuğhan şarj olmuyor diye yazdı.", ("Nurelif", "Batuğhan")),  # a person's verb in the clause
+])
+def test_a_persons_label_or_verb_beside_them_keeps_the_name(step, text, words):
+    out = clean_text(step, text)
+    assert [w for w in words if left(w, out)] == [], out

@@ -69,6 +69,7 @@ from pipeline.data.pii.text import Hit, TextContext, fold
 from pipeline.data.pii.tr_label import labelled_names
 from pipeline.data.pii.tr_lower_subject import shouted_name_word, subject_pairs
 from pipeline.data.pii.tr_suffix import suffixed_names
+from pipeline.data.pii.tr_things import thing_labelled, thing_subject
 from pipeline.data.pii.tr_titles import titled_names
 from pipeline.data.pii.tr_vocative import vocative_names
 
@@ -197,6 +198,8 @@ class LatinNameRecognizer(PersonRecognizer):
         if self.supported_language == "tr":
             out += subject_pairs(ctx)  # overlapping hits merge into one span (engine.resolve)
         turkish = self.supported_language == "tr"
+        if turkish and out:  # "Ürün adı: Kırmızı Kalem", "Xiaomi Redmi şarj olmuyor": things
+            out = [h for h in out if not _a_thing(ctx, h)]
         # a subject pair was read with its first word's spelling (tr_spelling): "Raziye" is no inflected "razı"
         out = [h if h.method == "lower_subject" else drop_sentence_opener(
             ctx.text, h, self._listed_word, self.rarity.everyday, turkish, lambda start: signoff_above(ctx.norm, start))
@@ -438,6 +441,14 @@ _TR_PRONOUNS = frozenset(("ben", "sen"))
 # one-word cues and verbs: never a word of a name ("SİPARİŞ JOHN SMITH ADINA")
 _CUE_WORDS = frozenset(norm_phrase(w.rstrip("*")) for w in CONTEXT_WORDS["name_cues_after"] + CONTEXT_WORDS["name_verbs_after"]
                        if " " not in w.strip())
+
+
+def _a_thing(ctx: TextContext, hit: Hit) -> bool:
+    """A hit the Turkish context makes a thing (tr_things): after a thing's name label, or found by rarity alone
+    before a clause that says what a device does."""
+    if "adi" in ctx.norm and thing_labelled(ctx.norm, hit.start):
+        return True
+    return hit.score <= RARE_ONLY_SCORE and thing_subject(ctx.text, hit.end)
 
 
 def _shouted(text: str, start: int, end: int) -> bool:

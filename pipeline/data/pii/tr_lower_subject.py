@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import re
 
+from pipeline.data.pii.later import inflected_common
 from pipeline.data.pii.name_signals import EVERYDAY_ZIPF, common_words
 from pipeline.data.pii.names import LATIN_FIRST, LATIN_LAST, LATIN_LOWER, LATIN_UPPER, STOP
 from pipeline.data.pii.not_person import PLACES
@@ -57,7 +58,8 @@ def _case_kind(k: int, key: str) -> int:
     """`k` (_kind), or 1 where the word is none only as a common word and a one-letter ending ("berke": "berk" +
     "e", "halime", "altan": "alta" + "n"): an accusative or dative is no subject, nor is a "your X" before a
     person's verb often one, so there such a word is a name's."""
-    if k == 0 and key[-1:] in _CASE_ENDINGS and _key_kind(key) > 0 and key[:-1] in _COMMON[0]:
+    if k == 0 and key[-1:] in _CASE_ENDINGS and _key_kind(key) > 0 and key[:-1] in _COMMON[0] \
+            and not inflected_common(key[:-1]):  # "kodunun" is "kodunu" + "n", itself inflected
         return 1
     return k
 

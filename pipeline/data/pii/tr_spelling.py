@@ -27,7 +27,7 @@ _VOWELS = _FRONT | _BACK
 # the stems of verbs whose subject is a person (folded: ı as i), and the nouns of the compound verbs ("teslim
 # etti", "iptal etmek istiyor", "şikayet etti") that say the same
 _PERSON_VERB = re.compile(
-    r"(?:yaz|ar(?:a[dmnyr]|iyor)|iste|söyle|sor[dmu]|ded|gel[dimi]|uğra|konuş|bekle|öde[dmy]|bildir|onayla|teslim|iptal|talep"
+    r"(?:yaz|ar(?:a[dmnyr]|iyor)|iste|söyl|sor[dmu]|ded|gel[dimi]|uğra|konuş|bekle|öde[dmy]|bildir|onayla|teslim|iptal|talep"
     r"|şikayet|şikâyet|rica|itiraz|kabul|ilet|gönder|ulaş|dön)")
 
 _THING_VERB = re.compile(r"(?:gel|ilet|gönder|ulaş|dön)")
