@@ -268,3 +268,9 @@ def test_a_product_label_or_a_devices_verb_makes_capitalized_words_a_thing(step,
 def test_a_persons_label_or_verb_beside_them_keeps_the_name(step, text, words):
     out = clean_text(step, text)
     assert [w for w in words if left(w, out)] == [], out
+
+
+def test_the_first_word_of_a_labels_value_is_looked_for_later(step):
+    # after a colon the value opens no sentence: "Kalem" (an everyday word) is the person's first name
+    out = clean_text(step, "Alıcı: Kalem Kulak, kapıda ödeme seçilmiş. Kalem az önce tekrar yazdı.")
+    assert not left("Kalem", out) and not left("Kulak", out), out
