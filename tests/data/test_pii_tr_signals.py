@@ -274,3 +274,17 @@ def test_the_first_word_of_a_labels_value_is_looked_for_later(step):
     # after a colon the value opens no sentence: "Kalem" (an everyday word) is the person's first name
     out = clean_text(step, "Alıcı: Kalem Kulak, kapıda ödeme seçilmiş. Kalem az önce tekrar yazdı.")
     assert not left("Kalem", out) and not left("Kulak", out), out
+
+
+@pytest.mark.parametrize("text, words", [
+    ("Arama kaydı: MERHABA, BEN TARÇIN BAR. DÜN VERDİĞİM SİPARİŞ HÂLÂ HAZIRLANIYOR.", ("TARÇIN", "BAR")),
+    ("Merhaba, ben Tarçın Bar. Siparişim gelmedi.", ("Tarçın", "Bar")),  # "Bar": an everyday word
+])
+def test_the_words_after_a_greeting_and_ben_are_the_writers_name(step, text, words):
+    out = clean_text(step, text)
+    assert [w for w in words if left(w, out)] == [] and re.search(r"(?i)\bben\b", out), out
+
+
+@pytest.mark.parametrize("text", ["Merhaba, ben yine yazıyorum.", "Merhaba, ben hala bekliyorum."])
+def test_a_greeting_and_ben_before_a_verb_stay(step, text):
+    assert clean_text(step, text) == text

@@ -227,7 +227,8 @@ class LatinNameRecognizer(PersonRecognizer):
     def _caps_cued_word(self, key: str) -> bool:
         """In capitals next to a cue: a listed name, an ambiguous one too ("DENİZ ÇELİK"), or no everyday word;
         no stop, cue, title or office word."""
-        if key in STOP or key in NEVER or key in _CUE_WORDS or key in TITLES or key in OFFICES or key in _BRANDS:
+        if key in STOP or key in NEVER or key in _CUE_WORDS or key in TITLES or key in OFFICES or key in _BRANDS \
+                or (key in _TR_PRONOUNS and self.supported_language == "tr"):
             return False
         return key in LATIN_FIRST or key in LATIN_LAST or key in LISTED_EXT or not self.rarity.everyday(key)
 

@@ -8,12 +8,17 @@ one to three words, also when they are everyday words ("Hava", "Erdi", "Bar") or
 The owner of a line, an account or a request is a person too, with or without a colon: "Hat sahibi Kalem Kulak
 olarak kayıtlı", "TALEP SAHİBİ KALEM KULAK", "Bu hattı Kalem Kulak kullanıyor". Without a colon the words must be
 capitalized (or in capitals), or be two words before "olarak": "hat sahibi değişti" is no name.
+
+A greeting and "ben" (I am) introduce the writer: "Merhaba, ben Kalem Bar." The sentence's one to three words
+after it are the name when each may be a name's word (no inflected or verb form: "Merhaba, ben yine yazıyorum"
+is none), an everyday word too ("Bar").
 """
 from __future__ import annotations
 
 import re
 
 from pipeline.data.pii.text import Hit, fold
+from pipeline.data.pii.tr_lower_subject import introduced_name_word
 
 LABEL_SCORE = 0.85  # a form label is as sure as an introduction
 
@@ -27,6 +32,10 @@ _OWNERS = ("hesap", "hat", "hattin", "talep", "kart", "sipariş", "abonelik", "s
 _OWNER_VALUE = re.compile(
     r"(?<![\w])(?:(?:" + "|".join(_OWNERS) + r")[ \t]+sahibi[ \t]+|bu[ \t]+hatti[ \t]+)"
     r"([^\W\d_]{2,}(?:[ \t][^\W\d_]{2,}){0,2}?)(?=[ \t]*(?:[,.;\n]|$)|[ \t]+(olarak|kullan)\w*)")
+# a greeting and "ben" (I am), then the sentence's one to three words: "MERHABA, BEN KALEM BAR."
+_INTRO_VALUE = re.compile(
+    r"(?<![\w])(?:merhaba|selam|selamlar|iyi günler|günaydin)[ \t]*[,!]?[ \t]*ben[ \t,]+"
+    r"([^\W\d_]{2,}(?:[ \t][^\W\d_]{2,}){0,2})[ \t]*(?=[,.!;\n]|$)")
 _LABEL_VALUE = re.compile(
     r"(?<![\w])(?:" + "|".join(re.escape(fold(x)) for x in sorted(_LABELS, key=len, reverse=True)) + r")[ \t]*:[ \t]*"
     r"([^\W\d_]{2,}(?:[ \t][^\W\d_]{2,}){0,2})[ \t]*(?=[,.;/\n]|$)")
@@ -38,8 +47,11 @@ def labelled_names(ctx) -> list[Hit]:
         if ":" in ctx.text else []
     if "sahib" in ctx.norm or "hatti" in ctx.norm:
         out += [Hit(m.start(1), m.end(1), "PERSON", LABEL_SCORE, "label") for m in _OWNER_VALUE.finditer(ctx.norm)
-                if _capitalized(ctx.text[m.start(1):m.end(1)]) or (m.group(2) == "olarak" and " " in m.group(1))
+                if (_capitalized(ctx.text[m.start(1):m.end(1)]) or (m.group(2) == "olarak" and " " in m.group(1)))
                 and not any(h.start < m.end(1) and m.start(1) < h.end for h in out)]
+    if "ben" in ctx.norm:
+        out += [Hit(m.start(1), m.end(1), "PERSON", LABEL_SCORE, "label") for m in _INTRO_VALUE.finditer(ctx.norm)
+                if all(introduced_name_word(w) for w in ctx.text[m.start(1):m.end(1)].split())]
     return out
 
 

@@ -64,6 +64,15 @@ def _case_kind(k: int, key: str) -> int:
     return k
 
 
+def introduced_name_word(word: str) -> bool:
+    """A word after "ben" (I am) may be a name's: no stop word, verb form or inflected common word; an everyday
+    word or an English-like one may ("Bar", "Kalem")."""
+    low = word.translate(_TR_LOWER).lower()
+    key = fold(low)
+    return len(key) >= 2 and key not in _NOT_NAME and not _VERB_SHAPE.search(key) \
+        and not inflected_in_spelling(low, True)
+
+
 def shouted_name_word(word: str) -> bool:
     """A word in capitals may be a name's in Turkish text: no inflected common word, verb form, stop or
     English-like product word ("KODUNUN", "ÇIKMAMIŞ", "ŞUBEYE" are none; "BUDAQOV", "TEKRAR" may be)."""
