@@ -49,7 +49,7 @@ def labelled_names(ctx) -> list[Hit]:
         out += [Hit(m.start(1), m.end(1), "PERSON", LABEL_SCORE, "label") for m in _OWNER_VALUE.finditer(ctx.norm)
                 if (_capitalized(ctx.text[m.start(1):m.end(1)]) or (m.group(2) == "olarak" and " " in m.group(1)))
                 and not any(h.start < m.end(1) and m.start(1) < h.end for h in out)]
-    if "ben" in ctx.norm:
+    if "ben " in ctx.norm or "ben," in ctx.norm:
         out += [Hit(m.start(1), m.end(1), "PERSON", LABEL_SCORE, "label") for m in _INTRO_VALUE.finditer(ctx.norm)
                 if all(introduced_name_word(w) for w in ctx.text[m.start(1):m.end(1)].split())]
     return out

@@ -35,6 +35,7 @@ _EN_ZIPF = 2.5
 _POSSESSED = re.compile(r"(?:(?<!n)[iuü]|[iuü]?m|l[ae]r[iı])$")
 _TR_LOWER = str.maketrans({"İ": "i", "I": "ı"})
 _CACHE: dict[str, int] = {}  # folded word -> 0 no name word, 1 a name word, 2 a rare or listed-first one
+_KIND: dict[tuple[str, bool], int] = {}  # (word as written, spelled) -> _kind
 # one-letter case and possessive endings (folded: ı is i): accusative, dative, "your" after a vowel
 _CASE_ENDINGS = frozenset("aeiuün")
 _COMMON: list = []
@@ -50,8 +51,13 @@ def _kind(key: str, word: str, spelled: bool = False) -> int:
     """0: no name word here; -1: name-shaped but an everyday word (a surname in capitals: "Aamer Kulak"); 1: a
     name-shaped word; 2: one that is rare as a word or a listed first name. A word that folds to an inflected
     common word is none, unless its stem is no word in its own spelling ("Raziye": "razi", not "razı")."""
-    k = _key_kind(key)
-    return 0 if k and inflected_in_spelling(word, spelled) else k
+    k = _KIND.get((word, spelled))
+    if k is None:
+        k = _key_kind(key)
+        k = 0 if k and inflected_in_spelling(word, spelled) else k
+        if len(_KIND) < 1 << 16:
+            _KIND[(word, spelled)] = k
+    return k
 
 
 def _case_kind(k: int, key: str) -> int:
@@ -127,7 +133,8 @@ def subject_pairs(ctx) -> list[Hit]:
             title = text[s2].isupper()
             if title != text[s1].isupper() and not (i == 0 and title):
                 k1 = 0  # one casing for both words; the first may be capitalized as the sentence's first
-            c1, c2 = _case_kind(k1, norm[s1:e1]), _case_kind(k2, norm[s2:e2])
+            c1 = k1 or _case_kind(k1, norm[s1:e1])
+            c2 = k2 or _case_kind(k2, norm[s2:e2])
             if c1 > 0 and (c2 > 0 or (title and c2 < 0)) and not _owns_next(text, norm, e2):
                 clause = clause_of_subject(text, e2)
                 # one word rare will do; two words frequent in the corpus need a person's verb ("Hayri Zeybek
