@@ -67,8 +67,9 @@ from pipeline.data.pii.names import (
 from pipeline.data.pii.neighbours import mid_frequency_name_word
 from pipeline.data.pii.text import Hit, TextContext, fold
 from pipeline.data.pii.tr_label import labelled_names
-from pipeline.data.pii.tr_lower_subject import subject_pairs
+from pipeline.data.pii.tr_lower_subject import shouted_name_word, subject_pairs
 from pipeline.data.pii.tr_suffix import suffixed_names
+from pipeline.data.pii.tr_things import thing_labelled, thing_subject
 from pipeline.data.pii.tr_titles import titled_names
 from pipeline.data.pii.tr_vocative import vocative_names
 
@@ -197,8 +198,12 @@ class LatinNameRecognizer(PersonRecognizer):
         if self.supported_language == "tr":
             out += subject_pairs(ctx)  # overlapping hits merge into one span (engine.resolve)
         turkish = self.supported_language == "tr"
-        out = [drop_sentence_opener(ctx.text, h, self._listed_word, self.rarity.everyday, turkish,
-                                    lambda start: signoff_above(ctx.norm, start)) for h in out]
+        if turkish and out:  # "Ürün adı: Kırmızı Kalem", "Xiaomi Redmi şarj olmuyor": things
+            out = [h for h in out if not _a_thing(ctx, h)]
+        # a subject pair was read with its first word's spelling (tr_spelling): "Raziye" is no inflected "razı"
+        out = [h if h.method == "lower_subject" else drop_sentence_opener(
+            ctx.text, h, self._listed_word, self.rarity.everyday, turkish, lambda start: signoff_above(ctx.norm, start))
+            for h in out]
         if not ctx.words.isdisjoint(_LOWER_FIRST) or not ctx.words.isdisjoint(_LOWER_INTRO_WORDS):
             lower = _lower_case_names(ctx, self.rarity, self.ambiguous)
             out += [h for h in lower if not any(o.start < h.end and h.start < o.end for o in out)]
@@ -222,7 +227,8 @@ class LatinNameRecognizer(PersonRecognizer):
     def _caps_cued_word(self, key: str) -> bool:
         """In capitals next to a cue: a listed name, an ambiguous one too ("DENİZ ÇELİK"), or no everyday word;
         no stop, cue, title or office word."""
-        if key in STOP or key in NEVER or key in _CUE_WORDS or key in TITLES or key in OFFICES or key in _BRANDS:
+        if key in STOP or key in NEVER or key in _CUE_WORDS or key in TITLES or key in OFFICES or key in _BRANDS \
+                or (key in _TR_PRONOUNS and self.supported_language == "tr"):
             return False
         return key in LATIN_FIRST or key in LATIN_LAST or key in LISTED_EXT or not self.rarity.everyday(key)
 
@@ -279,6 +285,8 @@ class LatinNameRecognizer(PersonRecognizer):
         among them, or in a line written all in capitals (a shouted line, not an acronym in prose: "ASCII
         HTML"). One word alone: after a title or an introduction, or a listed first name that is no word."""
         text = ctx.text
+        if toks[i].key in _TR_PRONOUNS and self.supported_language == "tr":
+            return i + 1, None  # "MERHABA, BEN HAKKI ÇAKICI": "ben" is "I" in Turkish, not Ben
         j = self._run_of(ctx, toks, i, True)
         if j == i and toks[i].key in LATIN_FIRST and toks[i].key not in _CUE_WORDS and i + 1 < len(toks) \
                 and adjacent_words(text, toks[i], toks[i + 1]) and toks[i + 1].word.isupper():
@@ -295,7 +303,9 @@ class LatinNameRecognizer(PersonRecognizer):
         context = titled or context_before(ctx, first.start) or verb_after(ctx, toks[j - 1])
         if j - i >= 2:
             if (listed or any(self._namelike(tk) for tk in toks[i:j])) \
-                    and (listed or context or _shouted(text, first.start, toks[j - 1].end)):
+                    and (listed or context or (_shouted(text, first.start, toks[j - 1].end)
+                                               and (self.supported_language != "tr"
+                                                    or all(shouted_name_word(tk.word) for tk in toks[i:j])))):
                 score = 0.85 if listed or context else RARE_ONLY_SCORE
                 return j, Hit(first.start, toks[j - 1].end, "PERSON", score, "gazetteer")
             return j, None  # not a surname alone either
@@ -427,9 +437,19 @@ class LatinNameRecognizer(PersonRecognizer):
         return 0.6
 
 
+# Turkish pronouns that are listed (English) first names: in capitals they open an introduction
+_TR_PRONOUNS = frozenset(("ben", "sen"))
 # one-word cues and verbs: never a word of a name ("SİPARİŞ JOHN SMITH ADINA")
 _CUE_WORDS = frozenset(norm_phrase(w.rstrip("*")) for w in CONTEXT_WORDS["name_cues_after"] + CONTEXT_WORDS["name_verbs_after"]
                        if " " not in w.strip())
+
+
+def _a_thing(ctx: TextContext, hit: Hit) -> bool:
+    """A hit the Turkish context makes a thing (tr_things): after a thing's name label, or found by rarity alone
+    before a clause that says what a device does."""
+    if "adi" in ctx.norm and thing_labelled(ctx.norm, hit.start):
+        return True
+    return hit.score <= RARE_ONLY_SCORE and thing_subject(ctx.text, hit.end)
 
 
 def _shouted(text: str, start: int, end: int) -> bool:

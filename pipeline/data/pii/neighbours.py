@@ -26,7 +26,7 @@ from pipeline.data.pii.names import (
 from pipeline.data.pii.not_person import PLACES, THING_NOUNS, VEHICLES
 from pipeline.data.pii.ru_morph import not_a_name, ordinary_word, place_after_preposition
 from pipeline.data.pii.text import fold
-from pipeline.data.pii.tr_partner import grow_by_partner
+from pipeline.data.pii.tr_partner import first_name_before, grow_by_partner
 
 _UP = LATIN_UPPER + "А-ЯЁ"
 _LO = LATIN_LOWER + "а-яё"
@@ -50,6 +50,8 @@ def grow_by_neighbours(text: str, s: int, e: int, floor: int, limit: int) -> tup
     if m is not None and _name_word(m.group(1)) \
             and not (sentence_initial(text, m.start(1)) and inflected_common(fold(m.group(1)))):
         s = m.start(1)
+    elif m is not None and " " not in text[s:e]:
+        s = first_name_before(text, s, floor)  # a Turkish first name frequent in the corpus: "Serhat <Kara>"
     m = _AFTER.match(text, e, limit)
     if m is not None and text[s:e].count(" ") + 1 < MAX_WORDS and _name_word(m.group(1)):
         e = m.end(1)

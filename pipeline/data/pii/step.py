@@ -303,7 +303,9 @@ class PiiStep(Step):
         for u, kept, _, _ in plans:
             for h in kept:
                 if h.entity == "PERSON":
-                    book.add(u.text[h.start:h.end], u.text[h.end:h.end + 2], sentence_initial(u.text, h.start))
+                    # a label's value ("Alıcı: Edip Melek") opens no sentence: its first word stays a name's
+                    book.add(u.text[h.start:h.end], u.text[h.end:h.end + 2], sentence_initial(u.text, h.start)
+                             and not u.text[:h.start].rstrip(" \t\u00a0").endswith(":"))
         for f in fields:
             if f.entity == "PERSON":
                 book.add(f.value)

@@ -26,8 +26,15 @@ _NOT_AFTER_SUBJECT = re.compile(r"(?:gün|akşam|sabah|öğle|gece|hafta|ay[iı]
 def subject_of_clause(text: str, end: int) -> bool:
     """The word ending at `end` is followed by the rest of its sentence in lower case (eight words at most),
     ending in a finite verb, and the next word is no time noun or half of a compound verb."""
+    return clause_of_subject(text, end) is not None
+
+
+def clause_of_subject(text: str, end: int) -> list[str] | None:
+    """The folded words of the clause after a subject ending at `end` (subject_of_clause), or None."""
     m = _LOWER_CLAUSE.match(text, end)
     if m is None:
-        return False
+        return None
     words = fold(m.group(1)).replace(",", " ").split()
-    return _FINITE.search(words[-1]) is not None and _NOT_AFTER_SUBJECT.match(words[0]) is None
+    if _FINITE.search(words[-1]) is None or _NOT_AFTER_SUBJECT.match(words[0]) is not None:
+        return None
+    return words

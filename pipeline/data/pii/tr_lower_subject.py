@@ -17,8 +17,9 @@ from pipeline.data.pii.later import inflected_common
 from pipeline.data.pii.name_signals import EVERYDAY_ZIPF, common_words
 from pipeline.data.pii.names import LATIN_FIRST, LATIN_LAST, LATIN_LOWER, LATIN_UPPER, STOP
 from pipeline.data.pii.not_person import PLACES
-from pipeline.data.pii.text import Hit
-from pipeline.data.pii.tr_later import subject_of_clause
+from pipeline.data.pii.text import Hit, fold
+from pipeline.data.pii.tr_later import clause_of_subject
+from pipeline.data.pii.tr_spelling import TURKISH_LETTERS, inflected_in_spelling, person_verb
 
 SUBJECT_SCORE = 0.6  # as a lower-case pair of lower_pairs.py: above the default threshold
 
@@ -32,7 +33,11 @@ _NOT_NAME = STOP | frozenset("bir bu şu o ve ile için gibi ama çok daha en be
 _EN_ZIPF = 2.5
 # the word after the pair owned by it, possessive with no case ("tuşları", "bağlantım"): the pair is a modifier
 _POSSESSED = re.compile(r"(?:(?<!n)[iuü]|[iuü]?m|l[ae]r[iı])$")
+_TR_LOWER = str.maketrans({"İ": "i", "I": "ı"})
 _CACHE: dict[str, int] = {}  # folded word -> 0 no name word, 1 a name word, 2 a rare or listed-first one
+_KIND: dict[tuple[str, bool], int] = {}  # (word as written, spelled) -> _kind
+# one-letter case and possessive endings (folded: ı is i): accusative, dative, "your" after a vowel
+_CASE_ENDINGS = frozenset("aeiuün")
 _COMMON: list = []
 
 
@@ -42,9 +47,46 @@ def _en_zipf(key: str) -> float:
     return wordfreq.zipf_frequency(key, "en")
 
 
-def _kind(key: str) -> int:
+def _kind(key: str, word: str, spelled: bool = False) -> int:
     """0: no name word here; -1: name-shaped but an everyday word (a surname in capitals: "Aamer Kulak"); 1: a
-    name-shaped word; 2: one that is rare as a word or a listed first name."""
+    name-shaped word; 2: one that is rare as a word or a listed first name. A word that folds to an inflected
+    common word is none, unless its stem is no word in its own spelling ("Raziye": "razi", not "razı")."""
+    k = _KIND.get((word, spelled))
+    if k is None:
+        k = _key_kind(key)
+        k = 0 if k and inflected_in_spelling(word, spelled) else k
+        if len(_KIND) < 1 << 16:
+            _KIND[(word, spelled)] = k
+    return k
+
+
+def _case_kind(k: int, key: str) -> int:
+    """`k` (_kind), or 1 where the word is none only as a common word and a one-letter ending ("berke": "berk" +
+    "e", "halime", "altan": "alta" + "n"): an accusative or dative is no subject, nor is a "your X" before a
+    person's verb often one, so there such a word is a name's."""
+    if k == 0 and key[-1:] in _CASE_ENDINGS and _key_kind(key) > 0 and key[:-1] in _COMMON[0] \
+            and not inflected_common(key[:-1]):  # "kodunun" is "kodunu" + "n", itself inflected
+        return 1
+    return k
+
+
+def introduced_name_word(word: str) -> bool:
+    """A word after "ben" (I am) may be a name's: no stop word, verb form or inflected common word; an everyday
+    word or an English-like one may ("Bar", "Kalem")."""
+    low = word.translate(_TR_LOWER).lower()
+    key = fold(low)
+    return len(key) >= 2 and key not in _NOT_NAME and not _VERB_SHAPE.search(key) \
+        and not inflected_in_spelling(low, True)
+
+
+def shouted_name_word(word: str) -> bool:
+    """A word in capitals may be a name's in Turkish text: no inflected common word, verb form, stop or
+    English-like product word ("KODUNUN", "ÇIKMAMIŞ", "ŞUBEYE" are none; "BUDAQOV", "TEKRAR" may be)."""
+    low = word.translate(_TR_LOWER).lower()
+    return _kind(fold(low), low, True) != 0
+
+
+def _key_kind(key: str) -> int:
     k = _CACHE.get(key)
     if k is None:
         if not _COMMON:
@@ -52,7 +94,7 @@ def _kind(key: str) -> int:
             _COMMON.append(common_words("tr", EVERYDAY_ZIPF) | common_words("en", EVERYDAY_ZIPF))
         listed = key in LATIN_FIRST or key in LATIN_LAST
         if len(key) < 3 or key in _NOT_NAME or key in PLACES or "w" in key \
-                or (not listed and _en_zipf(key) >= _EN_ZIPF) or _VERB_SHAPE.search(key) or inflected_common(key):
+                or (not listed and _en_zipf(key) >= _EN_ZIPF) or _VERB_SHAPE.search(key):
             k = 0
         elif key in _COMMON[1] and not listed:
             k = -1
@@ -74,6 +116,7 @@ def subject_pairs(ctx) -> list[Hit]:
     of a Turkish sentence. Capitalized, the surname may be an everyday word ("Aamer Kulak tekrar yazdı")."""
     text, norm = ctx.text, ctx.norm
     out: list[Hit] = []
+    spelled = TURKISH_LETTERS.search(text) is not None
     for m in _SENTENCE_START.finditer(text):
         pos, words = m.end(), []
         for _ in range(5):  # the pair among the first five words, after common words only
@@ -86,14 +129,21 @@ def subject_pairs(ctx) -> list[Hit]:
                 break
         for i in range(len(words) - 1):
             (s1, e1), (s2, e2) = words[i], words[i + 1]
-            k1, k2 = _kind(norm[s1:e1]), _kind(norm[s2:e2])
+            k1, k2 = _kind(norm[s1:e1], text[s1:e1], spelled), _kind(norm[s2:e2], text[s2:e2], spelled)
             title = text[s2].isupper()
             if title != text[s1].isupper() and not (i == 0 and title):
                 k1 = 0  # one casing for both words; the first may be capitalized as the sentence's first
-            if k1 > 0 and (k2 > 0 or (title and k2 < 0)) and max(k1, k2) == 2 and subject_of_clause(text, e2) \
-                    and not _owns_next(text, norm, e2):
-                out.append(Hit(s1, e2, "PERSON", SUBJECT_SCORE, "lower_subject"))
-                break
+            c1 = k1 or _case_kind(k1, norm[s1:e1])
+            c2 = k2 or _case_kind(k2, norm[s2:e2])
+            if c1 > 0 and (c2 > 0 or (title and c2 < 0)) and not _owns_next(text, norm, e2):
+                clause = clause_of_subject(text, e2)
+                # one word rare will do; two words frequent in the corpus need a person's verb ("Hayri Zeybek
+                # tekrar yazdı"), in lower case one no thing does, in the active ("berke topuz dün aradı", not
+                # "yeni modem geldi")
+                rare = k1 > 0 and (k2 > 0 or (title and k2 < 0)) and max(k1, k2) == 2
+                if clause is not None and (rare or (c2 > 0 or title) and person_verb(clause, not title)):
+                    out.append(Hit(s1, e2, "PERSON", SUBJECT_SCORE, "lower_subject"))
+                    break
             if norm[s1:e1] not in _COMMON[0]:
                 break  # a rare word before the pair: not a sentence of common words and a name
     return out

@@ -15,10 +15,10 @@ from pipeline.data.pii.text import Hit, fold
 
 VOCATIVE_SCORE = 0.7
 
-_REPLY = ("tamam", "tamamdır", "tamamdir", "peki", "evet", "hayır", "teşekkürler", "teşekkür ederim", "sağolun",
+REPLY_WORDS = ("tamam", "tamamdır", "tamamdir", "peki", "evet", "hayır", "teşekkürler", "teşekkür ederim", "sağolun",
           "sağ olun", "rica ederim", "elbette", "tabii", "anladım", "memnuniyetle", "maalesef", "üzgünüm")
 _VOCATIVE = re.compile(
-    r"(?:^|(?<=[.!?\n]))[ \t]*(?:" + "|".join(re.escape(fold(w)) for w in sorted(_REPLY, key=len, reverse=True))
+    r"(?:^|(?<=[.!?\n]))[ \t]*(?:" + "|".join(re.escape(fold(w)) for w in sorted(REPLY_WORDS, key=len, reverse=True))
     + rf")[ ,]+([{LATIN_LOWER}]{{3,}})[ \t]*[,!?]", re.M)  # matched in the folded text: the capital is tested apart
 # forms of address that are no names (folded)
 _ADDRESS = frozenset(fold(w) for w in (
