@@ -12,6 +12,7 @@ from functools import lru_cache
 from pipeline.data.pii import ru_morph
 from pipeline.data.pii.name_context import Token, adjacent_words, context_before, sentence_initial, strong_before
 from pipeline.data.pii.names import CYR_TOKEN, NAMES, PersonRecognizer, tokens
+from pipeline.data.pii.ru_turkic import turkic_name
 from pipeline.data.pii.text import NON_WORD, ContextWords, Hit, TextContext
 
 RU_FIRST = frozenset(n.lower() for n in NAMES["ru_first"])
@@ -67,6 +68,8 @@ def ru_name_kind(word: str) -> str | None:
     kind = ru_morph.name_kind(w)  # the dictionary: names the lists lack, in any case form
     if kind is not None:
         return kind
+    if turkic_name(w):
+        return "last"  # "Кенжебай", "Сайлаубека": strong enough to take the unknown first name before it
     if _RU_PATRONYMIC.search(w):
         return "middle"
     if len(w) >= 5 and _RU_SURNAME.search(w):
