@@ -9,6 +9,7 @@ from pii_names import clean_text, half, step  # noqa: F401 (step: a fixture)
 
 from pipeline.data.pii.ru_caps import grow_caps
 from pipeline.data.pii.ru_subject import subject_names
+from pipeline.data.pii.ru_turkic import turkic_name
 from pipeline.data.pii.text import Hit
 
 pytestmark = pytest.mark.timeout(300)
@@ -29,6 +30,14 @@ def test_the_name_words_are_not_in_the_evaluation_half():
     ("Клиенту звонили. Клиенту звонил менеджер.", []),  # a common word in the dative; a plural verb
     ("Москва ответила быстро.", []),  # a place
     ("Адрес Ищук подтвердил.", []),  # not right before the verb
+    ("Вчера Зорбек Слюсарь забрал посылку.", ["Зорбек Слюсарь"]),  # an adverb of time opens the sentence
+    ("Сегодня утром Ищук оставил отзыв.", ["Ищук"]),
+    ("Зорбек Ищук снова написал в чат.", ["Зорбек Ищук"]),  # an adverb between the name and its verb
+    ("Жалил Скрипникова жалуется на задержку.", ["Жалил Скрипникова"]),  # a verb's form before a surname
+    ("Седа Скрипникова звонила вчера.", ["Седа Скрипникова"]),  # a short adjective's form before a surname
+    ("Ермек Белых звонил.", ["Ермек Белых"]),  # an adjective-shaped surname
+    ("АМАНТАЙ ЗАБРАЛ ПОСЫЛКУ.", ["АМАНТАЙ"]),  # a name the dictionary also holds untagged
+    ("Вчера Курьер Ищук звонил. Потом Москва ответила. Сегодня клиент звонил.", []),
 ])
 def test_subjects_of_a_persons_verb(text, names):
     assert [text[h.start:h.end] for h in subject_names(text)] == names
@@ -56,3 +65,36 @@ def test_names_in_capitals_grow_by_name_words(text, span, grown):
 def test_through_the_step(step, text, gone):
     out = clean_text(step, text)
     assert all(w not in out for w in gone), out
+
+
+# ---------------------------------------------------------------------------------------------- Turkic endings
+TURKIC_WORDS = ("Кенесбай", "Мырзахан", "Оразгуль", "Сейткул", "Амантай", "Серикулы", "Шынгыс", "Айнагуль", "Нуржан")
+
+
+def test_the_turkic_test_words_are_not_in_the_evaluation_half():
+    assert [w for w in TURKIC_WORDS if half(w) != 0] == []
+
+
+@pytest.mark.parametrize("word, name", [
+    ("Кенесбай", True), ("Кенесбаю", True), ("Мырзахана", True), ("ОРАЗГУЛЬ", True), ("сейткулом", True),
+    ("Серикулы", True),
+    ("баклажан", False), ("Узбек", False), ("Акула", False), ("Китай", False), ("Алтай", False),
+    ("Работай", False), ("Каникулы", False), ("Стакан", False),  # words and places the dictionary knows
+])
+def test_turkic_name_endings(word, name):
+    assert turkic_name(word) is name
+
+
+@pytest.mark.parametrize("text, gone", [
+    ("Договор оформлен на Шынгыс Кенесбай. Уточнил у Кенесбая, оплата прошла.", ["Шынгыс", "Кенесба"]),
+    ("Напомните Мырзахану про документы.", ["Мырзахан"]),
+    ("ШЫНГЫС АМАНТАЙ ЗАБРАЛ ПОСЫЛКУ.", ["ШЫНГЫС", "АМАНТАЙ"]),
+])
+def test_turkic_names_through_the_step(step, text, gone):
+    out = clean_text(step, text)
+    assert all(w not in out for w in gone), out
+
+
+def test_turkic_endings_leave_words_and_places(step):
+    text = "Купил баклажан и стакан. Доставка в Китай и на Алтай. Узбек Плов — кафе."
+    assert clean_text(step, text) == text
