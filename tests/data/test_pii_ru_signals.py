@@ -8,6 +8,7 @@ import pytest
 from pii_names import clean_text, half, step  # noqa: F401 (step: a fixture)
 
 from pipeline.data.pii.ru_caps import grow_caps
+from pipeline.data.pii.ru_morph import mention_forms
 from pipeline.data.pii.ru_subject import subject_names
 from pipeline.data.pii.ru_turkic import turkic_name
 from pipeline.data.pii.text import Hit
@@ -98,3 +99,20 @@ def test_turkic_names_through_the_step(step, text, gone):
 def test_turkic_endings_leave_words_and_places(step):
     text = "Купил баклажан и стакан. Доставка в Китай и на Алтай. Узбек Плов — кафе."
     assert clean_text(step, text) == text
+
+
+# ---------------------------------------------------------------------------------------------- later mentions
+@pytest.mark.parametrize("word, stem", [
+    ("Скрипниковой", "Скрипников"), ("Ищуку", "Ищук"), ("СКРИПНИКОВОЙ", "СКРИПНИКОВ"),
+])
+def test_a_name_found_in_another_case_is_searched_from_its_nominative(word, stem):
+    assert mention_forms(word)[0] == stem
+
+
+@pytest.mark.parametrize("text, gone", [
+    ("Передайте Ермеку Скрипниковой, что посылка пришла. Итог: Скрипникова не против обмена.", ["Скрипников"]),
+    ("Звонил Зорбеку Ищуку. Итог: Ищук не против обмена.", ["Ищук"]),
+])
+def test_later_mentions_of_a_name_found_in_another_case(step, text, gone):
+    out = clean_text(step, text)
+    assert all(w not in out for w in gone), out

@@ -157,8 +157,11 @@ _STEM_END = "аяйьоеы"
 def mention_forms(word: str) -> tuple[str, ...]:
     """The written forms a later mention of a Cyrillic name word is searched for, each followed by an optional
     case ending: its stem as written and in capitals, and where the dictionary's case forms of a first name
-    start otherwise (a fleeting vowel, ё written е: "Павел" -> "Павл", "Пётр" -> "Петр"), their stem too."""
-    stem = word[:-1] if word[-1] in _STEM_END and len(word) > 3 else word
+    start otherwise (a fleeting vowel, ё written е: "Павел" -> "Павл", "Пётр" -> "Петр"), their stem too. A name
+    found in another case is searched from its nominative: "Уваровой" -> "Уваров", so that a later "Уварова" is
+    found; "Калиеву" -> "Калиев"."""
+    word = _nominative(word) or word
+    stem = word[:-1] if word[-1].lower() in _STEM_END and len(word) > 3 else word
     forms = [stem, stem.upper()]
     if reading(word).kind == "first":  # surnames and patronymics decline regularly from their stem
         other = [f for f in case_forms(word) if not f.startswith(stem) and not f.startswith(stem.upper())]
@@ -168,3 +171,18 @@ def mention_forms(word: str) -> tuple[str, ...]:
                 alt = word[:1] + alt[1:] if not word.isupper() else alt.upper()
                 forms += [f for f in (alt, alt.upper()) if f not in forms]
     return tuple(forms)
+
+
+_NAME_GRAMS = frozenset(("Name", "Surn", "Patr"))
+
+
+def _nominative(word: str) -> str | None:
+    """The singular nominative of the likeliest singular name parse of the word (known or guessed), written as the
+    word is (capitalized or in capitals); None where that parse is the nominative already or there is none."""
+    p = next((p for p in _morph().parse(word.lower()) if _NAME_GRAMS & p.tag.grammemes and "sing" in p.tag), None)
+    if p is None or "nomn" in p.tag:
+        return None
+    nom = p.inflect({"nomn", "sing"})
+    if nom is None or len(nom.word) < 3:
+        return None
+    return nom.word.upper() if word.isupper() else word[:1] + nom.word[1:]
