@@ -9,6 +9,7 @@ from pii_names import clean_text, half, step  # noqa: F401 (step: a fixture)
 
 from pipeline.data.pii.ru_caps import grow_caps
 from pipeline.data.pii.ru_morph import mention_forms
+from pipeline.data.pii.ru_object import addressed_names
 from pipeline.data.pii.ru_subject import subject_names
 from pipeline.data.pii.ru_turkic import turkic_name
 from pipeline.data.pii.text import Hit
@@ -116,3 +117,23 @@ def test_a_name_found_in_another_case_is_searched_from_its_nominative(word, stem
 def test_later_mentions_of_a_name_found_in_another_case(step, text, gone):
     out = clean_text(step, text)
     assert all(w not in out for w in gone), out
+
+
+# ---------------------------------------------------------------------------------------------- addressed persons
+@pytest.mark.parametrize("text, names", [
+    ("Напомните Скрипниковой про документы.", ["Скрипниковой"]),  # a surname by its ending
+    ("Отправил чек Жанахмету на почту.", ["Жанахмету"]),  # past one object word; unknown, in a case form
+    ("Уточнил у Зорбека, оплата прошла.", ["Зорбека"]),  # after a verb and a preposition
+    ("Договорились с Ермеком Ищуком на пятницу.", ["Ермеком Ищуком"]),
+    ("Напомните Шину про документы.", ["Шину"]),  # an ordinary word, straight after the verb, before "про"
+    ("Позвоните в Москву. Напишите Москве. Оплатил через Тинькофф. Напишите Яндексу.", []),
+    ("Договорились с Подольским заводом. Отправил чек Шину и коробку.", []),
+    ("Клиент позвонил Вчера.", []),  # an adverb the dictionary knows
+])
+def test_persons_a_verb_is_addressed_to(text, names):
+    assert [text[h.start:h.end] for h in addressed_names(text)] == names
+
+
+def test_addressed_persons_through_the_step(step):
+    out = clean_text(step, "Запись звонка: Отправил чек Жанахмету на почту. Уточнил у Зорбека, оплата прошла.")
+    assert "Жанахмет" not in out and "Зорбек" not in out, out
