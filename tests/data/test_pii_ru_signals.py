@@ -12,6 +12,7 @@ from pipeline.data.pii.ru_morph import mention_forms
 from pipeline.data.pii.ru_object import addressed_names
 from pipeline.data.pii.ru_subject import subject_names
 from pipeline.data.pii.ru_turkic import turkic_name
+from pipeline.data.pii.ru_vocative import greeted_names
 from pipeline.data.pii.text import Hit
 
 pytestmark = pytest.mark.timeout(300)
@@ -137,3 +138,20 @@ def test_persons_a_verb_is_addressed_to(text, names):
 def test_addressed_persons_through_the_step(step):
     out = clean_text(step, "Запись звонка: Отправил чек Жанахмету на почту. Уточнил у Зорбека, оплата прошла.")
     assert "Жанахмет" not in out and "Зорбек" not in out, out
+
+
+# ---------------------------------------------------------------------------------------------- greetings
+@pytest.mark.parametrize("text, names", [
+    ("Спасибо, Данис! Жду ответа.", ["Данис"]),  # the dictionary reads it as another name's plural
+    ("Здравствуйте, Рус! Свяжусь со службой доставки.", ["Рус"]),  # an ordinary word to the dictionary
+    ("Великий, добрый вечер! Курьер выехал.", ["Великий"]),  # before the greeting
+    ("Спасибо, Всем! Спасибо, Большое! Здравствуйте, Коллеги! Привет, Москва! Добрый день, Клиент.", []),
+    ("Здравствуйте, Уважаемый клиент! Спасибо, Хорошо.", []),
+])
+def test_the_word_a_greeting_addresses(text, names):
+    assert [text[h.start:h.end] for h in greeted_names(text)] == names
+
+
+def test_greeted_names_through_the_step(step):
+    out = clean_text(step, "Спасибо, Данис! Курьер уже выехал. Здравствуйте, Рус!")
+    assert "Данис" not in out and "Рус" not in out, out
