@@ -155,3 +155,19 @@ def test_the_word_a_greeting_addresses(text, names):
 def test_greeted_names_through_the_step(step):
     out = clean_text(step, "Спасибо, Данис! Курьер уже выехал. Здравствуйте, Рус!")
     assert "Данис" not in out and "Рус" not in out, out
+
+
+# ---------------------------------------------------------------------------------------------- introductions
+@pytest.mark.parametrize("text, gone", [
+    ("Договор оформлен на Ариз Перец. Спасибо.", ["Ариз", "Перец"]),  # a surname that is also a word
+    ("Владелец номера — Митька Перец.", ["Митька", "Перец"]),
+    ("Получатель — Рано Скрипникова.", ["Рано", "Скрипников"]),  # a first name the dictionary reads as an adverb
+])
+def test_russian_introductions(step, text, gone):
+    out = clean_text(step, text)
+    assert all(w not in out for w in gone), out
+
+
+def test_russian_introductions_leave_places_and_firms(step):
+    text = "Доставка оформлена на Москву. Договор оформлен на ООО Ромашка. Заказ оформлен на сайте."
+    assert clean_text(step, text) == text

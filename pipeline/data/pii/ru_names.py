@@ -122,7 +122,8 @@ class RussianNameGazetteer(PersonRecognizer):
                 # in capitals, or after a greeting or verb only, a word the dictionary lacks ("ТИАНА
                 # ДРУЖИНИНА", "Здравствуйте, Кенжекул"): not one it knows as an ordinary word ("Клиенту звонили")
                 nxt = toks[i + 1] if i + 1 < n else None
-                if t.key in RU_STOP or ru_morph.not_a_name(t.word) and sentence_initial(text, t.start):
+                if t.key in RU_STOP or ru_morph.not_a_name(t.word) and sentence_initial(text, t.start) \
+                        and not _introduced_before_name(ctx, t, nxt):
                     i += 1  # a verb or adverb starts the sentence ("Передайте"); mid-sentence a capital says name
                     continue
                 unheard = not ru_morph.ordinary_word(t.word)
@@ -237,6 +238,13 @@ class RussianNameGazetteer(PersonRecognizer):
 
 
 _PLACE_PREPOSITIONS = frozenset("в во на из через по под над за при до".split())
+
+
+def _introduced_before_name(ctx: TextContext, t: Token, nxt: Token | None) -> bool:
+    """An introduction ("Получатель —", "ФИО:") right before `t` and a name word after it: `t` is a first name
+    the dictionary reads as an adverb or verb ("Получатель — Рано Светлана"), not the word that opens a sentence."""
+    return nxt is not None and adjacent_words(ctx.text, t, nxt) and strong_before(ctx, t.start) \
+        and ru_name_kind(nxt.word) in ("first", "middle", "last", "surname_like")
 
 
 # A Russian name's context besides the intros: a greeting right before it ("Здравствуйте, Алёна!"), a verb of
