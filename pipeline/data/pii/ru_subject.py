@@ -14,6 +14,11 @@ The subject need not open the sentence: adverbs of time may come first ("Вче�
 Of two words the first may read as a verb or short adjective when the second is a surname ("Жалил Колодяжная",
 "Седа Казакова"): a verb does not stand before its own subject's surname. A word that is also a name ("Амантай",
 "Роза") is that name before a person's verb.
+
+Typed in lower case ("вчера жупар ермек забрала", "рус абдурахманов снова написал"), a subject is taken only as
+two words at the sentence's start or after its adverbs of time, one of them a name by the dictionary, its ending
+or a Turkic ending (or both unknown to the dictionary), neither a pronoun, adverb, preposition, conjunction,
+particle or role word ("мой муж звонил", "наш курьер иванов" stay).
 """
 from __future__ import annotations
 
@@ -23,6 +28,7 @@ from functools import lru_cache
 from pipeline.data.pii.name_context import sentence_initial
 from pipeline.data.pii.name_signals import common_words
 from pipeline.data.pii.ru_morph import analyzer
+from pipeline.data.pii.ru_names import ru_name_kind
 from pipeline.data.pii.ru_turkic import turkic_name
 from pipeline.data.pii.text import Hit
 
@@ -41,7 +47,7 @@ _NAME_TAGS = frozenset(("Name", "Surn", "Patr"))
 
 
 def subject_names(text: str) -> list[Hit]:
-    out = []
+    out = lower_subject_names(text)
     pos = 0
     for c in _CAPITAL.finditer(text):
         m = SUBJECT.match(text, c.start())
@@ -66,6 +72,64 @@ def _subject(words: list[str], verb: str) -> bool:
     if not _person_verb(verb) or len({w.isupper() for w in words}) != 1:
         return False
     return all(_may_be_subject_name(w) for w in words) or len(words) == 2 and _pair_with_surname(*words)
+
+
+_LOWER_SUBJECT = re.compile(r"([а-яё]{2,})[ \u00a0]([а-яё]{2,})[ \u00a0]+(?:([а-яё]+)[ \u00a0]+)?([а-яё]+)(?![\w-])")
+# a sentence that starts in lower case, with its first word and maybe a second
+_LOWER_START = re.compile(r"(?:^|(?<=[.!?\n])[ \u00a0]*)([а-яё]+)(?:[ \u00a0]+([а-яё]+))?", re.M)
+_FUNCTION_POS = frozenset(("NPRO", "PREP", "CONJ", "PRCL", "INTJ", "ADVB", "PRED", "COMP", "NUMR"))
+_ROLES = frozenset((
+    "клиент", "клиентка", "курьер", "менеджер", "оператор", "сотрудник", "сотрудница", "специалист", "директор",
+    "врач", "водитель", "мастер", "получатель", "отправитель", "заказчик", "покупатель", "продавец", "юрист",
+    "администратор", "агент", "пользователь", "абонент", "муж", "жена", "сын", "дочь", "мама", "папа", "брат",
+    "сестра", "коллега", "сосед", "соседка"))
+
+
+def lower_subject_names(text: str) -> list[Hit]:
+    """Two lower-case name words that open a sentence (or follow its adverbs of time) before a person's verb."""
+    out = []
+    for m in _LOWER_START.finditer(text):
+        for k in _lower_starts(text, m):
+            s = _LOWER_SUBJECT.match(text, k)
+            if s is None:
+                continue
+            verb = s.group(4) if s.group(3) is None or _adverb(s.group(3)) else s.group(3)
+            if _person_verb(verb) and _lower_pair(s.group(1), s.group(2)):
+                out.append(Hit(s.start(1), s.end(2), "PERSON", 0.7, "subject"))
+                break
+    return out
+
+
+def _lower_starts(text: str, m: re.Match) -> list[int]:
+    """Where a lower-case subject may start in a sentence that starts at m: its first word, and after one or
+    two adverbs of time ("вчера ", "сегодня утром ")."""
+    starts = [m.start(1)]
+    if m.group(2) is None or not _adverb(m.group(1)):
+        return starts
+    starts.append(m.start(2))
+    if _adverb(m.group(2)):
+        nxt = _NEXT_WORD.match(text, m.end(2))
+        if nxt is not None:
+            starts.append(nxt.start(1))
+    return starts
+
+
+_NEXT_WORD = re.compile(r"[ \u00a0]+([а-яё])")
+
+
+@lru_cache(maxsize=16384)
+def _lower_pair(first: str, second: str) -> bool:
+    parses = [analyzer().parse(w)[0] for w in (first, second)]
+    if any(p.is_known and (p.tag.POS in _FUNCTION_POS or "Apro" in p.tag or p.normal_form in _ROLES)
+           for p in parses):
+        return False
+    if not any(p.is_known for p in parses):
+        return True  # "жупар ..." and a word the dictionary lacks: no ordinary phrase is two unknown words
+    return any(_name_word(w) for w in (first, second))
+
+
+def _name_word(word: str) -> bool:
+    return bool(ru_name_kind(word)) or turkic_name(word)
 
 
 def _after_opener(text: str, start: int) -> bool:
