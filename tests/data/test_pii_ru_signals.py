@@ -11,6 +11,7 @@ from pipeline.data.pii.ru_caps import grow_caps
 from pipeline.data.pii.ru_morph import mention_forms
 from pipeline.data.pii.ru_object import addressed_names
 from pipeline.data.pii.ru_subject import subject_names
+from pipeline.data.pii.ru_this_is import this_is_names
 from pipeline.data.pii.ru_turkic import turkic_name
 from pipeline.data.pii.ru_vocative import greeted_names
 from pipeline.data.pii.text import Hit
@@ -176,3 +177,20 @@ def test_russian_introductions(step, text, gone):
 def test_russian_introductions_leave_places_and_firms(step):
     text = "Доставка оформлена на Москву. Договор оформлен на ООО Ромашка. Заказ оформлен на сайте."
     assert clean_text(step, text) == text
+
+
+# ---------------------------------------------------------------------------------------------- "Это X"
+@pytest.mark.parametrize("text, names", [
+    ("Заказ висит. Это Видади Белых, пишу по поводу возврата.", ["Видади Белых"]),
+    ("Добрый день, это Ермек Слюсарь.", ["Ермек Слюсарь"]),
+    ("это жанахмет скрипникова, пишу по поводу возврата", ["жанахмет скрипникова"]),
+    ("Это Москва, а не Питер. Это Яндекс Маркет, а не Озон. Это Новый Год. Это Лада Веста. Это Август.", []),
+    ("это мой заказ, пишу. Это Сбербанк.", []),
+])
+def test_the_writer_who_says_this_is(text, names):
+    assert [text[h.start:h.end] for h in this_is_names(text)] == names
+
+
+def test_this_is_through_the_step(step):
+    out = clean_text(step, "Заказ висит. Это Видади Белых, пишу по поводу возврата.")
+    assert "Видади" not in out and "Белых" not in out, out

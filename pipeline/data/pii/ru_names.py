@@ -281,12 +281,12 @@ def _ru_verb_after_next(norm: str, end: int) -> bool:
 
 
 # makes whose models carry first names ("Лада Веста", "Лада Калина", "Волга Сайбер")
-_RU_MAKES = frozenset("лада ваз уаз газ газель камаз волга москвич ока нива".split())
+RU_MAKES = frozenset("лада ваз уаз газ газель камаз волга москвич ока нива".split())
 
 
 def _after_thing(text: str, toks: list, i: int) -> bool:
     """toks[i] follows a car make, one space between: "Лада Веста" is a car."""
-    return i > 0 and toks[i - 1].key in _RU_MAKES and adjacent_words(text, toks[i - 1], toks[i])
+    return i > 0 and toks[i - 1].key in RU_MAKES and adjacent_words(text, toks[i - 1], toks[i])
 
 
 def _place_use(text: str, tok: Token) -> bool:
