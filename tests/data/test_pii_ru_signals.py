@@ -41,6 +41,8 @@ def test_the_name_words_are_not_in_the_evaluation_half():
     ("Седа Скрипникова звонила вчера.", ["Седа Скрипникова"]),  # a short adjective's form before a surname
     ("Ермек Белых звонил.", ["Ермек Белых"]),  # an adjective-shaped surname
     ("АМАНТАЙ ЗАБРАЛ ПОСЫЛКУ.", ["АМАНТАЙ"]),  # a name the dictionary also holds untagged
+    ("ЗВЕЗДА СКРИПНИКОВА ЗВОНИЛА ВЧЕРА.", ["ЗВЕЗДА СКРИПНИКОВА"]),  # a noun before a sure surname
+    ("Дежурный Ищенко ответил. Новый Скрипников звонил.", []),  # a role word; an adjective before a surname
     ("Вчера Курьер Ищук звонил. Потом Москва ответила. Сегодня клиент звонил.", []),
     # in lower case: two words, a name among them or both unknown to the dictionary
     ("Заказ пропал? вчера зорбек ищук забрал посылку.", ["зорбек ищук"]),

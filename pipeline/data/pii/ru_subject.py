@@ -28,7 +28,7 @@ from functools import lru_cache
 from pipeline.data.pii.name_context import sentence_initial
 from pipeline.data.pii.name_signals import common_words
 from pipeline.data.pii.ru_morph import analyzer
-from pipeline.data.pii.ru_names import ru_name_kind
+from pipeline.data.pii.ru_names import RU_STOP, ru_name_kind
 from pipeline.data.pii.ru_turkic import turkic_name
 from pipeline.data.pii.text import Hit
 
@@ -82,7 +82,7 @@ _ROLES = frozenset((
     "клиент", "клиентка", "курьер", "менеджер", "оператор", "сотрудник", "сотрудница", "специалист", "директор",
     "врач", "водитель", "мастер", "получатель", "отправитель", "заказчик", "покупатель", "продавец", "юрист",
     "администратор", "агент", "пользователь", "абонент", "муж", "жена", "сын", "дочь", "мама", "папа", "брат",
-    "сестра", "коллега", "сосед", "соседка"))
+    "сестра", "коллега", "сосед", "соседка", "дежурный", "дежурная", "начальник", "руководитель", "кассир"))
 
 
 def lower_subject_names(text: str) -> list[Hit]:
@@ -160,7 +160,20 @@ def _pair_with_surname(first: str, second: str) -> bool:
             p.is_known and _NAME_TAGS & p.tag.grammemes for p in analyzer().parse(low))):
         return False
     top = analyzer().parse(first.lower())[0]
-    return _may_be_subject_name(first) or top.tag.POS in ("VERB", "ADJS") and first.lower() not in common_words("ru")
+    if _may_be_subject_name(first) or top.tag.POS in ("VERB", "ADJS") and first.lower() not in common_words("ru"):
+        return True
+    # a first name that is also a noun before a surname that is surely one ("РИЗА АЛТЫНБЕК ЗВОНИЛА"); not a role
+    # word, a place, a firm ("Дежурный Иванов", "Москва")
+    return top.tag.POS == "NOUN" and top.normal_form not in _ROLES and first.lower() not in RU_STOP \
+        and not {"Geox", "Orgn", "Trad"} & top.tag.grammemes and _sure_surname(low)
+
+
+def _sure_surname(low: str) -> bool:
+    return turkic_name(low) or _SURE_SURNAME.search(low) is not None or any(
+        p.is_known and "Surn" in p.tag for p in analyzer().parse(low))
+
+
+_SURE_SURNAME = re.compile(r"(?:ов|ев|ёв|ин|ын)а?$|(?:енко|швили|дзе|ян|юк|чук)$")
 
 
 _SURNAME_SHAPE = re.compile(r"(?:ов|ев|ёв|ин|ын|ск|цк)(?:а|ая|ий|ой)?$|(?:енко|юк|чук|ян|дзе|швили|ая|ий|ой|ый|ых|их)$")
