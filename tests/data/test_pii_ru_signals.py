@@ -8,6 +8,7 @@ import pytest
 from pii_names import clean_text, half, step  # noqa: F401 (step: a fixture)
 
 from pipeline.data.pii.ru_caps import grow_caps
+from pipeline.data.pii.ru_lower_intro import lower_intro_names
 from pipeline.data.pii.ru_morph import mention_forms
 from pipeline.data.pii.ru_object import addressed_names
 from pipeline.data.pii.ru_subject import subject_names
@@ -196,3 +197,21 @@ def test_the_writer_who_says_this_is(text, names):
 def test_this_is_through_the_step(step):
     out = clean_text(step, "Заказ висит. Это Видади Белых, пишу по поводу возврата.")
     assert "Видади" not in out and "Белых" not in out, out
+
+
+# ---------------------------------------------------------------------------------------------- lower-case intros
+@pytest.mark.parametrize("text, names", [
+    ("здравствуйте, меня зовут икрам шин, заказ так и не пришёл.", ["икрам шин"]),  # ordinary words to the dictionary
+    ("меня зовут снежа скрипникова, заказ", ["снежа скрипникова"]),  # a verb's form before a surname
+    ("фио: деля скрипникова / отправлено", ["деля скрипникова"]),
+    ("клиент: жанахмет ищук владимирович, договор от марта", ["жанахмет ищук владимирович"]),
+    ("меня зовут оля хочу вернуть", ["оля"]),  # a verb ends the name
+    ("клиент: доволен. клиент: не отвечает. фиолетовый цвет. как вас зовут? меня зовут так же. меня зовут Иван", []),
+])
+def test_lower_case_names_after_an_introduction(text, names):
+    assert [text[h.start:h.end] for h in lower_intro_names(text)] == names
+
+
+def test_lower_case_intro_through_the_step(step):
+    out = clean_text(step, "здравствуйте, меня зовут икрам шин, заказ так и не пришёл.")
+    assert "икрам" not in out and "шин" not in out, out
