@@ -10,6 +10,8 @@ from pii_names import clean_text, half, step  # noqa: F401 (step: a fixture)
 from pipeline.data.pii.ru_caps import grow_caps
 from pipeline.data.pii.ru_lower_intro import lower_intro_names
 from pipeline.data.pii.ru_morph import mention_forms
+from pipeline.data.pii.ru_names import ru_name_kind
+from pipeline.data.pii.ru_not_person import drop_russian_things
 from pipeline.data.pii.ru_object import addressed_names
 from pipeline.data.pii.ru_subject import subject_names
 from pipeline.data.pii.ru_this_is import this_is_names
@@ -215,3 +217,29 @@ def test_lower_case_names_after_an_introduction(text, names):
 def test_lower_case_intro_through_the_step(step):
     out = clean_text(step, "здравствуйте, меня зовут икрам шин, заказ так и не пришёл.")
     assert "икрам" not in out and "шин" not in out, out
+
+
+# ---------------------------------------------------------------------------------------------- not persons
+@pytest.mark.parametrize("text", [
+    "Комментарий: ЕРМЕК СКРИПНИКОВ СНОВА НАПИСАЛ В ЧАТ.",  # "снова" ends as a surname does, an adverb
+    "Оформил повторную отправку. Роза в букете завяла за день.",  # a cue word of the sentence before
+    "Клиент Ермек Скрипников звонил. Лада Веста на гарантии.",  # a car, though a name stands nearby
+    "Заметка: У Скрипниковой не проходит оплата.",  # a preposition that opens the sentence
+])
+def test_words_that_are_no_name(step, text):
+    out = clean_text(step, text)
+    kept = {"Комментарий": ["СНОВА"], "Оформил": ["Роза"], "Клиент": ["Лада Веста"], "Заметка": ["У "]}
+    assert all(w in out for w in kept[text.split()[0].rstrip(":")]), out
+    assert "Скрипнико" not in out, out
+
+
+@pytest.mark.parametrize("word, kind", [("снова", None), ("Калиев", "surname_like"), ("Вилкова", "surname_like")])
+def test_a_surname_ending_on_a_function_word(word, kind):
+    assert ru_name_kind(word) == kind
+
+
+def test_car_and_preposition_spans():
+    text = "У Скрипниковой Лада Веста. Лада Скрипникова звонила."
+    hits = [Hit(0, 14, "PERSON", 0.85, "natasha"), Hit(15, 25, "PERSON", 0.85, "natasha"),
+            Hit(27, 43, "PERSON", 0.85, "natasha")]
+    assert [text[h.start:h.end] for h in drop_russian_things(text, hits)] == ["Скрипниковой", "Лада Скрипникова"]

@@ -72,9 +72,19 @@ def ru_name_kind(word: str) -> str | None:
         return "last"  # "Кенжебай", "Сайлаубека": strong enough to take the unknown first name before it
     if _RU_PATRONYMIC.search(w):
         return "middle"
-    if len(w) >= 5 and _RU_SURNAME.search(w):
+    if len(w) >= 5 and _RU_SURNAME.search(w) and not _function_word(w):  # "снова": no surname
         return "surname_like"
     return None
+
+
+_FUNCTION_POS = frozenset(("ADVB", "NPRO", "PREP", "CONJ", "PRCL", "INTJ", "PRED", "COMP", "NUMR", "VERB", "INFN", "GRND"))
+
+
+def _function_word(word: str) -> bool:
+    """The dictionary's likeliest reading is an adverb, pronoun, verb...: a surname's ending on it means nothing
+    ("снова", "готово"). Not a short adjective: "Калиев", "Вилков" read so too."""
+    top = ru_morph.analyzer().parse(word)[0]
+    return top.is_known and top.tag.POS in _FUNCTION_POS
 
 
 RU_NAME_CONTEXT = ContextWords(["зовут", "г-н", "г-жа", "господин", "госпожа", "уважаем", "клиент", "менеджер",
@@ -156,7 +166,8 @@ class RussianNameGazetteer(PersonRecognizer):
                 chain_kinds.append(k2)
                 j += 1
             s, e = t.start, toks[j].end
-            ctx_near = RU_NAME_CONTEXT.near(ctx.norm, s, e, 32) or context_before(ctx, s) or _ru_cued(ctx, s, e)
+            ctx_near = RU_NAME_CONTEXT.near(ctx.norm, s, e, _in_sentence(text, s, 32)) or context_before(ctx, s) \
+                or _ru_cued(ctx, s, e)
             strong = [k for k in chain_kinds if k in ("first", "middle", "last")]
             initial = sentence_initial(text, s)
             # "Роман Толстого" at a sentence start, no name context: a book as much as a person
@@ -238,6 +249,27 @@ class RussianNameGazetteer(PersonRecognizer):
 
 
 _PLACE_PREPOSITIONS = frozenset("в во на из через по под над за при до".split())
+
+
+def _in_sentence(text: str, start: int, most: int) -> int:
+    """How far back from `start`, `most` at the most, the sentence goes: a cue word in the sentence before
+    ("Оформил повторную отправку. Роза в букете завяла") is not this word's. A full stop after a word of three
+    letters or fewer is an abbreviation ("тов. Иванов", "г. Москва"), not a sentence end."""
+    k = start
+    lo = max(0, start - most)
+    while k > lo:
+        ch = text[k - 1]
+        if ch in "!?\n" or ch == "." and _word_before_stop(text, k - 1) > 3:
+            return start - k
+        k -= 1
+    return start - lo
+
+
+def _word_before_stop(text: str, stop: int) -> int:
+    j = stop
+    while j > 0 and text[j - 1].isalpha():
+        j -= 1
+    return stop - j
 
 
 def _introduced_before_name(ctx: TextContext, t: Token, nxt: Token | None) -> bool:
