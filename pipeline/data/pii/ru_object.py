@@ -17,15 +17,13 @@ import re
 from functools import lru_cache
 
 from pipeline.data.pii.name_context import sentence_initial
-from pipeline.data.pii.ru_morph import analyzer, reading
+from pipeline.data.pii.ru_morph import analyzer, form_prefixes, reading
 from pipeline.data.pii.ru_names import RU_STOP, ru_name_kind
 from pipeline.data.pii.ru_turkic import turkic_name
 from pipeline.data.pii.text import Hit
 
 _CAPITALIZED = re.compile(r"(?<![\w'’.@/-])[А-ЯЁ][а-яё]{2,}(?:-[А-ЯЁ][а-яё]{2,})?(?![\w'’@-])")
 _NEXT_CAPITALIZED = re.compile(r"[ \u00a0]([А-ЯЁ][а-яё]{2,})(?![\w'’@-])")
-# up to three words right before a position, spaces between: the verb, an object, a preposition
-_WORDS_BEFORE = re.compile(r"(?<![\w-])[а-яёА-ЯЁ]+(?:[ \u00a0]+[а-яёА-ЯЁ]+){0,2}[ \u00a0]+$")
 _PREPOSITIONS = frozenset("у с со о об обо к ко от для".split())
 _VERBS = frozenset((
     "напомнить", "напоминать", "передать", "передавать", "отправить", "отправлять", "выслать", "прислать",
@@ -56,10 +54,16 @@ def addressed_names(text: str) -> list[Hit]:
 def _addressed(text: str, start: int) -> str | None:
     """"direct" where a person's verb (or it and a preposition) stands right before `start`, "object" where one
     lower-case word stands between ("Отправил чек Учкуну"), else None."""
-    m = _WORDS_BEFORE.search(text, max(0, start - 48), start)
-    if m is None:
+    before = text[max(0, start - 60):start]
+    if not before.endswith((" ", "\u00a0")):
         return None
-    words = m.group().split()
+    words = before.split()[-3:]
+    k = len(words)
+    while k > 0 and words[k - 1].isalpha():
+        k -= 1  # the run of words right before `start`: punctuation ends it
+    words = words[k:]
+    if not words:
+        return None
     if words[-1].lower() in _PREPOSITIONS:
         words.pop()
         if words and _verb(words[-1]):
@@ -73,6 +77,8 @@ def _addressed(text: str, start: int) -> str | None:
 
 @lru_cache(maxsize=16384)
 def _verb(word: str) -> bool:
+    if word[:3].lower() not in form_prefixes(_VERBS):
+        return False
     p = analyzer().parse(word.lower())[0]
     return p.is_known and p.tag.POS in ("VERB", "INFN", "GRND") and p.normal_form in _VERBS
 

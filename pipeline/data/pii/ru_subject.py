@@ -27,7 +27,7 @@ from functools import lru_cache
 
 from pipeline.data.pii.name_context import sentence_initial
 from pipeline.data.pii.name_signals import common_words
-from pipeline.data.pii.ru_morph import analyzer
+from pipeline.data.pii.ru_morph import analyzer, form_prefixes
 from pipeline.data.pii.ru_names import RU_STOP, ru_name_kind
 from pipeline.data.pii.ru_turkic import turkic_name
 from pipeline.data.pii.text import Hit
@@ -181,6 +181,8 @@ _SURNAME_SHAPE = re.compile(r"(?:ов|ев|ёв|ин|ын|ск|цк)(?:а|ая|�
 
 @lru_cache(maxsize=16384)
 def _person_verb(word: str) -> bool:
+    if word[:3].lower() not in form_prefixes(_PERSON_VERBS):
+        return False
     p = analyzer().parse(word.lower())[0]
     return p.is_known and p.tag.POS == "VERB" and "indc" in p.tag and "sing" in p.tag \
         and p.normal_form in _PERSON_VERBS

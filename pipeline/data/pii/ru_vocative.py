@@ -22,12 +22,15 @@ _GREETING = (r"(?:[Зз]дравствуй(?:те)?|[Пп]ривет(?:ству�
              r"|[Сс]пасибо(?: большое)?|[Бб]лагодарю|[Дд]о свидания|[Хх]орошего (?:дня|вечера))")
 _AFTER_GREETING = re.compile(_GREETING + r"[ \u00a0]*,[ \u00a0]*([А-ЯЁ][а-яё]{2,})(?=[ \u00a0]*(?:[!.?,\n]|$))")
 _BEFORE_GREETING = re.compile(r"([А-ЯЁ][а-яё]{2,}),[ \u00a0]*" + _GREETING + r"(?![а-яё])")
+_QUICK = re.compile("дравств|ривет|обр|пасибо|лагодар|свидан|орошего")  # a greeting's letters: most texts lack them
 _NAME_GRAMS = frozenset(("Name", "Surn", "Patr"))
 _NOT_A_NAME_POS = frozenset(("NPRO", "PREP", "CONJ", "PRCL", "INTJ", "ADVB", "PRED", "COMP"))
 
 
 def greeted_names(text: str) -> list[Hit]:
     """PERSON spans of the one word a greeting or thanks addresses."""
+    if _QUICK.search(text) is None:
+        return []
     out = []
     for m in _AFTER_GREETING.finditer(text):
         if _may_be_greeted(m.group(1)):
