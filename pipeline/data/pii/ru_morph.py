@@ -43,9 +43,11 @@ class Reading(NamedTuple):
     place: float      # share that are a place (Geox): "Владимире", "Королёве", "Пушкине"
     other: bool       # the likeliest parse is a word no name is: a verb, adverb, pronoun, preposition...
     known: bool       # the dictionary holds the word (not guessed from its ending)
+    nominative: str | None = None  # the dictionary form of its likeliest singular name parse in another case
 
 
 _KIND = (("Name", "first"), ("Patr", "middle"), ("Surn", "last"))
+_NAME_GRAMS = frozenset(("Name", "Surn", "Patr"))
 # parts of speech no person's name takes (surnames decline as nouns or adjectives: "Толстой", "Белый")
 _NOT_A_NAME_POS = frozenset(("VERB", "INFN", "PRTF", "PRTS", "GRND", "ADVB", "NPRO", "PREP", "CONJ", "PRCL", "INTJ",
                              "PRED", "COMP", "NUMR", "ADJS"))
@@ -64,8 +66,11 @@ def reading(word: str) -> Reading:
         return _NONE
     shares = {"first": 0.0, "middle": 0.0, "last": 0.0}
     place = 0.0
+    nominative = None
     for p in parses:
         tag = p.tag
+        if nominative is None and "sing" in tag and _NAME_GRAMS & tag.grammemes:
+            nominative = "" if "nomn" in tag else p.normal_form
         if "plur" in tag and "Surn" not in tag:
             continue  # "Маркет" read as the genitive plural of "Марка": no one is named in the plural
         for gram, kind in _KIND:
@@ -81,7 +86,7 @@ def reading(word: str) -> Reading:
     known = bool(top.is_known)
     kind = best if known and name >= 0.5 else None
     other = known and name == 0.0 and top.tag.POS in _NOT_A_NAME_POS
-    return Reading(kind, round(name, 3), round(place, 3), other, known)
+    return Reading(kind, round(name, 3), round(place, 3), other, known, nominative or None)
 
 
 def name_kind(word: str) -> str | None:
@@ -173,19 +178,15 @@ def mention_forms(word: str) -> tuple[str, ...]:
     return tuple(forms)
 
 
-_NAME_GRAMS = frozenset(("Name", "Surn", "Patr"))
-
 
 def _nominative(word: str) -> str | None:
-    """The singular nominative of the likeliest singular name parse of the word (known or guessed), written as the
-    word is (capitalized or in capitals); None where that parse is the nominative already or there is none."""
-    p = next((p for p in _morph().parse(word.lower()) if _NAME_GRAMS & p.tag.grammemes and "sing" in p.tag), None)
-    if p is None or "nomn" in p.tag:
+    """The dictionary form of the likeliest singular name parse of the word (known or guessed; a surname's is the
+    masculine: "Уваровой" -> "Уваров", whose stem the feminine forms share), written as the word is (capitalized
+    or in capitals); None where that parse is the nominative already or there is none."""
+    nom = reading(word).nominative
+    if nom is None or len(nom) < 3:
         return None
-    nom = p.inflect({"nomn", "sing"})
-    if nom is None or len(nom.word) < 3:
-        return None
-    return nom.word.upper() if word.isupper() else word[:1] + nom.word[1:]
+    return nom.upper() if word.isupper() else word[:1] + nom[1:]
 
 
 @lru_cache(maxsize=64)
