@@ -155,7 +155,10 @@ def case_forms(word: str) -> tuple[str, ...]:
     return tuple(sorted(out, key=len, reverse=True))
 
 
-_STEM_END = "аяйьоеы"
+_STEM_END = "аяйьы"  # not о or е: "Шелудько", "Прядко" do not decline, and no case ending is "о"
+# adjective-shaped surnames and feminine oblique forms: the stem is two letters shorter ("Черный" -> "Черн": Черного,
+# Черная; "Чертовой" -> "Чертов": Чертова)
+_TWO_LETTER_ENDS = ("ый", "ий", "ой", "ая", "яя", "ою", "ей")
 
 
 @lru_cache(maxsize=8192)
@@ -166,7 +169,10 @@ def mention_forms(word: str) -> tuple[str, ...]:
     found in another case is searched from its nominative: "Уваровой" -> "Уваров", so that a later "Уварова" is
     found; "Калиеву" -> "Калиев"."""
     word = _nominative(word) or word
-    stem = word[:-1] if word[-1].lower() in _STEM_END and len(word) > 3 else word
+    if len(word) > 5 and word.lower().endswith(_TWO_LETTER_ENDS) and reading(word).kind != "first":
+        stem = word[:-2]  # not a first name: "Сергей", "Андрей" decline from "Серге", "Андре"
+    else:
+        stem = word[:-1] if word[-1].lower() in _STEM_END and len(word) > 3 else word
     forms = [stem, stem.upper()]
     if reading(word).kind == "first":  # surnames and patronymics decline regularly from their stem
         other = [f for f in case_forms(word) if not f.startswith(stem) and not f.startswith(stem.upper())]
@@ -175,6 +181,9 @@ def mention_forms(word: str) -> tuple[str, ...]:
             if len(alt) >= 2:
                 alt = word[:1] + alt[1:] if not word.isupper() else alt.upper()
                 forms += [f for f in (alt, alt.upper()) if f not in forms]
+    # the word itself last: its stem with an ending the search lacks ("Толстой" = "Толст" + "ой" is there; a rarer
+    # ending is not) still finds the word as written
+    forms += [f for f in (word, word.upper()) if f not in forms]
     return tuple(forms)
 
 
