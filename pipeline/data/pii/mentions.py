@@ -78,7 +78,7 @@ _AMBIGUOUS = LATIN_AMBIGUOUS | TURKISH_WORDS | RU_AMBIGUOUS
 _STOP_SURNAMES = (STOP - NEVER - TITLES_AFTER) & LATIN_LAST
 _RUN_ON = re.compile(rf"[ \u00a0][{_LO}]")  # the span goes on into a sentence: a lower-case word after it
 _NAME_WORD = re.compile(rf"[{_UP}][{_LO}]+(?:-[{_UP}][{_LO}]+)?|[{_UP}]{{2,}}")
-_RU_CASE = "(?:ь|а|я|у|ю|ом|ем|ым|им|ой|ей|е|ы|и|ого|его|ому|ему|ую|юю|ою|ею|ов|ев|ой|ых|их|ым|ыми|ими|ам|ям|ах|ях)?"
+_RU_CASE = "(?:ь|а|я|у|ю|ом|ем|ым|им|ой|ей|е|ы|и|ого|его|ому|ему|ую|юю|ою|ею|ов|ев|ой|ых|их|ым|ыми|ими|ам|ям|ах|ях|ый|ий|ая|яя)?"
 
 
 _NAMED_AFTER_RU = frozenset(CONTEXT_WORDS["name_named_after_ru"])

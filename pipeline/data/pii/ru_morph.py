@@ -43,9 +43,11 @@ class Reading(NamedTuple):
     place: float      # share that are a place (Geox): "Владимире", "Королёве", "Пушкине"
     other: bool       # the likeliest parse is a word no name is: a verb, adverb, pronoun, preposition...
     known: bool       # the dictionary holds the word (not guessed from its ending)
+    nominative: str | None = None  # the dictionary form of its likeliest singular name parse in another case
 
 
 _KIND = (("Name", "first"), ("Patr", "middle"), ("Surn", "last"))
+_NAME_GRAMS = frozenset(("Name", "Surn", "Patr"))
 # parts of speech no person's name takes (surnames decline as nouns or adjectives: "Толстой", "Белый")
 _NOT_A_NAME_POS = frozenset(("VERB", "INFN", "PRTF", "PRTS", "GRND", "ADVB", "NPRO", "PREP", "CONJ", "PRCL", "INTJ",
                              "PRED", "COMP", "NUMR", "ADJS"))
@@ -64,8 +66,11 @@ def reading(word: str) -> Reading:
         return _NONE
     shares = {"first": 0.0, "middle": 0.0, "last": 0.0}
     place = 0.0
+    nominative = None
     for p in parses:
         tag = p.tag
+        if nominative is None and "sing" in tag and _NAME_GRAMS & tag.grammemes:
+            nominative = "" if "nomn" in tag else p.normal_form
         if "plur" in tag and "Surn" not in tag:
             continue  # "Маркет" read as the genitive plural of "Марка": no one is named in the plural
         for gram, kind in _KIND:
@@ -81,7 +86,7 @@ def reading(word: str) -> Reading:
     known = bool(top.is_known)
     kind = best if known and name >= 0.5 else None
     other = known and name == 0.0 and top.tag.POS in _NOT_A_NAME_POS
-    return Reading(kind, round(name, 3), round(place, 3), other, known)
+    return Reading(kind, round(name, 3), round(place, 3), other, known, nominative or None)
 
 
 def name_kind(word: str) -> str | None:
@@ -150,15 +155,24 @@ def case_forms(word: str) -> tuple[str, ...]:
     return tuple(sorted(out, key=len, reverse=True))
 
 
-_STEM_END = "аяйьоеы"
+_STEM_END = "аяйьы"  # not о or е: "Шелудько", "Прядко" do not decline, and no case ending is "о"
+# adjective-shaped surnames and feminine oblique forms: the stem is two letters shorter ("Черный" -> "Черн": Черного,
+# Черная; "Чертовой" -> "Чертов": Чертова)
+_TWO_LETTER_ENDS = ("ый", "ий", "ой", "ая", "яя", "ою", "ей")
 
 
 @lru_cache(maxsize=8192)
 def mention_forms(word: str) -> tuple[str, ...]:
     """The written forms a later mention of a Cyrillic name word is searched for, each followed by an optional
     case ending: its stem as written and in capitals, and where the dictionary's case forms of a first name
-    start otherwise (a fleeting vowel, ё written е: "Павел" -> "Павл", "Пётр" -> "Петр"), their stem too."""
-    stem = word[:-1] if word[-1] in _STEM_END and len(word) > 3 else word
+    start otherwise (a fleeting vowel, ё written е: "Павел" -> "Павл", "Пётр" -> "Петр"), their stem too. A name
+    found in another case is searched from its nominative: "Уваровой" -> "Уваров", so that a later "Уварова" is
+    found; "Калиеву" -> "Калиев"."""
+    word = _nominative(word) or word
+    if len(word) > 5 and word.lower().endswith(_TWO_LETTER_ENDS) and reading(word).kind != "first":
+        stem = word[:-2]  # not a first name: "Сергей", "Андрей" decline from "Серге", "Андре"
+    else:
+        stem = word[:-1] if word[-1].lower() in _STEM_END and len(word) > 3 else word
     forms = [stem, stem.upper()]
     if reading(word).kind == "first":  # surnames and patronymics decline regularly from their stem
         other = [f for f in case_forms(word) if not f.startswith(stem) and not f.startswith(stem.upper())]
@@ -167,4 +181,30 @@ def mention_forms(word: str) -> tuple[str, ...]:
             if len(alt) >= 2:
                 alt = word[:1] + alt[1:] if not word.isupper() else alt.upper()
                 forms += [f for f in (alt, alt.upper()) if f not in forms]
+    # the word itself last: its stem with an ending the search lacks ("Толстой" = "Толст" + "ой" is there; a rarer
+    # ending is not) still finds the word as written
+    forms += [f for f in (word, word.upper()) if f not in forms]
     return tuple(forms)
+
+
+
+def _nominative(word: str) -> str | None:
+    """The dictionary form of the likeliest singular name parse of the word (known or guessed; a surname's is the
+    masculine: "Уваровой" -> "Уваров", whose stem the feminine forms share), written as the word is (capitalized
+    or in capitals); None where that parse is the nominative already or there is none."""
+    nom = reading(word).nominative
+    if nom is None or len(nom) < 3:
+        return None
+    return nom.upper() if word.isupper() else word[:1] + nom[1:]
+
+
+@lru_cache(maxsize=64)
+def form_prefixes(lemmas: frozenset, n: int = 3) -> frozenset:
+    """The first `n` letters of every form of the verbs `lemmas` ("пиш" of "писать", "заш" of "зайти"): a word
+    that starts otherwise is none of their forms, and is not parsed (~0.1-1 ms for a word new to the cache)."""
+    out = set()
+    for lemma in lemmas:
+        for p in _morph().parse(lemma):
+            if p.normal_form == lemma:
+                out.update(f.word[:n] for f in p.lexeme)
+    return frozenset(out)

@@ -12,6 +12,7 @@ from functools import lru_cache
 from pipeline.data.pii import ru_morph
 from pipeline.data.pii.name_context import Token, adjacent_words, context_before, sentence_initial, strong_before
 from pipeline.data.pii.names import CYR_TOKEN, NAMES, PersonRecognizer, tokens
+from pipeline.data.pii.ru_turkic import turkic_name
 from pipeline.data.pii.text import NON_WORD, ContextWords, Hit, TextContext
 
 RU_FIRST = frozenset(n.lower() for n in NAMES["ru_first"])
@@ -67,11 +68,23 @@ def ru_name_kind(word: str) -> str | None:
     kind = ru_morph.name_kind(w)  # the dictionary: names the lists lack, in any case form
     if kind is not None:
         return kind
+    if turkic_name(w):
+        return "last"  # "Кенжебай", "Сайлаубека": strong enough to take the unknown first name before it
     if _RU_PATRONYMIC.search(w):
         return "middle"
-    if len(w) >= 5 and _RU_SURNAME.search(w):
+    if len(w) >= 5 and _RU_SURNAME.search(w) and not _function_word(w):  # "снова": no surname
         return "surname_like"
     return None
+
+
+_FUNCTION_POS = frozenset(("ADVB", "NPRO", "PREP", "CONJ", "PRCL", "INTJ", "PRED", "COMP", "NUMR", "VERB", "INFN", "GRND"))
+
+
+def _function_word(word: str) -> bool:
+    """The dictionary's likeliest reading is an adverb, pronoun, verb...: a surname's ending on it means nothing
+    ("снова", "готово"). Not a short adjective: "Калиев", "Вилков" read so too."""
+    top = ru_morph.analyzer().parse(word)[0]
+    return top.is_known and top.tag.POS in _FUNCTION_POS
 
 
 RU_NAME_CONTEXT = ContextWords(["зовут", "г-н", "г-жа", "господин", "госпожа", "уважаем", "клиент", "менеджер",
@@ -119,7 +132,8 @@ class RussianNameGazetteer(PersonRecognizer):
                 # in capitals, or after a greeting or verb only, a word the dictionary lacks ("ТИАНА
                 # ДРУЖИНИНА", "Здравствуйте, Кенжекул"): not one it knows as an ordinary word ("Клиенту звонили")
                 nxt = toks[i + 1] if i + 1 < n else None
-                if t.key in RU_STOP or ru_morph.not_a_name(t.word) and sentence_initial(text, t.start):
+                if t.key in RU_STOP or ru_morph.not_a_name(t.word) and sentence_initial(text, t.start) \
+                        and not _introduced_before_name(ctx, t, nxt):
                     i += 1  # a verb or adverb starts the sentence ("Передайте"); mid-sentence a capital says name
                     continue
                 unheard = not ru_morph.ordinary_word(t.word)
@@ -152,7 +166,8 @@ class RussianNameGazetteer(PersonRecognizer):
                 chain_kinds.append(k2)
                 j += 1
             s, e = t.start, toks[j].end
-            ctx_near = RU_NAME_CONTEXT.near(ctx.norm, s, e, 32) or context_before(ctx, s) or _ru_cued(ctx, s, e)
+            ctx_near = RU_NAME_CONTEXT.near(ctx.norm, s, e, _in_sentence(text, s, 32)) or context_before(ctx, s) \
+                or _ru_cued(ctx, s, e)
             strong = [k for k in chain_kinds if k in ("first", "middle", "last")]
             initial = sentence_initial(text, s)
             # "Роман Толстого" at a sentence start, no name context: a book as much as a person
@@ -236,6 +251,34 @@ class RussianNameGazetteer(PersonRecognizer):
 _PLACE_PREPOSITIONS = frozenset("в во на из через по под над за при до".split())
 
 
+def _in_sentence(text: str, start: int, most: int) -> int:
+    """How far back from `start`, `most` at the most, the sentence goes: a cue word in the sentence before
+    ("Оформил повторную отправку. Роза в букете завяла") is not this word's. A full stop after a word of three
+    letters or fewer is an abbreviation ("тов. Иванов", "г. Москва"), not a sentence end."""
+    k = start
+    lo = max(0, start - most)
+    while k > lo:
+        ch = text[k - 1]
+        if ch in "!?\n" or ch == "." and _word_before_stop(text, k - 1) > 3:
+            return start - k
+        k -= 1
+    return start - lo
+
+
+def _word_before_stop(text: str, stop: int) -> int:
+    j = stop
+    while j > 0 and text[j - 1].isalpha():
+        j -= 1
+    return stop - j
+
+
+def _introduced_before_name(ctx: TextContext, t: Token, nxt: Token | None) -> bool:
+    """An introduction ("Получатель —", "ФИО:") right before `t` and a name word after it: `t` is a first name
+    the dictionary reads as an adverb or verb ("Получатель — Рано Светлана"), not the word that opens a sentence."""
+    return nxt is not None and adjacent_words(ctx.text, t, nxt) and strong_before(ctx, t.start) \
+        and ru_name_kind(nxt.word) in ("first", "middle", "last", "surname_like")
+
+
 # A Russian name's context besides the intros: a greeting right before it ("Здравствуйте, Алёна!"), a verb of
 # calling, writing, asking or complaining before it ("звонила Оксана", "передайте Трофимовой") or after it
 # ("Жанболат звонил"). Matched in the folded text.
@@ -270,12 +313,12 @@ def _ru_verb_after_next(norm: str, end: int) -> bool:
 
 
 # makes whose models carry first names ("Лада Веста", "Лада Калина", "Волга Сайбер")
-_RU_MAKES = frozenset("лада ваз уаз газ газель камаз волга москвич ока нива".split())
+RU_MAKES = frozenset("лада ваз уаз газ газель камаз волга москвич ока нива".split())
 
 
 def _after_thing(text: str, toks: list, i: int) -> bool:
     """toks[i] follows a car make, one space between: "Лада Веста" is a car."""
-    return i > 0 and toks[i - 1].key in _RU_MAKES and adjacent_words(text, toks[i - 1], toks[i])
+    return i > 0 and toks[i - 1].key in RU_MAKES and adjacent_words(text, toks[i - 1], toks[i])
 
 
 def _place_use(text: str, tok: Token) -> bool:

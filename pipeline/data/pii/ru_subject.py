@@ -8,6 +8,17 @@ dictionary does not know it as a common noun, adjective or place in the nominati
 ("Вчера звонил", "Он просил"), nor as a common word in another case ("Клиенту звонил": its lemma is common in
 wordfreq's list, name_signals.common_words); a word the dictionary lacks ("Слюсарь", "Касымбек") is taken. The
 verb is singular: "Клиенту звонили" has no subject there.
+
+The subject need not open the sentence: adverbs of time may come first ("Вчера Шахноза Черный забрала",
+"Сегодня утром Асулан Адилет оставил"), and one adverb between it and the verb ("Кыргыз Свет снова написал").
+Of two words the first may read as a verb or short adjective when the second is a surname ("Жалил Колодяжная",
+"Седа Казакова"): a verb does not stand before its own subject's surname. A word that is also a name ("Амантай",
+"Роза") is that name before a person's verb.
+
+Typed in lower case ("вчера жупар ермек забрала", "рус абдурахманов снова написал"), a subject is taken only as
+two words at the sentence's start or after its adverbs of time, one of them a name by the dictionary, its ending
+or a Turkic ending (or both unknown to the dictionary), neither a pronoun, adverb, preposition, conjunction,
+particle or role word ("мой муж звонил", "наш курьер иванов" stay).
 """
 from __future__ import annotations
 
@@ -16,12 +27,17 @@ from functools import lru_cache
 
 from pipeline.data.pii.name_context import sentence_initial
 from pipeline.data.pii.name_signals import common_words
-from pipeline.data.pii.ru_morph import analyzer
+from pipeline.data.pii.ru_morph import analyzer, form_prefixes
+from pipeline.data.pii.ru_names import RU_STOP, ru_name_kind
+from pipeline.data.pii.ru_turkic import turkic_name
 from pipeline.data.pii.text import Hit
 
 _WORD = r"[А-ЯЁ](?:[а-яё]{2,}|[А-ЯЁ]{2,})"
-# one or two capitalized words, then a lower-case or capitalized verb
-SUBJECT = re.compile(rf"({_WORD}(?:[ \u00a0]{_WORD})?)[ \u00a0]+([А-ЯЁа-яё]+)(?![\w-])")  # capital first: fast
+# one or two capitalized words, then a lower-case or capitalized verb, maybe after one adverb
+SUBJECT = re.compile(rf"({_WORD}(?:[ \u00a0]{_WORD})?)[ \u00a0]+(?:([а-яё]+|[А-ЯЁ]+)[ \u00a0]+)?([А-ЯЁа-яё]+)(?![\w-])")
+_CAPITAL = re.compile(r"(?<![\w'’-])[А-ЯЁ]")  # where a subject may start: every capitalized word (they overlap)
+# what may open the sentence before the subject: adverbs of time ("Вчера", "Сегодня утром"), read by pymorphy3
+_OPENER = re.compile(r"([А-ЯЁ][а-яё]+|[А-ЯЁ]+)(?:[ \u00a0]+([а-яё]+|[А-ЯЁ]+))?[ \u00a0]+$")
 _PERSON_VERBS = frozenset((
     "подтвердить", "звонить", "позвонить", "перезвонить", "написать", "писать", "просить", "попросить",
     "жаловаться", "пожаловаться", "сообщить", "спросить", "ответить", "оставить", "забрать", "согласиться",
@@ -31,20 +47,142 @@ _NAME_TAGS = frozenset(("Name", "Surn", "Patr"))
 
 
 def subject_names(text: str) -> list[Hit]:
-    out = []
-    for m in SUBJECT.finditer(text):
+    out = lower_subject_names(text)
+    pos = 0
+    for c in _CAPITAL.finditer(text):
+        m = SUBJECT.match(text, c.start())
+        if m is None or m.start() < pos:
+            continue
+        if not (sentence_initial(text, m.start(1)) or _after_opener(text, m.start(1))):
+            continue
         words = m.group(1).split()
-        if m.start() > 0 and (text[m.start() - 1].isalnum() or text[m.start() - 1] in "'’-"):
-            continue
-        if not sentence_initial(text, m.start(1)) or not _person_verb(m.group(2)):
-            continue
-        if all(_may_be_subject_name(w) for w in words) and len({w.isupper() for w in words}) == 1:
-            out.append(Hit(m.start(1), m.end(1), "PERSON", 0.7, "subject"))
+        # "X снова написал": an adverb between; "X написал отзыв": the word after the verb is no verb
+        verb = m.group(3) if m.group(2) is None or _adverb(m.group(2)) else m.group(2)
+        if not _subject(words, verb):
+            if len(words) < 2 or not _subject(words[:1], words[1]):  # "АМАНТАЙ ЗАБРАЛ": both words in capitals
+                continue
+            words = words[:1]
+        end = m.start(1) + len(" ".join(words))
+        out.append(Hit(m.start(1), end, "PERSON", 0.7, "subject"))
+        pos = end
     return out
+
+
+def _subject(words: list[str], verb: str) -> bool:
+    if not _person_verb(verb) or len({w.isupper() for w in words}) != 1:
+        return False
+    return all(_may_be_subject_name(w) for w in words) or len(words) == 2 and _pair_with_surname(*words)
+
+
+_LOWER_SUBJECT = re.compile(r"([а-яё]{2,})[ \u00a0]([а-яё]{2,})[ \u00a0]+(?:([а-яё]+)[ \u00a0]+)?([а-яё]+)(?![\w-])")
+# a sentence that starts in lower case, with its first word and maybe a second
+_LOWER_START = re.compile(r"(?:^|(?<=[.!?\n])[ \u00a0]*)([а-яё]+)(?:[ \u00a0]+([а-яё]+))?", re.M)
+_FUNCTION_POS = frozenset(("NPRO", "PREP", "CONJ", "PRCL", "INTJ", "ADVB", "PRED", "COMP", "NUMR"))
+_ROLES = frozenset((
+    "клиент", "клиентка", "курьер", "менеджер", "оператор", "сотрудник", "сотрудница", "специалист", "директор",
+    "врач", "водитель", "мастер", "получатель", "отправитель", "заказчик", "покупатель", "продавец", "юрист",
+    "администратор", "агент", "пользователь", "абонент", "муж", "жена", "сын", "дочь", "мама", "папа", "брат",
+    "сестра", "коллега", "сосед", "соседка", "дежурный", "дежурная", "начальник", "руководитель", "кассир"))
+
+
+def lower_subject_names(text: str) -> list[Hit]:
+    """Two lower-case name words that open a sentence (or follow its adverbs of time) before a person's verb."""
+    out = []
+    for m in _LOWER_START.finditer(text):
+        for k in _lower_starts(text, m):
+            s = _LOWER_SUBJECT.match(text, k)
+            if s is None:
+                continue
+            verb = s.group(4) if s.group(3) is None or _adverb(s.group(3)) else s.group(3)
+            if _person_verb(verb) and _lower_pair(s.group(1), s.group(2)):
+                out.append(Hit(s.start(1), s.end(2), "PERSON", 0.7, "subject"))
+                break
+    return out
+
+
+def _lower_starts(text: str, m: re.Match) -> list[int]:
+    """Where a lower-case subject may start in a sentence that starts at m: its first word, and after one or
+    two adverbs of time ("вчера ", "сегодня утром ")."""
+    starts = [m.start(1)]
+    if m.group(2) is None or not _adverb(m.group(1)):
+        return starts
+    starts.append(m.start(2))
+    if _adverb(m.group(2)):
+        nxt = _NEXT_WORD.match(text, m.end(2))
+        if nxt is not None:
+            starts.append(nxt.start(1))
+    return starts
+
+
+_NEXT_WORD = re.compile(r"[ \u00a0]+([а-яё])")
+
+
+@lru_cache(maxsize=16384)
+def _lower_pair(first: str, second: str) -> bool:
+    parses = [analyzer().parse(w)[0] for w in (first, second)]
+    if any(p.is_known and (p.tag.POS in _FUNCTION_POS or "Apro" in p.tag or p.normal_form in _ROLES)
+           for p in parses):
+        return False
+    if not any(p.is_known for p in parses):
+        return True  # "жупар ..." and a word the dictionary lacks: no ordinary phrase is two unknown words
+    return any(_name_word(w) for w in (first, second))
+
+
+def _name_word(word: str) -> bool:
+    return bool(ru_name_kind(word)) or turkic_name(word)
+
+
+def _after_opener(text: str, start: int) -> bool:
+    """One or two adverbs open the sentence right before `start` ("Вчера ", "Сегодня утром ")."""
+    m = _OPENER.search(text, max(0, start - 32), start)
+    if m is None or not sentence_initial(text, m.start()):
+        return False
+    return all(_adverb(w) for w in m.groups() if w is not None)
+
+
+@lru_cache(maxsize=4096)
+def _adverb(word: str) -> bool:
+    p = analyzer().parse(word.lower())[0]
+    return p.is_known and (p.tag.POS == "ADVB" or p.normal_form in _TIME_NOUNS)
+
+
+_TIME_NOUNS = frozenset(("утро", "вечер", "день", "ночь"))  # "утром", "вечером": read as nouns in the instrumental
+
+
+@lru_cache(maxsize=16384)
+def _pair_with_surname(first: str, second: str) -> bool:
+    """Two words before a person's verb, the second a name or surname by the dictionary, its ending or a Turkic
+    ending, also where it reads as an adjective too ("Черный", "Белых"); the first a possible subject name or a
+    word the dictionary reads as a verb or short adjective ("Жалил", "Седа"): no verb or adjective comes before
+    its subject's surname. Never a pronoun, preposition, adverb ("Вчера Иванов звонил") or role word."""
+    low = second.lower()
+    if not (_SURNAME_SHAPE.search(low) or turkic_name(low) or any(
+            p.is_known and _NAME_TAGS & p.tag.grammemes for p in analyzer().parse(low))):
+        return False
+    top = analyzer().parse(first.lower())[0]
+    if _may_be_subject_name(first) or top.tag.POS in ("VERB", "ADJS") and first.lower() not in common_words("ru"):
+        return True
+    # a first name that is also a noun before a surname that is surely one ("РИЗА АЛТЫНБЕК ЗВОНИЛА"); not a role
+    # word, a place, a firm ("Дежурный Иванов", "Москва")
+    return top.tag.POS == "NOUN" and top.normal_form not in _ROLES and first.lower() not in RU_STOP \
+        and not {"Geox", "Orgn", "Trad"} & top.tag.grammemes and _sure_surname(low)
+
+
+def _sure_surname(low: str) -> bool:
+    return turkic_name(low) or _SURE_SURNAME.search(low) is not None or any(
+        p.is_known and "Surn" in p.tag for p in analyzer().parse(low))
+
+
+_SURE_SURNAME = re.compile(r"(?:ов|ев|ёв|ин|ын)а?$|(?:енко|швили|дзе|ян|юк|чук)$")
+
+
+_SURNAME_SHAPE = re.compile(r"(?:ов|ев|ёв|ин|ын|ск|цк)(?:а|ая|ий|ой)?$|(?:енко|юк|чук|ян|дзе|швили|ая|ий|ой|ый|ых|их)$")
 
 
 @lru_cache(maxsize=16384)
 def _person_verb(word: str) -> bool:
+    if word[:3].lower() not in form_prefixes(_PERSON_VERBS):
+        return False
     p = analyzer().parse(word.lower())[0]
     return p.is_known and p.tag.POS == "VERB" and "indc" in p.tag and "sing" in p.tag \
         and p.normal_form in _PERSON_VERBS
@@ -56,10 +194,12 @@ def _may_be_subject_name(word: str) -> bool:
     top = parses[0]
     if top.is_known and top.tag.POS not in ("NOUN", "ADJF") and not _NAME_TAGS & top.tag.grammemes:
         return False  # a verb, adverb, pronoun, preposition...
+    # the dictionary holds some names twice, once untagged ("Амантай"): that parse is the name's
+    names = {p.normal_form for p in parses if p.is_known and _NAME_TAGS & p.tag.grammemes}
     for p in parses:
         tag = p.tag
         if p.is_known and "nomn" in tag and "sing" in tag and not (_NAME_TAGS | {"Abbr"}) & tag.grammemes \
-                and tag.POS in ("NOUN", "ADJF"):
+                and tag.POS in ("NOUN", "ADJF") and p.normal_form not in names:
             return False  # "Клиент", "Дежурный", "Москва": the word can be the subject as what it is
     if top.is_known and not _NAME_TAGS & top.tag.grammemes and top.normal_form in common_words("ru"):
         return False  # "Клиенту звонил": a common word in another case, the sentence's object
