@@ -2,6 +2,7 @@
 the model-spec reader) before those libraries are imported; a value the user set is kept."""
 from __future__ import annotations
 
+import ctypes
 import os
 import sys
 
@@ -36,3 +37,29 @@ def import_presidio() -> None:
         for name in hidden:
             if sys.modules.get(name, "") is None:
                 del sys.modules[name]
+
+
+# glibc's mallopt parameters; the values are those a plain process reaches by itself once its largest arrays have
+# been freed (glibc raises the mmap threshold to a freed chunk's size, up to 32 MiB, and trims at twice that)
+_M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3
+_MMAP_THRESHOLD_MAX = 32 << 20
+_steady = False
+
+
+def steady_heap() -> bool:
+    """Keep numpy's scratch arrays on the heap in a process that works through many batches: without it every
+    array over 128 KiB is mapped and unmapped again, and the kernel zeroes its pages on each use. Dask's nanny
+    starts its workers with MALLOC_TRIM_THRESHOLD_=65536, which also stops glibc from raising the mmap threshold
+    by itself: the dedup key step's minor page faults were 2.7x and its CPU 1.4-1.6x a plain process's, and with
+    the thresholds set here its CPU fell 30-55% in either kind of process (bench/e2e/malloc.py). The cost: up to
+    64 MiB of freed heap a process keeps instead of returning it. Linux and glibc only; idempotent."""
+    global _steady
+    if _steady or not sys.platform.startswith("linux"):
+        return _steady
+    try:
+        libc = ctypes.CDLL("libc.so.6")
+        _steady = bool(libc.mallopt(_M_MMAP_THRESHOLD, _MMAP_THRESHOLD_MAX)
+                       and libc.mallopt(_M_TRIM_THRESHOLD, 2 * _MMAP_THRESHOLD_MAX))
+    except (OSError, AttributeError):  # not glibc (musl): its allocator has no such thresholds
+        _steady = False
+    return _steady

@@ -14,7 +14,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from pipeline.core.config import PrepareConfig
-from pipeline.core.env import set_defaults
+from pipeline.core.env import set_defaults, steady_heap
 from pipeline.core.progress import ProgressFile, StageProgress
 from pipeline.core.stats import StageStats, merge_all
 from pipeline.data.decontam import EvalIndex, read_eval_records
@@ -61,6 +61,7 @@ def run_prepare(cfg: PrepareConfig, executor: Executor | None = None, progress: 
     when the messages go to stderr and it is a terminal, else a line with count and rate every
     PREPARE_PROGRESS_INTERVAL seconds (10) and at the end of each stage (a Prefect logger, a log file)."""
     set_defaults()
+    steady_heap()  # this process runs the one-worker path's batches and the global dedup
     # A refused --out, a busy run directory or an unreadable input is reported before the run directory
     # is created or touched.
     check_out(cfg.out, [*cfg.inputs, *cfg.validation_inputs])

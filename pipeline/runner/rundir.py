@@ -36,6 +36,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from pipeline.core.env import steady_heap
 from pipeline.core.errors import PrepareError
 from pipeline.data.readers.files import printable_name
 
@@ -423,6 +424,7 @@ def worker_init(parent_pid: int, workers_lock: str | None) -> None:
             pass
     if os.getppid() != parent_pid:  # it died before prctl took effect
         os._exit(1)
+    steady_heap()
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the whole group; the parent handles it (cli.py)
     threading.Thread(target=_watch_parent, args=(parent_pid,), name="prepare-parent-watch", daemon=True).start()
     if workers_lock:
