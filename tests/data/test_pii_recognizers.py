@@ -481,6 +481,24 @@ EDGE_TEXTS = [
 ]
 
 
+@pytest.mark.parametrize("text", [
+    "my password is Xq7!vRtz_Kp", "the password - Xq7!vRtz_Kp", "api key=Xq7vRtzKp9", "şifre: Xq7!vRtz_Kp",
+    "Authorization Bearer abcdefghijklmnop1234", "PAROLA => Xq7!vRtz_Kp",
+])
+def test_a_secret_after_each_kind_of_separator_is_found(found, text):
+    assert only(found(text, "en"), "SECRET")
+
+
+def test_a_credential_word_in_prose_is_not_scanned_for_a_value(detector):
+    """No ':' or '=', no "is", no spaced dash: keyword_value cannot match, and the recognizer is skipped."""
+    from pipeline.data.pii.recognizers.secret import SecretRecognizer
+    from pipeline.data.pii.text import TextContext
+
+    rec = SecretRecognizer("en")
+    assert not rec.triggered(TextContext("Reset your password and token from the account page, then retry.", "en"))
+    assert rec.triggered(TextContext("Reset your password: Xq7!vRtz_Kp", "en"))
+
+
 def test_prefilters_never_hide_a_detection(detector):
     """A recognizer the fast path skips (triggered() is False) finds nothing that counts in that text (no
     candidate scored at or above the residual floor): each prefilter is a necessary condition of its
