@@ -841,3 +841,52 @@ def test_presence_pattern_finds_a_word_where_any_is():
         for _ in range(30):
             text = "".join(rng.choice("abc- ") for _ in range(rng.randint(0, 12)))
             assert (rx.search(text) is not None) == any(w in text for w in words), (words, text)
+
+
+def test_split_words_is_the_regex_split():
+    """TextContext.words: the same set as NON_WORD.split, on punctuation, digits, "_", Unicode spaces and marks."""
+    import random
+
+    from pipeline.data.pii.text import NON_WORD, split_words
+
+    rng = random.Random(5)
+    chars = "ab ı_1.,-'\u00a0\u0307\u2028\tİşЖ\n²"
+    for _ in range(3000):
+        text = "".join(rng.choice(chars) for _ in range(rng.randint(0, 14)))
+        assert split_words(text) == frozenset(NON_WORD.split(text)), repr(text)
+
+
+def test_first_char_alternation_matches_the_plain_alternation():
+    """Grouped by first character, an alternation matches what the flat one matches: first alternative wins,
+    prefixes of one another, "stem*" forms and a whole-word end included."""
+    import random
+    import re
+
+    from pipeline.data.pii.text import first_char_alternation
+
+    rng = random.Random(7)
+    for _ in range(400):
+        words = [("".join(rng.choice("abı ") for _ in range(rng.randint(1, 4))).strip() or "a", rng.random() < 0.3)
+                 for _ in range(rng.randint(1, 7))]
+        alts = [(re.escape(w) + (r"\w*" if star else ""), w[0]) for w, star in words]
+        plain = re.compile("[ ]+(?:" + "|".join(a for a, _ in alts) + r")(?!\w)")
+        grouped = re.compile("[ ]+(?:" + first_char_alternation(alts) + r")(?!\w)")
+        for _ in range(20):
+            text = "".join(rng.choice("abı .") for _ in range(rng.randint(0, 16)))
+            assert [m.span() for m in grouped.finditer(text)] == [m.span() for m in plain.finditer(text)], \
+                (words, text)
+
+
+def test_word_start_regex_matches_the_look_behind_form():
+    import random
+    import re
+
+    from pipeline.data.pii.text import WordStart
+
+    rng = random.Random(9)
+    for body in (r"(a|ab|ba)(b*)", r"(?:ab|b)(?=[ ,]+(a+))", r"([aı]b?)\w*"):
+        plain, fast = re.compile(r"(?<!\w)(?:" + body + ")"), WordStart(body)
+        for _ in range(3000):
+            text = "".join(rng.choice("abı ,.\u0307") for _ in range(rng.randint(0, 14)))
+            want = [(m.span(1), m.groups()) for m in plain.finditer(text)]
+            assert [(m.span(1), m.groups()) for m in fast.finditer(text)] == want, (body, text)
