@@ -65,7 +65,7 @@ from pipeline.data.pii.names import (
     tokens,
 )
 from pipeline.data.pii.neighbours import mid_frequency_name_word
-from pipeline.data.pii.text import Hit, TextContext, fold
+from pipeline.data.pii.text import Hit, TextContext, WordStart, fold
 from pipeline.data.pii.tr_label import labelled_names
 from pipeline.data.pii.tr_lower_subject import subject_pairs
 from pipeline.data.pii.tr_suffix import suffixed_names
@@ -524,8 +524,9 @@ def _by_first_letter(phrases: list[str]) -> str:
 
 
 # the words after the cue in a look-ahead: the next search starts right after the cue ("hi my name is ...")
-_LOWER_INTRO = re.compile(r"(?<!\w)(?:" + _by_first_letter(_LOWER_CUES)
-                          + rf")(?=[ \u00a0,:;-]+([{LATIN_LOWER}]+)(?:[ \u00a0]([{LATIN_LOWER}]+))?(?![\w'’]))")
+# (a word start searched the cheap way: a cue is followed by a separator, where no cue starts)
+_LOWER_INTRO = WordStart("(?:" + _by_first_letter(_LOWER_CUES)
+                         + rf")(?=[ \u00a0,:;-]+([{LATIN_LOWER}]+)(?:[ \u00a0]([{LATIN_LOWER}]+))?(?![\w'’]))")
 _LOWER_WORD_BEFORE = re.compile(rf"([{LATIN_LOWER}]+)[ \u00a0]([{LATIN_LOWER}]+)$")
 
 
