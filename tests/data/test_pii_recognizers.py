@@ -890,3 +890,37 @@ def test_word_start_regex_matches_the_look_behind_form():
             text = "".join(rng.choice("abı ,.\u0307") for _ in range(rng.randint(0, 14)))
             want = [(m.span(1), m.groups()) for m in plain.finditer(text)]
             assert [(m.span(1), m.groups()) for m in fast.finditer(text)] == want, (body, text)
+
+
+def test_folded_words_are_the_words_of_the_folded_text():
+    import random
+
+    from pipeline.data.pii.text import TextContext, split_words
+
+    rng = random.Random(13)
+    for _ in range(3000):
+        text = "".join(rng.choice("aıIİi şŞ.,\u0307-") for _ in range(rng.randint(0, 12)))
+        ctx = TextContext(text, "tr")
+        assert ctx.folded_words == split_words(ctx.norm), repr(text)
+
+
+def test_a_cue_or_verb_after_a_name_is_never_skipped_by_its_lead_test():
+    """TextContext.may_hold_phrase(AFTER_LEADS) is a necessary condition of a CUES_AFTER or VERBS_AFTER match."""
+    import random
+
+    from pipeline.data.pii.name_context import AFTER_LEADS, CONTEXT_WORDS, CUES_AFTER, VERBS_AFTER
+    from pipeline.data.pii.text import TextContext
+
+    rng = random.Random(17)
+    phrases = [w.rstrip("*") for w in CONTEXT_WORDS["name_cues_after"] + CONTEXT_WORDS["name_verbs_after"]]
+    pieces = phrases + ["x", "ali", "ARADI", "İle", "ile", "görüşme", "will", "has", "e", "-", " ", "  ", ".", "ed"]
+    texts = [t for t, _ in EDGE_TEXTS + _bench_texts()]
+    texts += ["".join(rng.choice(pieces) + rng.choice(("", " ", ", ")) for _ in range(rng.randint(1, 6)))
+              for _ in range(5000)]
+    matched = 0
+    for text in texts:
+        ctx = TextContext(text, "tr")
+        if VERBS_AFTER.search(ctx.norm) or CUES_AFTER.search(ctx.norm):
+            matched += 1
+            assert ctx.may_hold_phrase(AFTER_LEADS), text
+    assert matched > 1000

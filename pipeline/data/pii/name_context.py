@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from typing import NamedTuple
 
-from pipeline.data.pii.text import TextContext, first_char_alternation, fold, load_data
+from pipeline.data.pii.text import PhraseLeads, TextContext, first_char_alternation, fold, load_data
 
 CONTEXT_WORDS = load_data("context.json")
 TITLES_AFTER = frozenset(fold(w) for w in CONTEXT_WORDS["name_titles_after"])
@@ -45,6 +45,9 @@ def _words_after(words: list[str]) -> re.Pattern:
 CUES_AFTER = _words_after(CONTEXT_WORDS["name_cues_after"])
 # "Aodhan Nizam called yesterday", "Bu hattı X kullanıyor": a verb right after words that are listed names or rare
 VERBS_AFTER = _words_after(CONTEXT_WORDS["name_verbs_after"])
+# what a text holds where either of them can match (TextContext.may_hold_phrase): most texts hold neither
+AFTER_LEADS = PhraseLeads(norm_phrase(w.rstrip("*")) + "*" * w.endswith("*")
+                          for w in CONTEXT_WORDS["name_cues_after"] + CONTEXT_WORDS["name_verbs_after"])
 SENTENCE_END = set(".!?:;\n\"«“(—–-•*>")
 
 

@@ -74,6 +74,35 @@ def first_char_alternation(alternatives: list[tuple[str, str]]) -> str:
     return "|".join(g[0] if len(g) == 1 else "(?:" + "|".join(g) + ")" for g in groups.values())
 
 
+class PhraseLeads:
+    """What the folded text must hold for one of `phrases` (folded, matched as written; "stem*" for any word that
+    starts so) to stand in it at a word start: a one-word phrase among the text's words, a one-word stem
+    anywhere in it, a longer phrase written out in it (asked only when its first word is among the words). A
+    phrase that starts with no word character is always searched for."""
+
+    def __init__(self, phrases):
+        words, stems, longer = set(), set(), {}
+        self.always = False
+        for p in phrases:
+            star = p.endswith("*")
+            p = p.rstrip("*")
+            m = _LEAD_WORD.match(p)
+            if m is None:
+                self.always = True
+            elif m.end() < len(p):
+                longer.setdefault(m.group(), set()).add(p)
+            elif star:
+                stems.add(p)
+            else:
+                words.add(p)
+        self.words, self.stems = frozenset(words), tuple(sorted(stems))
+        self.longer = {k: tuple(sorted(v)) for k, v in longer.items()}
+        self.longer_leads = frozenset(self.longer)
+
+
+_LEAD_WORD = re.compile(r"\w+")
+
+
 class WordStart:
     """A regex that matches at a word start only ("(?<!\\w)" and then `body`), searched at ~40% less CPU: past the
     text's start, the non-word character before a match is consumed ("\\W" and then `body`: the engine skips to
@@ -237,7 +266,7 @@ class TextContext:
     """Lazily computed views of one text."""
 
     __slots__ = ("text", "lang", "_norm", "_runs", "_glued", "_iban_like", "_ibans", "_max_digits", "_below_ten",
-                 "_words", "extra")
+                 "_words", "_folded_words", "extra")
 
     def __init__(self, text: str, lang: str):
         self.text = text
@@ -250,6 +279,7 @@ class TextContext:
         self._max_digits = None
         self._below_ten = None
         self._words = None
+        self._folded_words = None
         self.extra = {}
 
     def memo(self, key: str, compute):
@@ -267,6 +297,26 @@ class TextContext:
         if self._words is None:
             self._words = split_words(self.text.lower())
         return self._words
+
+    @property
+    def folded_words(self) -> frozenset:
+        """The words of the folded text (norm), as `words` holds those of the lower-cased one. Without "İ" (which
+        lower() alone makes two characters) they are the lower-cased words with "ı" folded to "i"."""
+        if self._folded_words is None:
+            text = self.text
+            if "İ" in text:
+                self._folded_words = split_words(self.norm)
+            elif "ı" in text:
+                self._folded_words = frozenset(w.replace("ı", "i") for w in self.words)
+            else:
+                self._folded_words = self.words
+        return self._folded_words
+
+    def may_hold_phrase(self, leads: "PhraseLeads") -> bool:
+        """A necessary condition for one of the phrases of `leads` to stand in the folded text at a word start."""
+        words, norm = self.folded_words, self.norm
+        return leads.always or not words.isdisjoint(leads.words) or any(s in norm for s in leads.stems) \
+            or any(p in norm for w in words & leads.longer_leads for p in leads.longer[w])
 
     @property
     def iban_like(self) -> list[tuple[int, int]]:
