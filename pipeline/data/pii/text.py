@@ -177,6 +177,7 @@ class NumRun(NamedTuple):
 # (CLASS_FIRST_FORMS) holds each such regex beside its plain form and compares their matches.
 _NUMSPAN = re.compile(r"[+(\d](?:(?<=[+(])\d)?(?<=\d)[\d \u00a0\-./()]*")
 _DIGITS = re.compile(r"\d+")
+_ANY_DIGIT = re.compile(r"\d")
 # ten digits with only run characters between them: a necessary condition for a run of ten or more
 _TEN_DIGITS = re.compile(r"\d(?:[ \u00a0\-./()]*\d){9}")
 _SEPARATORS = frozenset([" ", "\u00a0", "-", ".", "/", ")", ") ", ")\u00a0", "(", " (", "\u00a0("])
@@ -266,7 +267,7 @@ class TextContext:
     """Lazily computed views of one text."""
 
     __slots__ = ("text", "lang", "_norm", "_runs", "_glued", "_iban_like", "_ibans", "_max_digits", "_below_ten",
-                 "_words", "_folded_words", "extra")
+                 "_words", "_folded_words", "_has_digit", "extra")
 
     def __init__(self, text: str, lang: str):
         self.text = text
@@ -280,6 +281,7 @@ class TextContext:
         self._below_ten = None
         self._words = None
         self._folded_words = None
+        self._has_digit = None
         self.extra = {}
 
     def memo(self, key: str, compute):
@@ -297,6 +299,13 @@ class TextContext:
         if self._words is None:
             self._words = split_words(self.text.lower())
         return self._words
+
+    @property
+    def has_digit(self) -> bool:
+        """A digit anywhere (the engine asks first: most recognizers need one; so do IPv4 addresses)."""
+        if self._has_digit is None:
+            self._has_digit = _ANY_DIGIT.search(self.text) is not None
+        return self._has_digit
 
     @property
     def folded_words(self) -> frozenset:
