@@ -52,3 +52,18 @@ def test_cued_pair_takes_an_everyday_word(text, name):
 ])
 def test_everyday_words_beside_a_name_stay(text):
     assert _spans(text) == []
+
+
+@pytest.mark.parametrize("text", [
+    "Магазин отмена тариф подписка возврат статус, доставка товар заказ.",  # a surname-shaped word, no name
+    "Клиент: трофимова оксана, договор от марта",
+    "жанар трофимова звонила вчера насчёт возврата",
+    "talep sahibi: elmeddin abbasli",  # a labelled pair of rare words, no listed name
+    "sabah orhan zorvadek tekrar yazdı, kargo hâlâ gelmedi",
+])
+def test_text_without_a_lead_word_skips_the_pass_with_the_same_result(monkeypatch, text):
+    import pipeline.data.pii.lower_pairs as lp
+
+    fast = lower_pairs(TextContext(text, "ru"))
+    monkeypatch.setattr(lp, "_may_lead", lambda ctx: True)  # the full pass over every word
+    assert lower_pairs(TextContext(text, "ru")) == fast

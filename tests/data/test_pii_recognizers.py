@@ -481,6 +481,24 @@ EDGE_TEXTS = [
 ]
 
 
+@pytest.mark.parametrize("text", [
+    "my password is Xq7!vRtz_Kp", "the password - Xq7!vRtz_Kp", "api key=Xq7vRtzKp9", "şifre: Xq7!vRtz_Kp",
+    "Authorization Bearer abcdefghijklmnop1234", "PAROLA => Xq7!vRtz_Kp",
+])
+def test_a_secret_after_each_kind_of_separator_is_found(found, text):
+    assert only(found(text, "en"), "SECRET")
+
+
+def test_a_credential_word_in_prose_is_not_scanned_for_a_value(detector):
+    """No ':' or '=', no "is", no spaced dash: keyword_value cannot match, and the recognizer is skipped."""
+    from pipeline.data.pii.recognizers.secret import SecretRecognizer
+    from pipeline.data.pii.text import TextContext
+
+    rec = SecretRecognizer("en")
+    assert not rec.triggered(TextContext("Reset your password and token from the account page, then retry.", "en"))
+    assert rec.triggered(TextContext("Reset your password: Xq7!vRtz_Kp", "en"))
+
+
 def test_prefilters_never_hide_a_detection(detector):
     """A recognizer the fast path skips (triggered() is False) finds nothing that counts in that text (no
     candidate scored at or above the residual floor): each prefilter is a necessary condition of its
@@ -823,3 +841,86 @@ def test_presence_pattern_finds_a_word_where_any_is():
         for _ in range(30):
             text = "".join(rng.choice("abc- ") for _ in range(rng.randint(0, 12)))
             assert (rx.search(text) is not None) == any(w in text for w in words), (words, text)
+
+
+def test_split_words_is_the_regex_split():
+    """TextContext.words: the same set as NON_WORD.split, on punctuation, digits, "_", Unicode spaces and marks."""
+    import random
+
+    from pipeline.data.pii.text import NON_WORD, split_words
+
+    rng = random.Random(5)
+    chars = "ab ı_1.,-'\u00a0\u0307\u2028\tİşЖ\n²"
+    for _ in range(3000):
+        text = "".join(rng.choice(chars) for _ in range(rng.randint(0, 14)))
+        assert split_words(text) == frozenset(NON_WORD.split(text)), repr(text)
+
+
+def test_first_char_alternation_matches_the_plain_alternation():
+    """Grouped by first character, an alternation matches what the flat one matches: first alternative wins,
+    prefixes of one another, "stem*" forms and a whole-word end included."""
+    import random
+    import re
+
+    from pipeline.data.pii.text import first_char_alternation
+
+    rng = random.Random(7)
+    for _ in range(400):
+        words = [("".join(rng.choice("abı ") for _ in range(rng.randint(1, 4))).strip() or "a", rng.random() < 0.3)
+                 for _ in range(rng.randint(1, 7))]
+        alts = [(re.escape(w) + (r"\w*" if star else ""), w[0]) for w, star in words]
+        plain = re.compile("[ ]+(?:" + "|".join(a for a, _ in alts) + r")(?!\w)")
+        grouped = re.compile("[ ]+(?:" + first_char_alternation(alts) + r")(?!\w)")
+        for _ in range(20):
+            text = "".join(rng.choice("abı .") for _ in range(rng.randint(0, 16)))
+            assert [m.span() for m in grouped.finditer(text)] == [m.span() for m in plain.finditer(text)], \
+                (words, text)
+
+
+def test_word_start_regex_matches_the_look_behind_form():
+    import random
+    import re
+
+    from pipeline.data.pii.text import WordStart
+
+    rng = random.Random(9)
+    for body in (r"(a|ab|ba)(b*)", r"(?:ab|b)(?=[ ,]+(a+))", r"([aı]b?)\w*"):
+        plain, fast = re.compile(r"(?<!\w)(?:" + body + ")"), WordStart(body)
+        for _ in range(3000):
+            text = "".join(rng.choice("abı ,.\u0307") for _ in range(rng.randint(0, 14)))
+            want = [(m.span(1), m.groups()) for m in plain.finditer(text)]
+            assert [(m.span(1), m.groups()) for m in fast.finditer(text)] == want, (body, text)
+
+
+def test_folded_words_are_the_words_of_the_folded_text():
+    import random
+
+    from pipeline.data.pii.text import TextContext, split_words
+
+    rng = random.Random(13)
+    for _ in range(3000):
+        text = "".join(rng.choice("aıIİi şŞ.,\u0307-") for _ in range(rng.randint(0, 12)))
+        ctx = TextContext(text, "tr")
+        assert ctx.folded_words == split_words(ctx.norm), repr(text)
+
+
+def test_a_cue_or_verb_after_a_name_is_never_skipped_by_its_lead_test():
+    """TextContext.may_hold_phrase(AFTER_LEADS) is a necessary condition of a CUES_AFTER or VERBS_AFTER match."""
+    import random
+
+    from pipeline.data.pii.name_context import AFTER_LEADS, CONTEXT_WORDS, CUES_AFTER, VERBS_AFTER
+    from pipeline.data.pii.text import TextContext
+
+    rng = random.Random(17)
+    phrases = [w.rstrip("*") for w in CONTEXT_WORDS["name_cues_after"] + CONTEXT_WORDS["name_verbs_after"]]
+    pieces = phrases + ["x", "ali", "ARADI", "İle", "ile", "görüşme", "will", "has", "e", "-", " ", "  ", ".", "ed"]
+    texts = [t for t, _ in EDGE_TEXTS + _bench_texts()]
+    texts += ["".join(rng.choice(pieces) + rng.choice(("", " ", ", ")) for _ in range(rng.randint(1, 6)))
+              for _ in range(5000)]
+    matched = 0
+    for text in texts:
+        ctx = TextContext(text, "tr")
+        if VERBS_AFTER.search(ctx.norm) or CUES_AFTER.search(ctx.norm):
+            matched += 1
+            assert ctx.may_hold_phrase(AFTER_LEADS), text
+    assert matched > 1000

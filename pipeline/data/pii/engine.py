@@ -42,7 +42,6 @@ _PRIORITY = {"SECRET": 3, "IBAN": 2, "CREDIT_CARD": 2, "TCKN": 1, "INN": 1, "SNI
 # no candidate of the pattern recognizers
 # (every capital a Latin name token may start with: "Əylisli geri aranacak" alone in a tool argument)
 _QUICK = re.compile(r"[\d@A-ZА-ЯЁÇĞİÖŞÜÂÊÎÔÛÉÈÁÍÓÚÑƏÄËÏÀÌÒÙÃÕÅØÆŒ:=\[({<]")
-_ANY_DIGIT = re.compile(r"\d")  # the digit every candidate of a NEEDS_A_DIGIT recognizer holds
 # an e-mail address spelled out in lower case ("name at example dot org"): the words of its dot
 _SPELLED_DOTS = (" dot ", " nokta ", " точка ")
 
@@ -199,7 +198,7 @@ class Detector:
                 first[key] = idx
             ctx = TextContext(text, lang)
             hits: list[Hit] = []
-            for rec in (self.fast if _ANY_DIGIT.search(text) else self.digit_free)[lang]:
+            for rec in (self.fast if ctx.has_digit else self.digit_free)[lang]:
                 if rec.triggered(ctx):
                     hits.extend(rec.find(ctx))
             hits.extend(recased_hits(text, lang, self.names[lang], hits))

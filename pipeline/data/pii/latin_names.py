@@ -19,6 +19,7 @@ from pipeline.data.pii.later import drop_sentence_opener
 from pipeline.data.pii.lone_name import lone_names
 from pipeline.data.pii.lower_cue import ends_value, labelled_second_word, pair_before_verb
 from pipeline.data.pii.name_context import (
+    AFTER_LEADS,
     CONTEXT_WORDS,
     CUES_AFTER,
     PHRASES_STRONG,
@@ -65,7 +66,7 @@ from pipeline.data.pii.names import (
     tokens,
 )
 from pipeline.data.pii.neighbours import mid_frequency_name_word
-from pipeline.data.pii.text import Hit, TextContext, fold
+from pipeline.data.pii.text import Hit, TextContext, WordStart, fold
 from pipeline.data.pii.tr_label import labelled_names
 from pipeline.data.pii.tr_lower_subject import shouted_name_word, subject_pairs
 from pipeline.data.pii.tr_suffix import suffixed_names
@@ -473,7 +474,7 @@ def _unlisted_name_cued(ctx: TextContext, toks: list, i: int) -> bool:
     followed = ctx.extra.get("latin_followed")
     if followed is None:
         followed = ctx.extra["latin_followed"] = any(tk.key in TITLES_AFTER for tk in toks) \
-            or CUES_AFTER.search(ctx.norm) is not None
+            or (ctx.may_hold_phrase(AFTER_LEADS) and CUES_AFTER.search(ctx.norm) is not None)
     if not followed:
         return False
     j = _run_end(text, toks, i)
@@ -544,8 +545,9 @@ def _by_first_letter(phrases: list[str]) -> str:
 
 
 # the words after the cue in a look-ahead: the next search starts right after the cue ("hi my name is ...")
-_LOWER_INTRO = re.compile(r"(?<!\w)(?:" + _by_first_letter(_LOWER_CUES)
-                          + rf")(?=[ \u00a0,:;-]+([{LATIN_LOWER}]+)(?:[ \u00a0]([{LATIN_LOWER}]+))?(?![\w'’]))")
+# (a word start searched the cheap way: a cue is followed by a separator, where no cue starts)
+_LOWER_INTRO = WordStart("(?:" + _by_first_letter(_LOWER_CUES)
+                         + rf")(?=[ \u00a0,:;-]+([{LATIN_LOWER}]+)(?:[ \u00a0]([{LATIN_LOWER}]+))?(?![\w'’]))")
 _LOWER_WORD_BEFORE = re.compile(rf"([{LATIN_LOWER}]+)[ \u00a0]([{LATIN_LOWER}]+)$")
 
 
@@ -579,7 +581,7 @@ def _introduced_lower_case(ctx: TextContext, rarity: Rarity, ambiguous: frozense
         elif m.group(1) in ambiguous:
             continue  # "ben evde değilim": a word that is also a name, alone after a cue, is the word
         out.append(Hit(m.start(1), e, "PERSON", 0.7, "gazetteer"))
-    for rx in (VERBS_AFTER, CUES_AFTER):
+    for rx in (VERBS_AFTER, CUES_AFTER) if ctx.may_hold_phrase(AFTER_LEADS) else ():
         for m in rx.finditer(norm):
             w = _LOWER_WORD_BEFORE.search(norm, max(0, m.start() - 60), m.start())
             if w is None or not text[w.start(1)].islower() or (w.start(1) > 0 and norm[w.start(1) - 1].isalnum()):

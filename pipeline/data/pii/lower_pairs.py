@@ -42,7 +42,7 @@ from pipeline.data.pii.names import (
     PersonRecognizer,
 )
 from pipeline.data.pii.ru_names import RU_AMBIGUOUS, RU_FIRST, RU_STOP
-from pipeline.data.pii.text import Hit, TextContext, load_data
+from pipeline.data.pii.text import Hit, TextContext, fold, load_data
 
 PAIR_SCORE = 0.6  # above the default threshold: a pair of this shape is a name far more often than not
 
@@ -227,6 +227,8 @@ def _skip_one_word(norm: str, e: int) -> int:
 def lower_pairs(ctx: TextContext) -> list[Hit]:
     """PERSON hits for pairs (and a third word) of adjacent lower-case name words (see the module doc)."""
     text = ctx.text
+    if not _may_lead(ctx):
+        return _labelled_rare_pairs(ctx)  # no word turns a pair on: the pass below would find none
     # only around the words a pair may hold: a pass over every word of a long text in Python costs more than
     # the rest of the recognizers together
     words = _role_words(ctx)
@@ -255,6 +257,17 @@ def lower_pairs(ctx: TextContext) -> list[Hit]:
             out.append(Hit(s1, end, "PERSON", PAIR_SCORE, "lower_pair"))
         i = j
     return out
+
+
+def _may_lead(ctx: TextContext) -> bool:
+    """A word of the text may turn a pair on (_LEAD): every word _role_words reads is one of ctx.words, folded.
+    Most Russian texts hold none, and their every word would be read otherwise."""
+    return any(_leads(w) for w in ctx.words)
+
+
+@_per_word
+def _leads(word: str) -> bool:
+    return len(word) >= 3 and word.isalpha() and bool(_roles(fold(word)) & _LEAD)
 
 
 def _role_words(ctx: TextContext) -> list[tuple[int, int, str, int]]:

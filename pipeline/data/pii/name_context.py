@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from typing import NamedTuple
 
-from pipeline.data.pii.text import TextContext, fold, load_data
+from pipeline.data.pii.text import PhraseLeads, TextContext, first_char_alternation, fold, load_data
 
 CONTEXT_WORDS = load_data("context.json")
 TITLES_AFTER = frozenset(fold(w) for w in CONTEXT_WORDS["name_titles_after"])
@@ -32,14 +32,22 @@ ROLES = frozenset(fold(w) for w in CONTEXT_WORDS["name_roles"])
 ROLE_WORDS = frozenset(f for w in CONTEXT_WORDS["name_roles"] for f in (w.lower(), fold(w)))
 # "From: Wietske Hooijman <...>": a header word and a colon, the whole line before the name
 HEADER = re.compile(r"[ \t]*(?:" + "|".join(re.escape(fold(w)) for w in CONTEXT_WORDS["name_headers"]) + r")[ \t]*:[ \t]*")
+
+
+def _words_after(words: list[str]) -> re.Pattern:
+    """Spaces, then one of `words` ("stem*": any word that starts so), the longest first, as a whole word."""
+    phrases = [(norm_phrase(w.rstrip("*")), w.endswith("*")) for w in sorted(words, key=len, reverse=True)]
+    return re.compile("[ \u00a0]+(?:" + first_char_alternation(
+        [(re.escape(p) + (r"\w*" if star else ""), p[0]) for p, star in phrases]) + r")(?!\w)")
+
+
 # "Anar Baharlı adına", "Xəlil Vilayətoğlu ile görüştüm": matched in folded text right after a name's last word
-CUES_AFTER = re.compile("[ \u00a0]+(?:" + "|".join(
-    re.escape(norm_phrase(w.rstrip("*"))) + (r"\w*" if w.endswith("*") else "")
-    for w in sorted(CONTEXT_WORDS["name_cues_after"], key=len, reverse=True)) + r")(?!\w)")
+CUES_AFTER = _words_after(CONTEXT_WORDS["name_cues_after"])
 # "Aodhan Nizam called yesterday", "Bu hattı X kullanıyor": a verb right after words that are listed names or rare
-VERBS_AFTER = re.compile("[ \u00a0]+(?:" + "|".join(
-    re.escape(norm_phrase(w.rstrip("*"))) + (r"\w*" if w.endswith("*") else "")
-    for w in sorted(CONTEXT_WORDS["name_verbs_after"], key=len, reverse=True)) + r")(?!\w)")
+VERBS_AFTER = _words_after(CONTEXT_WORDS["name_verbs_after"])
+# what a text holds where either of them can match (TextContext.may_hold_phrase): most texts hold neither
+AFTER_LEADS = PhraseLeads(norm_phrase(w.rstrip("*")) + "*" * w.endswith("*")
+                          for w in CONTEXT_WORDS["name_cues_after"] + CONTEXT_WORDS["name_verbs_after"])
 SENTENCE_END = set(".!?:;\n\"«“(—–-•*>")
 
 

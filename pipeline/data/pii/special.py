@@ -24,7 +24,7 @@ from collections import Counter
 from functools import lru_cache
 
 from pipeline.core.resources import resource
-from pipeline.data.pii.text import fold
+from pipeline.data.pii.text import WordStart, fold
 
 CATEGORIES = ("health", "religion", "ethnicity", "politics", "union", "sexual", "criminal", "biometric")
 _CUE_BEFORE, _CUE_AFTER = 60, 40  # characters around a term in which a person cue must stand
@@ -112,7 +112,8 @@ class SpecialDetector:
                     else:  # the same word in two languages ("bipolar", "hiv"): either language's rules apply
                         old.langs.add(lang)
                         old.star = old.star or star
-        self.terms = re.compile(r"(?<!\w)(?:" + _trie_regex(self.entries) + ")" + _LETTERS) if self.entries else None
+        # a term (group 1) at a word start; every key ends with a word character, so no term starts where one ended
+        self.terms = WordStart("((?:" + _trie_regex(self.entries) + ")" + _LETTERS + ")") if self.entries else None
         self.raw = [(lang, category) for _, lang, category in raw]
         # the raw patterns start at any word: run them only on a text that holds a literal each one needs
         self.raw_keys = tuple({max(re.findall(r"[^\W\d_]{4,}", r), key=len) for r, _, _ in raw})
@@ -141,12 +142,13 @@ class SpecialDetector:
         t = norm(text)
         hits = []
         for m in self.terms.finditer(t):
-            found = self._term(m.group())
+            found = self._term(m.group(1))
             if found is None:
                 continue
             entry, rest = found
-            if self._counts(t, m.start(), m.end(), entry.langs, entry.self, rest):
-                hits.append((m.start(), m.end(), entry.category))
+            start, end = m.span(1)
+            if self._counts(t, start, end, entry.langs, entry.self, rest):
+                hits.append((start, end, entry.category))
         if self.raw_regex is not None and any(k in t for k in self.raw_keys):
             for m in self.raw_regex.finditer(t):
                 lang, category = self.raw[m.lastindex - 1]

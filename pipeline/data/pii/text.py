@@ -62,6 +62,66 @@ def presence_pattern(words) -> str:
     return "|".join(branches)
 
 
+def first_char_alternation(alternatives: list[tuple[str, str]]) -> str:
+    """An alternation of regexes, each given with the literal first character of what it matches, grouped by
+    that character: the engine then tries one group at a position instead of every alternative. The matches
+    are the same: alternatives of one group keep their order, and two groups never match at one position."""
+    groups: dict[str, list[str]] = {}
+    for rx, first in alternatives:
+        if len(first) != 1:
+            raise ValueError("each alternative needs its literal first character")
+        groups.setdefault(first, []).append(rx)
+    return "|".join(g[0] if len(g) == 1 else "(?:" + "|".join(g) + ")" for g in groups.values())
+
+
+class PhraseLeads:
+    """What the folded text must hold for one of `phrases` (folded, matched as written; "stem*" for any word that
+    starts so) to stand in it at a word start: a one-word phrase among the text's words, a one-word stem
+    anywhere in it, a longer phrase written out in it (asked only when its first word is among the words). A
+    phrase that starts with no word character is always searched for."""
+
+    def __init__(self, phrases):
+        words, stems, longer = set(), set(), {}
+        self.always = False
+        for p in phrases:
+            star = p.endswith("*")
+            p = p.rstrip("*")
+            m = _LEAD_WORD.match(p)
+            if m is None:
+                self.always = True
+            elif m.end() < len(p):
+                longer.setdefault(m.group(), set()).add(p)
+            elif star:
+                stems.add(p)
+            else:
+                words.add(p)
+        self.words, self.stems = frozenset(words), tuple(sorted(stems))
+        self.longer = {k: tuple(sorted(v)) for k, v in longer.items()}
+        self.longer_leads = frozenset(self.longer)
+
+
+_LEAD_WORD = re.compile(r"\w+")
+
+
+class WordStart:
+    """A regex that matches at a word start only ("(?<!\\w)" and then `body`), searched at ~40% less CPU: past the
+    text's start, the non-word character before a match is consumed ("\\W" and then `body`: the engine skips to
+    such characters, where a look-behind first is tried at every position). The matches and their groups are
+    the same (the whole match's span is not: read the groups) for a `body` none of whose matches can start
+    where the one before it ended: one whose matches end with a word character, or are followed by a
+    character no match starts with."""
+
+    def __init__(self, body: str, flags: int = 0):
+        self.first = re.compile(r"(?<!\w)(?:" + body + ")", flags)
+        self.rest = re.compile(r"\W(?:" + body + ")", flags)
+
+    def finditer(self, text: str):
+        m = self.first.match(text)
+        if m is not None:
+            yield m
+        yield from self.rest.finditer(text, m.end() if m is not None else 0)
+
+
 class ContextWords:
     """Context words matched at a word start in folded text. Words of up to 3 characters must be whole words
     ('tc', 'ip', 'ref'); longer ones match as a prefix, so a stem covers its inflections ('kimli' -> 'kimliği')."""
@@ -117,6 +177,7 @@ class NumRun(NamedTuple):
 # (CLASS_FIRST_FORMS) holds each such regex beside its plain form and compares their matches.
 _NUMSPAN = re.compile(r"[+(\d](?:(?<=[+(])\d)?(?<=\d)[\d \u00a0\-./()]*")
 _DIGITS = re.compile(r"\d+")
+_ANY_DIGIT = re.compile(r"\d")
 # ten digits with only run characters between them: a necessary condition for a run of ten or more
 _TEN_DIGITS = re.compile(r"\d(?:[ \u00a0\-./()]*\d){9}")
 _SEPARATORS = frozenset([" ", "\u00a0", "-", ".", "/", ")", ") ", ")\u00a0", "(", " (", "\u00a0("])
@@ -186,11 +247,27 @@ def _nth_alnum_end(text: str, s: int, e: int, n: int | None) -> int | None:
     return None
 
 
+def split_words(text: str) -> frozenset:
+    """frozenset(NON_WORD.split(text)), at a third less CPU: str.split at white space, and the regex only for the
+    pieces that hold another non-word character ("sipariş," "e-posta"). \\w is what str.isalnum() holds, and
+    "_"; the split leaves "" where the text starts or ends with a non-word character."""
+    out = set(text.split())
+    glued = [w for w in out if not w.isalnum()]
+    if glued:
+        out.difference_update(glued)
+        for w in glued:
+            out.update(NON_WORD.split(w))
+        out.discard("")
+    if not text or not (text[0].isalnum() or text[0] == "_") or not (text[-1].isalnum() or text[-1] == "_"):
+        out.add("")
+    return frozenset(out)
+
+
 class TextContext:
     """Lazily computed views of one text."""
 
     __slots__ = ("text", "lang", "_norm", "_runs", "_glued", "_iban_like", "_ibans", "_max_digits", "_below_ten",
-                 "_words", "extra")
+                 "_words", "_folded_words", "_has_digit", "extra")
 
     def __init__(self, text: str, lang: str):
         self.text = text
@@ -203,6 +280,8 @@ class TextContext:
         self._max_digits = None
         self._below_ten = None
         self._words = None
+        self._folded_words = None
+        self._has_digit = None
         self.extra = {}
 
     def memo(self, key: str, compute):
@@ -218,8 +297,35 @@ class TextContext:
         """The text's lower-case words (split at non-word characters): one C-speed set test tells whether a
         text holds any of a list of words."""
         if self._words is None:
-            self._words = frozenset(NON_WORD.split(self.text.lower()))
+            self._words = split_words(self.text.lower())
         return self._words
+
+    @property
+    def has_digit(self) -> bool:
+        """A digit anywhere (the engine asks first: most recognizers need one; so do IPv4 addresses)."""
+        if self._has_digit is None:
+            self._has_digit = _ANY_DIGIT.search(self.text) is not None
+        return self._has_digit
+
+    @property
+    def folded_words(self) -> frozenset:
+        """The words of the folded text (norm), as `words` holds those of the lower-cased one. Without "İ" (which
+        lower() alone makes two characters) they are the lower-cased words with "ı" folded to "i"."""
+        if self._folded_words is None:
+            text = self.text
+            if "İ" in text:
+                self._folded_words = split_words(self.norm)
+            elif "ı" in text:
+                self._folded_words = frozenset(w.replace("ı", "i") for w in self.words)
+            else:
+                self._folded_words = self.words
+        return self._folded_words
+
+    def may_hold_phrase(self, leads: "PhraseLeads") -> bool:
+        """A necessary condition for one of the phrases of `leads` to stand in the folded text at a word start."""
+        words, norm = self.folded_words, self.norm
+        return leads.always or not words.isdisjoint(leads.words) or any(s in norm for s in leads.stems) \
+            or any(p in norm for w in words & leads.longer_leads for p in leads.longer[w])
 
     @property
     def iban_like(self) -> list[tuple[int, int]]:

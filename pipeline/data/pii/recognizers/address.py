@@ -6,7 +6,6 @@ import re
 from pipeline.data.pii.recognizers.base import CYRILLIC, PiiRecognizer
 from pipeline.data.pii.text import NON_WORD, load_data
 
-_DIGIT = re.compile(r"\d")
 _ADDR = load_data("address.json")
 
 
@@ -70,7 +69,7 @@ class AddressRecognizer(PiiRecognizer):
         if ctx.lang != "ru":
             if not words.isdisjoint(self._TR_TRIGGER):
                 regexes.append(self._TR)
-            if not words.isdisjoint(self._EN_TRIGGER) and _DIGIT.search(text):  # a house number leads
+            if not words.isdisjoint(self._EN_TRIGGER) and ctx.has_digit:  # a house number leads
                 regexes.append(self._EN)
         if (ctx.lang == "ru" or CYRILLIC.search(text)) and not words.isdisjoint(self._RU_TRIGGER):
             regexes.append(self._RU)

@@ -20,7 +20,7 @@ class IpAddressRecognizer(PiiRecognizer):
         # IPv6: two colons; IPv4: a digit run of four groups, the first two joined by a dot
         if ctx.text.count(":") >= 2:
             return True
-        return _DIGIT_DOT_DIGIT.search(ctx.text) is not None and \
+        return ctx.has_digit and _DIGIT_DOT_DIGIT.search(ctx.text) is not None and \
             any(len(r.groups) >= 4 and ctx.text[r.groups[0][1]] == "." for r in ctx.runs)
 
     def find(self, ctx):

@@ -6,6 +6,8 @@ import re
 from pipeline.data.pii.recognizers.base import PiiRecognizer
 from pipeline.data.pii.text import ContextWords, presence_pattern
 
+_SPACED_DASH = re.compile(r"\s-\s")
+
 
 class SecretRecognizer(PiiRecognizer):
     """Credentials: private key blocks, provider tokens (AWS, GitHub, Slack, OpenAI-style sk-, Stripe,
@@ -62,11 +64,20 @@ class SecretRecognizer(PiiRecognizer):
         """Any provider literal in the text (one scan for triggered() and find())."""
         return ctx.memo("secret_cased", lambda: self._CASED_RX.search(ctx.text) is not None)
 
+    def _separated(self, ctx) -> bool:
+        """What keyword_value needs after its keyword: ':' or '=', the word "is", or a dash between spaces (prose
+        holds "password" far more often than a value after it)."""
+        text = ctx.text
+        return ctx.memo("secret_separated", lambda: ":" in text or "=" in text or "is" in ctx.words
+                        or ("-" in text and _SPACED_DASH.search(text) is not None))
+
     def triggered(self, ctx):
         if self._cased(ctx):
             return True
         # anywhere, not only at a word start: "mypassword=..." is matched by the keyword pattern too
-        return self._FOLDED.quick.search(ctx.norm) is not None
+        if self._FOLDED.quick.search(ctx.norm) is None:
+            return False
+        return self._separated(ctx) or "bearer" in ctx.norm
 
     def find(self, ctx):
         out = []
@@ -81,7 +92,7 @@ class SecretRecognizer(PiiRecognizer):
                 continue
             if name == "url_credentials" and "@" not in text:
                 continue
-            if name == "keyword_value" and self._FOLDED.quick.search(ctx.norm) is None:
+            if name == "keyword_value" and (self._FOLDED.quick.search(ctx.norm) is None or not self._separated(ctx)):
                 continue
             if name != "keyword_value":
                 for m in rx.finditer(text):
