@@ -34,6 +34,9 @@ _MOJIBAKE_HINT = re.compile(
     "[\u00c2-\u00f4][\u0080-\u00bf\u0152\u0153\u0160\u0161\u0178\u017d\u017e\u0192\u02c6\u02dc"
     "\u2013\u2014\u2018-\u201e\u2020-\u2022\u2026\u2030\u2039\u203a\u20ac\u2122]"
     "|[\u0420\u0421][\u0402-\u040f\u0452-\u045f\u00a0-\u00bf\u2013-\u203a\u20ac\u2116\u2122\u0490\u0491]")
+# the first character of every hint: a single-class search runs a fast scan, the two-branch one does not (4 us a
+# record against 6.7 on the bench/e2e text); the whole hint is searched only in text that has one
+_MOJIBAKE_LEAD = re.compile("[\u00c2-\u00f4\u0420\u0421]")
 
 
 def repair_mojibake(text: str) -> str:
@@ -41,7 +44,7 @@ def repair_mojibake(text: str) -> str:
     (quotes, ligatures, widths): those are not errors. ftfy leaves text that does not look mis-decoded alone."""
     import ftfy
 
-    if text.isascii() or not _MOJIBAKE_HINT.search(text):
+    if text.isascii() or not _MOJIBAKE_LEAD.search(text) or not _MOJIBAKE_HINT.search(text):
         return text
     fixed = ftfy.fix_encoding(text)
     return normalize_text(fixed) if fixed != text else text  # a repaired "Â\xa0" is an NBSP: normalize again
@@ -184,12 +187,15 @@ def strip_mail(text: str, threads: bool, signatures: bool) -> str:
 # ------------------------------------------------------------------------------------------ no words
 
 _ALNUM = re.compile(r"[^\W_]")
+_NON_SPACE = re.compile(r"\S+")  # the words of str.split(): both split at str.isspace() characters
 
 
 def has_words(text: str) -> bool:
     """Whether the text has a letter or digit outside URLs and e-mail addresses ("OK" and "42" do; "👍",
-    "???" and a bare link do not). Word by word, so a usual answer is decided by its first word."""
-    for word in text.split():
+    "???" and a bare link do not). Word by word, so a usual answer is decided by its first word (found
+    lazily: str.split() made every word of the text first, 5.7 us a record against 1.7)."""
+    for found in _NON_SPACE.finditer(text):
+        word = found.group()
         if "://" in word or "@" in word or word[:4].lower() == "www.":
             continue
         if _ALNUM.search(word):

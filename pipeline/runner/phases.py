@@ -382,7 +382,8 @@ def process_shard(task: ShardTask, cfg: PrepareConfig, work_dir: str, removed_pa
         paths[name].unlink(missing_ok=True)
     out, history = WorkWriter(paths["processed"]), WorkWriter(paths["history"])
     steps = build_steps(plan, ShardDecisions(task.index, has_eval, dedup.removed_reasons(removed_path, task.index),
-                                             canned_drop, validation_ids, salt, token_cache, history.append))
+                                             canned_drop, validation_ids, salt, token_cache, history.append,
+                                             str(paths["keys"])))
     for step in steps:
         step.progress = counters.get(step.name)
     normalized = resume.cached(work_dir, f"normalize-{task.index:05d}", _normalize_key(task, cfg, work_dir))

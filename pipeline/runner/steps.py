@@ -126,6 +126,7 @@ class ShardDecisions:
     salt: bytes | None
     token_cache: str | None
     history_keys: Callable | None = None  # where the masked keys of the dataset's index go (dedup.history)
+    phase1_keys: str | None = None  # the shard's phase-1 dedup key file: rows the history keys can reuse
 
 
 def process_steps(cfg: PrepareConfig, residual_rate: float = 0.0) -> list[Planned]:
@@ -145,7 +146,7 @@ def process_steps(cfg: PrepareConfig, residual_rate: float = 0.0) -> list[Planne
                                  lambda at: ResidualProbe(cfg.pii, at.salt, cfg.split.seed, residual_rate)))
         steps.append(Planned(PiiStep, lambda at: PiiStep(cfg.pii, salt=at.salt)))
     if cfg.dedup.enabled:  # keys of the text as the PII step leaves it (dedup/history.py says why here)
-        steps.append(Planned(HistoryKeysStep, lambda at: HistoryKeysStep(cfg.dedup, at.history_keys)))
+        steps.append(Planned(HistoryKeysStep, lambda at: HistoryKeysStep(cfg.dedup, at.history_keys, at.phase1_keys)))
     if cfg.lengths.enabled:
         steps.append(Planned(LengthStep, lambda at: LengthStep(cfg.lengths, at.token_cache, model=cfg.estimate.model)))
     steps.append(Planned(SplitStep, lambda at: SplitStep(cfg.split, at.has_eval, at.validation_ids)))

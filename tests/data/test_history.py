@@ -153,3 +153,26 @@ def test_the_lookup_does_not_depend_on_how_the_earlier_index_is_split(tmp_path):
     assert split["duplicate_of_row"].to_pylist() == [4 * i - 60 * (4 * i >= 60) for i in range(0, 30, 3)]
     assert report["by_earlier"] == {"m-a": 5, "m-b": 5}
     assert np.all(np.array(split["similarity"].to_pylist()) == 1.0)
+
+
+def test_history_keys_taken_from_phase_one_rows_equal_the_keys_computed_anew(tmp_path):
+    """EarlierKeys: a record the PII step left as it was takes its phase-1 row, a changed one (its text, its
+    id, a pseudonym, tools) and one phase 1 never saw are keyed anew; the table is the one computed anew."""
+    from pipeline.data.dedup.history import EarlierKeys
+    from pipeline.data.dedup.keys import KeysStep, write_keys
+
+    cfg = DedupConfig()
+    phase1 = docs(60, seed=5)
+    phase1[7]["tools"] = [{"type": "function", "function": {"name": "f", "parameters": {}}}]
+    write_keys(KeysStep(cfg, None).keys(phase1), tmp_path / "keys.parquet")
+    after = copy.deepcopy(phase1)[::-1]  # another order than the file's
+    after[2]["text"] = after[2]["text"].replace(" ", " <PERSON_0123456789> ", 1)  # pseudonymized
+    after[4]["text"] += " changed"
+    after[5]["id"] = "another id"
+    next(r for r in after if r.get("tools"))["tools"][0]["function"]["name"] = "g"  # tools are text too
+    after.append({**docs(1, seed=6, first=500)[0]})  # no phase-1 row
+    earlier = EarlierKeys(tmp_path / "keys.parquet", cfg)
+    assert (earlier.rows(np.array([0, 59, 500])) == [0, 59, -1]).all()
+    assert history_keys(after, cfg, earlier).equals(history_keys(after, cfg), check_metadata=True)
+    for part in (after[5:30], after[6:30]):  # with a changed record, and every record unchanged
+        assert history_keys(part, cfg, earlier).equals(history_keys(part, cfg), check_metadata=True)

@@ -160,6 +160,8 @@ def test_symbol_and_url_only_turns():
     assert not has_words("👍👍") and not has_words("???!!!") and not has_words("https://example.com/reset?x=1")
     assert not has_words("  ayse@example.com ")
     assert has_words("OK, thanks!") and has_words("42") and has_words("Tamam 👍") and has_words("Да")
+    # words are cut where str.split() cuts them: at every str.isspace() character
+    assert has_words("https://example.com\u3000ok") and not has_words("https://example.com\x1cwww.example.org")
     recs = [chat("emoji", "👍"), chat("url", "https://example.com/reset"), chat("q", "OK, thanks!"),
             chat("u", "Teşekkürler", question="???")]
     out, st = run_step(recs)

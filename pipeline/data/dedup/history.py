@@ -18,6 +18,7 @@ comparison are masked the same way. The mask operator (``***``) holds no salt an
 from __future__ import annotations
 
 import json
+import os
 import re
 from pathlib import Path
 
@@ -27,7 +28,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from pipeline.core.config import DedupConfig
-from pipeline.data.dedup.keys import KeysStep, compute_keys
+from pipeline.data.dedup.keys import TEXT_HASH, KeysStep, compute_keys, key_schema, text_hashes
 from pipeline.data.dedup.params import KEY_SETTINGS, params
 
 INDEX_FORMAT = 1  # bump when the index layout or the masking changes: an index of another format is refused
@@ -65,19 +66,88 @@ def index_settings(cfg: DedupConfig) -> dict:
     return {"index_format": INDEX_FORMAT, **{k: p[k] for k in KEY_SETTINGS}}
 
 
-def history_keys(records: list[dict], cfg: DedupConfig) -> pa.Table:
-    """The keys of each record, masked (WORK_COLUMNS, the band hashes and the signature with near dedup)."""
-    table = compute_keys([masked_record(r) for r in records], cfg)
-    keep = [c for c in table.column_names if c in WORK_COLUMNS or c.startswith("band_") or c == "signature"]
-    return table.select(keep).replace_schema_metadata({b"history": json.dumps(index_settings(cfg)).encode()})
+def _kept(names: list[str]) -> list[str]:
+    return [c for c in names if c in WORK_COLUMNS or c.startswith("band_") or c == "signature"]
+
+
+def history_keys(records: list[dict], cfg: DedupConfig, earlier: EarlierKeys | None = None) -> pa.Table:
+    """The keys of each record, masked (WORK_COLUMNS, the band hashes and the signature with near dedup).
+    `earlier`: phase 1's keys of the shard, whose rows serve for the records the masking left as they were."""
+    masked = [masked_record(r) for r in records]
+    if earlier is not None and cfg.near:
+        table = earlier.reused(masked, cfg)
+    else:
+        table = compute_keys(masked, cfg)
+        table = table.select(_kept(table.column_names))
+    return table.replace_schema_metadata({b"history": json.dumps(index_settings(cfg)).encode()})
+
+
+class EarlierKeys:
+    """Phase 1's key file of a shard (keys.KeysStep), looked up by _order. Shingling and MinHash are most of a
+    key's cost, and a record the PII step did not change (most of them) has the keys it had in phase 1: a record
+    whose text hash (keys.TEXT_HASH: its whole text, tools included) and id match its phase-1 row takes that row;
+    every other record is keyed anew."""
+
+    def __init__(self, path: str | Path, cfg: DedupConfig):
+        schema = key_schema(cfg)
+        names = _kept(schema.names)
+        table = pq.read_table(path, columns=[*names, TEXT_HASH.name])
+        self.hashes = table[TEXT_HASH.name].combine_chunks()
+        self.table = table.select(names).cast(pa.schema([schema.field(n) for n in names], metadata=schema.metadata))
+        orders = table["_order"].to_numpy()
+        self.by_order = np.argsort(orders, kind="stable")
+        self.orders = orders[self.by_order]
+        self.ids = table["id"].to_pylist()
+
+    @staticmethod
+    def usable(path: str | Path) -> bool:
+        """Whether the file is there and holds the text hashes (a key file of an earlier version does not)."""
+        return os.path.exists(path) and TEXT_HASH.name in pq.read_schema(path).names
+
+    def rows(self, orders: np.ndarray) -> np.ndarray:
+        """The row of each order in the file, -1 where it has none."""
+        if not len(self.orders):
+            return np.full(len(orders), -1, dtype=np.int64)
+        at = np.searchsorted(self.orders, orders)
+        found = at < len(self.orders)
+        found[found] = self.orders[at[found]] == orders[found]
+        return np.where(found, self.by_order[np.minimum(at, len(self.orders) - 1)], -1)
+
+    def reused(self, masked: list[dict], cfg: DedupConfig) -> pa.Table:
+        """history_keys' table of the masked records: phase 1's rows where they serve, the rest computed."""
+        rows = self.rows(np.array([int(r["_order"]) for r in masked], dtype=np.int64))
+        hashes = text_hashes(masked)
+        known = np.flatnonzero(rows >= 0)
+        same = np.zeros(len(masked), dtype=bool)
+        if len(known):
+            same[known] = pc.equal(hashes.take(pa.array(known)), self.hashes.take(pa.array(rows[known]))).to_numpy(
+                zero_copy_only=False)
+        same &= np.array([same[i] and masked[i].get("id") == self.ids[rows[i]] for i in range(len(masked))],
+                         dtype=bool)
+        fresh = np.flatnonzero(~same)
+        if not len(fresh):
+            return self.table.take(pa.array(rows))
+        computed = compute_keys([masked[i] for i in fresh.tolist()], cfg)
+        parts = pa.concat_tables([self.table.take(pa.array(rows[same])), computed.select(_kept(computed.column_names))])
+        # the reused rows came first, then the computed ones, each in the batch's order: back to the batch's order
+        position = np.concatenate([np.flatnonzero(same), fresh])
+        return parts.take(pa.array(np.argsort(position, kind="stable")))
 
 
 class HistoryKeysStep(KeysStep):
     """Phase 3, after the PII step: each batch's masked keys to `write` (the shard's history work file); the
-    records pass unchanged. Timed into the dedup stage, whose records are counted by DedupFilter."""
+    records pass unchanged. Timed into the dedup stage, whose records are counted by DedupFilter.
+    `phase1_keys`: the shard's phase-1 key file (EarlierKeys), when there is one."""
+
+    def __init__(self, cfg: DedupConfig, write, phase1_keys: str | Path | None = None):
+        super().__init__(cfg, write)
+        self.phase1_keys, self._earlier = phase1_keys, None
 
     def keys(self, batch: list[dict]) -> pa.Table:
-        return history_keys(batch, self.cfg)
+        if self._earlier is None:  # once per shard; False: nothing to take from
+            usable = self.phase1_keys is not None and self.cfg.near and EarlierKeys.usable(self.phase1_keys)
+            self._earlier = EarlierKeys(self.phase1_keys, self.cfg) if usable else False
+        return history_keys(batch, self.cfg, self._earlier or None)
 
 
 def index_schema(cfg: DedupConfig) -> pa.Schema:

@@ -69,6 +69,17 @@ def _text_groups(records: list[dict]):
         yield start + lo, start + len(texts), texts[lo:]
 
 
+# phase 1's key files only: xxh3_128 of each record's exact_text as it is, so that phase 3 knows the records the
+# PII step left as they were without keying them again (history.EarlierKeys)
+TEXT_HASH = pa.field("text_hash", pa.binary(16), metadata=PLAIN_FIELD)
+
+
+def text_hashes(records: list[dict]) -> pa.Array:
+    digest = xxhash.xxh3_128_digest
+    blob = b"".join([digest(exact_text(r).encode("utf-8", "surrogatepass")) for r in records])
+    return pa.FixedSizeBinaryArray.from_buffers(TEXT_HASH.type, len(records), [None, pa.py_buffer(blob)])
+
+
 def compute_keys(records: list[dict], cfg: DedupConfig) -> pa.Table:
     """Dedup keys of one shard's records: small, no text. Deterministic per record."""
     schema = key_schema(cfg)
@@ -150,8 +161,8 @@ class KeysStep(Step):
         self.cfg, self.write = cfg, write
 
     def keys(self, batch: list[dict]):
-        """The batch's key table (history.HistoryKeysStep takes other keys)."""
-        return compute_keys(batch, self.cfg)
+        """The batch's key table, with the text hashes (history.HistoryKeysStep takes other keys)."""
+        return compute_keys(batch, self.cfg).append_column(TEXT_HASH, text_hashes(batch))
 
     def process(self, batch: list[dict]) -> list[dict]:
         self.write(self.keys(batch))
