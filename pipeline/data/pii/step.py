@@ -17,7 +17,7 @@ from pipeline.data.pii import checks
 from pipeline.data.pii.en_names import english_names
 from pipeline.data.pii.fields import field_rules, strip_value
 from pipeline.data.pii.lang import detect_language
-from pipeline.data.pii.mentions import NameBook, drop_named_things, expand, find_mentions
+from pipeline.data.pii.mentions import NameBook, drop_named_things, expand, find_mentions, lone_first_name_surnames
 from pipeline.data.pii.name_context import sentence_initial
 from pipeline.data.pii.name_signals import code_spans, outside
 from pipeline.data.pii.operators import Operators
@@ -314,7 +314,10 @@ class PiiStep(Step):
                 u, kept, residual, code = p
                 if u.kind == "number":
                     continue
-                extra = find_mentions(u.text, book, kept + [Hit(s, e, "CODE", 0.0, "code") for s, e in code])
+                taken = kept + [Hit(s, e, "CODE", 0.0, "code") for s, e in code]
+                extra = find_mentions(u.text, book, taken)
+                if lang == "en":
+                    extra += lone_first_name_surnames(u.text, book, taken + extra)
                 if extra:
                     p[1] = kept = expand(u.text, kept + extra)
                     p[2] = [r for r in residual if not any(r.start < k.end and k.start < r.end for k in kept)]
