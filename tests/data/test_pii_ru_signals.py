@@ -13,7 +13,7 @@ from pipeline.data.pii.ru_morph import mention_forms
 from pipeline.data.pii.ru_names import ru_name_kind
 from pipeline.data.pii.ru_not_person import drop_russian_things
 from pipeline.data.pii.ru_object import addressed_names
-from pipeline.data.pii.ru_subject import subject_names
+from pipeline.data.pii.ru_subject import subject_names, subjects_beside_a_name
 from pipeline.data.pii.ru_this_is import this_is_names
 from pipeline.data.pii.ru_turkic import turkic_name
 from pipeline.data.pii.ru_vocative import greeted_names
@@ -47,6 +47,8 @@ def test_the_name_words_are_not_in_the_evaluation_half():
     ("ЗВЕЗДА СКРИПНИКОВА ЗВОНИЛА ВЧЕРА.", ["ЗВЕЗДА СКРИПНИКОВА"]),  # a noun before a sure surname
     ("Дежурный Ищенко ответил. Новый Скрипников звонил.", []),  # a role word; an adjective before a surname
     ("Вчера Курьер Ищук звонил. Потом Москва ответила. Сегодня клиент звонил.", []),
+    ("Итог: Кутерьянь не против обмена.", ["Кутерьянь"]),  # consent, not a verb
+    ("Итог: Клиент не против обмена. Лиана перезвонит.", []),  # a common noun; a noun the dictionary knows
     # in lower case: two words, a name among them or both unknown to the dictionary
     ("Заказ пропал? вчера зорбек ищук забрал посылку.", ["зорбек ищук"]),
     ("сегодня утром седа скрипникова оставила отзыв", ["седа скрипникова"]),
@@ -81,6 +83,28 @@ def test_through_the_step(step, text, gone):
     assert all(w not in out for w in gone), out
 
 
+@pytest.mark.parametrize("text, names", [
+    ("Оплата прошла. Лиана перезвонит после обеда.", ["Лиана"]),  # a plant's name in the dictionary
+    ("Полевая подтвердила адрес.", ["Полевая"]),  # an adjective
+    ("Банк подтвердил платёж. Курьер звонил. Дежурный ответил. Вчера звонил. Он перезвонит.", []),
+    ("ЛИАНА ПЕРЕЗВОНИТ.", []),  # capitals: ru_caps' case
+])
+def test_subjects_beside_a_name_that_are_also_words(text, names):
+    assert [text[h.start:h.end] for h in subjects_beside_a_name(text)] == names
+
+
+@pytest.mark.parametrize("text, gone, kept", [
+    # a person named in the record: the word before a person's verb is a name too
+    ("Спасибо, Кутерьянь! Курьер уже выехал. Полевая подтвердила адрес.", ["Кутерьянь", "Полевая"], ["Курьер"]),
+    ("Здравствуйте, Кутерьянь! Оплата прошла. Лиана перезвонит после обеда.", ["Кутерьянь", "Лиана"], []),
+    ("Лиана перезвонит после обеда.", [], ["Лиана"]),  # no person in the record: a word
+    ("Спасибо, Кутерьянь! Банк подтвердил платёж.", ["Кутерьянь"], ["Банк"]),
+])
+def test_subjects_beside_a_name_through_the_step(step, text, gone, kept):
+    out = clean_text(step, text)
+    assert all(w not in out for w in gone) and all(w in out for w in kept), out
+
+
 # ---------------------------------------------------------------------------------------------- Turkic endings
 TURKIC_WORDS = ("Кенесбай", "Мырзахан", "Оразгуль", "Сейткул", "Амантай", "Серикулы", "Шынгыс", "Айнагуль", "Нуржан")
 
@@ -88,7 +112,8 @@ TURKIC_WORDS = ("Кенесбай", "Мырзахан", "Оразгуль", "С�
 # the name words of the tests below, invented or from the development half
 MORE_NAME_WORDS = ("Скрипникова", "Скрипник", "Ищенко", "Жалил", "Седа", "Белых", "Звезда", "Видади", "Данис", "Рус",
                    "Великий", "Ариз", "Перец", "Рано", "Митька", "Икрам", "Шин", "Снежа", "Деля", "Оля", "Шмырко",
-                   "Краснополый")
+                   "Краснополый",
+                   "Лиана", "Полевая")
 
 
 def test_the_turkic_test_words_are_not_in_the_evaluation_half():

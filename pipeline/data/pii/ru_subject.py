@@ -47,7 +47,19 @@ _NAME_TAGS = frozenset(("Name", "Surn", "Patr"))
 
 
 def subject_names(text: str) -> list[Hit]:
-    out = lower_subject_names(text)
+    return lower_subject_names(text) + _capitalized_subjects(text, _subject)
+
+
+def subjects_beside_a_name(text: str) -> list[Hit]:
+    """In a record that already names a person: one capitalized word that opens a sentence before a person's
+    verb is a name even where the dictionary reads it as a noun, adjective or participle ("Лиана перезвонит",
+    "Полевая подтвердила", "Астана подтвердил": a first name or surname that is also a word), unless it is a
+    common Russian word (wordfreq: "Банк подтвердил", "Магазин ответил", "Курьер звонил") or a role word."""
+    return _capitalized_subjects(text, _subject_beside_a_name)
+
+
+def _capitalized_subjects(text: str, subject) -> list[Hit]:
+    out = []
     pos = 0
     for c in _CAPITAL.finditer(text):
         m = SUBJECT.match(text, c.start())
@@ -56,10 +68,12 @@ def subject_names(text: str) -> list[Hit]:
         if not (sentence_initial(text, m.start(1)) or _after_opener(text, m.start(1))):
             continue
         words = m.group(1).split()
-        # "X снова написал": an adverb between; "X написал отзыв": the word after the verb is no verb
-        verb = m.group(3) if m.group(2) is None or _adverb(m.group(2)) else m.group(2)
-        if not _subject(words, verb):
-            if len(words) < 2 or not _subject(words[:1], words[1]):  # "АМАНТАЙ ЗАБРАЛ": both words in capitals
+        if _NOT_AGAINST.fullmatch(f"{m.group(2)} {m.group(3)}"):
+            verb = "согласился"  # "Итог: X не против": a person's consent
+        else:  # "X снова написал": an adverb between; "X написал отзыв": the word after the verb is no verb
+            verb = m.group(3) if m.group(2) is None or _adverb(m.group(2)) else m.group(2)
+        if not subject(words, verb):
+            if len(words) < 2 or not subject(words[:1], words[1]):  # "АМАНТАЙ ЗАБРАЛ": both words in capitals
                 continue
             words = words[:1]
         end = m.start(1) + len(" ".join(words))
@@ -68,10 +82,24 @@ def subject_names(text: str) -> list[Hit]:
     return out
 
 
+_NOT_AGAINST = re.compile(r"не против", re.IGNORECASE)
+
+
 def _subject(words: list[str], verb: str) -> bool:
     if not _person_verb(verb) or len({w.isupper() for w in words}) != 1:
         return False
     return all(_may_be_subject_name(w) for w in words) or len(words) == 2 and _pair_with_surname(*words)
+
+
+def _subject_beside_a_name(words: list[str], verb: str) -> bool:
+    if len(words) != 1 or words[0].isupper() or not _person_verb(verb):
+        return False
+    low = words[0].lower()
+    if low in common_words("ru") or low in RU_STOP:
+        return False
+    top = analyzer().parse(low)[0]
+    return not (top.is_known and (top.tag.POS in _FUNCTION_POS or top.tag.POS in ("VERB", "INFN")
+                                  or top.normal_form in _ROLES))
 
 
 _LOWER_SUBJECT = re.compile(r"([а-яё]{2,})[ \u00a0]([а-яё]{2,})[ \u00a0]+(?:([а-яё]+)[ \u00a0]+)?([а-яё]+)(?![\w-])")

@@ -22,6 +22,7 @@ from pipeline.data.pii.name_context import sentence_initial
 from pipeline.data.pii.name_signals import code_spans, outside
 from pipeline.data.pii.operators import Operators
 from pipeline.data.pii.ru_names_pass import russian_names
+from pipeline.data.pii.ru_subject import subjects_beside_a_name
 from pipeline.data.pii.special import get_special_detector, record_special, strict_message
 from pipeline.data.pii.text import Hit
 from pipeline.data.readers import too_deep
@@ -309,6 +310,8 @@ class PiiStep(Step):
         for f in fields:
             if f.entity == "PERSON":
                 book.add(f.value)
+        if book and lang == "ru":
+            _subjects_beside_a_name(plans, book)
         if book:
             for p in plans:
                 u, kept, residual, code = p
@@ -585,3 +588,19 @@ def _head(parts: list[str], n: int) -> str:
 class _NullStats:
     def add(self, key, n=1):
         pass
+
+
+def _subjects_beside_a_name(plans: list, book: NameBook) -> None:
+    """Russian: in a record that names a person, the subjects of persons' verbs that are also words (ru_subject)
+    join the plans and the book before the record's mentions are searched ("Едена перезвонит" makes the
+    greeting "Едена, добрый вечер!" a mention too)."""
+    for p in plans:
+        u, kept, _, code = p
+        if u.kind == "number":
+            continue
+        taken = [(k.start, k.end) for k in kept] + code
+        new = [h for h in subjects_beside_a_name(u.text) if not any(h.start < e and s < h.end for s, e in taken)]
+        for h in new:
+            book.add(u.text[h.start:h.end], u.text[h.end:h.end + 2], True)
+        if new:
+            p[1] = sorted(kept + new, key=lambda h: h.start)
