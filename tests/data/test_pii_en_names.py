@@ -19,7 +19,8 @@ from pipeline.data.pii.text import Hit, fold
 pytestmark = pytest.mark.timeout(300)
 
 NAME_WORDS = ("Quessany", "Zorvakil", "Quillbury", "Tavrenko", "Kate", "Imran", "Salman", "Katja", "Engel", "Nasir",
-              "Bill", "Clare", "Jane", "Max", "Heart", "Murray", "Hall", "Church", "Lang")
+              "Bill", "Clare", "Jane", "Max", "Heart", "Murray", "Hall", "Church", "Lang",
+              "Charlie")
 
 
 def test_the_name_words_are_not_in_the_evaluation_half():
@@ -146,6 +147,18 @@ def test_through_the_step(step, text, gone, kept):
     ("Thanks Quessany! Trader Joe's milk is gone.", ["Quessany"], ["Trader", "Joe"]),
 ])
 def test_a_possessive_beside_a_first_name_alone(step, text, gone, kept):
+    out = clean_text(step, text)
+    assert all(w not in out for w in gone) and all(w in out for w in kept), out
+
+
+@pytest.mark.parametrize("text, gone, kept", [
+    # a word of middle frequency where only a person stands, in a record that names a person
+    ("Got it Quessany\nCharlie will call back after lunch.", ["Quessany", "Charlie"], []),
+    ("Hi Quessany, Told Kate the parcel is on its way.", ["Quessany", "Kate"], []),
+    ("Charlie will call back after lunch.", [], ["Charlie"]),  # no person named in the record
+    ("Thanks Quessany! Amazon confirmed the order. Support called me.", ["Quessany"], ["Amazon", "Support"]),
+])
+def test_a_word_where_a_person_stands_beside_a_name(step, text, gone, kept):
     out = clean_text(step, text)
     assert all(w not in out for w in gone) and all(w in out for w in kept), out
 

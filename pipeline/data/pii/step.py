@@ -14,6 +14,7 @@ from pipeline.core.errors import EXIT_POLICY, PrepareError
 from pipeline.core.step import Step
 from pipeline.data.lang import pii_language
 from pipeline.data.pii import checks
+from pipeline.data.pii.en_beside_a_name import subjects_beside_a_name as en_subjects_beside_a_name
 from pipeline.data.pii.en_names import english_names
 from pipeline.data.pii.fields import field_rules, strip_value
 from pipeline.data.pii.lang import detect_language
@@ -22,7 +23,7 @@ from pipeline.data.pii.name_context import sentence_initial
 from pipeline.data.pii.name_signals import code_spans, outside
 from pipeline.data.pii.operators import Operators
 from pipeline.data.pii.ru_names_pass import russian_names
-from pipeline.data.pii.ru_subject import subjects_beside_a_name
+from pipeline.data.pii.ru_subject import subjects_beside_a_name as ru_subjects_beside_a_name
 from pipeline.data.pii.special import get_special_detector, record_special, strict_message
 from pipeline.data.pii.text import Hit
 from pipeline.data.readers import too_deep
@@ -310,8 +311,8 @@ class PiiStep(Step):
         for f in fields:
             if f.entity == "PERSON":
                 book.add(f.value)
-        if book and lang == "ru":
-            _subjects_beside_a_name(plans, book)
+        if book and lang in _BESIDE_A_NAME:
+            _subjects_beside_a_name(plans, book, _BESIDE_A_NAME[lang])
         if book:
             for p in plans:
                 u, kept, residual, code = p
@@ -590,16 +591,20 @@ class _NullStats:
         pass
 
 
-def _subjects_beside_a_name(plans: list, book: NameBook) -> None:
-    """Russian: in a record that names a person, the subjects of persons' verbs that are also words (ru_subject)
-    join the plans and the book before the record's mentions are searched ("Едена перезвонит" makes the
-    greeting "Едена, добрый вечер!" a mention too)."""
+# per language: the words that are names only in a record that already names a person
+_BESIDE_A_NAME = {"en": en_subjects_beside_a_name, "ru": ru_subjects_beside_a_name}
+
+
+def _subjects_beside_a_name(plans: list, book: NameBook, finder) -> None:
+    """In a record that names a person, the words `finder` takes there (en_beside_a_name, ru_subject) join the
+    plans and the book before the record's mentions are searched ("Едена перезвонит" makes the greeting
+    "Едена, добрый вечер!" a mention too)."""
     for p in plans:
         u, kept, _, code = p
         if u.kind == "number":
             continue
         taken = [(k.start, k.end) for k in kept] + code
-        new = [h for h in subjects_beside_a_name(u.text) if not any(h.start < e and s < h.end for s, e in taken)]
+        new = [h for h in finder(u.text) if not any(h.start < e and s < h.end for s, e in taken)]
         for h in new:
             book.add(u.text[h.start:h.end], u.text[h.end:h.end + 2], True)
         if new:
