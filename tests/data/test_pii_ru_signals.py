@@ -12,7 +12,7 @@ from pipeline.data.pii.ru_lower_intro import lower_intro_names
 from pipeline.data.pii.ru_morph import mention_forms
 from pipeline.data.pii.ru_names import ru_name_kind
 from pipeline.data.pii.ru_not_person import drop_russian_things
-from pipeline.data.pii.ru_object import addressed_names
+from pipeline.data.pii.ru_object import addressed_names, lower_addressed_names
 from pipeline.data.pii.ru_subject import subject_names, subjects_beside_a_name
 from pipeline.data.pii.ru_this_is import this_is_names
 from pipeline.data.pii.ru_turkic import turkic_name
@@ -81,6 +81,22 @@ def test_names_in_capitals_grow_by_name_words(text, span, grown):
 def test_through_the_step(step, text, gone):
     out = clean_text(step, text)
     assert all(w not in out for w in gone), out
+
+
+@pytest.mark.parametrize("text, names", [
+    ("поговорили с ермеком скрипниковым, вопрос закрыт.", ["ермеком скрипниковым"]),
+    ("Созвонился с олей ищук вчера.", ["олей ищук"]),  # a first name by the dictionary
+    ("связались с зорбеком скрипниковой", ["зорбеком скрипниковой"]),  # a surname's instrumental ending
+    ("поговорили с мужем клиента. связались с новым курьером. договорились с магазином новым.", []),
+    ("поговорил с ним вчера. связался со службой поддержки. поговорили с директором ивановым.", []),
+])
+def test_lower_case_persons_one_spoke_with(text, names):
+    assert [text[h.start:h.end] for h in lower_addressed_names(text)] == names
+
+
+def test_lower_case_persons_one_spoke_with_through_the_step(step):
+    out = clean_text(step, "Заказ пришёл. Созвонился с олей ищук вчера. поговорили с седой скрипниковой, вопрос закрыт.")
+    assert all(w not in out for w in ("олей", "ищук", "седой", "скрипниковой")), out
 
 
 @pytest.mark.parametrize("text, names", [

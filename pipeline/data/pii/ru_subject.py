@@ -99,14 +99,14 @@ def _subject_beside_a_name(words: list[str], verb: str) -> bool:
         return False
     top = analyzer().parse(low)[0]
     return not (top.is_known and (top.tag.POS in _FUNCTION_POS or top.tag.POS in ("VERB", "INFN")
-                                  or top.normal_form in _ROLES))
+                                  or top.normal_form in ROLES))
 
 
 _LOWER_SUBJECT = re.compile(r"([а-яё]{2,})[ \u00a0]([а-яё]{2,})[ \u00a0]+(?:([а-яё]+)[ \u00a0]+)?([а-яё]+)(?![\w-])")
 # a sentence that starts in lower case, with its first word and maybe a second
 _LOWER_START = re.compile(r"(?:^|(?<=[.!?\n])[ \u00a0]*)([а-яё]+)(?:[ \u00a0]+([а-яё]+))?", re.M)
 _FUNCTION_POS = frozenset(("NPRO", "PREP", "CONJ", "PRCL", "INTJ", "ADVB", "PRED", "COMP", "NUMR"))
-_ROLES = frozenset((
+ROLES = frozenset((
     "клиент", "клиентка", "курьер", "менеджер", "оператор", "сотрудник", "сотрудница", "специалист", "директор",
     "врач", "водитель", "мастер", "получатель", "отправитель", "заказчик", "покупатель", "продавец", "юрист",
     "администратор", "агент", "пользователь", "абонент", "муж", "жена", "сын", "дочь", "мама", "папа", "брат",
@@ -148,7 +148,7 @@ _NEXT_WORD = re.compile(r"[ \u00a0]+([а-яё])")
 @lru_cache(maxsize=16384)
 def _lower_pair(first: str, second: str) -> bool:
     parses = [analyzer().parse(w)[0] for w in (first, second)]
-    if any(p.is_known and (p.tag.POS in _FUNCTION_POS or "Apro" in p.tag or p.normal_form in _ROLES)
+    if any(p.is_known and (p.tag.POS in _FUNCTION_POS or "Apro" in p.tag or p.normal_form in ROLES)
            for p in parses):
         return False
     if not any(p.is_known for p in parses):
@@ -192,7 +192,7 @@ def _pair_with_surname(first: str, second: str) -> bool:
         return True
     # a first name that is also a noun before a surname that is surely one ("РИЗА АЛТЫНБЕК ЗВОНИЛА"); not a role
     # word, a place, a firm ("Дежурный Иванов", "Москва")
-    return top.tag.POS == "NOUN" and top.normal_form not in _ROLES and first.lower() not in RU_STOP \
+    return top.tag.POS == "NOUN" and top.normal_form not in ROLES and first.lower() not in RU_STOP \
         and not {"Geox", "Orgn", "Trad"} & top.tag.grammemes and _sure_surname(low)
 
 
