@@ -121,6 +121,17 @@ def test_subjects_beside_a_name_through_the_step(step, text, gone, kept):
     assert all(w not in out for w in gone) and all(w in out for w in kept), out
 
 
+@pytest.mark.parametrize("text, gone, kept", [
+    # the first name between a surname and a patronymic, read by the dictionary as a verb or a word
+    ("ФИО: СКРИПНИК ЛЕЧИ ЗОРБЕКОВИЧ, договор от марта.", ["СКРИПНИК", "ЛЕЧИ", "ЗОРБЕКОВИЧ"], []),
+    ("КЛИЕНТ: ИЩУК ЗАДА ЖАНАХМЕТОВНА, ДОГОВОР ОТ МАРТА.", ["ИЩУК", "ЗАДА", "ЖАНАХМЕТОВНА"], ["ДОГОВОР"]),
+    ("ФИО: ИЩУК ИЛИ ЖАНАХМЕТОВНА", ["ИЩУК", "ЖАНАХМЕТОВНА"], ["ИЛИ"]),  # a conjunction
+])
+def test_the_first_name_between_a_surname_and_a_patronymic(step, text, gone, kept):
+    out = clean_text(step, text)
+    assert all(w not in out for w in gone) and all(w in out for w in kept), out
+
+
 # ---------------------------------------------------------------------------------------------- Turkic endings
 TURKIC_WORDS = ("Кенесбай", "Мырзахан", "Оразгуль", "Сейткул", "Амантай", "Серикулы", "Шынгыс", "Айнагуль", "Нуржан")
 
