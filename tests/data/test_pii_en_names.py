@@ -19,7 +19,8 @@ from pipeline.data.pii.text import Hit, fold
 pytestmark = pytest.mark.timeout(300)
 
 NAME_WORDS = ("Quessany", "Zorvakil", "Quillbury", "Tavrenko", "Kate", "Imran", "Salman", "Katja", "Engel", "Nasir",
-              "Bill", "Clare", "Jane", "Max", "Heart", "Murray", "Hall", "Church")
+              "Bill", "Clare", "Jane", "Max", "Heart", "Murray", "Hall", "Church", "Lang",
+              "Charlie")
 
 
 def test_the_name_words_are_not_in_the_evaluation_half():
@@ -132,6 +133,32 @@ def test_a_first_name_of_middle_frequency_is_looked_for_again():
     ("Bill me at the end of the month. I shop at Sainsbury's.", [], ["Bill", "Sainsbury"]),
 ])
 def test_through_the_step(step, text, gone, kept):
+    out = clean_text(step, text)
+    assert all(w not in out for w in gone) and all(w in out for w in kept), out
+
+
+@pytest.mark.parametrize("text, gone, kept", [
+    # a surname of middle frequency in the possessive, where the record names a person by a first name alone
+    ("Return started. Quessany will call back after lunch. Engel's order is on hold.", ["Quessany", "Engel"], []),
+    ("Got it Quessany / Lang's order is on hold until Monday.", ["Quessany", "Lang"], []),
+    ("Lang's order is on hold until Monday.", [], ["Lang"]),  # no person named alone in the record
+    ("Thanks Quessany! Hall's order is late.", ["Quessany"], ["Hall"]),  # an everyday word
+    ("Thanks Quessany! Sainsbury's prices went up.", ["Quessany"], ["Sainsbury"]),  # a shop's possessive
+    ("Thanks Quessany! Trader Joe's milk is gone.", ["Quessany"], ["Trader", "Joe"]),
+])
+def test_a_possessive_beside_a_first_name_alone(step, text, gone, kept):
+    out = clean_text(step, text)
+    assert all(w not in out for w in gone) and all(w in out for w in kept), out
+
+
+@pytest.mark.parametrize("text, gone, kept", [
+    # a word of middle frequency where only a person stands, in a record that names a person
+    ("Got it Quessany\nCharlie will call back after lunch.", ["Quessany", "Charlie"], []),
+    ("Hi Quessany, Told Kate the parcel is on its way.", ["Quessany", "Kate"], []),
+    ("Charlie will call back after lunch.", [], ["Charlie"]),  # no person named in the record
+    ("Thanks Quessany! Amazon confirmed the order. Support called me.", ["Quessany"], ["Amazon", "Support"]),
+])
+def test_a_word_where_a_person_stands_beside_a_name(step, text, gone, kept):
     out = clean_text(step, text)
     assert all(w not in out for w in gone) and all(w in out for w in kept), out
 

@@ -12,8 +12,8 @@ from pipeline.data.pii.ru_lower_intro import lower_intro_names
 from pipeline.data.pii.ru_morph import mention_forms
 from pipeline.data.pii.ru_names import ru_name_kind
 from pipeline.data.pii.ru_not_person import drop_russian_things
-from pipeline.data.pii.ru_object import addressed_names
-from pipeline.data.pii.ru_subject import subject_names
+from pipeline.data.pii.ru_object import addressed_names, lower_addressed_names
+from pipeline.data.pii.ru_subject import subject_names, subjects_beside_a_name
 from pipeline.data.pii.ru_this_is import this_is_names
 from pipeline.data.pii.ru_turkic import turkic_name
 from pipeline.data.pii.ru_vocative import greeted_names
@@ -47,6 +47,8 @@ def test_the_name_words_are_not_in_the_evaluation_half():
     ("ЗВЕЗДА СКРИПНИКОВА ЗВОНИЛА ВЧЕРА.", ["ЗВЕЗДА СКРИПНИКОВА"]),  # a noun before a sure surname
     ("Дежурный Ищенко ответил. Новый Скрипников звонил.", []),  # a role word; an adjective before a surname
     ("Вчера Курьер Ищук звонил. Потом Москва ответила. Сегодня клиент звонил.", []),
+    ("Итог: Кутерьянь не против обмена.", ["Кутерьянь"]),  # consent, not a verb
+    ("Итог: Клиент не против обмена. Лиана перезвонит.", []),  # a common noun; a noun the dictionary knows
     # in lower case: two words, a name among them or both unknown to the dictionary
     ("Заказ пропал? вчера зорбек ищук забрал посылку.", ["зорбек ищук"]),
     ("сегодня утром седа скрипникова оставила отзыв", ["седа скрипникова"]),
@@ -81,6 +83,55 @@ def test_through_the_step(step, text, gone):
     assert all(w not in out for w in gone), out
 
 
+@pytest.mark.parametrize("text, names", [
+    ("поговорили с ермеком скрипниковым, вопрос закрыт.", ["ермеком скрипниковым"]),
+    ("Созвонился с олей ищук вчера.", ["олей ищук"]),  # a first name by the dictionary
+    ("связались с зорбеком скрипниковой", ["зорбеком скрипниковой"]),  # a surname's instrumental ending
+    ("поговорили с мужем клиента. связались с новым курьером. договорились с магазином новым.", []),
+    ("поговорил с ним вчера. связался со службой поддержки. поговорили с директором ивановым.", []),
+])
+def test_lower_case_persons_one_spoke_with(text, names):
+    assert [text[h.start:h.end] for h in lower_addressed_names(text)] == names
+
+
+def test_lower_case_persons_one_spoke_with_through_the_step(step):
+    out = clean_text(step, "Заказ пришёл. Созвонился с олей ищук вчера. поговорили с седой скрипниковой, вопрос закрыт.")
+    assert all(w not in out for w in ("олей", "ищук", "седой", "скрипниковой")), out
+
+
+@pytest.mark.parametrize("text, names", [
+    ("Оплата прошла. Лиана перезвонит после обеда.", ["Лиана"]),  # a plant's name in the dictionary
+    ("Полевая подтвердила адрес.", ["Полевая"]),  # an adjective
+    ("Банк подтвердил платёж. Курьер звонил. Дежурный ответил. Вчера звонил. Он перезвонит.", []),
+    ("ЛИАНА ПЕРЕЗВОНИТ.", []),  # capitals: ru_caps' case
+])
+def test_subjects_beside_a_name_that_are_also_words(text, names):
+    assert [text[h.start:h.end] for h in subjects_beside_a_name(text)] == names
+
+
+@pytest.mark.parametrize("text, gone, kept", [
+    # a person named in the record: the word before a person's verb is a name too
+    ("Спасибо, Кутерьянь! Курьер уже выехал. Полевая подтвердила адрес.", ["Кутерьянь", "Полевая"], ["Курьер"]),
+    ("Здравствуйте, Кутерьянь! Оплата прошла. Лиана перезвонит после обеда.", ["Кутерьянь", "Лиана"], []),
+    ("Лиана перезвонит после обеда.", [], ["Лиана"]),  # no person in the record: a word
+    ("Спасибо, Кутерьянь! Банк подтвердил платёж.", ["Кутерьянь"], ["Банк"]),
+])
+def test_subjects_beside_a_name_through_the_step(step, text, gone, kept):
+    out = clean_text(step, text)
+    assert all(w not in out for w in gone) and all(w in out for w in kept), out
+
+
+@pytest.mark.parametrize("text, gone, kept", [
+    # the first name between a surname and a patronymic, read by the dictionary as a verb or a word
+    ("ФИО: СКРИПНИК ЛЕЧИ ЗОРБЕКОВИЧ, договор от марта.", ["СКРИПНИК", "ЛЕЧИ", "ЗОРБЕКОВИЧ"], []),
+    ("КЛИЕНТ: ИЩУК ЗАДА ЖАНАХМЕТОВНА, ДОГОВОР ОТ МАРТА.", ["ИЩУК", "ЗАДА", "ЖАНАХМЕТОВНА"], ["ДОГОВОР"]),
+    ("ФИО: ИЩУК ИЛИ ЖАНАХМЕТОВНА", ["ИЩУК", "ЖАНАХМЕТОВНА"], ["ИЛИ"]),  # a conjunction
+])
+def test_the_first_name_between_a_surname_and_a_patronymic(step, text, gone, kept):
+    out = clean_text(step, text)
+    assert all(w not in out for w in gone) and all(w in out for w in kept), out
+
+
 # ---------------------------------------------------------------------------------------------- Turkic endings
 TURKIC_WORDS = ("Кенесбай", "Мырзахан", "Оразгуль", "Сейткул", "Амантай", "Серикулы", "Шынгыс", "Айнагуль", "Нуржан")
 
@@ -88,7 +139,8 @@ TURKIC_WORDS = ("Кенесбай", "Мырзахан", "Оразгуль", "С�
 # the name words of the tests below, invented or from the development half
 MORE_NAME_WORDS = ("Скрипникова", "Скрипник", "Ищенко", "Жалил", "Седа", "Белых", "Звезда", "Видади", "Данис", "Рус",
                    "Великий", "Ариз", "Перец", "Рано", "Митька", "Икрам", "Шин", "Снежа", "Деля", "Оля", "Шмырко",
-                   "Краснополый")
+                   "Краснополый",
+                   "Лиана", "Полевая")
 
 
 def test_the_turkic_test_words_are_not_in_the_evaluation_half():

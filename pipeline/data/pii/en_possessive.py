@@ -32,7 +32,7 @@ def possessive_names(text: str) -> list[Hit]:
         if s > 0 and _NOT_BEFORE.match(text, s - 1):
             continue
         key = fold(word)
-        if key in NOT_NAME or en_zipf(key) >= _RARE_ZIPF or not _person_possessive(key):
+        if key in NOT_NAME or en_zipf(key) >= _RARE_ZIPF or not person_possessive(key):
             continue
         if not sentence_initial(text, s) and _CAP_BEFORE.search(text, max(0, s - 30), s):
             continue
@@ -40,6 +40,7 @@ def possessive_names(text: str) -> list[Hit]:
     return out
 
 
-def _person_possessive(key: str) -> bool:
+def person_possessive(key: str) -> bool:
+    """The word is written in the possessive far less often than without it, as a surname is."""
     possessive = en_zipf(key + "'s")
     return possessive == 0.0 or en_zipf(key) - possessive >= _DROP

@@ -19,6 +19,8 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
+from pipeline.data.pii.en_possessive import person_possessive
+from pipeline.data.pii.en_words import EVERYDAY_ZIPF, NOT_NAME, en_zipf
 from pipeline.data.pii.later import (
     capitalized_forms,
     lower_case_mention,
@@ -430,3 +432,31 @@ def _inside_other_noun(text: str, s: int, e: int, book: NameBook, initial: bool)
             if k not in book.surfaces and k not in TITLES and k not in OFFICES and k not in NEVER:
                 return True
     return False
+
+
+_POSSESSIVE = re.compile(rf"(?<![\w'’.-])([{LATIN_UPPER}][{LATIN_LOWER}]{{2,}})['’]s[ \t]+[a-z]")
+_CAP_BEFORE = re.compile(rf"[{LATIN_UPPER}][\w'’-]*[ \t]+$")
+
+
+def lone_first_name_surnames(text: str, book: NameBook, kept: list[Hit]) -> list[Hit]:
+    """English: where the record names a person by one word alone, a first name ("Patricia will call back"), a
+    capitalized word in the possessive before a lower-case word is that person's surname ("Quillbury's order is
+    on hold") unless it is an everyday word or one written in the possessive as often as without it (a shop's:
+    "Sainsbury's"). en_possessive takes only words rare in English at large; a found first name in the record
+    lets a surname of middle frequency ("Murphy", "Lang", "Emery") through, the one a shop's name would
+    need too ("Walmart's" beside a lone first name is taken: a lesser harm than a person's surname left)."""
+    if not any(len(p) == 1 for p in book.persons):
+        return []
+    spans = [(h.start, h.end) for h in kept]
+    out = []
+    for m in _POSSESSIVE.finditer(text):
+        s, e = m.span(1)
+        key = fold(m.group(1))
+        if key in NOT_NAME or key in book.surfaces or any(a < e and s < b for a, b in spans):
+            continue
+        if en_zipf(key) >= EVERYDAY_ZIPF or not person_possessive(key):
+            continue
+        if not sentence_initial(text, s) and _CAP_BEFORE.search(text, max(0, s - 30), s):
+            continue  # "Trader Joe's"
+        out.append(Hit(s, e, "PERSON", 0.7, "record"))
+    return out

@@ -19,6 +19,7 @@ from functools import lru_cache
 from pipeline.data.pii.name_context import sentence_initial
 from pipeline.data.pii.ru_morph import analyzer, form_prefixes, reading
 from pipeline.data.pii.ru_names import RU_STOP, ru_name_kind
+from pipeline.data.pii.ru_subject import ROLES
 from pipeline.data.pii.ru_turkic import turkic_name
 from pipeline.data.pii.text import Hit
 
@@ -102,3 +103,42 @@ def _word_kind(word: str) -> str:
 def _person_word(word: str, ordinary_ok) -> bool:
     kind = _word_kind(word)
     return kind in ("name", "unknown") or kind == "ordinary" and bool(ordinary_ok)
+
+
+# "поговорили с лирой щеголевой": a verb of _VERBS, "с", two lower-case words
+_LOWER_WITH = re.compile(
+    r"(?<![а-яё])([а-яёА-ЯЁ]+)[ \u00a0]+со?[ \u00a0]+([а-яё]{2,})[ \u00a0]+([а-яё]{2,})(?![\w'’@-])")
+_FUNCTION_POS = frozenset(("NPRO", "PREP", "CONJ", "PRCL", "INTJ", "ADVB", "PRED", "COMP", "NUMR"))
+# a surname's instrumental: "-овым", "-иной", "-ским"; a first name's is read by the dictionary
+_SURNAME_ABLT = re.compile(r"(?:ов|ев|ёв|ин|ын)(?:ым|ой)$|(?:ск|цк)(?:им|ой)$")
+_ABLT_ENDING = re.compile(r"(?:ом|ем|ём|ой|ей|ым|им|ою|ею)$")
+
+
+def lower_addressed_names(text: str) -> list[Hit]:
+    """Typed in lower case, the person one spoke or agreed with ("поговорили с лирой щеголевой, вопрос закрыт",
+    "созвонился с манасом усмановым"): two words in the instrumental after a verb of _VERBS and "с", the first a
+    first name by the dictionary or the second a surname by the dictionary or its instrumental ending; neither a
+    function word nor a role ("поговорили с мужем клиента", "связались с новым курьером" stay)."""
+    if " с" not in text:
+        return []
+    out = []
+    for m in _LOWER_WITH.finditer(text):
+        if _verb(m.group(1)) and _lower_pair(m.group(2), m.group(3)):
+            out.append(Hit(m.start(2), m.end(3), "PERSON", 0.7, "addressed"))
+    return out
+
+
+@lru_cache(maxsize=16384)
+def _lower_pair(first: str, second: str) -> bool:
+    parses = [analyzer().parse(w) for w in (first, second)]
+    for word, ps in zip((first, second), parses):
+        if not (any("ablt" in p.tag for p in ps) or _ABLT_ENDING.search(word)):
+            return False
+        if any(p.is_known and (p.tag.POS in _FUNCTION_POS or p.normal_form in ROLES) for p in ps[:1]):
+            return False
+    first_name = any(p.is_known and "Name" in p.tag and "ablt" in p.tag for p in parses[0])
+    top = parses[1][0]
+    surname = any(p.is_known and "Surn" in p.tag and "ablt" in p.tag for p in parses[1]) \
+        or _SURNAME_ABLT.search(second) is not None and ru_name_kind(second) is not None \
+        and not (top.is_known and top.tag.POS == "ADJF")  # "с магазином новым": an adjective the dictionary knows
+    return first_name or surname

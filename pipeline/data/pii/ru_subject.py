@@ -47,7 +47,19 @@ _NAME_TAGS = frozenset(("Name", "Surn", "Patr"))
 
 
 def subject_names(text: str) -> list[Hit]:
-    out = lower_subject_names(text)
+    return lower_subject_names(text) + _capitalized_subjects(text, _subject)
+
+
+def subjects_beside_a_name(text: str) -> list[Hit]:
+    """In a record that already names a person: one capitalized word that opens a sentence before a person's
+    verb is a name even where the dictionary reads it as a noun, adjective or participle ("Лиана перезвонит",
+    "Полевая подтвердила", "Астана подтвердил": a first name or surname that is also a word), unless it is a
+    common Russian word (wordfreq: "Банк подтвердил", "Магазин ответил", "Курьер звонил") or a role word."""
+    return _capitalized_subjects(text, _subject_beside_a_name)
+
+
+def _capitalized_subjects(text: str, subject) -> list[Hit]:
+    out = []
     pos = 0
     for c in _CAPITAL.finditer(text):
         m = SUBJECT.match(text, c.start())
@@ -56,10 +68,12 @@ def subject_names(text: str) -> list[Hit]:
         if not (sentence_initial(text, m.start(1)) or _after_opener(text, m.start(1))):
             continue
         words = m.group(1).split()
-        # "X снова написал": an adverb between; "X написал отзыв": the word after the verb is no verb
-        verb = m.group(3) if m.group(2) is None or _adverb(m.group(2)) else m.group(2)
-        if not _subject(words, verb):
-            if len(words) < 2 or not _subject(words[:1], words[1]):  # "АМАНТАЙ ЗАБРАЛ": both words in capitals
+        if _NOT_AGAINST.fullmatch(f"{m.group(2)} {m.group(3)}"):
+            verb = "согласился"  # "Итог: X не против": a person's consent
+        else:  # "X снова написал": an adverb between; "X написал отзыв": the word after the verb is no verb
+            verb = m.group(3) if m.group(2) is None or _adverb(m.group(2)) else m.group(2)
+        if not subject(words, verb):
+            if len(words) < 2 or not subject(words[:1], words[1]):  # "АМАНТАЙ ЗАБРАЛ": both words in capitals
                 continue
             words = words[:1]
         end = m.start(1) + len(" ".join(words))
@@ -68,17 +82,31 @@ def subject_names(text: str) -> list[Hit]:
     return out
 
 
+_NOT_AGAINST = re.compile(r"не против", re.IGNORECASE)
+
+
 def _subject(words: list[str], verb: str) -> bool:
     if not _person_verb(verb) or len({w.isupper() for w in words}) != 1:
         return False
     return all(_may_be_subject_name(w) for w in words) or len(words) == 2 and _pair_with_surname(*words)
 
 
+def _subject_beside_a_name(words: list[str], verb: str) -> bool:
+    if len(words) != 1 or words[0].isupper() or not _person_verb(verb):
+        return False
+    low = words[0].lower()
+    if low in common_words("ru") or low in RU_STOP:
+        return False
+    top = analyzer().parse(low)[0]
+    return not (top.is_known and (top.tag.POS in _FUNCTION_POS or top.tag.POS in ("VERB", "INFN")
+                                  or top.normal_form in ROLES))
+
+
 _LOWER_SUBJECT = re.compile(r"([а-яё]{2,})[ \u00a0]([а-яё]{2,})[ \u00a0]+(?:([а-яё]+)[ \u00a0]+)?([а-яё]+)(?![\w-])")
 # a sentence that starts in lower case, with its first word and maybe a second
 _LOWER_START = re.compile(r"(?:^|(?<=[.!?\n])[ \u00a0]*)([а-яё]+)(?:[ \u00a0]+([а-яё]+))?", re.M)
 _FUNCTION_POS = frozenset(("NPRO", "PREP", "CONJ", "PRCL", "INTJ", "ADVB", "PRED", "COMP", "NUMR"))
-_ROLES = frozenset((
+ROLES = frozenset((
     "клиент", "клиентка", "курьер", "менеджер", "оператор", "сотрудник", "сотрудница", "специалист", "директор",
     "врач", "водитель", "мастер", "получатель", "отправитель", "заказчик", "покупатель", "продавец", "юрист",
     "администратор", "агент", "пользователь", "абонент", "муж", "жена", "сын", "дочь", "мама", "папа", "брат",
@@ -120,7 +148,7 @@ _NEXT_WORD = re.compile(r"[ \u00a0]+([а-яё])")
 @lru_cache(maxsize=16384)
 def _lower_pair(first: str, second: str) -> bool:
     parses = [analyzer().parse(w)[0] for w in (first, second)]
-    if any(p.is_known and (p.tag.POS in _FUNCTION_POS or "Apro" in p.tag or p.normal_form in _ROLES)
+    if any(p.is_known and (p.tag.POS in _FUNCTION_POS or "Apro" in p.tag or p.normal_form in ROLES)
            for p in parses):
         return False
     if not any(p.is_known for p in parses):
@@ -164,7 +192,7 @@ def _pair_with_surname(first: str, second: str) -> bool:
         return True
     # a first name that is also a noun before a surname that is surely one ("РИЗА АЛТЫНБЕК ЗВОНИЛА"); not a role
     # word, a place, a firm ("Дежурный Иванов", "Москва")
-    return top.tag.POS == "NOUN" and top.normal_form not in _ROLES and first.lower() not in RU_STOP \
+    return top.tag.POS == "NOUN" and top.normal_form not in ROLES and first.lower() not in RU_STOP \
         and not {"Geox", "Orgn", "Trad"} & top.tag.grammemes and _sure_surname(low)
 
 

@@ -14,14 +14,16 @@ from pipeline.core.errors import EXIT_POLICY, PrepareError
 from pipeline.core.step import Step
 from pipeline.data.lang import pii_language
 from pipeline.data.pii import checks
+from pipeline.data.pii.en_beside_a_name import subjects_beside_a_name as en_subjects_beside_a_name
 from pipeline.data.pii.en_names import english_names
 from pipeline.data.pii.fields import field_rules, strip_value
 from pipeline.data.pii.lang import detect_language
-from pipeline.data.pii.mentions import NameBook, drop_named_things, expand, find_mentions
+from pipeline.data.pii.mentions import NameBook, drop_named_things, expand, find_mentions, lone_first_name_surnames
 from pipeline.data.pii.name_context import sentence_initial
 from pipeline.data.pii.name_signals import code_spans, outside
 from pipeline.data.pii.operators import Operators
 from pipeline.data.pii.ru_names_pass import russian_names
+from pipeline.data.pii.ru_subject import subjects_beside_a_name as ru_subjects_beside_a_name
 from pipeline.data.pii.special import get_special_detector, record_special, strict_message
 from pipeline.data.pii.text import Hit
 from pipeline.data.readers import too_deep
@@ -309,12 +311,17 @@ class PiiStep(Step):
         for f in fields:
             if f.entity == "PERSON":
                 book.add(f.value)
+        if book and lang in _BESIDE_A_NAME:
+            _subjects_beside_a_name(plans, book, _BESIDE_A_NAME[lang])
         if book:
             for p in plans:
                 u, kept, residual, code = p
                 if u.kind == "number":
                     continue
-                extra = find_mentions(u.text, book, kept + [Hit(s, e, "CODE", 0.0, "code") for s, e in code])
+                taken = kept + [Hit(s, e, "CODE", 0.0, "code") for s, e in code]
+                extra = find_mentions(u.text, book, taken)
+                if lang == "en":
+                    extra += lone_first_name_surnames(u.text, book, taken + extra)
                 if extra:
                     p[1] = kept = expand(u.text, kept + extra)
                     p[2] = [r for r in residual if not any(r.start < k.end and k.start < r.end for k in kept)]
@@ -582,3 +589,23 @@ def _head(parts: list[str], n: int) -> str:
 class _NullStats:
     def add(self, key, n=1):
         pass
+
+
+# per language: the words that are names only in a record that already names a person
+_BESIDE_A_NAME = {"en": en_subjects_beside_a_name, "ru": ru_subjects_beside_a_name}
+
+
+def _subjects_beside_a_name(plans: list, book: NameBook, finder) -> None:
+    """In a record that names a person, the words `finder` takes there (en_beside_a_name, ru_subject) join the
+    plans and the book before the record's mentions are searched ("Едена перезвонит" makes the greeting
+    "Едена, добрый вечер!" a mention too)."""
+    for p in plans:
+        u, kept, _, code = p
+        if u.kind == "number":
+            continue
+        taken = [(k.start, k.end) for k in kept] + code
+        new = [h for h in finder(u.text) if not any(h.start < e and s < h.end for s, e in taken)]
+        for h in new:
+            book.add(u.text[h.start:h.end], u.text[h.end:h.end + 2], True)
+        if new:
+            p[1] = sorted(kept + new, key=lambda h: h.start)
