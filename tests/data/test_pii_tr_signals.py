@@ -145,6 +145,22 @@ def test_lower_case_product_words_and_plain_sentences_stay(step, text):
     assert clean_text(step, text) == text
 
 
+@pytest.mark.parametrize("text, words", [
+    ("Ürün servise gönderildi. yaprak qarvezliyev aboneliğini iptal etmek istiyor ama cayma bedeli soruyor.",
+     ("yaprak", "qarvezliyev")),  # an everyday word as the first name: the surname's ending says name
+    ("Kargo firması adresimi bulamamış. ankara tuvelioğlu iade kodunun çalışmadığını söylüyor.",
+     ("ankara", "tuvelioğlu")),  # a place as the first name (invented surnames: in no list)
+])
+def test_a_place_or_everyday_word_before_a_surname_ending_is_a_name(step, text, words):
+    out = clean_text(step, text)
+    assert [w for w in words if left(w, out)] == [], out
+
+
+def test_a_role_word_before_a_surname_ending_stays(step):
+    out = clean_text(step, "Kargo gecikti. müşteri qarvezliyev aboneliğini iptal etmek istiyor.")
+    assert left("müşteri", out) and not left("qarvezliyev", out), out
+
+
 # ---------------------------------------------------------------------------------------------- vocative, sign-off
 @pytest.mark.parametrize("text, name", [
     ("Kontrol ettim. Peki Nizami, bakıyorum.", "Nizami"),  # "nizam" + "i" to the inflection test

@@ -14,8 +14,9 @@ from __future__ import annotations
 import re
 
 from pipeline.data.pii.later import inflected_common
+from pipeline.data.pii.name_context import ROLES
 from pipeline.data.pii.name_signals import EVERYDAY_ZIPF, common_words
-from pipeline.data.pii.names import LATIN_FIRST, LATIN_LAST, LATIN_LOWER, LATIN_UPPER, STOP
+from pipeline.data.pii.names import LATIN_FIRST, LATIN_LAST, LATIN_LOWER, LATIN_UPPER, STOP, SURNAME_ENDINGS
 from pipeline.data.pii.not_person import PLACES
 from pipeline.data.pii.text import Hit, fold
 from pipeline.data.pii.tr_later import clause_of_subject
@@ -105,6 +106,16 @@ def _key_kind(key: str) -> int:
     return k
 
 
+def _first_before_surname(key1: str, key2: str, k2: int) -> bool:
+    """A first name that is a place or an everyday word ("alı", "azerbaycan", "oktay") before a surname by its
+    ending (-ov, -yev, -oğlu, -zade) that is rare as a word: the ending says the pair is a name, as it does for
+    a capitalized pair (name_surname_endings). Not a stop, role, verb-shaped or inflected common word ("müşteri
+    aliyev" keeps the role word)."""
+    return k2 == 2 and len(key2) >= 6 and key2.endswith(SURNAME_ENDINGS) and len(key1) >= 3 \
+        and key1 not in _NOT_NAME and key1 not in ROLES and _VERB_SHAPE.search(key1) is None \
+        and not inflected_common(key1)
+
+
 def _owns_next(text: str, norm: str, end: int) -> bool:
     """The word after the pair is possessed by it ("macbook klavye tuşları takılıyor")."""
     w = _WORD.match(text, end + 1)
@@ -133,6 +144,9 @@ def subject_pairs(ctx) -> list[Hit]:
             title = text[s2].isupper()
             if title != text[s1].isupper() and not (i == 0 and title):
                 k1 = 0  # one casing for both words; the first may be capitalized as the sentence's first
+            if k1 <= 0 and (title == text[s1].isupper() or i == 0) \
+                    and _first_before_surname(norm[s1:e1], norm[s2:e2], k2):
+                k1 = 1
             c1 = k1 or _case_kind(k1, norm[s1:e1])
             c2 = k2 or _case_kind(k2, norm[s2:e2])
             if c1 > 0 and (c2 > 0 or (title and c2 < 0)) and not _owns_next(text, norm, e2):
