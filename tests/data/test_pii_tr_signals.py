@@ -172,6 +172,24 @@ def test_a_name_addressed_after_a_reply_word_or_under_a_sign_off_goes(step, text
     assert not left(name, out), out
 
 
+@pytest.mark.parametrize("text, words", [
+    ("Yarın evde olmayacağım.\nSaygılarımla,\nNurelif Has", ("Nurelif", "Has")),  # an English stop word as surname
+    ("Kargo gecikti.\nİyi çalışmalar,\nEflinaz Boz", ("Eflinaz", "Boz")),  # an everyday word as surname
+])
+def test_the_whole_line_under_a_turkish_sign_off_is_the_name(step, text, words):
+    out = clean_text(step, text)
+    assert [w for w in words if left(w, out)] == [], out
+
+
+@pytest.mark.parametrize("text", [
+    "Siparişiniz kargoya verildi.\nSaygılarımla,\nTürk Telekom",
+    "Siparişiniz kargoya verildi.\nİyi çalışmalar,\nDestek Ekibi",
+    "Siparişiniz kargoya verildi.\nSaygılarımla,\nMüşteri Hizmetleri",
+])
+def test_a_team_or_firm_line_under_a_sign_off_stays(step, text):
+    assert clean_text(step, text) == text
+
+
 def test_forms_of_address_after_a_reply_word_stay(step):
     text = "Başka bir konuda yardımcı olabilir miyim? Tamam Hocam, bakıyorum. Peki Arkadaşlar, başlayalım."
     assert clean_text(step, text) == text
