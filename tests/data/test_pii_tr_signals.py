@@ -94,6 +94,18 @@ def test_the_other_word_of_a_name_found_in_part_goes_in_the_same_casing(step, te
     assert not left(gone, out) and left(kept, out), out
 
 
+def test_an_everyday_first_name_before_a_found_surname_as_the_subject_goes(step):
+    text = ("Şikayet kaydı kapatıldı. yaprak qarvezlik bugün mağazaya gelip eski cihazı teslim etti. "
+            "Qarvezlik Bey'e bilgi verdim.")  # the surname found by its title, the first name an everyday word
+    out = clean_text(step, text)
+    assert not left("yaprak", out) and not left("qarvezlik", out), out
+
+
+def test_a_time_word_before_a_found_surname_stays(step):
+    out = clean_text(step, "Görüşme notu: dün tuvelik tekrar aradı. Tuvelik Bey iadeyi kabul etmedi.")
+    assert left("dün", out) and not left("tuvelik", out), out
+
+
 def test_an_inflected_common_word_beside_a_lower_case_name_stays(step):
     out = clean_text(step, "Ürün servise gönderildi. müşterimiz tüfekçi bugün tekrar yazdı. Tüfekçi Bey "
                            "faturanın kopyasını istedi.")

@@ -27,7 +27,7 @@ SUBJECT_SCORE = 0.6  # as a lower-case pair of lower_pairs.py: above the default
 _SENTENCE_START = re.compile(r"(?:^|[.!?:\n])[ \t\u00a0]*")
 _WORD = re.compile(rf"[{LATIN_UPPER}]?[{LATIN_LOWER}]+(?=[ \u00a0,.!?\n]|$)")
 # verb forms and converbs in folded spelling: -dı, -mış, -yor, -acak, -ıp, -arak, -ince, -meli, -mek
-_VERB_SHAPE = re.compile(r"(?:[dt][iuü][mnk]?|m[iuü]ş|yor|[ae]c[ae]k|[iuü]p|[ae]r[ae]k|[iuü]nc[ae]|m[ae]l[iı]|m[ae]k)$")
+VERB_SHAPE = re.compile(r"(?:[dt][iuü][mnk]?|m[iuü]ş|yor|[ae]c[ae]k|[iuü]p|[ae]r[ae]k|[iuü]nc[ae]|m[ae]l[iı]|m[ae]k)$")
 _NOT_NAME = STOP | frozenset("bir bu şu o ve ile için gibi ama çok daha en ben sen biz siz onlar".split())
 # product and brand words typed in lower case are English-like ("xiaomi", "macbook" >= 3; "powerbank" has a w, no
 # Turkish or Azerbaijani name does); a Turkish name is rare in English unless listed ("ramazan" 2.1, "altan" 1.9)
@@ -76,7 +76,7 @@ def introduced_name_word(word: str) -> bool:
     word or an English-like one may ("Bar", "Kalem")."""
     low = word.translate(_TR_LOWER).lower()
     key = fold(low)
-    return len(key) >= 2 and key not in _NOT_NAME and not _VERB_SHAPE.search(key) \
+    return len(key) >= 2 and key not in _NOT_NAME and not VERB_SHAPE.search(key) \
         and not inflected_in_spelling(low, True)
 
 
@@ -95,7 +95,7 @@ def _key_kind(key: str) -> int:
             _COMMON.append(common_words("tr", EVERYDAY_ZIPF) | common_words("en", EVERYDAY_ZIPF))
         listed = key in LATIN_FIRST or key in LATIN_LAST
         if len(key) < 3 or key in _NOT_NAME or key in PLACES or "w" in key \
-                or (not listed and _en_zipf(key) >= _EN_ZIPF) or _VERB_SHAPE.search(key):
+                or (not listed and _en_zipf(key) >= _EN_ZIPF) or VERB_SHAPE.search(key):
             k = 0
         elif key in _COMMON[1] and not listed:
             k = -1
@@ -112,7 +112,7 @@ def _first_before_surname(key1: str, key2: str, k2: int) -> bool:
     a capitalized pair (name_surname_endings). Not a stop, role, verb-shaped or inflected common word ("müşteri
     aliyev" keeps the role word)."""
     return k2 == 2 and len(key2) >= 6 and key2.endswith(SURNAME_ENDINGS) and len(key1) >= 3 \
-        and key1 not in _NOT_NAME and key1 not in ROLES and _VERB_SHAPE.search(key1) is None \
+        and key1 not in _NOT_NAME and key1 not in ROLES and VERB_SHAPE.search(key1) is None \
         and not inflected_common(key1)
 
 
