@@ -173,6 +173,21 @@ def test_a_role_word_before_a_surname_ending_stays(step):
     assert left("müşteri", out) and not left("qarvezliyev", out), out
 
 
+def test_a_lower_case_pair_before_a_name_cue_is_a_name(step):
+    # "menekşen" reads as "menekşe" + "n", "tarçın" is a word: the cue after them says name
+    out = clean_text(step, "Modem ışığı kırmızı yanıp sönüyor. az önce menekşen tarçın ile görüştüm.")
+    assert not left("menekşen", out) and not left("tarçın", out), out
+
+
+@pytest.mark.parametrize("text", [
+    "Modem ışığı kırmızı yanıp sönüyor. az önce kargo firması ile konuştum, yarın şubeye uğrayacak.",
+    "Modem ışığı kırmızı yanıp sönüyor. az önce müşteri temsilcisi ile görüştüm.",
+    "Modem ışığı kırmızı yanıp sönüyor. az önce şube müdürü ile görüştüm.",
+])
+def test_a_firm_or_a_role_before_a_name_cue_stays(step, text):
+    assert clean_text(step, text) == text
+
+
 # ---------------------------------------------------------------------------------------------- vocative, sign-off
 @pytest.mark.parametrize("text, name", [
     ("Kontrol ettim. Peki Nizami, bakıyorum.", "Nizami"),  # "nizam" + "i" to the inflection test

@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 
 from pipeline.data.pii.later import inflected_common
-from pipeline.data.pii.name_context import ROLES
+from pipeline.data.pii.name_context import CUES_AFTER, ROLES
 from pipeline.data.pii.name_signals import EVERYDAY_ZIPF, common_words
 from pipeline.data.pii.names import LATIN_FIRST, LATIN_LAST, LATIN_LOWER, LATIN_UPPER, STOP, SURNAME_ENDINGS
 from pipeline.data.pii.not_person import PLACES
@@ -40,6 +40,8 @@ _KIND: dict[tuple[str, bool], int] = {}  # (word as written, spelled) -> _kind
 # one-letter case and possessive endings (folded: ı is i): accusative, dative, "your" after a vowel
 _CASE_ENDINGS = frozenset("aeiuün")
 _COMMON: list = []
+# two lower-case words ending where a Turkish name cue starts ("ile konuştum", "adına", "isimli")
+_PAIR_BEFORE = re.compile(rf"(?<![\w'’.-])([{LATIN_LOWER}]{{3,}})[ \u00a0]([{LATIN_LOWER}]{{3,}})$")
 
 
 def _en_zipf(key: str) -> float:
@@ -160,4 +162,24 @@ def subject_pairs(ctx) -> list[Hit]:
                     break
             if norm[s1:e1] not in _COMMON[0]:
                 break  # a rare word before the pair: not a sentence of common words and a name
+    return out
+
+
+def cued_pairs(ctx) -> list[Hit]:
+    """PERSON hits for two lower-case words right before a name cue ("az önce halime kaynar ile konuştum"):
+    the word before the cue a name-shaped word (_kind), the one before it too, read without the inflection test
+    ("halime" is no "halim" + dative before a name and its cue), and no role word ("müşteri temsilcisi ile")."""
+    text, norm = ctx.text, ctx.norm
+    if " ile " not in norm and "ad" not in norm and "isim" not in norm:
+        return []
+    spelled = TURKISH_LETTERS.search(text) is not None
+    out = []
+    for cue in CUES_AFTER.finditer(norm):
+        m = _PAIR_BEFORE.search(text, max(0, cue.start() - 60), cue.start())
+        if m is None:
+            continue
+        (s1, e1), (s2, e2) = m.span(1), m.span(2)
+        k1, key1 = _key_kind(norm[s1:e1]), norm[s1:e1]
+        if k1 > 0 and key1 not in ROLES and _kind(norm[s2:e2], text[s2:e2], spelled) > 0:
+            out.append(Hit(s1, e2, "PERSON", SUBJECT_SCORE, "lower_subject"))
     return out
