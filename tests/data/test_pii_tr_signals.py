@@ -10,7 +10,7 @@ from pii_names import clean_text, half, step  # noqa: F401 (step: a fixture)
 
 pytestmark = pytest.mark.timeout(300)
 
-WORDS = ("Kalem", "Samsun", "Kulak", "Pervane", "Ataman", "Bekir", "Turgay", "Tatliye", "Tarçın", "Ardıç", "Taziye", "Kalemya", "Atamanov", "Kirazı", "Menekşen")
+WORDS = ("Bedriye", "Kalem", "Samsun", "Kulak", "Pervane", "Ataman", "Bekir", "Turgay", "Tatliye", "Tarçın", "Ardıç", "Taziye", "Kalemya", "Atamanov", "Kirazı", "Menekşen")
 
 
 def test_the_name_words_are_not_in_the_evaluation_half():
@@ -104,6 +104,13 @@ def test_an_everyday_first_name_before_a_found_surname_as_the_subject_goes(step)
 def test_a_time_word_before_a_found_surname_stays(step):
     out = clean_text(step, "Görüşme notu: dün tuvelik tekrar aradı. Tuvelik Bey iadeyi kabul etmedi.")
     assert left("dün", out) and not left("tuvelik", out), out
+
+
+def test_a_female_form_of_a_listed_name_beside_a_found_surname_goes(step):
+    # "Bedriye" is "Bedri" + "ye" (a dative to the inflection test), the surname found by its title
+    text = "Ürün servise gönderildi. BEDRİYE KALEM İADE KODUNUN ÇALIŞMADIĞINI SÖYLÜYOR. Kalem Bey iadeyi kabul etmedi."
+    out = clean_text(step, text)
+    assert not left("BEDRİYE", out) and not left("KALEM", out), out
 
 
 def test_an_inflected_common_word_beside_a_lower_case_name_stays(step):

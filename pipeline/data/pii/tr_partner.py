@@ -50,7 +50,13 @@ def partner_word(word: str) -> bool:
         from pipeline.data.pii.name_signals import EVERYDAY_ZIPF
 
         _EVERYDAY.append(common_words("tr", EVERYDAY_ZIPF) | common_words("en", EVERYDAY_ZIPF))
-    return key not in _EVERYDAY[0] and not inflected_common(key)
+    return key not in _EVERYDAY[0] and (not inflected_common(key) or _female_form(key))
+
+
+def _female_form(key: str) -> bool:
+    """A listed first name and -e / -ye, a Turkish female name made of a male one ("Bedri": "Bedriye", "Selim":
+    "Selime"), which reads as the name in the dative to the inflection test."""
+    return (key.endswith("ye") and key[:-2] in LATIN_FIRST) or (key.endswith("e") and key[:-1] in LATIN_FIRST)
 
 
 def first_name_before(text: str, s: int, floor: int) -> int:
