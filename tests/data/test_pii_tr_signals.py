@@ -195,6 +195,24 @@ def test_a_firm_or_a_role_before_a_name_cue_stays(step, text):
     assert clean_text(step, text) == text
 
 
+@pytest.mark.parametrize("text, words", [
+    ("Görüşme notu: kuryenin getirdiği paketi nurelif karvez teslim almış. Öncelik: yüksek.", ("nurelif", "karvez")),
+    ("Görüşme notu: KURYENİN GETİRDİĞİ PAKETİ NURELİF KARVEZ TESLİM ALMIŞ. Öncelik: yüksek.", ("NURELİF", "KARVEZ")),
+])
+def test_a_pair_between_an_object_and_a_persons_verb_is_a_name(step, text, words):
+    out = clean_text(step, text)
+    assert [w for w in words if left(w, out)] == [], out
+
+
+@pytest.mark.parametrize("text", [
+    "Kargo gecikti. siparişi yeni kurye teslim almış.",
+    "Kargo gecikti. paketi kapıdaki görevli teslim almış.",
+    "Kargo gecikti. faturayı muhasebe birimi tekrar istedi.",
+])
+def test_ordinary_words_between_an_object_and_a_verb_stay(step, text):
+    assert clean_text(step, text) == text
+
+
 # ---------------------------------------------------------------------------------------------- vocative, sign-off
 @pytest.mark.parametrize("text, name", [
     ("Kontrol ettim. Peki Nizami, bakıyorum.", "Nizami"),  # "nizam" + "i" to the inflection test

@@ -40,6 +40,10 @@ _KIND: dict[tuple[str, bool], int] = {}  # (word as written, spelled) -> _kind
 # one-letter case and possessive endings (folded: ı is i): accusative, dative, "your" after a vowel
 _CASE_ENDINGS = frozenset("aeiuün")
 _COMMON: list = []
+# an object before the subject: a word ending in an accusative (folded: ı is i; "paketi", "kargoyu") and a pair
+# (in a look-ahead: the matches overlap, "getirdiği paketi X Y")
+_OBJECT_PAIR = re.compile(rf"(?<![\w'’.-])(?=([{LATIN_LOWER}]{{3,}}(?:[iuü]|y[iuü]))[ \u00a0]+([{LATIN_LOWER}]{{3,}})"
+                          rf"[ \u00a0]([{LATIN_LOWER}]{{3,}})(?=[ \u00a0]))")
 # two lower-case words ending where a Turkish name cue starts ("ile konuştum", "adına", "isimli")
 _PAIR_BEFORE = re.compile(rf"(?<![\w'’.-])([{LATIN_LOWER}]{{3,}})[ \u00a0]([{LATIN_LOWER}]{{3,}})$")
 
@@ -181,5 +185,32 @@ def cued_pairs(ctx) -> list[Hit]:
         (s1, e1), (s2, e2) = m.span(1), m.span(2)
         k1, key1 = _key_kind(norm[s1:e1]), norm[s1:e1]
         if k1 > 0 and key1 not in ROLES and _kind(norm[s2:e2], text[s2:e2], spelled) > 0:
+            out.append(Hit(s1, e2, "PERSON", SUBJECT_SCORE, "lower_subject"))
+    return out
+
+
+def object_first_pairs(ctx) -> list[Hit]:
+    """PERSON hits for a pair of name-shaped words after an inflected object and before the rest of the clause
+    with a person's verb, all in lower case or all in capitals ("kuryenin getirdiği paketi X Y teslim almış",
+    "PAKETİ X Y TESLİM ALMIŞ"): Turkish puts the object first as often as the subject."""
+    text, norm = ctx.text, ctx.norm
+    out: list[Hit] = []
+    low = spelled = None  # computed at the first candidate: most texts have none
+    for m in _OBJECT_PAIR.finditer(norm):
+        (s1, e1), (s2, e2) = m.span(2), m.span(3)
+        written = text[m.start():e2]
+        if not (written.islower() or written.isupper()) or not inflected_common(m.group(1)):
+            continue
+        if low is None:
+            low, spelled = text.translate(_TR_LOWER).lower(), TURKISH_LETTERS.search(text) is not None
+            if len(low) != len(text):
+                return out  # a letter whose lower case is longer: the offsets would drift
+        clause = clause_of_subject(low, e2)
+        nxt = text[e2:e2 + 40].split(maxsplit=1)  # the clause in the pair's casing too
+        if clause is None or not person_verb(clause, True) or not nxt or nxt[0].islower() != written.islower():
+            continue
+        c1 = _case_kind(_kind(norm[s1:e1], low[s1:e1], spelled), norm[s1:e1])
+        c2 = _case_kind(_kind(norm[s2:e2], low[s2:e2], spelled), norm[s2:e2])
+        if c1 > 0 and c2 > 0:
             out.append(Hit(s1, e2, "PERSON", SUBJECT_SCORE, "lower_subject"))
     return out
