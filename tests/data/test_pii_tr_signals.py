@@ -10,7 +10,7 @@ from pii_names import clean_text, half, step  # noqa: F401 (step: a fixture)
 
 pytestmark = pytest.mark.timeout(300)
 
-WORDS = ("Kalem", "Samsun", "Kulak", "Pervane", "Ataman", "Bekir", "Turgay", "Tatliye", "Tarçın", "Ardıç", "Taziye", "Kalemya", "Atamanov", "Kirazı", "Menekşen")
+WORDS = ("Bedriye", "Kalem", "Samsun", "Kulak", "Pervane", "Ataman", "Bekir", "Turgay", "Tatliye", "Tarçın", "Ardıç", "Taziye", "Kalemya", "Atamanov", "Kirazı", "Menekşen")
 
 
 def test_the_name_words_are_not_in_the_evaluation_half():
@@ -94,6 +94,25 @@ def test_the_other_word_of_a_name_found_in_part_goes_in_the_same_casing(step, te
     assert not left(gone, out) and left(kept, out), out
 
 
+def test_an_everyday_first_name_before_a_found_surname_as_the_subject_goes(step):
+    text = ("Şikayet kaydı kapatıldı. yaprak qarvezlik bugün mağazaya gelip eski cihazı teslim etti. "
+            "Qarvezlik Bey'e bilgi verdim.")  # the surname found by its title, the first name an everyday word
+    out = clean_text(step, text)
+    assert not left("yaprak", out) and not left("qarvezlik", out), out
+
+
+def test_a_time_word_before_a_found_surname_stays(step):
+    out = clean_text(step, "Görüşme notu: dün tuvelik tekrar aradı. Tuvelik Bey iadeyi kabul etmedi.")
+    assert left("dün", out) and not left("tuvelik", out), out
+
+
+def test_a_female_form_of_a_listed_name_beside_a_found_surname_goes(step):
+    # "Bedriye" is "Bedri" + "ye" (a dative to the inflection test), the surname found by its title
+    text = "Ürün servise gönderildi. BEDRİYE KALEM İADE KODUNUN ÇALIŞMADIĞINI SÖYLÜYOR. Kalem Bey iadeyi kabul etmedi."
+    out = clean_text(step, text)
+    assert not left("BEDRİYE", out) and not left("KALEM", out), out
+
+
 def test_an_inflected_common_word_beside_a_lower_case_name_stays(step):
     out = clean_text(step, "Ürün servise gönderildi. müşterimiz tüfekçi bugün tekrar yazdı. Tüfekçi Bey "
                            "faturanın kopyasını istedi.")
@@ -145,6 +164,55 @@ def test_lower_case_product_words_and_plain_sentences_stay(step, text):
     assert clean_text(step, text) == text
 
 
+@pytest.mark.parametrize("text, words", [
+    ("Ürün servise gönderildi. yaprak qarvezliyev aboneliğini iptal etmek istiyor ama cayma bedeli soruyor.",
+     ("yaprak", "qarvezliyev")),  # an everyday word as the first name: the surname's ending says name
+    ("Kargo firması adresimi bulamamış. ankara tuvelioğlu iade kodunun çalışmadığını söylüyor.",
+     ("ankara", "tuvelioğlu")),  # a place as the first name (invented surnames: in no list)
+])
+def test_a_place_or_everyday_word_before_a_surname_ending_is_a_name(step, text, words):
+    out = clean_text(step, text)
+    assert [w for w in words if left(w, out)] == [], out
+
+
+def test_a_role_word_before_a_surname_ending_stays(step):
+    out = clean_text(step, "Kargo gecikti. müşteri qarvezliyev aboneliğini iptal etmek istiyor.")
+    assert left("müşteri", out) and not left("qarvezliyev", out), out
+
+
+def test_a_lower_case_pair_before_a_name_cue_is_a_name(step):
+    # "menekşen" reads as "menekşe" + "n", "tarçın" is a word: the cue after them says name
+    out = clean_text(step, "Modem ışığı kırmızı yanıp sönüyor. az önce menekşen tarçın ile görüştüm.")
+    assert not left("menekşen", out) and not left("tarçın", out), out
+
+
+@pytest.mark.parametrize("text", [
+    "Modem ışığı kırmızı yanıp sönüyor. az önce kargo firması ile konuştum, yarın şubeye uğrayacak.",
+    "Modem ışığı kırmızı yanıp sönüyor. az önce müşteri temsilcisi ile görüştüm.",
+    "Modem ışığı kırmızı yanıp sönüyor. az önce şube müdürü ile görüştüm.",
+])
+def test_a_firm_or_a_role_before_a_name_cue_stays(step, text):
+    assert clean_text(step, text) == text
+
+
+@pytest.mark.parametrize("text, words", [
+    ("Görüşme notu: kuryenin getirdiği paketi nurelif karvez teslim almış. Öncelik: yüksek.", ("nurelif", "karvez")),
+    ("Görüşme notu: KURYENİN GETİRDİĞİ PAKETİ NURELİF KARVEZ TESLİM ALMIŞ. Öncelik: yüksek.", ("NURELİF", "KARVEZ")),
+])
+def test_a_pair_between_an_object_and_a_persons_verb_is_a_name(step, text, words):
+    out = clean_text(step, text)
+    assert [w for w in words if left(w, out)] == [], out
+
+
+@pytest.mark.parametrize("text", [
+    "Kargo gecikti. siparişi yeni kurye teslim almış.",
+    "Kargo gecikti. paketi kapıdaki görevli teslim almış.",
+    "Kargo gecikti. faturayı muhasebe birimi tekrar istedi.",
+])
+def test_ordinary_words_between_an_object_and_a_verb_stay(step, text):
+    assert clean_text(step, text) == text
+
+
 # ---------------------------------------------------------------------------------------------- vocative, sign-off
 @pytest.mark.parametrize("text, name", [
     ("Kontrol ettim. Peki Nizami, bakıyorum.", "Nizami"),  # "nizam" + "i" to the inflection test
@@ -154,6 +222,24 @@ def test_lower_case_product_words_and_plain_sentences_stay(step, text):
 def test_a_name_addressed_after_a_reply_word_or_under_a_sign_off_goes(step, text, name):
     out = clean_text(step, text)
     assert not left(name, out), out
+
+
+@pytest.mark.parametrize("text, words", [
+    ("Yarın evde olmayacağım.\nSaygılarımla,\nNurelif Has", ("Nurelif", "Has")),  # an English stop word as surname
+    ("Kargo gecikti.\nİyi çalışmalar,\nEflinaz Boz", ("Eflinaz", "Boz")),  # an everyday word as surname
+])
+def test_the_whole_line_under_a_turkish_sign_off_is_the_name(step, text, words):
+    out = clean_text(step, text)
+    assert [w for w in words if left(w, out)] == [], out
+
+
+@pytest.mark.parametrize("text", [
+    "Siparişiniz kargoya verildi.\nSaygılarımla,\nTürk Telekom",
+    "Siparişiniz kargoya verildi.\nİyi çalışmalar,\nDestek Ekibi",
+    "Siparişiniz kargoya verildi.\nSaygılarımla,\nMüşteri Hizmetleri",
+])
+def test_a_team_or_firm_line_under_a_sign_off_stays(step, text):
+    assert clean_text(step, text) == text
 
 
 def test_forms_of_address_after_a_reply_word_stay(step):

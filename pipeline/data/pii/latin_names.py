@@ -68,7 +68,8 @@ from pipeline.data.pii.names import (
 from pipeline.data.pii.neighbours import mid_frequency_name_word
 from pipeline.data.pii.text import Hit, TextContext, WordStart, fold
 from pipeline.data.pii.tr_label import labelled_names
-from pipeline.data.pii.tr_lower_subject import shouted_name_word, subject_pairs
+from pipeline.data.pii.tr_lower_subject import cued_pairs, object_first_pairs, shouted_name_word, subject_pairs
+from pipeline.data.pii.tr_signature import signature_names
 from pipeline.data.pii.tr_suffix import suffixed_names
 from pipeline.data.pii.tr_things import thing_labelled, thing_subject
 from pipeline.data.pii.tr_titles import titled_names
@@ -198,6 +199,9 @@ class LatinNameRecognizer(PersonRecognizer):
         out += vocative_names(ctx, self._no_name_word)
         if self.supported_language == "tr":
             out += subject_pairs(ctx)  # overlapping hits merge into one span (engine.resolve)
+            out += cued_pairs(ctx)
+            out += object_first_pairs(ctx)
+            out += signature_names(ctx, self._no_name_word)
         turkish = self.supported_language == "tr"
         if turkish and out:  # "Ürün adı: Kırmızı Kalem", "Xiaomi Redmi şarj olmuyor": things
             out = [h for h in out if not _a_thing(ctx, h)]

@@ -14,8 +14,9 @@ from __future__ import annotations
 import re
 
 from pipeline.data.pii.later import inflected_common
+from pipeline.data.pii.name_context import CUES_AFTER, ROLES
 from pipeline.data.pii.name_signals import EVERYDAY_ZIPF, common_words
-from pipeline.data.pii.names import LATIN_FIRST, LATIN_LAST, LATIN_LOWER, LATIN_UPPER, STOP
+from pipeline.data.pii.names import LATIN_FIRST, LATIN_LAST, LATIN_LOWER, LATIN_UPPER, STOP, SURNAME_ENDINGS
 from pipeline.data.pii.not_person import PLACES
 from pipeline.data.pii.text import Hit, fold
 from pipeline.data.pii.tr_later import clause_of_subject
@@ -26,7 +27,7 @@ SUBJECT_SCORE = 0.6  # as a lower-case pair of lower_pairs.py: above the default
 _SENTENCE_START = re.compile(r"(?:^|[.!?:\n])[ \t\u00a0]*")
 _WORD = re.compile(rf"[{LATIN_UPPER}]?[{LATIN_LOWER}]+(?=[ \u00a0,.!?\n]|$)")
 # verb forms and converbs in folded spelling: -dı, -mış, -yor, -acak, -ıp, -arak, -ince, -meli, -mek
-_VERB_SHAPE = re.compile(r"(?:[dt][iuü][mnk]?|m[iuü]ş|yor|[ae]c[ae]k|[iuü]p|[ae]r[ae]k|[iuü]nc[ae]|m[ae]l[iı]|m[ae]k)$")
+VERB_SHAPE = re.compile(r"(?:[dt][iuü][mnk]?|m[iuü]ş|yor|[ae]c[ae]k|[iuü]p|[ae]r[ae]k|[iuü]nc[ae]|m[ae]l[iı]|m[ae]k)$")
 _NOT_NAME = STOP | frozenset("bir bu şu o ve ile için gibi ama çok daha en ben sen biz siz onlar".split())
 # product and brand words typed in lower case are English-like ("xiaomi", "macbook" >= 3; "powerbank" has a w, no
 # Turkish or Azerbaijani name does); a Turkish name is rare in English unless listed ("ramazan" 2.1, "altan" 1.9)
@@ -39,6 +40,12 @@ _KIND: dict[tuple[str, bool], int] = {}  # (word as written, spelled) -> _kind
 # one-letter case and possessive endings (folded: ı is i): accusative, dative, "your" after a vowel
 _CASE_ENDINGS = frozenset("aeiuün")
 _COMMON: list = []
+# an object before the subject: a word ending in an accusative (folded: ı is i; "paketi", "kargoyu") and a pair
+# (in a look-ahead: the matches overlap, "getirdiği paketi X Y")
+_OBJECT_PAIR = re.compile(rf"(?<![\w'’.-])(?=([{LATIN_LOWER}]{{3,}}(?:[iuü]|y[iuü]))[ \u00a0]+([{LATIN_LOWER}]{{3,}})"
+                          rf"[ \u00a0]([{LATIN_LOWER}]{{3,}})(?=[ \u00a0]))")
+# two lower-case words ending where a Turkish name cue starts ("ile konuştum", "adına", "isimli")
+_PAIR_BEFORE = re.compile(rf"(?<![\w'’.-])([{LATIN_LOWER}]{{3,}})[ \u00a0]([{LATIN_LOWER}]{{3,}})$")
 
 
 def _en_zipf(key: str) -> float:
@@ -75,7 +82,7 @@ def introduced_name_word(word: str) -> bool:
     word or an English-like one may ("Bar", "Kalem")."""
     low = word.translate(_TR_LOWER).lower()
     key = fold(low)
-    return len(key) >= 2 and key not in _NOT_NAME and not _VERB_SHAPE.search(key) \
+    return len(key) >= 2 and key not in _NOT_NAME and not VERB_SHAPE.search(key) \
         and not inflected_in_spelling(low, True)
 
 
@@ -94,7 +101,7 @@ def _key_kind(key: str) -> int:
             _COMMON.append(common_words("tr", EVERYDAY_ZIPF) | common_words("en", EVERYDAY_ZIPF))
         listed = key in LATIN_FIRST or key in LATIN_LAST
         if len(key) < 3 or key in _NOT_NAME or key in PLACES or "w" in key \
-                or (not listed and _en_zipf(key) >= _EN_ZIPF) or _VERB_SHAPE.search(key):
+                or (not listed and _en_zipf(key) >= _EN_ZIPF) or VERB_SHAPE.search(key):
             k = 0
         elif key in _COMMON[1] and not listed:
             k = -1
@@ -103,6 +110,16 @@ def _key_kind(key: str) -> int:
         if len(_CACHE) < 1 << 16:
             _CACHE[key] = k
     return k
+
+
+def _first_before_surname(key1: str, key2: str, k2: int) -> bool:
+    """A first name that is a place or an everyday word ("alı", "azerbaycan", "oktay") before a surname by its
+    ending (-ov, -yev, -oğlu, -zade) that is rare as a word: the ending says the pair is a name, as it does for
+    a capitalized pair (name_surname_endings). Not a stop, role, verb-shaped or inflected common word ("müşteri
+    aliyev" keeps the role word)."""
+    return k2 == 2 and len(key2) >= 6 and key2.endswith(SURNAME_ENDINGS) and len(key1) >= 3 \
+        and key1 not in _NOT_NAME and key1 not in ROLES and VERB_SHAPE.search(key1) is None \
+        and not inflected_common(key1)
 
 
 def _owns_next(text: str, norm: str, end: int) -> bool:
@@ -133,6 +150,9 @@ def subject_pairs(ctx) -> list[Hit]:
             title = text[s2].isupper()
             if title != text[s1].isupper() and not (i == 0 and title):
                 k1 = 0  # one casing for both words; the first may be capitalized as the sentence's first
+            if k1 <= 0 and (title == text[s1].isupper() or i == 0) \
+                    and _first_before_surname(norm[s1:e1], norm[s2:e2], k2):
+                k1 = 1
             c1 = k1 or _case_kind(k1, norm[s1:e1])
             c2 = k2 or _case_kind(k2, norm[s2:e2])
             if c1 > 0 and (c2 > 0 or (title and c2 < 0)) and not _owns_next(text, norm, e2):
@@ -146,4 +166,51 @@ def subject_pairs(ctx) -> list[Hit]:
                     break
             if norm[s1:e1] not in _COMMON[0]:
                 break  # a rare word before the pair: not a sentence of common words and a name
+    return out
+
+
+def cued_pairs(ctx) -> list[Hit]:
+    """PERSON hits for two lower-case words right before a name cue ("az önce halime kaynar ile konuştum"):
+    the word before the cue a name-shaped word (_kind), the one before it too, read without the inflection test
+    ("halime" is no "halim" + dative before a name and its cue), and no role word ("müşteri temsilcisi ile")."""
+    text, norm = ctx.text, ctx.norm
+    if " ile " not in norm and "ad" not in norm and "isim" not in norm:
+        return []
+    spelled = TURKISH_LETTERS.search(text) is not None
+    out = []
+    for cue in CUES_AFTER.finditer(norm):
+        m = _PAIR_BEFORE.search(text, max(0, cue.start() - 60), cue.start())
+        if m is None:
+            continue
+        (s1, e1), (s2, e2) = m.span(1), m.span(2)
+        k1, key1 = _key_kind(norm[s1:e1]), norm[s1:e1]
+        if k1 > 0 and key1 not in ROLES and _kind(norm[s2:e2], text[s2:e2], spelled) > 0:
+            out.append(Hit(s1, e2, "PERSON", SUBJECT_SCORE, "lower_subject"))
+    return out
+
+
+def object_first_pairs(ctx) -> list[Hit]:
+    """PERSON hits for a pair of name-shaped words after an inflected object and before the rest of the clause
+    with a person's verb, all in lower case or all in capitals ("kuryenin getirdiği paketi X Y teslim almış",
+    "PAKETİ X Y TESLİM ALMIŞ"): Turkish puts the object first as often as the subject."""
+    text, norm = ctx.text, ctx.norm
+    out: list[Hit] = []
+    low = spelled = None  # computed at the first candidate: most texts have none
+    for m in _OBJECT_PAIR.finditer(norm):
+        (s1, e1), (s2, e2) = m.span(2), m.span(3)
+        written = text[m.start():e2]
+        if not (written.islower() or written.isupper()) or not inflected_common(m.group(1)):
+            continue
+        if low is None:
+            low, spelled = text.translate(_TR_LOWER).lower(), TURKISH_LETTERS.search(text) is not None
+            if len(low) != len(text):
+                return out  # a letter whose lower case is longer: the offsets would drift
+        clause = clause_of_subject(low, e2)
+        nxt = text[e2:e2 + 40].split(maxsplit=1)  # the clause in the pair's casing too
+        if clause is None or not person_verb(clause, True) or not nxt or nxt[0].islower() != written.islower():
+            continue
+        c1 = _case_kind(_kind(norm[s1:e1], low[s1:e1], spelled), norm[s1:e1])
+        c2 = _case_kind(_kind(norm[s2:e2], low[s2:e2], spelled), norm[s2:e2])
+        if c1 > 0 and c2 > 0:
+            out.append(Hit(s1, e2, "PERSON", SUBJECT_SCORE, "lower_subject"))
     return out

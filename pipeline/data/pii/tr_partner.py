@@ -13,11 +13,13 @@ from __future__ import annotations
 import re
 
 from pipeline.data.pii.later import inflected_common
-from pipeline.data.pii.name_context import TITLES, TITLES_AFTER
+from pipeline.data.pii.name_context import ROLES, TITLES, TITLES_AFTER
 from pipeline.data.pii.name_signals import common_words
 from pipeline.data.pii.names import LATIN_FIRST, LATIN_LAST, LATIN_LOWER, LATIN_UPPER, NEVER, OFFICES, STOP
 from pipeline.data.pii.not_person import PLACES, THING_NOUNS
 from pipeline.data.pii.text import fold
+from pipeline.data.pii.tr_later import subject_of_clause
+from pipeline.data.pii.tr_lower_subject import VERB_SHAPE
 from pipeline.data.pii.tr_spelling import TURKISH_LETTERS, inflected_in_spelling
 from pipeline.data.pii.tr_vocative import REPLY_WORDS
 
@@ -29,6 +31,10 @@ _TITLE_BEFORE = re.compile(rf"(?<![\w'’.-])([{LATIN_UPPER}][{LATIN_LOWER}]{{2,
 _REPLY = frozenset(fold(w) for w in REPLY_WORDS)
 _NOT_NAME = STOP | NEVER | TITLES | TITLES_AFTER | OFFICES | THING_NOUNS
 _EVERYDAY: list = []  # Turkish and English words of Zipf >= 4.3, folded, built on first use
+# time words and adverbs that open a clause before its subject (folded)
+_CLAUSE_OPENERS = frozenset(fold(w) for w in (
+    "dün bugün yarın sabah akşam öğlen öğle gece şimdi tekrar yine gene hala hâlâ zaten ayrıca sonra önce biraz "
+    "hemen artık lütfen ancak fakat çünkü galiba herhalde belki maalesef sanırım aslında").split())
 
 
 def partner_word(word: str) -> bool:
@@ -44,7 +50,13 @@ def partner_word(word: str) -> bool:
         from pipeline.data.pii.name_signals import EVERYDAY_ZIPF
 
         _EVERYDAY.append(common_words("tr", EVERYDAY_ZIPF) | common_words("en", EVERYDAY_ZIPF))
-    return key not in _EVERYDAY[0] and not inflected_common(key)
+    return key not in _EVERYDAY[0] and (not inflected_common(key) or _female_form(key))
+
+
+def _female_form(key: str) -> bool:
+    """A listed first name and -e / -ye, a Turkish female name made of a male one ("Bedri": "Bedriye", "Selim":
+    "Selime"), which reads as the name in the dative to the inflection test."""
+    return (key.endswith("ye") and key[:-2] in LATIN_FIRST) or (key.endswith("e") and key[:-1] in LATIN_FIRST)
 
 
 def first_name_before(text: str, s: int, floor: int) -> int:
@@ -70,6 +82,18 @@ def _frequent_first_name(word: str) -> bool:
     return key not in _EVERYDAY[0] and not inflected_in_spelling(word)
 
 
+def _everyday_first_name(text: str, word: str, e: int) -> bool:
+    """A lower-case everyday word before a lower-case surname found alone, the pair the subject of a Turkish
+    clause ("oktay <macit> bugün mağazaya gelip cihazı teslim etti", "bu hattı ümit <celik> kullanıyor"): many
+    Turkish first names are everyday words ("ümit" hope, 4.7). Not a time word or adverb that opens a clause
+    ("dün <celik> aradı"), a stop, role, verb-shaped or inflected word, or an English-like word ("modem", "mobil":
+    things are named in English words; Zipf >= 3.5 in English)."""
+    key = fold(word)
+    return key not in _CLAUSE_OPENERS and key not in common_words("en") and key not in _NOT_NAME and key not in ROLES and key not in PLACES \
+        and len(key) >= 4 and VERB_SHAPE.search(key) is None and not inflected_common(key) \
+        and not inflected_in_spelling(word) and TURKISH_LETTERS.search(text) is not None and subject_of_clause(text, e)
+
+
 def grow_by_partner(text: str, s: int, e: int, floor: int, limit: int) -> tuple[int, int]:
     """s..e, a one-word PERSON span all in capitals or all in lower case, grown by the word beside it in the same
     casing, before it or else after it, never past floor..limit."""
@@ -83,7 +107,7 @@ def grow_by_partner(text: str, s: int, e: int, floor: int, limit: int) -> tuple[
     else:
         return s, e
     m = before.search(text, max(floor, s - 40), s)
-    if m is not None and partner_word(m.group(1)):
+    if m is not None and (partner_word(m.group(1)) or (span.islower() and _everyday_first_name(text, m.group(1), e))):
         return m.start(1), e
     m = after.match(text, e, limit)
     if m is not None and partner_word(m.group(1)):
