@@ -374,3 +374,20 @@ def test_the_words_after_a_greeting_and_ben_are_the_writers_name(step, text, wor
 @pytest.mark.parametrize("text", ["Merhaba, ben yine yazıyorum.", "Merhaba, ben hala bekliyorum."])
 def test_a_greeting_and_ben_before_a_verb_stay(step, text):
     assert clean_text(step, text) == text
+
+
+# ---------------------------------------------------------------------------- a word the record calls Bey / Hanım
+@pytest.mark.parametrize("text, words", [
+    # the same word elsewhere in lower case, or after a capitalized word, is the person too (mentions.NameBook.titled)
+    ("Görüşme notu: sabah kulak pervane tekrar yazdı. Kulak Bey'e dönüş yapılacak.", ("kulak", "pervane")),
+    ("Kuryenin getirdiği paketi Ardıç Samsun teslim almış. Samsun Bey iadeyi kabul etmedi.", ("Ardıç", "Samsun")),
+])
+def test_a_word_before_bey_goes_everywhere_in_the_record(step, text, words):
+    out = clean_text(step, text)
+    assert [w for w in words if left(w, out)] == [] and left("Bey", out), out
+
+
+def test_an_everyday_word_not_called_bey_stays_beside_another_persons_bey(step):
+    text = "Kargo Samsun şubesinde bekliyor, kalem kutusu da orada. Bekir Bey aradı."
+    out = clean_text(step, text)
+    assert left("Samsun", out) and left("kalem", out) and not left("Bekir", out), out
