@@ -391,3 +391,14 @@ def test_an_everyday_word_not_called_bey_stays_beside_another_persons_bey(step):
     text = "Kargo Samsun şubesinde bekliyor, kalem kutusu da orada. Bekir Bey aradı."
     out = clean_text(step, text)
     assert left("Samsun", out) and left("kalem", out) and not left("Bekir", out), out
+
+
+def test_a_place_before_a_surname_found_alone_is_a_first_name_where_the_pair_is_a_subject(step):
+    # tr_partner.first_name_before: a city does not come to the shop
+    out = clean_text(step, "Ankara Kulak bugün mağazaya gelip eski cihazı teslim etti. Kargoyu Kulak'a teslim ettik.")
+    assert not left("Ankara", out) and not left("Kulak", out), out
+
+
+def test_a_place_before_a_surname_stays_outside_a_subject(step):
+    out = clean_text(step, "Kargoyu Kulak'a teslim ettik. Paket Ankara Kulak şubesinden.")
+    assert left("Ankara", out), out
