@@ -402,3 +402,18 @@ def test_a_place_before_a_surname_found_alone_is_a_first_name_where_the_pair_is_
 def test_a_place_before_a_surname_stays_outside_a_subject(step):
     out = clean_text(step, "Kargoyu Kulak'a teslim ettik. Paket Ankara Kulak şubesinden.")
     assert left("Ankara", out), out
+
+
+def test_a_lower_case_pair_that_uses_the_line_with_a_rare_word_is_its_owner(step):
+    # tr_label: "bu hattı X Y kullanıyor" in lower case, one word rare ("zorvela", invented), one everyday
+    out = clean_text(step, "Görüşme notu: bu hattı zorvela kulak kullanıyor. Kulak faturanın kopyasını istedi.")
+    assert not left("zorvela", out) and not left("kulak", out) and not left("Kulak", out), out
+
+
+@pytest.mark.parametrize("text", [
+    "Görüşme notu: bu hattı iki kişi kullanıyor.",
+    "Görüşme notu: bu hattı eşim ve annem kullanıyor.",
+    "Görüşme notu: bu hattı sadece internet için kullanıyor.",
+])
+def test_everyday_words_that_use_the_line_stay(step, text):
+    assert clean_text(step, text) == text
