@@ -417,3 +417,21 @@ def test_a_lower_case_pair_that_uses_the_line_with_a_rare_word_is_its_owner(step
 ])
 def test_everyday_words_that_use_the_line_stay(step, text):
     assert clean_text(step, text) == text
+
+
+@pytest.mark.parametrize("text, name", [
+    ("CRM notu: Tarçın'ın talebi onaylandı.", "Tarçın"),
+    ("CRM notu: Ardıç'ın şikayeti kaydedildi.", "Ardıç"),
+])
+def test_a_genitive_before_what_only_a_person_has_is_a_name(step, text, name):
+    # tr_suffix: a request, complaint, spouse or signature is a person's
+    out = clean_text(step, text)
+    assert not left(name, out) and ("talebi" in out or "şikayeti" in out), out
+
+
+@pytest.mark.parametrize("text", [
+    "CRM notu: Türkiye'nin talebi reddedildi.",  # an everyday word: a country has requests too
+    "CRM notu: Samsung'un ekranı kırık.",
+])
+def test_an_everyday_or_things_genitive_stays(step, text):
+    assert clean_text(step, text) == text
