@@ -435,3 +435,14 @@ def test_a_genitive_before_what_only_a_person_has_is_a_name(step, text, name):
 ])
 def test_an_everyday_or_things_genitive_stays(step, text):
     assert clean_text(step, text) == text
+
+
+def test_a_capitalized_subject_pair_may_end_in_an_english_word(step):
+    # tr_lower_subject: "Tas" is frequent in English, a surname here before a person's verb
+    out = clean_text(step, "Öncelik: yüksek. Ardıç Tas aboneliğini iptal etmek istiyor.")
+    assert not left("Ardıç", out) and not left("Tas", out), out
+
+
+def test_a_brand_of_two_english_words_stays_as_a_subject(step):
+    text = "Öncelik: yüksek. Tommy Hilfiger aboneliğini iptal etmek istiyor."
+    assert clean_text(step, text) == text
