@@ -374,3 +374,75 @@ def test_the_words_after_a_greeting_and_ben_are_the_writers_name(step, text, wor
 @pytest.mark.parametrize("text", ["Merhaba, ben yine yazıyorum.", "Merhaba, ben hala bekliyorum."])
 def test_a_greeting_and_ben_before_a_verb_stay(step, text):
     assert clean_text(step, text) == text
+
+
+# ---------------------------------------------------------------------------- a word the record calls Bey / Hanım
+@pytest.mark.parametrize("text, words", [
+    # the same word elsewhere in lower case, or after a capitalized word, is the person too (mentions.NameBook.titled)
+    ("Görüşme notu: sabah kulak pervane tekrar yazdı. Kulak Bey'e dönüş yapılacak.", ("kulak", "pervane")),
+    ("Kuryenin getirdiği paketi Ardıç Samsun teslim almış. Samsun Bey iadeyi kabul etmedi.", ("Ardıç", "Samsun")),
+])
+def test_a_word_before_bey_goes_everywhere_in_the_record(step, text, words):
+    out = clean_text(step, text)
+    assert [w for w in words if left(w, out)] == [] and left("Bey", out), out
+
+
+def test_an_everyday_word_not_called_bey_stays_beside_another_persons_bey(step):
+    text = "Kargo Samsun şubesinde bekliyor, kalem kutusu da orada. Bekir Bey aradı."
+    out = clean_text(step, text)
+    assert left("Samsun", out) and left("kalem", out) and not left("Bekir", out), out
+
+
+def test_a_place_before_a_surname_found_alone_is_a_first_name_where_the_pair_is_a_subject(step):
+    # tr_partner.first_name_before: a city does not come to the shop
+    out = clean_text(step, "Ankara Kulak bugün mağazaya gelip eski cihazı teslim etti. Kargoyu Kulak'a teslim ettik.")
+    assert not left("Ankara", out) and not left("Kulak", out), out
+
+
+def test_a_place_before_a_surname_stays_outside_a_subject(step):
+    out = clean_text(step, "Kargoyu Kulak'a teslim ettik. Paket Ankara Kulak şubesinden.")
+    assert left("Ankara", out), out
+
+
+def test_a_lower_case_pair_that_uses_the_line_with_a_rare_word_is_its_owner(step):
+    # tr_label: "bu hattı X Y kullanıyor" in lower case, one word rare ("zorvela", invented), one everyday
+    out = clean_text(step, "Görüşme notu: bu hattı zorvela kulak kullanıyor. Kulak faturanın kopyasını istedi.")
+    assert not left("zorvela", out) and not left("kulak", out) and not left("Kulak", out), out
+
+
+@pytest.mark.parametrize("text", [
+    "Görüşme notu: bu hattı iki kişi kullanıyor.",
+    "Görüşme notu: bu hattı eşim ve annem kullanıyor.",
+    "Görüşme notu: bu hattı sadece internet için kullanıyor.",
+])
+def test_everyday_words_that_use_the_line_stay(step, text):
+    assert clean_text(step, text) == text
+
+
+@pytest.mark.parametrize("text, name", [
+    ("CRM notu: Tarçın'ın talebi onaylandı.", "Tarçın"),
+    ("CRM notu: Ardıç'ın şikayeti kaydedildi.", "Ardıç"),
+])
+def test_a_genitive_before_what_only_a_person_has_is_a_name(step, text, name):
+    # tr_suffix: a request, complaint, spouse or signature is a person's
+    out = clean_text(step, text)
+    assert not left(name, out) and ("talebi" in out or "şikayeti" in out), out
+
+
+@pytest.mark.parametrize("text", [
+    "CRM notu: Türkiye'nin talebi reddedildi.",  # an everyday word: a country has requests too
+    "CRM notu: Samsung'un ekranı kırık.",
+])
+def test_an_everyday_or_things_genitive_stays(step, text):
+    assert clean_text(step, text) == text
+
+
+def test_a_capitalized_subject_pair_may_end_in_an_english_word(step):
+    # tr_lower_subject: "Tas" is frequent in English, a surname here before a person's verb
+    out = clean_text(step, "Öncelik: yüksek. Ardıç Tas aboneliğini iptal etmek istiyor.")
+    assert not left("Ardıç", out) and not left("Tas", out), out
+
+
+def test_a_brand_of_two_english_words_stays_as_a_subject(step):
+    text = "Öncelik: yüksek. Tommy Hilfiger aboneliğini iptal etmek istiyor."
+    assert clean_text(step, text) == text

@@ -201,13 +201,14 @@ def name_words(value: str) -> tuple[str, ...]:
 class NameBook:
     """The persons detected in one record and where each mention's pseudonym comes from."""
 
-    __slots__ = ("persons", "surfaces", "order", "surnames", "_searchable")
+    __slots__ = ("persons", "surfaces", "order", "surnames", "titled", "_searchable")
 
     def __init__(self):
         self.persons: list[frozenset] = []  # per person, its words folded (ı/İ/I -> i, lower case)
         self.order: dict[frozenset, str] = {}  # the person's words in the order first written
         self.surfaces: dict[str, set] = {}  # a folded word -> the forms it was written in
         self.surnames: set[str] = set()  # folded last words of names of two words or more
+        self.titled: set[str] = set()  # folded words written right before Bey/Hanım: a person's name for sure
         self._searchable: tuple[str, ...] | None = None  # searchable(), until the next add()
 
     def add(self, value: str, after: str = "", initial: bool = False) -> None:
@@ -237,6 +238,8 @@ class NameBook:
             self.surfaces.setdefault(fold(w), set()).update(capitalized_forms(w))
         if len(written) >= 2:
             self.surnames.add(fold(written[-1]))
+        if _TITLE_AFTER.match(after):
+            self.titled.update(words)
         self._searchable = None
 
     def __bool__(self) -> bool:
@@ -362,6 +365,11 @@ def find_mentions(text: str, book: NameBook, kept: list[Hit]) -> list[Hit]:
         if any(a < e and s < b for a, b in spans):
             continue
         key = fold(text[s:e])
+        if key in book.titled:
+            # "Mobil Bey", "Samsun Bey": the record calls a person so, so "mobil" or "Ramaza Samsun" is that
+            # person too, in any case and beside any word
+            out.append(Hit(s, e, "PERSON", 0.8, "record"))
+            continue
         initial = sentence_initial(text, s)
         if initial and key in _AMBIGUOUS and not _TITLE_OR_SUFFIX.match(text, e) \
                 and not surname_opens_sentence(text, e, key in book.surnames) and not subject_of_clause(text, e):
@@ -380,8 +388,10 @@ def find_mentions(text: str, book: NameBook, kept: list[Hit]) -> list[Hit]:
     return out
 
 
-_TITLE_OR_SUFFIX = re.compile(r"['’]\w|[ \u00a0](?:" + "|".join(sorted(map(re.escape, (
-    w for w in CONTEXT_WORDS["name_titles_after"])), key=len, reverse=True)) + r")(?!\w)", re.I)
+_TITLE_AFTER_RE = r"[ \u00a0](?:" + "|".join(sorted(map(re.escape, (
+    w for w in CONTEXT_WORDS["name_titles_after"])), key=len, reverse=True)) + r")(?!\w)"
+_TITLE_AFTER = re.compile(_TITLE_AFTER_RE, re.I)
+_TITLE_OR_SUFFIX = re.compile(r"['’]\w|" + _TITLE_AFTER_RE, re.I)
 
 
 _ARTICLE_BEFORE = re.compile(r"(?<![\w'’-])(?i:the|an?)[ \u00a0]$")

@@ -306,7 +306,7 @@ class PiiStep(Step):
             for h in kept:
                 if h.entity == "PERSON":
                     # a label's value ("Alıcı: Edip Melek") opens no sentence: its first word stays a name's
-                    book.add(u.text[h.start:h.end], u.text[h.end:h.end + 2], sentence_initial(u.text, h.start)
+                    book.add(u.text[h.start:h.end], u.text[h.end:h.end + 8], sentence_initial(u.text, h.start)
                              and not u.text[:h.start].rstrip(" \t\u00a0").endswith(":"))
         for f in fields:
             if f.entity == "PERSON":
@@ -606,6 +606,6 @@ def _subjects_beside_a_name(plans: list, book: NameBook, finder) -> None:
         taken = [(k.start, k.end) for k in kept] + code
         new = [h for h in finder(u.text) if not any(h.start < e and s < h.end for s, e in taken)]
         for h in new:
-            book.add(u.text[h.start:h.end], u.text[h.end:h.end + 2], True)
+            book.add(u.text[h.start:h.end], u.text[h.end:h.end + 8], True)
         if new:
             p[1] = sorted(kept + new, key=lambda h: h.start)

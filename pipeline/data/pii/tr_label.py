@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import re
 
+from pipeline.data.pii.name_signals import common_words
 from pipeline.data.pii.text import Hit, fold
 from pipeline.data.pii.tr_lower_subject import introduced_name_word
 
@@ -36,6 +37,7 @@ _OWNER_VALUE = re.compile(
 _INTRO_VALUE = re.compile(
     r"(?<![\w])(?:merhaba|selam|selamlar|iyi günler|günaydin)[ \t]*[,!]?[ \t]*ben[ \t,]+"
     r"([^\W\d_]{2,}(?:[ \t][^\W\d_]{2,}){0,2})[ \t]*(?=[,.!;\n]|$)")
+_DURATION = re.compile("[dt][iu]r$")  # folded: -dır, -dir, -dur, -dür, -tır...
 _LABEL_VALUE = re.compile(
     r"(?<![\w])(?:" + "|".join(re.escape(fold(x)) for x in sorted(_LABELS, key=len, reverse=True)) + r")[ \t]*:[ \t]*"
     r"([^\W\d_]{2,}(?:[ \t][^\W\d_]{2,}){0,2})[ \t]*(?=[,.;/\n]|$)")
@@ -47,12 +49,27 @@ def labelled_names(ctx) -> list[Hit]:
         if ":" in ctx.text else []
     if "sahib" in ctx.norm or "hatti" in ctx.norm:
         out += [Hit(m.start(1), m.end(1), "PERSON", LABEL_SCORE, "label") for m in _OWNER_VALUE.finditer(ctx.norm)
-                if (_capitalized(ctx.text[m.start(1):m.end(1)]) or (m.group(2) == "olarak" and " " in m.group(1)))
+                if (_capitalized(ctx.text[m.start(1):m.end(1)]) or (m.group(2) == "olarak" and " " in m.group(1))
+                    or (m.group(2) == "kullan" and _rare_pair(ctx.text[m.start(1):m.end(1)])))
                 and not any(h.start < m.end(1) and m.start(1) < h.end for h in out)]
     if "ben " in ctx.norm or "ben," in ctx.norm:
         out += [Hit(m.start(1), m.end(1), "PERSON", LABEL_SCORE, "label") for m in _INTRO_VALUE.finditer(ctx.norm)
                 if all(introduced_name_word(w) for w in ctx.text[m.start(1):m.end(1)].split())]
     return out
+
+
+def _rare_pair(value: str) -> bool:
+    """Two words that may be a name's, one of them rare as a word: "bu hattı busenaz sayılı kullanıyor" in lower
+    case ("bu hattı iki kişi kullanıyor" stays: both are everyday words)."""
+    words = value.split()
+    return len(words) == 2 and all(introduced_name_word(w) for w in words) \
+        and any(_rare(fold(w)) for w in words)
+
+
+def _rare(key: str) -> bool:
+    """No common word of Turkish or English, nor one with a duration's "-DIr" ("süredir", "yıllardır")."""
+    tr, en = common_words("tr"), common_words("en")
+    return key not in tr and key not in en and not (_DURATION.search(key) and key[:-3] in tr)
 
 
 def _capitalized(value: str) -> bool:

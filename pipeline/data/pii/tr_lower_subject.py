@@ -112,6 +112,14 @@ def _key_kind(key: str) -> int:
     return k
 
 
+def _english_like(key: str) -> bool:
+    """A word that is no name here only for being frequent in English ("tas", "boz"): a capitalized surname
+    may be one, where a person's verb follows the pair (subject_pairs)."""
+    return len(key) >= 3 and key not in _NOT_NAME and key not in PLACES and "w" not in key \
+        and VERB_SHAPE.search(key) is None and key not in LATIN_FIRST and key not in LATIN_LAST \
+        and _en_zipf(key) >= _EN_ZIPF and key not in _COMMON[1]
+
+
 def _first_before_surname(key1: str, key2: str, k2: int) -> bool:
     """A first name that is a place or an everyday word ("alı", "azerbaycan", "oktay") before a surname by its
     ending (-ov, -yev, -oğlu, -zade) that is rare as a word: the ending says the pair is a name, as it does for
@@ -148,6 +156,9 @@ def subject_pairs(ctx) -> list[Hit]:
             (s1, e1), (s2, e2) = words[i], words[i + 1]
             k1, k2 = _kind(norm[s1:e1], text[s1:e1], spelled), _kind(norm[s2:e2], text[s2:e2], spelled)
             title = text[s2].isupper()
+            if title and k2 == 0 and _english_like(norm[s2:e2]) and _en_zipf(norm[s1:e1]) < _EN_ZIPF:
+                k2 = -1  # "Rafet Tas": a capitalized surname that is an English word, as an everyday one, after
+                # a first name no English one ("Tommy Hilfiger" is a brand)
             if title != text[s1].isupper() and not (i == 0 and title):
                 k1 = 0  # one casing for both words; the first may be capitalized as the sentence's first
             if k1 <= 0 and (title == text[s1].isupper() or i == 0) \

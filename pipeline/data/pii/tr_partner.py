@@ -64,11 +64,23 @@ def first_name_before(text: str, s: int, floor: int) -> int:
     Turkish first name the corpus holds often ("Serhat" 4.1, "Nilgün" 3.7) before a surname found alone
     ("Serhat <Kara>", the surname found by "Kara Bey" elsewhere). The word is no everyday word (Zipf < 4.3: the
     greetings and forms of address are above), no inflected common word in its own spelling, no stop, title,
-    place or firm word; the text is typed with Turkish letters (ı, ğ, ş: English has many such words, "Cheers")."""
+    place or firm word; the text is typed with Turkish letters (ı, ğ, ş: English has many such words, "Cheers").
+    A place name is a first name too where the pair is a clause's subject ("Malang <İkiz> bugün mağazaya gelip
+    cihazı teslim etti"): a city before a surname does not do a person's deed."""
     m = _TITLE_BEFORE.search(text, max(floor, s - 40), s)
-    if m is None or not _frequent_first_name(m.group(1)) or TURKISH_LETTERS.search(text) is None:
+    if m is None or TURKISH_LETTERS.search(text) is None:
         return s
-    return m.start(1)
+    place_subject = fold(m.group(1)) in PLACES and subject_of_clause(text, _word_end(text, s))
+    if _frequent_first_name(m.group(1)) or place_subject:
+        return m.start(1)
+    return s
+
+
+def _word_end(text: str, s: int) -> int:
+    e = s
+    while e < len(text) and text[e].isalpha():
+        e += 1
+    return e
 
 
 def _frequent_first_name(word: str) -> bool:

@@ -54,16 +54,21 @@ _PERSON_VERB = {
     "acc": re.compile(r"[ \u00a0]+(?:ara[dmnyşi]|bekle|bilgilendir|tani[dmy]|ikna)"),
     "dat": re.compile(r"[ \u00a0]+(?:(?:bilgi|haber|dönüş|cevap|yanit|teslim|mesaj|mail|e-posta)[ \u00a0]+\w+"
                       r"|söyle|ilet|yaz[dmi]|ulaş|sor[dmu]|hatirlat|danış|başvur|teşekkür)"),
+    # a genitive before what only a person has: a request, complaint, spouse, signature ("Boz'un talebi")
+    "gen": re.compile(r"[ \u00a0]+(?:talebi|şikayeti|itirazi|isteği|ricasi|eşi|annesi|babasi|imzasi|kimliği)"
+                      r"(?!\w)"),
 }
 
 
 def _case_of(suffix: str) -> str | None:
-    """"acc" or "dat" for an accusative or dative suffix ("'yı", "'ne"), else None."""
+    """"acc", "dat" or "gen" for an accusative, dative or genitive suffix ("'yı", "'ne", "'nin"), else None."""
     body = suffix[1:].lstrip("yn")
     if body in ("ı", "i", "u", "ü") and len(suffix) <= 3:
         return "acc"
     if body in ("a", "e") and len(suffix) <= 3:
         return "dat"
+    if body in ("ın", "in", "un", "ün") and len(suffix) <= 4:
+        return "gen"
     return None
 
 
@@ -77,6 +82,11 @@ def person_verb_after(ctx, tok) -> bool:
     """A verb that takes a person in the case of tok's suffix follows it ("Çiçek'e teslim ettik")."""
     case = _case_of(ctx.text[tok.end:tok.full_end].lower())
     return case is not None and _PERSON_VERB[case].match(ctx.norm, tok.full_end) is not None
+
+
+def _everyday_genitive(ctx, tok, rarity: Rarity) -> bool:
+    """An everyday word in the genitive: a country or an institution has requests too ("Türkiye'nin talebi")."""
+    return _case_of(ctx.text[tok.end:tok.full_end].lower()) == "gen" and rarity.everyday(tok.key)
 
 
 def _is_case_suffix(suffix: str) -> bool:
@@ -98,7 +108,7 @@ def suffixed_names(ctx, toks: list, rarity: Rarity, taken: list[Hit], not_a_name
         if len(key) < 3 or not t.word[1:].islower() or not_a_name(key):
             continue
         if not ((rarity.rare(key) and key not in ambiguous) or person_word(key)
-                or (key not in PLACES and person_verb_after(ctx, t))):
+                or (key not in PLACES and person_verb_after(ctx, t) and not _everyday_genitive(ctx, t, rarity))):
             continue
         if any(h.start < t.end and t.start < h.end and not (h.start == t.start and h.score < SUFFIX_SCORE)
                for h in taken):
