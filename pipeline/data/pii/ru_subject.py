@@ -193,18 +193,20 @@ def _pair_with_surname(first: str, second: str) -> bool:
     # a first name that is also a noun before a surname that is surely one ("РИЗА АЛТЫНБЕК ЗВОНИЛА"); not a role
     # word, a place, a firm ("Дежурный Иванов", "Москва")
     return top.tag.POS == "NOUN" and top.normal_form not in ROLES and first.lower() not in RU_STOP \
-        and not {"Geox", "Orgn", "Trad"} & top.tag.grammemes and _sure_surname(low)
+        and not {"Geox", "Orgn", "Trad"} & top.tag.grammemes and sure_surname(low)
 
 
-def _sure_surname(low: str) -> bool:
+def sure_surname(low: str) -> bool:
     return turkic_name(low) or _SURE_SURNAME.search(low) is not None or any(
         p.is_known and "Surn" in p.tag for p in analyzer().parse(low))
 
 
-_SURE_SURNAME = re.compile(r"(?:ов|ев|ёв|ин|ын)а?$|(?:енко|швили|дзе|ян|юк|чук)$")
+# "-щук" after a letter or more: "Ищук", "Полищук" (not "щук", the pike's plural)
+_SURE_SURNAME = re.compile(r"(?:ов|ев|ёв|ин|ын)а?$|(?:енко|швили|дзе|ян|юк|чук)$|\wщук$")
 
 
-_SURNAME_SHAPE = re.compile(r"(?:ов|ев|ёв|ин|ын|ск|цк)(?:а|ая|ий|ой)?$|(?:енко|юк|чук|ян|дзе|швили|ая|ий|ой|ый|ых|их)$")
+_SURNAME_SHAPE = re.compile(
+    r"(?:ов|ев|ёв|ин|ын|ск|цк)(?:а|ая|ий|ой)?$|(?:енко|юк|чук|ян|дзе|швили|ая|ий|ой|ый|ых|их)$|\wщук$")
 
 
 @lru_cache(maxsize=16384)
