@@ -22,7 +22,7 @@ from pipeline.data.pii.text import Hit
 pytestmark = pytest.mark.timeout(300)
 
 NAME_WORDS = ("Слюсарь", "Ищук", "Касымбек", "Сатбек", "Скрипник", "Жанахмет", "Зорбек", "Кутерьянь", "Ермек", "Гор",
-              "Рус", "Утепов")
+              "Рус", "Утепов", "Любовь", "Пак", "Цой")
 
 
 def test_the_name_words_are_not_in_the_evaluation_half():
@@ -47,6 +47,8 @@ def test_the_name_words_are_not_in_the_evaluation_half():
     ("АМАНТАЙ ЗАБРАЛ ПОСЫЛКУ.", ["АМАНТАЙ"]),  # a name the dictionary also holds untagged
     ("ЗВЕЗДА СКРИПНИКОВА ЗВОНИЛА ВЧЕРА.", ["ЗВЕЗДА СКРИПНИКОВА"]),  # a noun before a sure surname
     ("ГОР ИЩУК ЗВОНИЛ ВЧЕРА.", ["ГОР ИЩУК"]),  # "-щук" is a sure surname's ending
+    ("ЛЮБОВЬ ПАК ЗВОНИЛА ВЧЕРА. Любовь Цой написала.", ["ЛЮБОВЬ ПАК", "Любовь Цой"]),  # a short surname
+    ("МАМА ТОЖЕ ЗВОНИЛА. ЛЮБОВЬ ВСЁ ЗНАЕТ.", []),  # no first name; a pronoun
     ("Дежурный Ищенко ответил. Новый Скрипников звонил.", []),  # a role word; an adjective before a surname
     ("Вчера Курьер Ищук звонил. Потом Москва ответила. Сегодня клиент звонил.", []),
     ("Итог: Кутерьянь не против обмена.", ["Кутерьянь"]),  # consent, not a verb
