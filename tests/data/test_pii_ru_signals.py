@@ -8,6 +8,7 @@ import pytest
 from pii_names import clean_text, half, step  # noqa: F401 (step: a fixture)
 
 from pipeline.data.pii.ru_caps import grow_caps
+from pipeline.data.pii.ru_last_word import grow_by_last_word
 from pipeline.data.pii.ru_lower_intro import lower_intro_names
 from pipeline.data.pii.ru_morph import mention_forms
 from pipeline.data.pii.ru_names import ru_name_kind
@@ -22,7 +23,8 @@ from pipeline.data.pii.text import Hit
 pytestmark = pytest.mark.timeout(300)
 
 NAME_WORDS = ("Слюсарь", "Ищук", "Касымбек", "Сатбек", "Скрипник", "Жанахмет", "Зорбек", "Кутерьянь", "Ермек", "Гор",
-              "Рус", "Утепов", "Любовь", "Пак", "Цой")
+              "Рус", "Утепов", "Любовь", "Пак", "Цой",
+              "Добрый", "Неважно")
 
 
 def test_the_name_words_are_not_in_the_evaluation_half():
@@ -77,7 +79,21 @@ def test_names_in_capitals_grow_by_name_words(text, span, grown):
     assert [text[h.start:h.end] for h in out] == [grown]
 
 
+@pytest.mark.parametrize("text, span, grown", [
+    ("Получатель — Зорбек Добрый. Ждём оплаты.", "Зорбек", "Зорбек Добрый"),  # an adjective ends the clause
+    ("Получатель — Зорбек Неважно", "Зорбек", "Зорбек Неважно"),  # an adverb at the line end
+    ("Доставка Зорбек Москва.", "Зорбек", "Зорбек"),  # a place
+    ("Получатель — Зорбек Добрый и Сатбек.", "Зорбек", "Зорбек"),  # the clause goes on
+    ("ПОЛУЧАТЕЛЬ — ЗОРБЕК ДОБРЫЙ.", "ЗОРБЕК", "ЗОРБЕК"),  # capitals: ru_caps's
+])
+def test_a_first_name_grows_by_the_word_that_ends_its_clause(text, span, grown):
+    s = text.index(span)
+    out = grow_by_last_word(text, [Hit(s, s + len(span), "PERSON", 0.9, "t")])
+    assert [text[h.start:h.end] for h in out] == [grown]
+
+
 @pytest.mark.parametrize("text, gone", [
+    ("Заметка CRM: Получатель — Зорбек Неважно. Ждём подтверждения оплаты.", ["Зорбек", "Неважно"]),
     ("Запись звонка: Итог: Слюсарь не против обмена. Слюсарь подтвердил адрес. Передайте Слюсарю привет.",
      ["Слюсар"]),
     ("ЕРМЕК ИЩУК ЗВОНИЛ ВЧЕРА НАСЧЁТ ВОЗВРАТА. Напомните Ищуку про документы.", ["ЕРМЕК", "ИЩУК", "Ищук"]),
