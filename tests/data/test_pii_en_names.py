@@ -9,6 +9,7 @@ import pytest
 from pii_names import clean_text, half, step  # noqa: F401 (step: a fixture)
 
 from pipeline.data.pii.en_addressed import addressed_names
+from pipeline.data.pii.en_first_and_surname import first_and_surnames
 from pipeline.data.pii.en_labels import label_names
 from pipeline.data.pii.en_neighbours import grow_english
 from pipeline.data.pii.en_possessive import possessive_names
@@ -20,7 +21,7 @@ pytestmark = pytest.mark.timeout(300)
 
 NAME_WORDS = ("Quessany", "Zorvakil", "Quillbury", "Tavrenko", "Kate", "Imran", "Salman", "Katja", "Engel", "Nasir",
               "Bill", "Clare", "Jane", "Max", "Heart", "Murray", "Hall", "Church", "Lang",
-              "Charlie")
+              "Charlie", "North", "Tommy", "Hilfiger")
 
 
 def test_the_name_words_are_not_in_the_evaluation_half():
@@ -29,6 +30,29 @@ def test_the_name_words_are_not_in_the_evaluation_half():
 
 def _words(text: str, hits: list[Hit]) -> list[str]:
     return [text[h.start:h.end] for h in hits]
+
+
+@pytest.mark.parametrize("text, gone, kept", [
+    # a listed first name and an everyday word after it, mid-sentence: the whole name
+    ("My order is stuck. Spoke to Max Hall about the refund. Return started.", ["Max", "Hall"], []),
+    ("The parcel went to Jane Church. The Galaxy S23 case doesn't fit.", ["Jane", "Church"], ["Galaxy"]),
+    ("Sent the renewal offer. Ship to: Bill North\nBill will call back after lunch.", ["Bill", "North"], []),
+])
+def test_a_first_name_and_the_word_after_it_mid_sentence(step, text, gone, kept):
+    out = clean_text(step, text)
+    assert all(w not in out for w in gone) and all(w in out for w in kept), out
+
+
+@pytest.mark.parametrize("text, names", [
+    ("Spoke to Max Hall about it, then Bill North.", ["Max Hall", "Bill North"]),
+    ("The office on Jane Street is shut.", []),  # a street
+    ("We met at Jane Park and moved to Bill North Dakota.", []),  # a park; a capital after the pair
+    ("Join the Pro Max Hall today.", []),  # no lower-case word before the first name
+    ("A shirt from Tommy Hilfiger arrived.", []),  # a brand
+    ("Open max.com or see Max Hall.pdf now.", []),
+])
+def test_first_and_surnames(text, names):
+    assert _words(text, first_and_surnames(text)) == names
 
 
 @pytest.mark.parametrize("text, names", [

@@ -8,6 +8,7 @@ import pytest
 from pii_names import clean_text, half, step  # noqa: F401 (step: a fixture)
 
 from pipeline.data.pii.ru_caps import grow_caps
+from pipeline.data.pii.ru_last_word import grow_by_last_word
 from pipeline.data.pii.ru_lower_intro import lower_intro_names
 from pipeline.data.pii.ru_morph import mention_forms
 from pipeline.data.pii.ru_names import ru_name_kind
@@ -21,7 +22,9 @@ from pipeline.data.pii.text import Hit
 
 pytestmark = pytest.mark.timeout(300)
 
-NAME_WORDS = ("Слюсарь", "Ищук", "Касымбек", "Сатбек", "Скрипник", "Жанахмет", "Зорбек", "Кутерьянь", "Ермек")
+NAME_WORDS = ("Слюсарь", "Ищук", "Касымбек", "Сатбек", "Скрипник", "Жанахмет", "Зорбек", "Кутерьянь", "Ермек", "Гор",
+              "Рус", "Утепов", "Любовь", "Пак", "Цой",
+              "Добрый", "Неважно")
 
 
 def test_the_name_words_are_not_in_the_evaluation_half():
@@ -45,6 +48,9 @@ def test_the_name_words_are_not_in_the_evaluation_half():
     ("Ермек Белых звонил.", ["Ермек Белых"]),  # an adjective-shaped surname
     ("АМАНТАЙ ЗАБРАЛ ПОСЫЛКУ.", ["АМАНТАЙ"]),  # a name the dictionary also holds untagged
     ("ЗВЕЗДА СКРИПНИКОВА ЗВОНИЛА ВЧЕРА.", ["ЗВЕЗДА СКРИПНИКОВА"]),  # a noun before a sure surname
+    ("ГОР ИЩУК ЗВОНИЛ ВЧЕРА.", ["ГОР ИЩУК"]),  # "-щук" is a sure surname's ending
+    ("ЛЮБОВЬ ПАК ЗВОНИЛА ВЧЕРА. Любовь Цой написала.", ["ЛЮБОВЬ ПАК", "Любовь Цой"]),  # a short surname
+    ("МАМА ТОЖЕ ЗВОНИЛА. ЛЮБОВЬ ВСЁ ЗНАЕТ.", []),  # no first name; a pronoun
     ("Дежурный Ищенко ответил. Новый Скрипников звонил.", []),  # a role word; an adjective before a surname
     ("Вчера Курьер Ищук звонил. Потом Москва ответила. Сегодня клиент звонил.", []),
     ("Итог: Кутерьянь не против обмена.", ["Кутерьянь"]),  # consent, not a verb
@@ -64,6 +70,8 @@ def test_subjects_of_a_persons_verb(text, names):
     ("ЖАНАХМЕТ ПРОСИТ ПЕРЕЗВОНИТЬ", "ЖАНАХМЕТ", "ЖАНАХМЕТ"),  # a verb
     ("ЭТО СЕРЫЙ ЖАНАХМЕТ", "ЖАНАХМЕТ", "ЖАНАХМЕТ"),  # an adjective
     ("Клиент Жанахмет Скрипник", "Жанахмет", "Жанахмет"),  # not in capitals: neighbours.py's
+    ("ПОЛУЧАТЕЛЬ — РУС УТЕПОВ.", "УТЕПОВ", "РУС УТЕПОВ"),  # three letters before a sure surname
+    ("ЗВОНИЛ ДЛЯ УТЕПОВ. ВОТ УТЕПОВ", "УТЕПОВ", "УТЕПОВ"),  # a preposition; a particle
 ])
 def test_names_in_capitals_grow_by_name_words(text, span, grown):
     s = text.index(span)
@@ -71,7 +79,21 @@ def test_names_in_capitals_grow_by_name_words(text, span, grown):
     assert [text[h.start:h.end] for h in out] == [grown]
 
 
+@pytest.mark.parametrize("text, span, grown", [
+    ("Получатель — Зорбек Добрый. Ждём оплаты.", "Зорбек", "Зорбек Добрый"),  # an adjective ends the clause
+    ("Получатель — Зорбек Неважно", "Зорбек", "Зорбек Неважно"),  # an adverb at the line end
+    ("Доставка Зорбек Москва.", "Зорбек", "Зорбек"),  # a place
+    ("Получатель — Зорбек Добрый и Сатбек.", "Зорбек", "Зорбек"),  # the clause goes on
+    ("ПОЛУЧАТЕЛЬ — ЗОРБЕК ДОБРЫЙ.", "ЗОРБЕК", "ЗОРБЕК"),  # capitals: ru_caps's
+])
+def test_a_first_name_grows_by_the_word_that_ends_its_clause(text, span, grown):
+    s = text.index(span)
+    out = grow_by_last_word(text, [Hit(s, s + len(span), "PERSON", 0.9, "t")])
+    assert [text[h.start:h.end] for h in out] == [grown]
+
+
 @pytest.mark.parametrize("text, gone", [
+    ("Заметка CRM: Получатель — Зорбек Неважно. Ждём подтверждения оплаты.", ["Зорбек", "Неважно"]),
     ("Запись звонка: Итог: Слюсарь не против обмена. Слюсарь подтвердил адрес. Передайте Слюсарю привет.",
      ["Слюсар"]),
     ("ЕРМЕК ИЩУК ЗВОНИЛ ВЧЕРА НАСЧЁТ ВОЗВРАТА. Напомните Ищуку про документы.", ["ЕРМЕК", "ИЩУК", "Ищук"]),

@@ -184,6 +184,8 @@ def _pair_with_surname(first: str, second: str) -> bool:
     word the dictionary reads as a verb or short adjective ("Жалил", "Седа"): no verb or adjective comes before
     its subject's surname. Never a pronoun, preposition, adverb ("Вчера Иванов звонил") or role word."""
     low = second.lower()
+    if _short_surname(first, low):
+        return True
     if not (_SURNAME_SHAPE.search(low) or turkic_name(low) or any(
             p.is_known and _NAME_TAGS & p.tag.grammemes for p in analyzer().parse(low))):
         return False
@@ -193,18 +195,30 @@ def _pair_with_surname(first: str, second: str) -> bool:
     # a first name that is also a noun before a surname that is surely one ("РИЗА АЛТЫНБЕК ЗВОНИЛА"); not a role
     # word, a place, a firm ("Дежурный Иванов", "Москва")
     return top.tag.POS == "NOUN" and top.normal_form not in ROLES and first.lower() not in RU_STOP \
-        and not {"Geox", "Orgn", "Trad"} & top.tag.grammemes and _sure_surname(low)
+        and not {"Geox", "Orgn", "Trad"} & top.tag.grammemes and sure_surname(low)
 
 
-def _sure_surname(low: str) -> bool:
+def _short_surname(first: str, low: str) -> bool:
+    """A surname of three letters or fewer that is also a noun ("Пак", "Цой", "Ким") after a word the dictionary
+    holds as a first name ("ЛЮБОВЬ ПАК ЗВОНИЛА"): such surnames have no ending to tell them, and a noun of three
+    letters is rarely a subject's second word after a name."""
+    if len(low) > 3 or not any(p.is_known and "Name" in p.tag for p in analyzer().parse(first.lower())):
+        return False
+    top = analyzer().parse(low)[0]
+    return not top.is_known or top.tag.POS == "NOUN" and top.normal_form not in ROLES
+
+
+def sure_surname(low: str) -> bool:
     return turkic_name(low) or _SURE_SURNAME.search(low) is not None or any(
         p.is_known and "Surn" in p.tag for p in analyzer().parse(low))
 
 
-_SURE_SURNAME = re.compile(r"(?:ов|ев|ёв|ин|ын)а?$|(?:енко|швили|дзе|ян|юк|чук)$")
+# "-щук" after a letter or more: "Ищук", "Полищук" (not "щук", the pike's plural)
+_SURE_SURNAME = re.compile(r"(?:ов|ев|ёв|ин|ын)а?$|(?:енко|швили|дзе|ян|юк|чук)$|\wщук$")
 
 
-_SURNAME_SHAPE = re.compile(r"(?:ов|ев|ёв|ин|ын|ск|цк)(?:а|ая|ий|ой)?$|(?:енко|юк|чук|ян|дзе|швили|ая|ий|ой|ый|ых|их)$")
+_SURNAME_SHAPE = re.compile(
+    r"(?:ов|ев|ёв|ин|ын|ск|цк)(?:а|ая|ий|ой)?$|(?:енко|юк|чук|ян|дзе|швили|ая|ий|ой|ый|ых|их)$|\wщук$")
 
 
 @lru_cache(maxsize=16384)
