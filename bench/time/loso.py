@@ -13,8 +13,11 @@ on every source, so a held-out source cannot inform its own prediction even thro
 Leave-one-source-out: each source is predicted by constants fitted on the other sources only; that is the figure
 to judge the model by. "before" is the issue-33 model (8 fitted constants, no eager-adapter term, one flash-kernel
 share on every card), refitted here on the same figures by the same procedure; "after" is the shipped model. The
-H200 points of bench/gpu_peak (a plain PyTorch loop, three steps) are printed as a check and used in no fit; the
-launch time is set where their 512-token micro-batches ask for at least (time_constants.json says why).
+H200 points of bench/gpu_peak (a plain PyTorch loop, three steps) are printed as a check and used in no fit of
+the published figures; the launch time is set by a rule only they enter (launch_rule: of a launch's 5-20 us,
+the value that brings their 512-token micro-batches closest to measured), printed per fold. Each figure's
+tokens_counted (what its source says its tokens are) splits the held-out error for information; every figure
+stays in the fit and in the headline.
 """
 from __future__ import annotations
 
@@ -76,6 +79,8 @@ VARIANTS = {
     "after, launch fitted": ({**BOUNDS, **LAUNCH_BOUNDS}, {}),
     "after: launch set 20 us": (BOUNDS, {}),
     "after, launch set 10 us": (BOUNDS, {"launch_seconds_per_kernel": 1e-5}),
+    # the launch rule without its 20 us cap: the H200 512-token points' median reaches 1 near 35 us
+    "after, launch set 35 us": (BOUNDS, {"launch_seconds_per_kernel": 3.5e-5}),
     "after, one flash efficiency": (BOUNDS, ONE_FLASH),
     "after, one fused share": (without("fused_share"), {"fused_share": 1.0}),
     # the elementwise passes counted in HF's Llama layer (fp32 RMSNorm, RoPE, SwiGLU, residuals: ~16 sweeps of
@@ -162,6 +167,50 @@ def short(source: str) -> str:
     return source.split(" (commit")[0].split(", as quoted")[0].replace(" performance comparison", "")[:52]
 
 
+def h200_points() -> list[dict]:
+    """The clean H200 points of bench/gpu_peak (plain PyTorch loop, SDPA, PEFT adapters, torch.optim.AdamW)."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "gpu_peak"))
+    from compare import load_points, scored_points
+
+    return scored_points(load_points(Path(__file__).resolve().parents[1] / "gpu_peak" / "h200_peaks.jsonl"))[0]
+
+
+def h200_ratio(case: dict, constants: dict) -> float:
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "gpu_peak"))
+    from compare import planned_tokens_per_second
+
+    return planned_tokens_per_second(case, constants=resolved(constants)) / case["tokens_per_s"]
+
+
+# The launch time is set by a rule no published figure enters: of a CUDA launch's 5-20 us with PyTorch's
+# dispatch, the value that brings the H200 points at 512 tokens per micro-batch (the only ones the launch term
+# decides) closest to measured, the other constants fitted beside it.
+LAUNCH_CANDIDATES = (5e-6, 1e-5, 1.5e-5, 2e-5)
+
+
+def launch_rule(points: list[tuple], fixed: dict, bounds: dict, source: str | None = None) -> tuple[float, float]:
+    """(launch time, median planned/measured of the 512-token H200 points at it) that the rule picks with the
+    constants fitted on every source but `source`."""
+    train = [p for p in points if p[0]["source"] != source]
+    short = [c for c in h200_points() if c["seq"] * c["mbs"] <= 512]
+    medians = {}
+    for launch in LAUNCH_CANDIDATES:
+        constants = fit(train, {**fixed, "launch_seconds_per_kernel": launch}, bounds)
+        medians[launch] = statistics.median(h200_ratio(c, constants) for c in short)
+    best = min(medians, key=lambda launch: abs(math.log(medians[launch])))
+    return best, medians[best]
+
+
+def launch_rule_table(points: list[tuple], fixed: dict) -> list[str]:
+    out = ["launch time by the rule (5-20 us, the value that brings the 512-token H200 points closest to measured), "
+           "per fold:"]
+    for source in [None, *sorted({f["source"] for f, _ in points})]:
+        launch, median = launch_rule(points, fixed, BOUNDS, source)
+        out.append(f"  {'fitted on every source' if source is None else 'without ' + short(source):60s} "
+                   f"{launch * 1e6:4.0f} us (512-token H200 points planned/measured, median {median:.2f})")
+    return out
+
+
 def h200_check(after: dict, before: dict) -> list[str]:
     """The H200 points of bench/gpu_peak (plain PyTorch loop, SDPA, PEFT adapters, torch.optim.AdamW), planned
     by the shipped model and by the issue-33 one."""
@@ -170,7 +219,7 @@ def h200_check(after: dict, before: dict) -> list[str]:
 
     clean, _ = scored_points(load_points(Path(__file__).resolve().parents[1] / "gpu_peak" / "h200_peaks.jsonl"))
     out = [("H200 check (bench/gpu_peak, plain PyTorch loop, last of 3 steps; no point fitted, the 512-token ones "
-            "the basis of the launch time set): planned/measured, after (before)")]
+            "the basis of the launch rule): planned/measured, after (before)")]
     by_size: dict[str, list[tuple[float, float]]] = {}
     for case in clean:
         ratios = tuple(planned_tokens_per_second(case, constants=resolved(c)) / case["tokens_per_s"]
@@ -187,6 +236,26 @@ def h200_check(after: dict, before: dict) -> list[str]:
                 r = [pair[k] for pair in by_size[size]]
                 cells.append(f"{min(r):.2f}-{max(r):.2f}, median {statistics.median(r):.2f}")
             out.append(f"  {size:13s} per micro-batch ({len(by_size[size]):2d} points): {cells[0]} ({cells[1]})")
+    return out
+
+
+STATED_COUNTS = ("packed", "fixed_length")
+
+
+def by_what_is_counted(points: list[tuple], fixed: dict, held_out: dict[str, float]) -> list[str]:
+    """The held-out error of the figures whose source states what its tokens are (every position of packed or
+    fixed-length rows: what the planned rate counts) apart from those whose source does not (padding, and whether
+    pads are counted, unstated), and of the first ones with the others out of every fit too. Information only:
+    every figure stays in the fit and in the headline."""
+    stated = [p for p in points if p[0]["tokens_counted"] in STATED_COUNTS]
+    out = ["  by what the figure's tokens are (tokens_counted), held out:"]
+    for label, group in (("packed or fixed-length rows", [f for f, _ in stated]),
+                         ("not stated", [f for f, _ in points if f["tokens_counted"] not in STATED_COUNTS])):
+        out.append(f"    {label:34s} ({len({f['source'] for f in group})} sources) "
+                   + summary([held_out[f["id"]] for f in group]))
+    alone = loso(stated, fixed, BOUNDS)
+    out.append(f"    {'the first, fitted without the others':34s} ({len({f['source'] for f, _ in stated})} sources) "
+               + summary(list(alone.values())))
     return out
 
 
@@ -222,13 +291,14 @@ def main() -> None:
           f"({len(figures) - len(used)} on record, out of the fit: suspect or outside the model)")
     print(f"fitted ({len(BOUNDS)}): " + ", ".join(f"{k} {fitted[k]:g}" for k in BOUNDS))
     print("set, not fitted: " + ", ".join(f"{k} {fixed[k]:g}" for k in sorted(fixed)) + "\n")
-    print(f"{'id':4s} {'card':24s} {'measured':>9s} {'in-sample':>10s} {'held out':>9s} {'before':>7s}  source")
+    print(f"{'id':4s} {'card':24s} {'measured':>9s} {'in-sample':>10s} {'held out':>9s} {'before':>7s}  "
+          f"{'counts':12s}  source")
     in_sample = {}
     for figure, job_card in points:
         in_sample[figure["id"]] = planned_over_measured(figure, fitted, job_card)
         print(f"{figure['id']:4s} {figure['card']['name']:24s} {figure['tokens_per_second_per_gpu']:9.0f} "
               f"{in_sample[figure['id']]:10.2f} {held_out[figure['id']]:9.2f} {before[figure['id']]:7.2f}  "
-              f"{short(figure['source'])}")
+              f"{figure['tokens_counted']:12s}  {short(figure['source'])}")
     print("\nleave-one-source-out, planned/measured tokens/s per GPU, median / worst |ratio-1| by source:")
     print(f"  {'source':52s} {'n':>2s} {'before':>15s} {'after':>15s} {'after in-sample':>16s}")
     for source in sources + ["all"]:
@@ -237,6 +307,7 @@ def main() -> None:
         print(f"  {short(source):52s} {len(ids):2d} " + " ".join(f"{m:6.1%} / {w:6.1%}" for m, w in cells))
     print(f"\nall, in-sample:               {summary(list(in_sample.values()))}")
     print(f"all, leave-one-source-out:    {summary(list(held_out.values()))}")
+    print("\n".join(by_what_is_counted(points, fixed, held_out)))
     ratios = list(held_out.values())
     spread = {"p10": round(percentile(ratios, 0.10), 3), "p90": round(percentile(ratios, 0.90), 3),
               "basis": f"10th-90th percentile of planned/measured tokens/s on {len(ratios)} published figures "
@@ -250,6 +321,8 @@ def main() -> None:
             except (KeyError, ValueError):  # a model or method the time model cannot represent
                 shown = "  n/a"
             print(f"  {figure['id']:4s} {figure['card']['name']:22s} {shown}  {figure['reason'][:70]}")
+    print()
+    print("\n".join(launch_rule_table(points, fixed)))
     if args.variants:
         print()
         print("\n".join(variants_table(points, fixed)))
