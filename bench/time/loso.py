@@ -245,7 +245,7 @@ STATED_COUNTS = ("packed", "fixed_length")
 def by_what_is_counted(points: list[tuple], fixed: dict, held_out: dict[str, float]) -> list[str]:
     """The held-out error of the figures whose source states what its tokens are (every position of packed or
     fixed-length rows: what the planned rate counts) apart from those whose source does not (padding, and whether
-    pads are counted, unstated), and of the first ones with the others out of every fit too. Information only:
+    pads are counted, unstated), and of the first ones alone (the others out of every fit too). Information only:
     every figure stays in the fit and in the headline."""
     stated = [p for p in points if p[0]["tokens_counted"] in STATED_COUNTS]
     out = ["  by what the figure's tokens are (tokens_counted), held out:"]
@@ -254,7 +254,7 @@ def by_what_is_counted(points: list[tuple], fixed: dict, held_out: dict[str, flo
         out.append(f"    {label:34s} ({len({f['source'] for f in group})} sources) "
                    + summary([held_out[f["id"]] for f in group]))
     alone = loso(stated, fixed, BOUNDS)
-    out.append(f"    {'the first, fitted without the others':34s} ({len({f['source'] for f, _ in stated})} sources) "
+    out.append(f"    {'packed or fixed-length, alone':34s} ({len({f['source'] for f, _ in stated})} sources) "
                + summary(list(alone.values())))
     return out
 
