@@ -192,11 +192,11 @@ def launch_rule(points: list[tuple], fixed: dict, bounds: dict, source: str | No
     """(launch time, median planned/measured of the 512-token H200 points at it) that the rule picks with the
     constants fitted on every source but `source`."""
     train = [p for p in points if p[0]["source"] != source]
-    short = [c for c in h200_points() if c["seq"] * c["mbs"] <= 512]
+    small = [c for c in h200_points() if c["seq"] * c["mbs"] <= 512]
     medians = {}
     for launch in LAUNCH_CANDIDATES:
         constants = fit(train, {**fixed, "launch_seconds_per_kernel": launch}, bounds)
-        medians[launch] = statistics.median(h200_ratio(c, constants) for c in short)
+        medians[launch] = statistics.median(h200_ratio(c, constants) for c in small)
     best = min(medians, key=lambda launch: abs(math.log(medians[launch])))
     return best, medians[best]
 
@@ -214,16 +214,11 @@ def launch_rule_table(points: list[tuple], fixed: dict) -> list[str]:
 def h200_check(after: dict, before: dict) -> list[str]:
     """The H200 points of bench/gpu_peak (plain PyTorch loop, SDPA, PEFT adapters, torch.optim.AdamW), planned
     by the shipped model and by the issue-33 one."""
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "gpu_peak"))
-    from compare import load_points, planned_tokens_per_second, scored_points
-
-    clean, _ = scored_points(load_points(Path(__file__).resolve().parents[1] / "gpu_peak" / "h200_peaks.jsonl"))
     out = [("H200 check (bench/gpu_peak, plain PyTorch loop, last of 3 steps; no point fitted, the 512-token ones "
             "the basis of the launch rule): planned/measured, after (before)")]
     by_size: dict[str, list[tuple[float, float]]] = {}
-    for case in clean:
-        ratios = tuple(planned_tokens_per_second(case, constants=resolved(c)) / case["tokens_per_s"]
-                       for c in (after, before))
+    for case in h200_points():
+        ratios = (h200_ratio(case, after), h200_ratio(case, before))
         tokens = case["seq"] * case["mbs"]
         size = "512 tokens" if tokens <= 512 else "1-4k tokens" if tokens < 8192 else ">= 8k tokens"
         by_size.setdefault(size, []).append(ratios)
