@@ -10,7 +10,8 @@ from pii_names import clean_text, half, step  # noqa: F401 (step: a fixture)
 
 pytestmark = pytest.mark.timeout(300)
 
-WORDS = ("Bedriye", "Kalem", "Samsun", "Kulak", "Pervane", "Ataman", "Bekir", "Turgay", "Tatliye", "Tarçın", "Ardıç", "Taziye", "Kalemya", "Atamanov", "Kirazı", "Menekşen")
+WORDS = ("Bedriye", "Kalem", "Samsun", "Kulak", "Pervane", "Ataman", "Bekir", "Turgay", "Tatliye", "Tarçın", "Ardıç", "Taziye", "Kalemya", "Atamanov", "Kirazı", "Menekşen",
+         "Birlik", "Keser", "Mutlu", "Kayalar", "Ceyhan", "Kütük")
 
 
 def test_the_name_words_are_not_in_the_evaluation_half():
@@ -445,4 +446,32 @@ def test_a_capitalized_subject_pair_may_end_in_an_english_word(step):
 
 def test_a_brand_of_two_english_words_stays_as_a_subject(step):
     text = "Öncelik: yüksek. Tommy Hilfiger aboneliğini iptal etmek istiyor."
+    assert clean_text(step, text) == text
+
+
+# ---------------------------------------------------------------------------------------------- capitalized doer
+@pytest.mark.parametrize("text, words", [
+    # tr_title_subject: everyday words, a place, a participle's ending: the pair does what a person does
+    ("Ödeme alındı. Birlik Keser bugün şubeye gelip eski modemi teslim etti.", ("Birlik", "Keser")),
+    ("Kuryenin getirdiği paketi Mutlu Kayalar teslim almış.", ("Mutlu", "Kayalar")),  # object first
+    ("Kargo gecikti. Mutlu Ceyhan dün aradı, faturadaki fazla ücreti sordu.", ("Mutlu", "Ceyhan")),
+    ("Sabah Birlik Kütük tekrar yazdı, kargo hâlâ çıkmamış.", ("Birlik", "Kütük")),  # after a time word
+])
+def test_a_capitalized_pair_doing_a_persons_deed_is_a_name(step, text, words):
+    out = clean_text(step, text)
+    assert [w for w in words if left(w, out)] == [], out
+
+
+@pytest.mark.parametrize("text", [
+    "Müşteri Hizmetleri dün aradı.",  # a compound's possessive head
+    "Türk Telekom faturamı iptal etti.",  # two everyday words
+    "Aras Kargo paketi dün teslim etti.",  # a firm's generic head
+    "Anadolu Sigorta poliçeyi iptal etti.",
+    "Garanti Bankası kartımı iptal etti.",
+    "Google Play aboneliğimi iptal etti.",  # two English words
+    "Paketi Kargo Şirketi teslim aldı.",
+    "Arçelik Servisi randevuyu iptal etti.",
+    "Dün Ankara İzmir seferi iptal edildi.",  # places, a passive
+])
+def test_firms_and_places_doing_a_persons_deed_stay(step, text):
     assert clean_text(step, text) == text
