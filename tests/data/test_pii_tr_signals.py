@@ -11,7 +11,7 @@ from pii_names import clean_text, half, step  # noqa: F401 (step: a fixture)
 pytestmark = pytest.mark.timeout(300)
 
 WORDS = ("Bedriye", "Kalem", "Samsun", "Kulak", "Pervane", "Ataman", "Bekir", "Turgay", "Tatliye", "Tarçın", "Ardıç", "Taziye", "Kalemya", "Atamanov", "Kirazı", "Menekşen",
-         "Birlik", "Keser", "Mutlu", "Kayalar", "Ceyhan", "Kütük")
+         "Birlik", "Keser", "Mutlu", "Kayalar", "Ceyhan", "Kütük", "Nurcevan", "Temiz", "Balık")
 
 
 def test_the_name_words_are_not_in_the_evaluation_half():
@@ -474,4 +474,26 @@ def test_a_capitalized_pair_doing_a_persons_deed_is_a_name(step, text, words):
     "Dün Ankara İzmir seferi iptal edildi.",  # places, a passive
 ])
 def test_firms_and_places_doing_a_persons_deed_stay(step, text):
+    assert clean_text(step, text) == text
+
+
+@pytest.mark.parametrize("text, words", [
+    # tr_title_subject.caps_subject_pairs: one word rare, the other an everyday word ("temiz" clean, "balık" fish)
+    ("Fatura yüksek. NURCEVAN TEMİZ DÜN ARADI, FATURADAKİ FAZLA ÜCRETİ SORDU.", ("NURCEVAN", "TEMİZ")),
+    ("Modem arızalı. SABAH NURCEVAN BALIK TEKRAR YAZDI.", ("NURCEVAN", "BALIK")),  # after a time word
+])
+def test_a_pair_in_capitals_doing_a_persons_deed_is_a_name(step, text, words):
+    out = clean_text(step, text)
+    assert [w for w in words if left(w, out)] == [], out
+
+
+@pytest.mark.parametrize("text", [
+    "YENİ KURYE PAKETİ TESLİM ETTİ.",  # two words common as words
+    "KARGO FİRMASI DÜN ARADI.",
+    "MÜŞTERİ HİZMETLERİ TEKRAR ARADI.",
+    "ŞUBE MÜDÜRÜ BENİ ARADI.",
+    "ÇAĞRI MERKEZİ DÜN ARADI.",
+    "TÜRK TELEKOM FATURAMI İPTAL ETTİ.",
+])
+def test_plain_subjects_in_capitals_stay(step, text):
     assert clean_text(step, text) == text

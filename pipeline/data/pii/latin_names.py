@@ -72,7 +72,7 @@ from pipeline.data.pii.tr_lower_subject import cued_pairs, object_first_pairs, s
 from pipeline.data.pii.tr_signature import signature_names
 from pipeline.data.pii.tr_suffix import suffixed_names
 from pipeline.data.pii.tr_things import thing_labelled, thing_subject
-from pipeline.data.pii.tr_title_subject import title_subject_pairs
+from pipeline.data.pii.tr_title_subject import caps_subject_pairs, title_subject_pairs
 from pipeline.data.pii.tr_titles import titled_names
 from pipeline.data.pii.tr_vocative import vocative_names
 
@@ -203,6 +203,7 @@ class LatinNameRecognizer(PersonRecognizer):
             out += cued_pairs(ctx)
             out += object_first_pairs(ctx)
             out += title_subject_pairs(ctx)
+            out += caps_subject_pairs(ctx)
             out += signature_names(ctx, self._no_name_word)
         turkish = self.supported_language == "tr"
         if turkish and out:  # "Ürün adı: Kırmızı Kalem", "Xiaomi Redmi şarj olmuyor": things

@@ -19,19 +19,23 @@ import re
 
 from pipeline.data.pii.later import inflected_common
 from pipeline.data.pii.name_context import CONTEXT_WORDS, ROLES, TITLES, TITLES_AFTER
-from pipeline.data.pii.name_signals import EVERYDAY_ZIPF, common_words
-from pipeline.data.pii.names import LATIN_LOWER, LATIN_UPPER, NEVER, OFFICES, STOP
+from pipeline.data.pii.name_signals import COMMON_ZIPF, EVERYDAY_ZIPF, common_words
+from pipeline.data.pii.names import LATIN_FIRST, LATIN_LOWER, LATIN_UPPER, NEVER, OFFICES, STOP
 from pipeline.data.pii.not_person import PLACES, THING_NOUNS
 from pipeline.data.pii.text import Hit, fold
 from pipeline.data.pii.tr_later import clause_of_subject
 from pipeline.data.pii.tr_lower_subject import SUBJECT_SCORE, VERB_SHAPE
 from pipeline.data.pii.tr_partner import CLAUSE_OPENERS
-from pipeline.data.pii.tr_spelling import person_verb
+from pipeline.data.pii.tr_spelling import inflected_in_spelling, person_verb
 from pipeline.data.pii.tr_vocative import REPLY_WORDS
 
 # two title-case words, one space apart, then a space: the rest of the clause follows (clause_of_subject)
 _PAIR = re.compile(rf"(?<![\w'’.-])([{LATIN_UPPER}][{LATIN_LOWER}]{{2,}}) ([{LATIN_UPPER}][{LATIN_LOWER}]{{2,}})(?= )")
 _SENTENCE_END = ".!?:;\n"
+# a sentence in capitals (no lower-case letter up to its end) and its words, lower-cased
+_CAPS_SENTENCE = re.compile(rf"(?:^|(?<=[.!?:;\n]))[ \t]*([{LATIN_UPPER}][^.!?:;\n{LATIN_LOWER}]*[.!?\n]?)")
+_CAPS_WORD = re.compile(rf"[{LATIN_LOWER}]+")
+_TR_LOWER = str.maketrans({"İ": "i", "I": "ı"})
 _CALENDAR = frozenset(fold(w) for w in (
     "ocak şubat mart nisan mayıs haziran temmuz ağustos eylül ekim kasım aralık "
     "pazartesi salı çarşamba perşembe cuma cumartesi pazar").split())
@@ -71,13 +75,13 @@ def _everyday(low: str) -> bool:
 
 def _inflected_noun(low: str) -> bool:
     """An everyday Turkish noun in its own spelling and a case or possessive ending ("paketi", "kargoyu",
-    "hizmetleri"); the stem must be everyday, so "Halime" ("halim" + "e") and "Evren" ("evre" + "n") are no
-    such words."""
+    "hizmetleri"); the stem must be everyday and no listed first name, so "Evren" ("evre" + "n") and "Cemile"
+    (a female form of "Cemil") are no such words."""
     key = fold(low)
     if not inflected_common(key):
         return False
     return any(_CASE_ENDING.fullmatch(key, k) is not None and _zipf(low[:k], "tr") >= EVERYDAY_ZIPF
-               for k in range(max(3, len(key) - 6), len(key)))
+               and key[:k] not in LATIN_FIRST for k in range(max(3, len(key) - 6), len(key)))
 
 
 def _name_word(low: str) -> bool:
@@ -101,12 +105,20 @@ def _a_name_pair(w1: str, w2: str, first_in_sentence: bool) -> bool:
     l1, l2 = _low(w1), _low(w2)
     if not (_name_word(l1) and _name_word(l2)):
         return False
-    if first_in_sentence and VERB_SHAPE.search(fold(l1)):
-        return False  # a converb opening the sentence ("Gelince Ali ...")
+    if first_in_sentence and VERB_SHAPE.search(fold(l1)) and _zipf(l1, "tr") >= COMMON_ZIPF:
+        return False  # a verb form opening the sentence ("Gelince Ali ..."), not a rare name ("Bartu")
     k1, k2 = fold(l1), fold(l2)
     if (k1 in PLACES and k2 in PLACES) or (_everyday(l1) and _everyday(l2)):
         return False
     return _zipf(k1, "en") < _EN_WORD_ZIPF or _zipf(k2, "en") < _EN_WORD_ZIPF
+
+
+def _shouted_word(low: str) -> bool:
+    """A lower-cased word from capitals that may be a name's: no common word in an inflection ("kuryenin") or a
+    verb form common as a word ("getirdiği"); a rare word with a verb's ending is a name ("Fahrettin": -tin)."""
+    key = fold(low)
+    return "w" not in key and not inflected_in_spelling(low, True) \
+        and not (VERB_SHAPE.search(key) and _zipf(low, "tr") >= COMMON_ZIPF)
 
 
 def title_subject_pairs(ctx) -> list[Hit]:
@@ -122,4 +134,28 @@ def title_subject_pairs(ctx) -> list[Hit]:
             if clause is not None and person_verb(clause, True) and not common_words("tr").isdisjoint(clause):
                 out.append(Hit(m.start(), m.end(), "PERSON", SUBJECT_SCORE, "lower_subject"))
         m = nxt
+    return out
+
+
+def caps_subject_pairs(ctx) -> list[Hit]:
+    """PERSON hits for the first two words of a sentence in capitals, or the two after a clause opener ("SABAH"),
+    before the rest of the clause with a person's verb: no capital marks a proper noun there, so one word must be
+    rare as a Turkish word (Zipf < 3.5: "FAHRETİN KULE ABONELİĞİNİ İPTAL ETMEK İSTİYOR", not "YENİ KURYE
+    PAKETİ TESLİM ETTİ"), and neither an inflected common word nor a common verb form (_shouted_word)."""
+    text = ctx.text
+    out: list[Hit] = []
+    for m in _CAPS_SENTENCE.finditer(text):
+        low = m.group(1).translate(_TR_LOWER).lower()
+        words = list(_CAPS_WORD.finditer(low))
+        if len(low) != len(m.group(1)) or len(words) < 3:
+            continue  # a letter whose lower case is longer: the offsets would drift
+        i = 1 if fold(words[0].group()) in CLAUSE_OPENERS else 0
+        w1, w2 = words[i], words[i + 1] if i + 1 < len(words) else None
+        if w2 is None or low[w1.end():w2.start()] != " " or not _a_name_pair(w1.group(), w2.group(), i == 0) \
+                or min(_zipf(w1.group(), "tr"), _zipf(w2.group(), "tr")) >= COMMON_ZIPF \
+                or not (_shouted_word(w1.group()) and _shouted_word(w2.group())):
+            continue
+        clause = clause_of_subject(low, w2.end())
+        if clause is not None and person_verb(clause, True):
+            out.append(Hit(m.start(1) + w1.start(), m.start(1) + w2.end(), "PERSON", SUBJECT_SCORE, "lower_subject"))
     return out
