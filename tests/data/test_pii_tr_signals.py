@@ -11,7 +11,8 @@ from pii_names import clean_text, half, step  # noqa: F401 (step: a fixture)
 pytestmark = pytest.mark.timeout(300)
 
 WORDS = ("Bedriye", "Kalem", "Samsun", "Kulak", "Pervane", "Ataman", "Bekir", "Turgay", "Tatliye", "Tarçın", "Ardıç", "Taziye", "Kalemya", "Atamanov", "Kirazı", "Menekşen",
-         "Birlik", "Keser", "Mutlu", "Kayalar", "Ceyhan", "Kütük", "Nurcevan", "Temiz", "Balık")
+         "Birlik", "Keser", "Mutlu", "Kayalar", "Ceyhan", "Kütük", "Nurcevan", "Temiz", "Balık",
+         "Ramazan", "Murat", "Kaynak")
 
 
 def test_the_name_words_are_not_in_the_evaluation_half():
@@ -497,3 +498,23 @@ def test_a_pair_in_capitals_doing_a_persons_deed_is_a_name(step, text, words):
 ])
 def test_plain_subjects_in_capitals_stay(step, text):
     assert clean_text(step, text) == text
+
+
+@pytest.mark.parametrize("text, words", [
+    # tr_listed_first: a listed first name and an everyday word as a lower-case subject ("mutlu" happy)
+    ("Ödeme alındı. ramazan mutlu bugün şubeye gelip eski modemi teslim etti.", ("ramazan", "mutlu")),
+    ("Fatura yüksek. murat mutlu aboneliğini iptal etmek istiyor.", ("murat", "mutlu")),
+])
+def test_a_listed_first_name_and_an_everyday_surname_in_lower_case_go(step, text, words):
+    out = clean_text(step, text)
+    assert [w for w in words if left(w, out)] == [], out
+
+
+@pytest.mark.parametrize("text, word", [
+    ("Not. murat de aradı.", "de"),  # a stop word
+    ("Not. murat bey tekrar aradı.", "bey"),  # a title
+    ("Not. murat bugün aradı.", "bugün"),  # a time word
+    ("Not. murat kaynak gönderildi.", "kaynak"),  # a passive: no person's deed
+])
+def test_a_word_after_a_lower_case_first_name_that_is_no_surname_stays(step, text, word):
+    assert left(word, clean_text(step, text))
