@@ -12,7 +12,8 @@ pytestmark = pytest.mark.timeout(300)
 
 WORDS = ("Bedriye", "Kalem", "Samsun", "Kulak", "Pervane", "Ataman", "Bekir", "Turgay", "Tatliye", "Tarçın", "Ardıç", "Taziye", "Kalemya", "Atamanov", "Kirazı", "Menekşen",
          "Birlik", "Keser", "Mutlu", "Kayalar", "Ceyhan", "Kütük", "Nurcevan", "Temiz", "Balık",
-         "Ramazan", "Murat", "Kaynak", "Savci")
+         "Ramazan", "Murat", "Kaynak", "Savci", "Bulut",
+         "Doğan")
 
 
 def test_the_name_words_are_not_in_the_evaluation_half():
@@ -529,3 +530,22 @@ def test_a_genitive_that_is_an_everyday_word_only_folded_is_a_name(step):
 def test_an_everyday_genitive_typed_without_turkish_letters_stays(step):
     text = "Gorusme notu: Savci'nin talebi reddedildi."  # no Turkish letter: "Savci" may be "savcı"
     assert clean_text(step, text) == text
+
+
+@pytest.mark.parametrize("text, name", [
+    # tr_beside_a_name: a listed name that is an everyday word ("bulut" cloud) opening a person's clause
+    ("Merhaba Bekir Bey, talebinizi aldım. Not: Bulut cuma gününe kadar bekleyebileceğini söyledi.", "Bulut"),
+    ("Merhaba Bekir Bey, talebinizi aldım. Doğan faturanın kopyasını istedi.", "Doğan"),
+])
+def test_a_listed_name_word_opening_a_persons_clause_in_a_record_that_names_someone_goes(step, text, name):
+    out = clean_text(step, text)
+    assert not left(name, out), out
+
+
+@pytest.mark.parametrize("text", [
+    "Doğan faturanın kopyasını istedi. Kurye paketi teslim etti.",  # the record names nobody else
+    "Merhaba Bekir Bey. Kurye paketi teslim etti. Ankara talebi onayladı. Cuma günü kurye geldi.",
+])
+def test_a_word_opening_a_persons_clause_stays_without_a_named_person_or_a_listed_name(step, text):
+    out = clean_text(step, text)
+    assert [w for w in ("Doğan", "Kurye", "Ankara", "Cuma") if w in text and not left(w, out)] == [], out

@@ -26,6 +26,7 @@ from pipeline.data.pii.ru_names_pass import russian_names
 from pipeline.data.pii.ru_subject import subjects_beside_a_name as ru_subjects_beside_a_name
 from pipeline.data.pii.special import get_special_detector, record_special, strict_message
 from pipeline.data.pii.text import Hit
+from pipeline.data.pii.tr_beside_a_name import subjects_beside_a_name as tr_subjects_beside_a_name
 from pipeline.data.readers import too_deep
 
 
@@ -592,7 +593,7 @@ class _NullStats:
 
 
 # per language: the words that are names only in a record that already names a person
-_BESIDE_A_NAME = {"en": en_subjects_beside_a_name, "ru": ru_subjects_beside_a_name}
+_BESIDE_A_NAME = {"en": en_subjects_beside_a_name, "ru": ru_subjects_beside_a_name, "tr": tr_subjects_beside_a_name}
 
 
 def _subjects_beside_a_name(plans: list, book: NameBook, finder) -> None:
