@@ -13,7 +13,7 @@ pytestmark = pytest.mark.timeout(300)
 WORDS = ("Bedriye", "Kalem", "Samsun", "Kulak", "Pervane", "Ataman", "Bekir", "Turgay", "Tatliye", "Tarçın", "Ardıç", "Taziye", "Kalemya", "Atamanov", "Kirazı", "Menekşen",
          "Birlik", "Keser", "Mutlu", "Kayalar", "Ceyhan", "Kütük", "Nurcevan", "Temiz", "Balık",
          "Ramazan", "Murat", "Kaynak", "Savci", "Bulut",
-         "Doğan")
+         "Doğan", "Erdi")
 
 
 def test_the_name_words_are_not_in_the_evaluation_half():
@@ -549,3 +549,20 @@ def test_a_listed_name_word_opening_a_persons_clause_in_a_record_that_names_some
 def test_a_word_opening_a_persons_clause_stays_without_a_named_person_or_a_listed_name(step, text):
     out = clean_text(step, text)
     assert [w for w in ("Doğan", "Kurye", "Ankara", "Cuma") if w in text and not left(w, out)] == [], out
+
+
+def test_a_name_addressed_after_a_reply_word_in_a_labels_value_goes(step):
+    # tr_vocative: a label's value opens a sentence as a full stop does
+    out = clean_text(step, "Arama kaydı #7450: Tamamdır Kalem, hallediyorum. Müşteri arandı.")
+    assert not left("Kalem", out), out
+
+
+def test_a_first_name_ending_like_a_past_tense_opens_a_capitalized_subject_pair(step):
+    # tr_title_subject: "Erdi" ends like "-di" (past tense), which seldom opens a sentence before its subject
+    out = clean_text(step, "Arama kaydı #9332: Erdi Keser aboneliğini iptal etmek istiyor ama cayma bedeli soruyor.")
+    assert not left("Erdi", out) and not left("Keser", out), out
+
+
+def test_a_converb_opening_a_sentence_stays(step):
+    out = clean_text(step, "Görüşme notu: şikayet kaydı açıldı. Gelince Kalem Keser aradı.")
+    assert left("Gelince", out) and not left("Kalem", out), out

@@ -50,6 +50,9 @@ _NOT_NAME = STOP | NEVER | TITLES | TITLES_AFTER | OFFICES | THING_NOUNS | ROLES
     | _GREETINGS | _BRANDS | _FIRM_WORDS | frozenset(fold(w) for w in REPLY_WORDS)
 # the case and possessive endings a noun takes as an object or a compound's head (folded: ı is i)
 _CASE_ENDING = re.compile(r"(?:[yns]?[iuü]|[yn]?[ae]|n[iuü]n|l[ae]r[iı]|s[iuü]n[iuü]|l[ae]r[iı]n[iı])$")
+# converbs and non-past verb forms (folded) that open a sentence before its subject ("Gelince", "Arayıp"); a past
+# tense there is rare, and many names end like one ("Erdi", "Bartu", "Fahrettin")
+_CONVERB = re.compile(r"(?:[iuü]p|[ae]r[ae]k|[iuü]nc[ae]|m[ae]k|m[ae]l[iı]|yor|[ae]c[ae]k)$")
 _EN_WORD_ZIPF = 3.0  # both words this frequent in English: an English brand or phrase ("Google Play")
 _ZIPF: dict[tuple[str, str], float] = {}
 
@@ -105,8 +108,8 @@ def _a_name_pair(w1: str, w2: str, first_in_sentence: bool) -> bool:
     l1, l2 = _low(w1), _low(w2)
     if not (_name_word(l1) and _name_word(l2)):
         return False
-    if first_in_sentence and VERB_SHAPE.search(fold(l1)) and _zipf(l1, "tr") >= COMMON_ZIPF:
-        return False  # a verb form opening the sentence ("Gelince Ali ..."), not a rare name ("Bartu")
+    if first_in_sentence and _CONVERB.search(fold(l1)) and _zipf(l1, "tr") >= COMMON_ZIPF:
+        return False  # a converb opening the sentence ("Gelince Ali ..."), not a rare name ("Bartu")
     k1, k2 = fold(l1), fold(l2)
     if (k1 in PLACES and k2 in PLACES) or (_everyday(l1) and _everyday(l2)):
         return False
