@@ -306,9 +306,10 @@ class PiiStep(Step):
         for u, kept, _, _ in plans:
             for h in kept:
                 if h.entity == "PERSON":
-                    # a label's value ("Alıcı: Edip Melek") opens no sentence: its first word stays a name's
+                    # a label's value ("Alıcı: Edip Melek") opens no sentence: its first word stays a name's, as
+                    # does that of a Turkish subject pair, read as a name word by its rule ("Selimm Miralamov aradı")
                     book.add(u.text[h.start:h.end], u.text[h.end:h.end + 8], sentence_initial(u.text, h.start)
-                             and not u.text[:h.start].rstrip(" \t\u00a0").endswith(":"))
+                             and not u.text[:h.start].rstrip(" \t\u00a0").endswith(":") and h.method != "lower_subject")
         for f in fields:
             if f.entity == "PERSON":
                 book.add(f.value)
