@@ -68,10 +68,12 @@ from pipeline.data.pii.names import (
 from pipeline.data.pii.neighbours import mid_frequency_name_word
 from pipeline.data.pii.text import Hit, TextContext, WordStart, fold
 from pipeline.data.pii.tr_label import labelled_names
+from pipeline.data.pii.tr_listed_first import listed_first_name_pairs
 from pipeline.data.pii.tr_lower_subject import cued_pairs, object_first_pairs, shouted_name_word, subject_pairs
 from pipeline.data.pii.tr_signature import signature_names
 from pipeline.data.pii.tr_suffix import suffixed_names
 from pipeline.data.pii.tr_things import thing_labelled, thing_subject
+from pipeline.data.pii.tr_title_subject import caps_subject_pairs, title_subject_pairs
 from pipeline.data.pii.tr_titles import titled_names
 from pipeline.data.pii.tr_vocative import vocative_names
 
@@ -201,6 +203,9 @@ class LatinNameRecognizer(PersonRecognizer):
             out += subject_pairs(ctx)  # overlapping hits merge into one span (engine.resolve)
             out += cued_pairs(ctx)
             out += object_first_pairs(ctx)
+            out += title_subject_pairs(ctx)
+            out += caps_subject_pairs(ctx)
+            out += listed_first_name_pairs(ctx)
             out += signature_names(ctx, self._no_name_word)
         turkish = self.supported_language == "tr"
         if turkish and out:  # "Ürün adı: Kırmızı Kalem", "Xiaomi Redmi şarj olmuyor": things

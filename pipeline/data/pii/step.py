@@ -26,6 +26,7 @@ from pipeline.data.pii.ru_names_pass import russian_names
 from pipeline.data.pii.ru_subject import subjects_beside_a_name as ru_subjects_beside_a_name
 from pipeline.data.pii.special import get_special_detector, record_special, strict_message
 from pipeline.data.pii.text import Hit
+from pipeline.data.pii.tr_beside_a_name import subjects_beside_a_name as tr_subjects_beside_a_name
 from pipeline.data.readers import too_deep
 
 
@@ -305,9 +306,10 @@ class PiiStep(Step):
         for u, kept, _, _ in plans:
             for h in kept:
                 if h.entity == "PERSON":
-                    # a label's value ("Alıcı: Edip Melek") opens no sentence: its first word stays a name's
+                    # a label's value ("Alıcı: Edip Melek") opens no sentence: its first word stays a name's, as
+                    # does that of a Turkish subject pair, read as a name word by its rule ("Selimm Miralamov aradı")
                     book.add(u.text[h.start:h.end], u.text[h.end:h.end + 8], sentence_initial(u.text, h.start)
-                             and not u.text[:h.start].rstrip(" \t\u00a0").endswith(":"))
+                             and not u.text[:h.start].rstrip(" \t\u00a0").endswith(":") and h.method != "lower_subject")
         for f in fields:
             if f.entity == "PERSON":
                 book.add(f.value)
@@ -592,7 +594,7 @@ class _NullStats:
 
 
 # per language: the words that are names only in a record that already names a person
-_BESIDE_A_NAME = {"en": en_subjects_beside_a_name, "ru": ru_subjects_beside_a_name}
+_BESIDE_A_NAME = {"en": en_subjects_beside_a_name, "ru": ru_subjects_beside_a_name, "tr": tr_subjects_beside_a_name}
 
 
 def _subjects_beside_a_name(plans: list, book: NameBook, finder) -> None:

@@ -32,7 +32,7 @@ _REPLY = frozenset(fold(w) for w in REPLY_WORDS)
 _NOT_NAME = STOP | NEVER | TITLES | TITLES_AFTER | OFFICES | THING_NOUNS
 _EVERYDAY: list = []  # Turkish and English words of Zipf >= 4.3, folded, built on first use
 # time words and adverbs that open a clause before its subject (folded)
-_CLAUSE_OPENERS = frozenset(fold(w) for w in (
+CLAUSE_OPENERS = frozenset(fold(w) for w in (
     "dün bugün yarın sabah akşam öğlen öğle gece şimdi tekrar yine gene hala hâlâ zaten ayrıca sonra önce biraz "
     "hemen artık lütfen ancak fakat çünkü galiba herhalde belki maalesef sanırım aslında").split())
 
@@ -101,7 +101,7 @@ def _everyday_first_name(text: str, word: str, e: int) -> bool:
     ("dün <celik> aradı"), a stop, role, verb-shaped or inflected word, or an English-like word ("modem", "mobil":
     things are named in English words; Zipf >= 3.5 in English)."""
     key = fold(word)
-    return key not in _CLAUSE_OPENERS and key not in common_words("en") and key not in _NOT_NAME and key not in ROLES and key not in PLACES \
+    return key not in CLAUSE_OPENERS and key not in common_words("en") and key not in _NOT_NAME and key not in ROLES and key not in PLACES \
         and len(key) >= 4 and VERB_SHAPE.search(key) is None and not inflected_common(key) \
         and not inflected_in_spelling(word) and TURKISH_LETTERS.search(text) is not None and subject_of_clause(text, e)
 

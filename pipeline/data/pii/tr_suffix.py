@@ -18,10 +18,11 @@ from __future__ import annotations
 import re
 
 from pipeline.data.pii.name_context import THING_BEFORE, adjacent_words, sentence_initial, word_before_in
-from pipeline.data.pii.name_signals import Rarity
+from pipeline.data.pii.name_signals import EVERYDAY_ZIPF, Rarity
 from pipeline.data.pii.names import LATIN_FIRST, LATIN_LAST, LISTED_EXT, TURKISH_WORDS
 from pipeline.data.pii.not_person import PLACES
 from pipeline.data.pii.text import Hit, fold
+from pipeline.data.pii.tr_spelling import TURKISH_LETTERS
 
 SUFFIX_SCORE = 0.6  # by rarity and orthography alone: above the default threshold, under a cue's 0.8 - 0.9
 
@@ -85,8 +86,18 @@ def person_verb_after(ctx, tok) -> bool:
 
 
 def _everyday_genitive(ctx, tok, rarity: Rarity) -> bool:
-    """An everyday word in the genitive: a country or an institution has requests too ("Türkiye'nin talebi")."""
-    return _case_of(ctx.text[tok.end:tok.full_end].lower()) == "gen" and rarity.everyday(tok.key)
+    """An everyday word in the genitive: a country or an institution has requests too ("Türkiye'nin talebi").
+    In a text typed with Turkish letters, the word as written: "Savci" is no "savcı" (prosecutor) there."""
+    if _case_of(ctx.text[tok.end:tok.full_end].lower()) != "gen" or not rarity.everyday(tok.key):
+        return False
+    written = tok.key[:1] + tok.word[1:].lower()  # the first letter folded: "I" is how many type "İ"
+    return "i" not in written or TURKISH_LETTERS.search(ctx.text) is None or _everyday_as_written(written)
+
+
+def _everyday_as_written(word: str) -> bool:
+    import wordfreq
+
+    return wordfreq.zipf_frequency(word, "tr") >= EVERYDAY_ZIPF
 
 
 def _is_case_suffix(suffix: str) -> bool:

@@ -18,8 +18,9 @@ VOCATIVE_SCORE = 0.7
 REPLY_WORDS = ("tamam", "tamamdır", "tamamdir", "peki", "evet", "hayır", "teşekkürler", "teşekkür ederim", "sağolun",
           "sağ olun", "rica ederim", "elbette", "tabii", "anladım", "memnuniyetle", "maalesef", "üzgünüm")
 _VOCATIVE = re.compile(
-    r"(?:^|(?<=[.!?\n]))[ \t]*(?:" + "|".join(re.escape(fold(w)) for w in sorted(REPLY_WORDS, key=len, reverse=True))
-    + rf")[ ,]+([{LATIN_LOWER}]{{3,}})[ \t]*[,!?]", re.M)  # matched in the folded text: the capital is tested apart
+    r"(?:^|(?<=[.!?:\n]))[ \t]*(?:" + "|".join(re.escape(fold(w)) for w in sorted(REPLY_WORDS, key=len, reverse=True))
+    + rf")[ ,]+([{LATIN_LOWER}]{{3,}})[ \t]*[,!?]", re.M)  # matched in the folded text: the capital is tested apart;
+# a label's value opens a sentence too ("Arama kaydı: Tamamdır X, hallediyorum")
 # forms of address that are no names (folded)
 _ADDRESS = frozenset(fold(w) for w in (
     "abi abla usta hoca efendi beyefendi hanımefendi kardeş dost can arkadaş müdür şef patron kaptan reis hocam "
