@@ -15,8 +15,10 @@ from pipeline.core.step import Step
 from pipeline.data.lang import pii_language
 from pipeline.data.pii import checks
 from pipeline.data.pii.en_beside_a_name import subjects_beside_a_name as en_subjects_beside_a_name
+from pipeline.data.pii.en_found_again import found_again
 from pipeline.data.pii.en_names import english_names
 from pipeline.data.pii.fields import field_rules, strip_value
+from pipeline.data.pii.found_partner import found_partners
 from pipeline.data.pii.lang import detect_language
 from pipeline.data.pii.mentions import NameBook, drop_named_things, expand, find_mentions, lone_first_name_surnames
 from pipeline.data.pii.name_context import sentence_initial
@@ -322,6 +324,8 @@ class PiiStep(Step):
                 extra = find_mentions(u.text, book, taken)
                 if lang == "en":
                     extra += lone_first_name_surnames(u.text, book, taken + extra)
+                    extra += found_again(u.text, book, taken + extra)
+                extra += found_partners(u.text, lang, book, taken + extra)
                 if extra:
                     p[1] = kept = expand(u.text, kept + extra)
                     p[2] = [r for r in residual if not any(r.start < k.end and k.start < r.end for k in kept)]

@@ -1,0 +1,85 @@
+"""Names the record already holds, found again in English and Russian text: the other word beside a found name in
+lower case or capitals (found_partner), a full name's everyday word alone in a person's slot (en_found_again), and
+the value of a label that says a name follows (en_labels). Issue 29.
+
+The name words are invented, or everyday words and places (checked: none in the evaluation's half); the
+sentences are written for these tests."""
+
+import pytest
+from pii_names import clean_text, half, step  # noqa: F401 (step: a fixture)
+
+from pipeline.data.pii.en_labels import label_names
+
+pytestmark = pytest.mark.timeout(300)
+
+NAME_WORDS = ("Quessany", "Zorvakil", "Quillbury", "Dhaka", "Fleet", "King", "Max", "Here", "Harbor", "Copper",
+              "Кызбурат", "Гурванец", "Жарбек", "Астана", "Неважно")
+
+
+def test_the_name_words_are_not_in_the_evaluation_half():
+    assert [w for w in NAME_WORDS if half(w) != 0] == []
+
+
+@pytest.mark.parametrize("text, gone, kept", [
+    # lower case: the found first name and a place after it, before a verb or the clause's end
+    ("Sure thing Quessany, one moment. quessany dhaka dropped by the store to pick up the order.",
+     ["quessany", "dhaka"], ["dropped by the store"]),
+    ("Told Quessany the parcel is on its way.\nship to: quessany dhaka\nThe app keeps emptying my cart.",
+     ["quessany", "dhaka"], ["The app"]),
+    # capitals: an everyday word before a verb of calling
+    ("Hey Zorvakil, quick question. ZORVAKIL FLEET CALLED YESTERDAY ABOUT THE REFUND.",
+     ["ZORVAKIL", "FLEET"], ["CALLED YESTERDAY"]),
+    # Russian, lower case: the found name in another case and a city beside it, before the verb
+    ("Позвоните Кызбурату после шести. сегодня утром кызбурат астана оставил отзыв на сайте.",
+     ["Кызбурат", "кызбурат", "астана"], ["оставил отзыв"]),
+    # Russian, capitals: the word before a found name after "это"
+    ("Напомните Кызбурату про документы. ЭТО ГУРВАНЕЦ КЫЗБУРАТ, ПИШУ ПО ПОВОДУ ВОЗВРАТА.",
+     ["ГУРВАНЕЦ", "КЫЗБУРАТ"], ["ПИШУ ПО ПОВОДУ"]),
+])
+def test_the_other_word_of_a_found_name(step, text, gone, kept):
+    out = clean_text(step, text)
+    assert all(w not in out for w in gone) and all(w in out for w in kept), out
+
+
+@pytest.mark.parametrize("text, kept", [
+    ("Sure thing Quessany. told quessany thanks.", ["thanks"]),  # a reply word
+    ("Sure thing Quessany. quessany confirmed.", ["confirmed"]),  # a verb, not a surname
+    ("Sure thing Quessany. quessany called yesterday about the bill.", ["called yesterday"]),
+    ("Позвоните Кызбурату. кызбурат неважно себя чувствует.", ["неважно"]),  # an adverb
+    ("Позвоните Кызбурату. потом кызбурат звонил снова.", ["потом", "звонил"]),
+])
+def test_no_function_word_or_verb_is_a_found_names_other_word(step, text, kept):
+    out = clean_text(step, text)
+    assert all(w in out for w in kept), out
+
+
+def test_a_russian_found_name_typed_in_lower_case(step):
+    out = clean_text(step, "Позвоните Кызбурату после шести. Вчера звонил кызбурат, просил перезвонить.")
+    assert "ызбурат" not in out, out
+
+
+@pytest.mark.parametrize("text, gone, kept", [
+    ("Spoke to Zorvakil King just now. King confirmed the new address. Told King the parcel is on its way. "
+     "King's order is on hold.", ["King"], []),
+    ("Spoke to Max Quillbury. Told Max the parcel is on its way.", ["Max"], []),
+    # a word of a full name as what it is: after a determiner, before another capitalized word
+    ("Spoke to Zorvakil King. The King Street office is shut. I told the King's guard.",
+     ["Zorvakil"], ["King Street", "the King's guard"]),
+    ("Spoke to Max Quillbury. Our Max plan is cheaper. Max Pro is sold out.", ["Quillbury"], ["Max plan", "Max Pro"]),
+])
+def test_a_full_names_everyday_word_alone_in_a_persons_slot(step, text, gone, kept):
+    out = clean_text(step, text)
+    assert all(w not in out for w in gone) and all(w in out for w in kept), out
+
+
+@pytest.mark.parametrize("text, names", [
+    # words of middle frequency (Zipf 4.15, 4.27), neither rare nor listed
+    ("Name on the order: Harbor Copper\nThe router light keeps blinking red.", ["Harbor Copper"]),
+    ("customer name: harbor copper\nIt went to the wrong depot.", ["harbor copper"]),
+    ("It looks like I was charged twice. Full name: Quessany Here", ["Quessany Here"]),
+    ("Name on the card: Visa Gold", []),  # everyday words, no anchor
+    ("Customer name: Acme Corporation", []),  # a firm
+    ("Full name: see attached", []),
+])
+def test_the_value_of_a_label_that_says_a_name_follows(text, names):
+    assert [text[h.start:h.end] for h in label_names(text)] == names
