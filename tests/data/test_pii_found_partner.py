@@ -13,7 +13,7 @@ from pipeline.data.pii.en_labels import label_names
 pytestmark = pytest.mark.timeout(300)
 
 NAME_WORDS = ("Quessany", "Zorvakil", "Quillbury", "Dhaka", "Fleet", "King", "Max", "Here", "Harbor", "Copper",
-              "Кызбурат", "Гурванец", "Жарбек", "Астана", "Неважно")
+              "Sam", "Salem", "Kalem", "Boston", "Кызбурат", "Гурванец", "Жарбек", "Астана", "Неважно")
 
 
 def test_the_name_words_are_not_in_the_evaluation_half():
@@ -35,6 +35,11 @@ def test_the_name_words_are_not_in_the_evaluation_half():
     # Russian, capitals: the word before a found name after "это"
     ("Напомните Кызбурату про документы. ЭТО ГУРВАНЕЦ КЫЗБУРАТ, ПИШУ ПО ПОВОДУ ВОЗВРАТА.",
      ["ГУРВАНЕЦ", "КЫЗБУРАТ"], ["ПИШУ ПО ПОВОДУ"]),
+    # capitalized: the word before a found surname opening the clause, before a verb ("Sam" is an everyday word)
+    ("Mr. Copper agreed to the exchange. Sam Copper dropped by the store.", ["Sam", "Copper"], ["dropped by"]),
+    # the pair joins the record's names: the everyday word alone in the possessive later
+    ("ZORVAKIL FLEET CALLED YESTERDAY ABOUT THE REFUND.\nHey Zorvakil, quick question. Fleet's order is on hold.",
+     ["FLEET", "Fleet"], ["order is on hold"]),
 ])
 def test_the_other_word_of_a_found_name(step, text, gone, kept):
     out = clean_text(step, text)
@@ -47,6 +52,8 @@ def test_the_other_word_of_a_found_name(step, text, gone, kept):
     ("Sure thing Quessany. quessany called yesterday about the bill.", ["called yesterday"]),
     ("Позвоните Кызбурату. кызбурат неважно себя чувствует.", ["неважно"]),  # an adverb
     ("Позвоните Кызбурату. потом кызбурат звонил снова.", ["потом", "звонил"]),
+    # capitalized, only before a verb, never a role or time word
+    ("Mr. Quillbury agreed. Customer Quillbury called. Yesterday Quillbury called.", ["Customer", "Yesterday"]),
 ])
 def test_no_function_word_or_verb_is_a_found_names_other_word(step, text, kept):
     out = clean_text(step, text)
@@ -83,3 +90,14 @@ def test_a_full_names_everyday_word_alone_in_a_persons_slot(step, text, gone, ke
 ])
 def test_the_value_of_a_label_that_says_a_name_follows(text, names):
     assert [text[h.start:h.end] for h in label_names(text)] == names
+
+
+@pytest.mark.parametrize("text, gone, kept", [
+    # en_subject: a rare word, then a town as its surname, before a calling verb
+    # "Kalem": a Turkish word (pen), rare in English
+    ("Kalem Boston wants the delivery moved to Saturday.", ["Kalem", "Boston"], ["Saturday"]),
+    ("The office in Salem wants the form.", [], ["Salem"]),  # no rare word
+])
+def test_a_town_as_the_surname_of_a_subject(step, text, gone, kept):
+    out = clean_text(step, text)
+    assert all(w not in out for w in gone) and all(w in out for w in kept), out

@@ -11,6 +11,10 @@ people are named after towns and things. Never a function word, pronoun, time or
 word the Russian dictionary reads as a verb, adverb or pronoun ("дамир неважно звонил" keeps "неважно": the
 surname that is an adverb stays, a cost of the rule's precision).
 
+A capitalized word before a found name opening its clause joins it only before a verb ("Sam <Morales> dropped by
+the store": "Sam" is an everyday word the sentence start says nothing of), never a role word ("Customer
+<Morales> called"). The words found join the record's book, so that their later mentions are found too.
+
 A Russian name of the record typed in lower case ("Позвоните Дамиру" ... "дамир звонил") is that person too where
 the dictionary gives it no ordinary reading: mentions.py looks for Cyrillic names as written and in capitals only.
 """
@@ -19,7 +23,7 @@ from __future__ import annotations
 import re
 
 from pipeline.data.pii.en_words import ADDRESS_TERMS, CALENDAR, EVERYDAY_ZIPF, FIRST_NAMES, en_zipf
-from pipeline.data.pii.name_context import TITLES, TITLES_AFTER, VERBS_AFTER
+from pipeline.data.pii.name_context import ROLES, TITLES, TITLES_AFTER, VERBS_AFTER
 from pipeline.data.pii.name_signals import common_words
 from pipeline.data.pii.names import LATIN_LAST, NEVER, OFFICES
 from pipeline.data.pii.ru_morph import analyzer, mention_forms, ordinary_word, reading
@@ -62,7 +66,7 @@ def found_partners(text: str, lang: str, book, kept: list[Hit]) -> list[Hit]:
     mine = {(h.start, h.end) for h in kept if h.entity == "PERSON"}
     out: list[Hit] = []
     for i, (s, e, word) in enumerate(toks):
-        if len(word) < 3 or not (word.islower() or word.isupper()) or _inside(s, e, taken):
+        if len(word) < 3 or _shape(word) is None or _inside(s, e, taken):
             continue
         found = (s, e) in mine
         if not found and not _book_word(word, keys, lang):
@@ -117,20 +121,31 @@ def _lone_lower_ru(word: str) -> bool:
 def _with_partner(text: str, toks: list, i: int, lang: str, taken: list) -> tuple[int, int] | None:
     """The span of toks[i] and its other word, after it or else before it, or None."""
     s, e, word = toks[i]
-    upper = word.isupper()
-    if i + 1 < len(toks):
+    shape = _shape(word)
+    if i + 1 < len(toks) and shape != "title":
         s2, e2, w2 = toks[i + 1]
-        if text[e:s2] == " " and w2.isupper() == upper and w2.islower() != upper and not _inside(s2, e2, taken):
+        if text[e:s2] == " " and _shape(w2) == shape and not _inside(s2, e2, taken):
             verb = _verb_after(text, e2, lang)
             if (verb or _clause_end_after(text, e2)) and _partner(w2, lang, verb):
                 return s, e2
     if i > 0:
         s0, e0, w0 = toks[i - 1]
-        if text[e0:s] == " " and w0.isupper() == upper and w0.islower() != upper and not _inside(s0, e0, taken):
+        if text[e0:s] == " " and _shape(w0) == shape and not _inside(s0, e0, taken):
             verb = _verb_after(text, e, lang)
-            if (verb or _clause_end_after(text, e)) and _opens(text, s0, toks, i - 1, lang) \
+            # capitalized, only before a verb: "Sam <Morales> dropped by", not "Thanks, Sam <Morales>."
+            if (verb or (shape != "title" and _clause_end_after(text, e))) and _opens(text, s0, toks, i - 1, lang) \
                     and _partner(w0, lang, verb):
                 return s0, e
+    return None
+
+
+def _shape(word: str) -> str | None:
+    if word.islower():
+        return "lower"
+    if word.isupper():
+        return "caps"
+    if word[:1].isupper() and word[1:].islower():
+        return "title"
     return None
 
 
@@ -167,7 +182,7 @@ def _opens(text: str, s: int, toks: list, j: int, lang: str) -> bool:
 
 def _partner(word: str, lang: str, verb: bool) -> bool:
     key = fold(word)
-    if len(key) < 3 or key in TITLES or key in TITLES_AFTER or key in NEVER or key in OFFICES:
+    if len(key) < 3 or key in TITLES or key in TITLES_AFTER or key in NEVER or key in OFFICES or key in ROLES:
         return False
     if lang == "en":
         if key in _EN_FUNCTION or key in CALENDAR or key in ADDRESS_TERMS:

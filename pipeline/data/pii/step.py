@@ -315,6 +315,7 @@ class PiiStep(Step):
                 book.add(f.value)
         if book and lang in _BESIDE_A_NAME:
             _subjects_beside_a_name(plans, book, _BESIDE_A_NAME[lang])
+            _found_partners(plans, book, lang)
         if book:
             for p in plans:
                 u, kept, residual, code = p
@@ -325,7 +326,6 @@ class PiiStep(Step):
                 if lang == "en":
                     extra += lone_first_name_surnames(u.text, book, taken + extra)
                     extra += found_again(u.text, book, taken + extra)
-                extra += found_partners(u.text, lang, book, taken + extra)
                 if extra:
                     p[1] = kept = expand(u.text, kept + extra)
                     p[2] = [r for r in residual if not any(r.start < k.end and k.start < r.end for k in kept)]
@@ -613,3 +613,20 @@ def _subjects_beside_a_name(plans: list, book: NameBook, finder) -> None:
             book.add(u.text[h.start:h.end], u.text[h.end:h.end + 8], True)
         if new:
             p[1] = sorted(kept + new, key=lambda h: h.start)
+
+
+def _found_partners(plans: list, book: NameBook, lang: str) -> None:
+    """The other words of the book's names in lower case or capitals, and the words before them that open their
+    clause (found_partner) join the plans and the book before the record's mentions are searched: "ZULFIQAR FLEET
+    CALLED" makes "Fleet's order" a mention too."""
+    for p in plans:
+        u, kept, _, code = p
+        if u.kind == "number":
+            continue
+        new = found_partners(u.text, lang, book, kept + [Hit(s, e, "CODE", 0.0, "code") for s, e in code])
+        for h in new:
+            # the word before the name was taken as its first word for what follows it: kept at a sentence start
+            book.add(u.text[h.start:h.end], u.text[h.end:h.end + 8])
+        if new:
+            p[1] = kept = expand(u.text, kept + new)
+            p[2] = [r for r in p[2] if not any(r.start < k.end and k.start < r.end for k in kept)]
