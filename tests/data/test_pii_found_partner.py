@@ -13,7 +13,7 @@ from pipeline.data.pii.en_labels import label_names
 pytestmark = pytest.mark.timeout(300)
 
 NAME_WORDS = ("Quessany", "Zorvakil", "Quillbury", "Dhaka", "Fleet", "King", "Max", "Here", "Harbor", "Copper",
-              "Sam", "Salem", "Kalem", "Boston", "Кызбурат", "Гурванец", "Жарбек", "Астана", "Неважно")
+              "Sam", "Salem", "Kalem", "Boston", "Hyde", "Monroe", "London", "Tulsa", "Кызбурат", "Гурванец", "Ремонта", "Смелый", "Сава", "Жарбек", "Астана", "Неважно")
 
 
 def test_the_name_words_are_not_in_the_evaluation_half():
@@ -40,6 +40,11 @@ def test_the_name_words_are_not_in_the_evaluation_half():
     # the pair joins the record's names: the everyday word alone in the possessive later
     ("ZORVAKIL FLEET CALLED YESTERDAY ABOUT THE REFUND.\nHey Zorvakil, quick question. Fleet's order is on hold.",
      ["FLEET", "Fleet"], ["order is on hold"]),
+    # Russian, capitalized mid-sentence: the word after a found name in its case, an ordinary word too
+    ("Позвоните Кызбурату. Курьер не застал Кызбурата Ремонта дома.", ["Кызбурат", "Ремонта"], ["дома"]),
+    # a signature line: the found name and the word beside it fill the line
+    ("Роутер мигает красным.\n--\nКызбурат Смелый\nотдел продаж\nПривет, Кызбурат, всё получилось?",
+     ["Кызбурат", "Смелый"], ["отдел продаж"]),
 ])
 def test_the_other_word_of_a_found_name(step, text, gone, kept):
     out = clean_text(step, text)
@@ -52,6 +57,8 @@ def test_the_other_word_of_a_found_name(step, text, gone, kept):
     ("Sure thing Quessany. quessany called yesterday about the bill.", ["called yesterday"]),
     ("Позвоните Кызбурату. кызбурат неважно себя чувствует.", ["неважно"]),  # an adverb
     ("Позвоните Кызбурату. потом кызбурат звонил снова.", ["потом", "звонил"]),
+    # capitalized mid-sentence, in another case or a place: another noun phrase
+    ("Позвоните Кызбурату. Передал Кызбурату Москву в подарок.", ["Москву"]),
     # capitalized, only before a verb, never a role or time word
     ("Mr. Quillbury agreed. Customer Quillbury called. Yesterday Quillbury called.", ["Customer", "Yesterday"]),
 ])
@@ -99,5 +106,25 @@ def test_the_value_of_a_label_that_says_a_name_follows(text, names):
     ("The office in Salem wants the form.", [], ["Salem"]),  # no rare word
 ])
 def test_a_town_as_the_surname_of_a_subject(step, text, gone, kept):
+    out = clean_text(step, text)
+    assert all(w not in out for w in gone) and all(w in out for w in kept), out
+
+
+def test_a_russian_name_found_in_an_oblique_case_the_dictionary_reads_as_a_place(step):
+    # "Саву": the river Сава's accusative to the dictionary; its other case forms are the person's too
+    out = clean_text(step, "Курьер не застал Саву Гурванца дома. Отправил чек Саве на почту.")
+    assert "Сав" not in out, out
+
+
+@pytest.mark.parametrize("text, gone, kept", [
+    # en_beside_a_name: in a record that names a person, a town before a calling verb, and the owner of an order
+    ("Hi Quessany, item sent for repair. Hyde confirmed the new address.", ["Quessany", "Hyde"], ["new address"]),
+    ("Got it Quessany. Monroe's order is on hold until Monday.", ["Monroe"], ["order is on hold"]),
+    ("Got it Quessany. Tulsa's order is on hold until Monday.", ["Tulsa"], []),
+    # a big city, a shop of middle frequency in English, no person in the record
+    ("Got it Quessany. London's account is open. Boston confirmed the order.", ["Quessany"], ["London", "Boston"]),
+    ("Monroe's order is on hold.", [], ["Monroe"]),
+])
+def test_a_town_or_an_owner_beside_a_named_person(step, text, gone, kept):
     out = clean_text(step, text)
     assert all(w not in out for w in gone) and all(w in out for w in kept), out

@@ -23,10 +23,10 @@ from __future__ import annotations
 import re
 
 from pipeline.data.pii.en_words import ADDRESS_TERMS, CALENDAR, EVERYDAY_ZIPF, FIRST_NAMES, en_zipf
-from pipeline.data.pii.name_context import ROLES, TITLES, TITLES_AFTER, VERBS_AFTER
+from pipeline.data.pii.name_context import ROLES, TITLES, TITLES_AFTER, VERBS_AFTER, sentence_initial
 from pipeline.data.pii.name_signals import common_words
 from pipeline.data.pii.names import LATIN_LAST, NEVER, OFFICES
-from pipeline.data.pii.ru_morph import analyzer, mention_forms, ordinary_word, reading
+from pipeline.data.pii.ru_morph import analyzer, mention_forms, ordinary_word, place_after_preposition, reading
 from pipeline.data.pii.ru_names import RU_AMBIGUOUS
 from pipeline.data.pii.ru_subject import ROLES as RU_ROLES
 from pipeline.data.pii.text import Hit, fold
@@ -122,12 +122,18 @@ def _with_partner(text: str, toks: list, i: int, lang: str, taken: list) -> tupl
     """The span of toks[i] and its other word, after it or else before it, or None."""
     s, e, word = toks[i]
     shape = _shape(word)
-    if i + 1 < len(toks) and shape != "title":
+    if i + 1 < len(toks):
         s2, e2, w2 = toks[i + 1]
         if text[e:s2] == " " and _shape(w2) == shape and not _inside(s2, e2, taken):
             verb = _verb_after(text, e2, lang)
-            if (verb or _clause_end_after(text, e2)) and _partner(w2, lang, verb):
+            if shape != "title":
+                if (verb or _clause_end_after(text, e2)) and _partner(w2, lang, verb):
+                    return s, e2
+            elif _fills_line(text, s, e2) and _partner(w2, lang, verb):
                 return s, e2
+            elif lang == "ru" and not sentence_initial(text, s) and _same_case(word, w2) and _partner(w2, lang, True) \
+                    and not place_after_preposition(w2):
+                return s, e2  # capitalized mid-sentence, in the name's case: a surname, an ordinary word too
     if i > 0:
         s0, e0, w0 = toks[i - 1]
         if text[e0:s] == " " and _shape(w0) == shape and not _inside(s0, e0, taken):
@@ -137,6 +143,21 @@ def _with_partner(text: str, toks: list, i: int, lang: str, taken: list) -> tupl
                     and _partner(w0, lang, verb):
                 return s0, e
     return None
+
+
+def _fills_line(text: str, s: int, e: int) -> bool:
+    """The words s..e are all of their line: a signature ("--\nКос Квитко\nотдел продаж")."""
+    before = text.rfind("\n", 0, s)
+    after = text.find("\n", e)
+    return not text[before + 1:s].strip() and not text[e:len(text) if after < 0 else after].strip()
+
+
+def _same_case(first: str, second: str) -> bool:
+    """Two Russian words the dictionary can read in one case ("Исмата Актива", both genitive): a name and its
+    surname agree; a name before a capitalized word of another case is a name before another noun phrase."""
+    cases = {p.tag.case for p in analyzer().parse(first.lower()) if p.tag.case}
+    other = {p.tag.case for p in analyzer().parse(second.lower()) if p.tag.case}
+    return not other or bool(cases & other)  # no case to the dictionary: "Кривоноса" read as a short adjective
 
 
 def _shape(word: str) -> str | None:
