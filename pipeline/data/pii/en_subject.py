@@ -10,8 +10,8 @@ before them: "yesterday", "this morning", "and"), are a name when:
 * one of them is an anchor: a listed first name (Faker's or the names-dataset extension's) that is no calendar or
   address word, or a word rare in English (wordfreq Zipf < 3.0) that is no place, firm or stop word;
 * and the other, if any, is no function word, role or thing word; a listed surname may be an everyday word, and
-  after a listed first name any word but a function, role or calendar word is its surname; after a rare word, a
-  town is one too (people are named after towns: "Faiz Salem wants", "Dyana Huntington says").
+  after a listed first name any word but a function, role or calendar word is its surname; beside a rare word, a
+  town is a name word too (people are named after towns: "Faiz Salem wants", "Lincoln Joynson emailed").
 
 "The customer called", "Support Team says", "my wife called" and "the new bill says" stay: no anchor, or no
 clause start before the words.
@@ -154,6 +154,7 @@ def _is_name(keys: list[str], shape: str, person_verb: bool) -> bool:
     a, b = keys
     if a in LISTED_FIRST and b not in FUNCTION_WORDS and b not in ROLES and b not in CALENDAR and b not in FIRM_WORDS:
         return True  # a listed first name, then its surname: a place or any word ("ali salem dropped by")
-    if a not in NOT_NAME and en_zipf(a) < _RARE_ZIPF and b in PLACES:
-        return True  # a rare first word, then a surname that is also a town ("Faiz Salem wants", "X Huntington says")
+    if (a not in NOT_NAME and en_zipf(a) < _RARE_ZIPF and b in PLACES) \
+            or (b not in NOT_NAME and en_zipf(b) < _RARE_ZIPF and a in PLACES):
+        return True  # a rare word and a town beside it ("Faiz Salem wants", "LINCOLN JOYNSON EMAILED")
     return (name_anchor(a) and name_partner(b)) or (name_anchor(b) and name_partner(a))

@@ -44,10 +44,12 @@ _EN_FUNCTION = frozenset((
     "please thanks thank ok okay hi hello hey dear sorry who what when where why how which all any some each "
     "every one two three very really only even back up down out off said says").split())
 # what may open the clause before a name in lower case or capitals (folded)
-_EN_OPENERS = frozenset(("is", "to", "with", "from", "by", "told", "tell", "called", "yesterday", "today",
+_EN_OPENERS = frozenset(("is", "to", "with", "from", "by", "yesterday", "today",
                          "morning", "evening", "hi", "hello", "hey", "dear", "thanks", "name"))
 _RU_OPENERS = frozenset(("это", "зовут", "утром", "вечером", "днем", "днём", "вчера", "сегодня", "клиент",
                          "клиентка", "фио", "имя"))
+_TIME_AFTER = frozenset(("just", "yesterday", "today", "earlier", "twice", "вчера", "сегодня", "утром", "снова",
+                         "опять", "дважды"))
 _EN_VERB_WORDS = frozenset(("will", "wants", "says", "said", "needs", "is", "was", "has", "had"))
 _RU_NOT_PARTNER_POS = frozenset(("VERB", "INFN", "PRTF", "PRTS", "GRND", "ADVB", "PRED", "NPRO", "PREP", "CONJ",
                                  "PRCL", "INTJ", "COMP", "NUMR"))
@@ -126,6 +128,8 @@ def _with_partner(text: str, toks: list, i: int, lang: str, taken: list) -> tupl
         s2, e2, w2 = toks[i + 1]
         if text[e:s2] == " " and _shape(w2) == shape and not _inside(s2, e2, taken):
             verb = _verb_after(text, e2, lang)
+            if verb == "time" and not _opens(text, s, toks, i, lang):
+                verb = False
             if shape != "title":
                 if (verb or _clause_end_after(text, e2)) and _partner(w2, lang, verb):
                     return s, e2
@@ -137,7 +141,7 @@ def _with_partner(text: str, toks: list, i: int, lang: str, taken: list) -> tupl
     if i > 0:
         s0, e0, w0 = toks[i - 1]
         if text[e0:s] == " " and _shape(w0) == shape and not _inside(s0, e0, taken):
-            verb = _verb_after(text, e, lang)
+            verb = _verb_after(text, e, lang)  # "time": the word before opens its clause, tested below
             # capitalized, only before a verb: "Sam <Morales> dropped by", not "Thanks, Sam <Morales>."
             if (verb or (shape != "title" and _clause_end_after(text, e))) and _opens(text, s0, toks, i - 1, lang) \
                     and _partner(w0, lang, verb):
@@ -177,12 +181,16 @@ def _clause_end_after(text: str, e: int) -> bool:
     return k >= len(text) or text[k] in _CLAUSE_END
 
 
-def _verb_after(text: str, e: int, lang: str) -> bool:
-    """A verb follows the pair: a verb of calling, writing or asking, or any verb in the past or present."""
+def _verb_after(text: str, e: int, lang: str) -> bool | str:
+    """A verb follows the pair: a verb of calling, writing or asking, or any verb in the past or present; or a time
+    adverb that ends what one did with the person ("spoke to kate hall just now", "SPOKE TO X Y YESTERDAY"): "time",
+    strong only where the pair opens its clause or follows a cue ("to", "with"), not in "emailed x invoice today"."""
     m = re.match(r"[ \u00a0]+([^\W\d_]+)", text[e:e + 40])
     if m is None:
         return False
     w = m.group(1).lower()
+    if w in _TIME_AFTER:
+        return "time"
     if lang == "en":
         return VERBS_AFTER.match(fold(text[e:e + 40])) is not None or w in _EN_VERB_WORDS \
             or (w.endswith("ed") and len(w) >= 5 and en_zipf(w) >= 2.5)

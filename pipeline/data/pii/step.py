@@ -618,15 +618,21 @@ def _subjects_beside_a_name(plans: list, book: NameBook, finder) -> None:
 def _found_partners(plans: list, book: NameBook, lang: str) -> None:
     """The other words of the book's names in lower case or capitals, and the words before them that open their
     clause (found_partner) join the plans and the book before the record's mentions are searched: "ZULFIQAR FLEET
-    CALLED" makes "Fleet's order" a mention too."""
-    for p in plans:
-        u, kept, _, code = p
-        if u.kind == "number":
-            continue
-        new = found_partners(u.text, lang, book, kept + [Hit(s, e, "CODE", 0.0, "code") for s, e in code])
-        for h in new:
-            # the word before the name was taken as its first word for what follows it: kept at a sentence start
-            book.add(u.text[h.start:h.end], u.text[h.end:h.end + 8])
-        if new:
-            p[1] = kept = expand(u.text, kept + new)
-            p[2] = [r for r in p[2] if not any(r.start < k.end and k.start < r.end for k in kept)]
+    CALLED" makes "Fleet's order" a mention too. A second pass where the first added a word: a mention before
+    the words found ("рус сарсенов звонил" ... "Рус Смадиярович просил")."""
+    for _ in range(2):
+        grown = False
+        for p in plans:
+            u, kept, _, code = p
+            if u.kind == "number":
+                continue
+            new = found_partners(u.text, lang, book, kept + [Hit(s, e, "CODE", 0.0, "code") for s, e in code])
+            for h in new:
+                # the word before the name was taken as its first word for what follows it: kept at a sentence start
+                book.add(u.text[h.start:h.end], u.text[h.end:h.end + 8])
+            if new:
+                grown = True
+                p[1] = kept = expand(u.text, kept + new)
+                p[2] = [r for r in p[2] if not any(r.start < k.end and k.start < r.end for k in kept)]
+        if not grown:
+            return
