@@ -11,9 +11,9 @@ people are named after towns and things. Never a function word, pronoun, time or
 word the Russian dictionary reads as a verb, adverb or pronoun ("дамир неважно звонил" keeps "неважно": the
 surname that is an adverb stays, a cost of the rule's precision).
 
-A capitalized word before a found name opening its clause joins it only before a verb ("Sam <Morales> dropped by
-the store": "Sam" is an everyday word the sentence start says nothing of), never a role word ("Customer
-<Morales> called"). The words found join the record's book, so that their later mentions are found too.
+A capitalized word before or after a found name, the pair opening its clause, joins it only before a verb ("Sam
+<Morales> dropped by the store": "Sam" is an everyday word the sentence start says nothing of; "Yesterday <Lewis>
+Hall emailed"), never a role word ("Customer <Morales> called"). The words found join the record's book, so that their later mentions are found too.
 
 A Russian name of the record typed in lower case ("Позвоните Дамиру" ... "дамир звонил") is that person too where
 the dictionary gives it no ordinary reading: mentions.py looks for Cyrillic names as written and in capitals only.
@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import re
 
-from pipeline.data.pii.en_words import ADDRESS_TERMS, CALENDAR, EVERYDAY_ZIPF, FIRST_NAMES, en_zipf
+from pipeline.data.pii.en_words import ADDRESS_TERMS, CALENDAR, EVERYDAY_ZIPF, FIRST_NAMES, NOT_NAME, en_zipf
 from pipeline.data.pii.name_context import ROLES, TITLES, TITLES_AFTER, VERBS_AFTER, sentence_initial
 from pipeline.data.pii.name_signals import common_words
 from pipeline.data.pii.names import LATIN_LAST, NEVER, OFFICES
@@ -135,6 +135,9 @@ def _with_partner(text: str, toks: list, i: int, lang: str, taken: list) -> tupl
                     return s, e2
             elif _fills_line(text, s, e2) and _partner(w2, lang, verb):
                 return s, e2
+            elif lang == "en" and VERBS_AFTER.match(fold(text[e2:e2 + 40])) is not None \
+                    and _opens(text, s, toks, i, lang) and _en_surname(w2):
+                return s, e2  # "Yesterday <Lewis> Hall emailed": the pair is the subject of a calling verb
             elif lang == "ru" and not sentence_initial(text, s) and _same_case(word, w2) and _partner(w2, lang, True) \
                     and not place_after_preposition(w2):
                 return s, e2  # capitalized mid-sentence, in the name's case: a surname, an ordinary word too
@@ -147,6 +150,13 @@ def _with_partner(text: str, toks: list, i: int, lang: str, taken: list) -> tupl
                     and _partner(w0, lang, verb):
                 return s0, e
     return None
+
+
+def _en_surname(word: str) -> bool:
+    """A capitalized English word after a found first name that may be its surname: a listed one ("Hall"), or no
+    stop, place, thing or everyday word ("Max Pro", "Lewis Street" stay)."""
+    key = fold(word)
+    return key in LATIN_LAST or (key not in NOT_NAME and key not in _EN_FUNCTION and en_zipf(key) < EVERYDAY_ZIPF)
 
 
 def _fills_line(text: str, s: int, e: int) -> bool:
