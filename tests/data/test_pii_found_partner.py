@@ -1,19 +1,22 @@
-"""Names the record already holds, found again in English and Russian text: the other word beside a found name in
-lower case or capitals (found_partner), a full name's everyday word alone in a person's slot (en_found_again), and
-the value of a label that says a name follows (en_labels). Issue 29.
+"""Names in English and Russian text that the record already holds, or that a slot says are names: the other word
+beside a found name in lower case, capitals or title case (found_partner), a full name's everyday word alone in a
+person's slot (en_found_again), a town as a subject's surname (en_subject), a town or an owner beside a named
+person (en_beside_a_name), a greeted word of middle frequency (en_addressed), the value of a label that says a
+name follows (en_labels), a writer's name after "this is" in lower case (en_this_is). Issue 29.
 
-The name words are invented, or everyday words and places (checked: none in the evaluation's half); the
-sentences are written for these tests."""
+The name words are invented, or everyday words, places and names in half 0 of the names-dataset split (checked:
+none in the evaluation's half); the sentences are written for these tests."""
 
 import pytest
 from pii_names import clean_text, half, step  # noqa: F401 (step: a fixture)
 
 from pipeline.data.pii.en_labels import label_names
+from pipeline.data.pii.en_this_is import this_is_names
 
 pytestmark = pytest.mark.timeout(300)
 
 NAME_WORDS = ("Quessany", "Zorvakil", "Quillbury", "Dhaka", "Fleet", "King", "Max", "Here", "Harbor", "Copper",
-              "Sam", "Salem", "Kalem", "Boston", "Hyde", "Monroe", "London", "Tulsa", "Carla", "Line", "Рус", "Зорбекович", "Charlie", "Lewis", "Legend", "Кызбурат", "Гурванец", "Ремонта", "Смелый", "Сава", "Жарбек", "Астана", "Неважно")
+              "Sam", "Salem", "Kalem", "Boston", "Hyde", "Monroe", "London", "Tulsa", "Carla", "Line", "Рус", "Зорбекович", "Charlie", "Lewis", "Legend", "Barber", "Кызбурат", "Гурванец", "Ремонта", "Смелый", "Сава", "Жарбек", "Астана", "Неважно")
 
 
 def test_the_name_words_are_not_in_the_evaluation_half():
@@ -151,3 +154,18 @@ def test_a_town_or_an_owner_beside_a_named_person(step, text, gone, kept):
 def test_a_greeted_name_and_its_surname(step, text, gone, kept):
     out = clean_text(step, text)
     assert all(w not in out for w in gone) and all(w in out for w in kept), out
+
+
+@pytest.mark.parametrize("text, names", [
+    # en_this_is: "kalem" is a Turkish word, rare in English
+    ("hi, this is kalem zorvakil, i ordered a kettle last week.", ["kalem zorvakil"]),
+    ("this is quessany barber.", ["quessany barber"]),
+    ("this is very good, thanks. this is my order. this is bad news, sorry. this is kalem here.", []),
+])
+def test_a_writer_who_says_this_is_in_lower_case(text, names):
+    assert [text[h.start:h.end] for h in this_is_names(text)] == names
+
+
+def test_this_is_in_lower_case_through_the_step(step):
+    out = clean_text(step, "hi, this is kalem zorvakil, i ordered a kettle last week.")
+    assert "kalem" not in out and "zorvakil" not in out and "kettle" in out, out
