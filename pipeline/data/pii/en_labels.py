@@ -12,7 +12,9 @@ The labels that name a person ("Caller:", "Name on the order:", "Account holder:
 way. A value is also a name when one word is an anchor of en_subject (a listed first name, or rare in English and
 no place or stop word) and every other word may stand beside one, an everyday word too ("Caller: Bir
 Quillbury", "name on the order: jane register", "Ship to: Pop Quillbury"). "Caller: unknown number" and
-"Customer: premium tier" stay.
+"Customer: premium tier" stay. A label with the word "name" in it says a name follows: two or three words none
+of which is everyday ("Name on the order: Eleanor Barber", Zipf 3.8 both), or an anchor and title-case words
+beside it ("Full name: Dedrick Here").
 """
 from __future__ import annotations
 
@@ -41,10 +43,12 @@ def label_names(text: str) -> list[Hit]:
     out = []
     k = text.find(":")
     while k >= 0:
-        if text[max(0, k - 10):k].rstrip(" \t").lower().endswith(_LABEL_ENDS) \
-                and _LABEL.search(text, max(0, k - 40), k) is not None:
+        label = _LABEL.search(text, max(0, k - 40), k) \
+            if text[max(0, k - 10):k].rstrip(" \t").lower().endswith(_LABEL_ENDS) else None
+        if label is not None:
             m = _VALUE.match(text, k + 1)
-            if m is not None and _name_value([fold(w) for w in m.group(1).split()]):
+            if m is not None and (_name_value([fold(w) for w in m.group(1).split()])
+                                  or ("name" in label.group().lower() and _named_value(m.group(1).split()))):
                 out.append(Hit(m.start(1), m.end(1), "PERSON", 0.7, "label"))
         k = text.find(":", k + 1)
     return out
@@ -56,6 +60,18 @@ def _name_value(keys: list[str]) -> bool:
     if all(_may_be_name_word(k) for k in keys) and any(k in FIRST_NAMES or en_zipf(k) < _RARE_ZIPF for k in keys):
         return True
     return any(name_anchor(k) for k in keys) and all(name_anchor(k) or name_partner(k) for k in keys)
+
+
+def _named_value(words: list[str]) -> bool:
+    """The value of a label that says a name follows ("Name on the order:", "customer name:", "Full name:"): no
+    word need be rare, none everyday ("Eleanor Barber", "hilary wang"); or a name anchor and the other words
+    written as it is, title case, whatever they are as words ("Full name: Dedrick Here")."""
+    keys = [fold(w) for w in words]
+    if any(k in FIRM_WORDS for k in keys) or len(words) < 2:
+        return False
+    if all(_may_be_name_word(k) for k in keys):
+        return True
+    return any(name_anchor(k) for k in keys) and all(w[:1].isupper() and w[1:].islower() for w in words)
 
 
 def _may_be_name_word(key: str) -> bool:

@@ -1,8 +1,8 @@
 """The English name signals, run on the spans of an English text after the recognizers (step.PiiStep._plan):
 the sentence openers that are words dropped (en_sentence_start); the words greeted or told, the rare words in the
 possessive, the values of labels, the subjects of calling verbs, the words after Mr. or Dr. and a listed first name
-with the capitalized word after it added (en_addressed, en_possessive, en_labels, en_subject, en_titled,
-en_first_and_surname); then every PERSON
+with the capitalized word after it, and a writer's name after "this is" in lower case added (en_addressed,
+en_possessive, en_labels, en_subject, en_titled, en_first_and_surname, en_this_is); then every PERSON
 span grown by its English neighbours (en_neighbours)."""
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from pipeline.data.pii.en_neighbours import grow_english
 from pipeline.data.pii.en_possessive import possessive_names
 from pipeline.data.pii.en_sentence_start import drop_word_openers
 from pipeline.data.pii.en_subject import subject_names
+from pipeline.data.pii.en_this_is import this_is_names
 from pipeline.data.pii.en_titled import titled_names
 from pipeline.data.pii.name_signals import code_spans
 from pipeline.data.pii.text import Hit
@@ -22,7 +23,7 @@ def english_names(text: str, hits: list[Hit]) -> list[Hit]:
     """`hits` (non-overlapping) of an English text with the English signals applied, sorted."""
     hits = drop_word_openers(text, hits)
     hits = add_spans(text, hits, addressed_names(text) + possessive_names(text) + label_names(text)
-                     + subject_names(text) + titled_names(text) + first_and_surnames(text))
+                     + subject_names(text) + titled_names(text) + first_and_surnames(text) + this_is_names(text))
     return grow_english(text, hits)
 
 

@@ -10,7 +10,8 @@ before them: "yesterday", "this morning", "and"), are a name when:
 * one of them is an anchor: a listed first name (Faker's or the names-dataset extension's) that is no calendar or
   address word, or a word rare in English (wordfreq Zipf < 3.0) that is no place, firm or stop word;
 * and the other, if any, is no function word, role or thing word; a listed surname may be an everyday word, and
-  after a listed first name any word but a function, role or calendar word is its surname.
+  after a listed first name any word but a function, role or calendar word is its surname; beside a rare word, a
+  town is a name word too (people are named after towns: "Faiz Salem wants", "Lincoln Joynson emailed").
 
 "The customer called", "Support Team says", "my wife called" and "the new bill says" stay: no anchor, or no
 clause start before the words.
@@ -23,6 +24,7 @@ from pipeline.data.pii.en_words import ADDRESS_TERMS, CALENDAR, FIRST_NAMES, NOT
 from pipeline.data.pii.lower_pairs import LATIN_FIRST_ANY
 from pipeline.data.pii.name_context import CONTEXT_WORDS, ROLES, sentence_initial
 from pipeline.data.pii.names import LATIN_LAST
+from pipeline.data.pii.not_person import PLACES
 from pipeline.data.pii.text import Hit, fold
 
 _RARE_ZIPF = 3.0
@@ -152,4 +154,7 @@ def _is_name(keys: list[str], shape: str, person_verb: bool) -> bool:
     a, b = keys
     if a in LISTED_FIRST and b not in FUNCTION_WORDS and b not in ROLES and b not in CALENDAR and b not in FIRM_WORDS:
         return True  # a listed first name, then its surname: a place or any word ("ali salem dropped by")
+    if (a not in NOT_NAME and en_zipf(a) < _RARE_ZIPF and b in PLACES) \
+            or (b not in NOT_NAME and en_zipf(b) < _RARE_ZIPF and a in PLACES):
+        return True  # a rare word and a town beside it ("Faiz Salem wants", "LINCOLN JOYNSON EMAILED")
     return (name_anchor(a) and name_partner(b)) or (name_anchor(b) and name_partner(a))

@@ -21,7 +21,8 @@ CALENDAR = frozenset(
 # words people are addressed by that are no names ("Thanks Sunshine!", "Morning Team")
 ADDRESS_TERMS = frozenset(
     "all everyone everybody team folks guys sir madam maam dear darling sweetie honey hun love mate pal buddy boss "
-    "bro dude champ gents ladies sunshine friend friends again there".split())
+    "bro dude champ gents ladies sunshine friend friends again there legend chief gorgeous handsome beautiful "
+    "sweetheart babe bestie fam doc".split())
 NOT_NAME = STOP | NEVER | TITLES | TITLES_AFTER | OFFICES | PLACE_BEFORE | THING_NOUNS | PLACES \
     | frozenset(VEHICLES) | CALENDAR | ADDRESS_TERMS
 FIRST_NAMES = LATIN_FIRST | LATIN_AMBIGUOUS

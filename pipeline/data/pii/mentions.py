@@ -41,6 +41,7 @@ from pipeline.data.pii.names import (
     OFFICES,
     PLACE_BEFORE,
     STOP,
+    STOP_SURNAMES,
     SURNAME_ENDINGS,
     TURKISH_WORDS,
 )
@@ -76,8 +77,6 @@ _NOT_ALONE = STOP | NEVER | TITLES | TITLES_AFTER | OFFICES | PLACE_BEFORE | _NO
 # first names that are also words ("Rose", "Kaya", "Вера"): a mention only where a sentence does not start, since
 # only a proper noun is capitalized there
 _AMBIGUOUS = LATIN_AMBIGUOUS | TURKISH_WORDS | RU_AMBIGUOUS
-# listed surnames that are stop words: Hall, Church, Park, Day (names.STOP_SURNAMES predates "Hall" in STOP)
-_STOP_SURNAMES = (STOP - NEVER - TITLES_AFTER) & LATIN_LAST
 _RUN_ON = re.compile(rf"[ \u00a0][{_LO}]")  # the span goes on into a sentence: a lower-case word after it
 _NAME_WORD = re.compile(rf"[{_UP}][{_LO}]+(?:-[{_UP}][{_LO}]+)?|[{_UP}]{{2,}}")
 _RU_CASE = "(?:ь|а|я|у|ю|ом|ем|ым|им|ой|ей|е|ы|и|ого|его|ому|ему|ую|юю|ою|ею|ов|ев|ой|ых|их|ым|ыми|ими|ам|ям|ах|ях|ый|ий|ая|яя)?"
@@ -248,7 +247,7 @@ class NameBook:
     def stop_surname(self, key: str) -> bool:
         """The surname of a name found whole that is also a stop word ("Jane Hall", "Jules Church"): looked for
         alone too, where only a person's name stands (stop_surname_mention)."""
-        return key in self.surnames and key in _STOP_SURNAMES
+        return key in self.surnames and key in STOP_SURNAMES
 
     def searchable(self) -> tuple[str, ...]:
         """The written forms of the words worth finding alone in the rest of the record (asked once per unit of

@@ -31,12 +31,13 @@ NEVER = frozenset(fold(w) for w in CONTEXT_WORDS["name_never"])  # never in a na
 STOP = frozenset(fold(w) for w in CONTEXT_WORDS["name_stop"] + CONTEXT_WORDS["name_titles_before"] + CONTEXT_WORDS["name_titles_after"]) \
     | (PLACE_BEFORE - LATIN_LAST - LATIN_FIRST) | NEVER
 OFFICES = frozenset(fold(w) for w in CONTEXT_WORDS["name_offices"])
-STOP_SURNAMES = (STOP - NEVER - TITLES_AFTER) & LATIN_LAST  # Park, Day, Church: end a name unless context says
 OFFICE_NOT_NAME = OFFICES - LATIN_FIRST - LATIN_LAST  # "President", not "Pope" or "King" (surnames too)
 
 # a trophy, institution or team named after a person or place: the words before it are no person
 PROPER_NOUN_AFTER = frozenset(fold(w) for w in CONTEXT_WORDS["name_proper_noun_after"])
 STOP = STOP | PROPER_NOUN_AFTER
+# listed surnames that are stop words (Park, Day, Church, Hall): end a name unless context says
+STOP_SURNAMES = (STOP - NEVER - TITLES_AFTER) & LATIN_LAST
 SURNAME_ENDINGS = tuple(fold(w) for w in CONTEXT_WORDS["name_surname_endings"])
 
 LATIN_UPPER = "A-ZÇĞİÖŞÜÂÊÎÔÛÉÈÁÍÓÚÑƏÄËÏÀÌÒÙÃÕÅØÆŒ"

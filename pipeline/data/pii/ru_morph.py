@@ -181,6 +181,10 @@ def mention_forms(word: str) -> tuple[str, ...]:
             if len(alt) >= 2:
                 alt = word[:1] + alt[1:] if not word.isupper() else alt.upper()
                 forms += [f for f in (alt, alt.upper()) if f not in forms]
+    elif word[-1].lower() in "уюе" and len(word) >= 4 and reading(word).name == 0.0 and _nominative(word) is None:
+        # a name found in an oblique case that the dictionary reads as no name ("Саву": the river Сава's
+        # accusative): its stem too, so that "Саве" and "Сава" are found
+        forms += [f for f in (word[:-1], word[:-1].upper()) if f not in forms]
     # the word itself last: its stem with an ending the search lacks ("Толстой" = "Толст" + "ой" is there; a rarer
     # ending is not) still finds the word as written
     forms += [f for f in (word, word.upper()) if f not in forms]

@@ -5,7 +5,8 @@ the clause (a comma, a full stop, "!" or the line's end) are the writer's name.
 "Это" opens many sentences ("Это Москва, а не Питер", "Это Яндекс Маркет, ...", "Это Новый год."), so the words
 must look like a name: none a place or a firm or brand the dictionary knows (Geox, Orgn, Trad), a function word
 or a gazetteer stop word, not a car ("Это Лада Веста") or one word that is a month as much as a name ("Это Август."),
-and one of them a name by the dictionary, its ending or a Turkic ending, or a word the dictionary lacks. In lower case two words at least, one of them a name by the dictionary or its endings.
+and one of them a name by the dictionary, its ending or a Turkic ending, or a word the dictionary lacks. A town
+is a surname after the first word where the writer's verb follows ("Это Мендигали Актау, пишу ..."). In lower case two words at least, one of them a name by the dictionary or its endings.
 """
 from __future__ import annotations
 
@@ -36,13 +37,21 @@ def this_is_names(text: str) -> list[Hit]:
         lower = words[0].islower()
         if words[0].lower() in RU_MAKES or len(words) == 1 and words[0].lower().replace("ё", "е") in RU_AMBIGUOUS:
             continue  # "Это Лада Веста", "Это Август."
-        if all(_may_be_name_word(w) for w in words) and any(_name_like(w, lower) for w in words):
+        writes = len(words) >= 2 and _WRITES.match(text, m.end(1)) is not None
+        if all(_may_be_name_word(w, writes and k > 0) for k, w in enumerate(words)) \
+                and any(_name_like(w, lower) for w in words):
             out.append(Hit(m.start(1), m.end(1), "PERSON", 0.7, "this_is"))
     return out
 
 
+# the writer's own verb after the name: "Это X Y, пишу по поводу возврата"
+_WRITES = re.compile(r"[ \u00a0]*,[ \u00a0]*(?:пишу|звоню|обращаюсь|беспокою)(?![а-яё])", re.IGNORECASE)
+
+
 @lru_cache(maxsize=16384)
-def _may_be_name_word(word: str) -> bool:
+def _may_be_name_word(word: str, place_too: bool = False) -> bool:
+    """`place_too`: a town may be the word (a surname after the first name of one who writes: "Это Мендигали
+    Актау, пишу ...")."""
     low = word.lower()
     if low in RU_STOP:
         return False
@@ -50,7 +59,8 @@ def _may_be_name_word(word: str) -> bool:
     top = parses[0]
     if top.is_known and top.tag.POS in _FUNCTION_POS and not any("Name" in p.tag or "Surn" in p.tag for p in parses):
         return False
-    return not any(p.is_known and {"Geox", "Orgn", "Trad"} & p.tag.grammemes for p in parses)
+    grams = {"Orgn", "Trad"} if place_too else {"Geox", "Orgn", "Trad"}
+    return not any(p.is_known and grams & p.tag.grammemes for p in parses)
 
 
 @lru_cache(maxsize=16384)

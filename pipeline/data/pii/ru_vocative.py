@@ -1,5 +1,5 @@
 """Russian: the one capitalized word a greeting or thanks addresses ("Спасибо, Данис!", "Добрый день, Снежа.",
-"Великий, добрый вечер!") is the person's name, also where pymorphy3 knows the word as something else: "Данис",
+"Великий, добрый вечер!"; a reply too: "Хорошо, Серей, передам коллегам.") is the person's name, also where pymorphy3 knows the word as something else: "Данис",
 "Снежа", "Рус" and "Великий" read as ordinary words, and the recognizers take an unknown word only there.
 
 The word stands alone between the greeting's comma and the end of the clause (! . ? , or the line's end), or
@@ -19,10 +19,12 @@ from pipeline.data.pii.ru_names import RU_STOP
 from pipeline.data.pii.text import Hit
 
 _GREETING = (r"(?:[Зз]дравствуй(?:те)?|[Пп]ривет(?:ствую)?|[Дд]обр(?:ый (?:день|вечер)|ое утро|ого (?:дня|времени суток))"
-             r"|[Сс]пасибо(?: большое)?|[Бб]лагодарю|[Дд]о свидания|[Хх]орошего (?:дня|вечера))")
+             r"|[Сс]пасибо(?: большое)?|[Бб]лагодарю|[Дд]о свидания|[Хх]орошего (?:дня|вечера)"
+             # a reply that addresses the customer: "Хорошо, Серей, передам коллегам."
+             r"|[Хх]орошо|[Пп]онял[аи]?|[Оо]тлично|[Дд]оговорились)")
 _AFTER_GREETING = re.compile(_GREETING + r"[ \u00a0]*,[ \u00a0]*([А-ЯЁ][а-яё]{2,})(?=[ \u00a0]*(?:[!.?,\n]|$))")
 _BEFORE_GREETING = re.compile(r"([А-ЯЁ][а-яё]{2,}),[ \u00a0]*" + _GREETING + r"(?![а-яё])")
-_QUICK = re.compile("дравств|ривет|обр|пасибо|лагодар|свидан|орошего")  # a greeting's letters: most texts lack them
+_QUICK = re.compile("дравств|ривет|обр|пасибо|лагодар|свидан|орош|онял|тлично|оговорил")  # a greeting's letters: most texts lack them
 _NAME_GRAMS = frozenset(("Name", "Surn", "Patr"))
 _NOT_A_NAME_POS = frozenset(("NPRO", "PREP", "CONJ", "PRCL", "INTJ", "ADVB", "PRED", "COMP"))
 

@@ -15,8 +15,10 @@ from pipeline.core.step import Step
 from pipeline.data.lang import pii_language
 from pipeline.data.pii import checks
 from pipeline.data.pii.en_beside_a_name import subjects_beside_a_name as en_subjects_beside_a_name
+from pipeline.data.pii.en_found_again import found_again
 from pipeline.data.pii.en_names import english_names
 from pipeline.data.pii.fields import field_rules, strip_value
+from pipeline.data.pii.found_partner import found_partners
 from pipeline.data.pii.lang import detect_language
 from pipeline.data.pii.mentions import NameBook, drop_named_things, expand, find_mentions, lone_first_name_surnames
 from pipeline.data.pii.name_context import sentence_initial
@@ -315,6 +317,7 @@ class PiiStep(Step):
                 book.add(f.value)
         if book and lang in _BESIDE_A_NAME:
             _subjects_beside_a_name(plans, book, _BESIDE_A_NAME[lang])
+            _found_partners(plans, book, lang)
         if book:
             for p in plans:
                 u, kept, residual, code = p
@@ -324,6 +327,7 @@ class PiiStep(Step):
                 extra = find_mentions(u.text, book, taken)
                 if lang == "en":
                     extra += lone_first_name_surnames(u.text, book, taken + extra)
+                    extra += found_again(u.text, book, taken + extra)
                 if extra:
                     p[1] = kept = expand(u.text, kept + extra)
                     p[2] = [r for r in residual if not any(r.start < k.end and k.start < r.end for k in kept)]
@@ -611,3 +615,26 @@ def _subjects_beside_a_name(plans: list, book: NameBook, finder) -> None:
             book.add(u.text[h.start:h.end], u.text[h.end:h.end + 8], True)
         if new:
             p[1] = sorted(kept + new, key=lambda h: h.start)
+
+
+def _found_partners(plans: list, book: NameBook, lang: str) -> None:
+    """The other words of the book's names in lower case or capitals, and the words before them that open their
+    clause (found_partner) join the plans and the book before the record's mentions are searched: "ZULFIQAR FLEET
+    CALLED" makes "Fleet's order" a mention too. A second pass where the first added a word: a mention before
+    the words found ("рус сарсенов звонил" ... "Рус Смадиярович просил")."""
+    for _ in range(2):
+        grown = False
+        for p in plans:
+            u, kept, _, code = p
+            if u.kind == "number":
+                continue
+            new = found_partners(u.text, lang, book, kept + [Hit(s, e, "CODE", 0.0, "code") for s, e in code])
+            for h in new:
+                # the word before the name was taken as its first word for what follows it: kept at a sentence start
+                book.add(u.text[h.start:h.end], u.text[h.end:h.end + 8])
+            if new:
+                grown = True
+                p[1] = kept = expand(u.text, kept + new)
+                p[2] = [r for r in p[2] if not any(r.start < k.end and k.start < r.end for k in kept)]
+        if not grown:
+            return
