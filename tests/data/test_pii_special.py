@@ -163,3 +163,15 @@ def test_strict_run_exits_with_the_policy_code(tmp_path):
     assert policy == [err[-1]], err  # progress lines above it, the error one line at the end
     assert "special-category" in err[-1] and "health: 1" in err[-1]
     assert "şeker" not in proc.stderr and "şeker" not in proc.stdout
+
+
+def test_the_term_prefilter_passes_every_term_and_skips_plain_prose():
+    """SpecialDetector searches a text only when one of its words may start a term: every lexicon term, with a
+    suffix and after punctuation, passes that test; prose of everyday words does not."""
+    det = get_special_detector()
+    for key in det.entries:
+        for text in (f"x {key}", f"({key}larım.", f"x-{key}'li y"):
+            t = text.replace(" ", "  ") if " " in key else text
+            assert det._may_hold_term(t), text
+    assert not det._may_hold_term("sipariş kargo fatura iade срок доставки order shipping")
+    assert det.find("Срок доставки вышел, заказ отменён.") == det.find("срок доставки") == []

@@ -353,7 +353,9 @@ def _shaped_words(ctx: TextContext) -> frozenset:
 def may_hold_lower_pair(ctx: TextContext) -> bool:
     """A cheap test: a listed name or a surname-shaped word among the text's words, or a label's colon before a
     lower-case word (a Russian name the dictionary alone holds is found beside one of these, or after a label)."""
-    return not ctx.words.isdisjoint(_NAME_WORDS) or _LABELLED.search(ctx.text) is not None \
+    text = ctx.text
+    return not ctx.words.isdisjoint(_NAME_WORDS) \
+        or (":" in text or "—" in text or "–" in text) and _LABELLED.search(text) is not None \
         or bool(_shaped_words(ctx))
 
 
