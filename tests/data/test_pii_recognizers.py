@@ -924,3 +924,10 @@ def test_a_cue_or_verb_after_a_name_is_never_skipped_by_its_lead_test():
             matched += 1
             assert ctx.may_hold_phrase(AFTER_LEADS), text
     assert matched > 1000
+
+
+def test_every_provider_literal_holds_a_cased_hint():
+    """SecretRecognizer runs its provider-literal scan only on a text holding a hint; every literal holds one."""
+    from pipeline.data.pii.recognizers import secret
+
+    assert all(any(h in k for h in secret._CASED_HINTS) for k in secret.SecretRecognizer._CASED)

@@ -36,9 +36,9 @@ class EmailAddressRecognizer(PiiRecognizer):
     def _bracketed(self, ctx) -> bool:
         """A bracketed "at" in the text (one scan for triggered() and find())."""
         # its opening bracket first: four C-speed substring tests, where the regex tests every character
-        norm = ctx.norm
-        return ctx.memo("email_bracketed_at", lambda: any(b in norm for b in "[({<")
-                        and self._AT_HINT.search(norm) is not None)
+        text = ctx.text  # folding changes no bracket
+        return ctx.memo("email_bracketed_at", lambda: any(b in text for b in "[({<")
+                        and self._AT_HINT.search(ctx.norm) is not None)
 
     def _spelled(self, ctx) -> bool:
         """A spelled-out dot in the text (one scan for triggered() and find())."""
