@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import re
+import threading
 from collections import Counter
 from functools import lru_cache
 
@@ -129,7 +130,11 @@ class SpecialDetector:
             if w != key:
                 self.first_words.setdefault(w, set()).add(re.match(r"\W*(\w*)", key[len(w):]).group(1))
         self.lead_sizes = tuple(sorted({len(w) for w in self.leads or ()}, reverse=True))
-        self._token_leads: dict[str, bool] = {}
+        # white-space tokens seen, those a one-word term may start in, and those holding a longer term's first word
+        self._lock = threading.Lock()
+        self._tokens_seen: set[str] = set()
+        self._lead_tokens: set[str] = set()
+        self._first_tokens: dict[str, tuple[str, ...]] = {}
         self.cues = {lang: _WordSet(lexicon["cues"].get(lang, ())) for lang in self.languages}
         self.blockers = _WordSet([w for lang in self.languages for w in lexicon["blockers"].get(lang, ())])
 
@@ -181,20 +186,25 @@ class SpecialDetector:
         most texts hold no term, and the term regex tests every character (~40 us for a text of 700)."""
         if self.leads is None:
             return True
-        known = self._token_leads
-        firsts: list[str] = []
-        for token in t.split():
-            found = known.get(token)
-            if found is None:
-                found = self._token_may_lead(token)
-                if len(known) >= _TOKENS_KEPT:
-                    known.clear()
-                known[token] = found
-            if found is True:
+        tokens = set(t.split())
+        with self._lock:  # a thread-pool task runner shares the detector
+            new = tokens.difference(self._tokens_seen)
+            if new:
+                if len(self._tokens_seen) + len(new) > _TOKENS_KEPT:
+                    self._tokens_seen, self._lead_tokens, self._first_tokens = set(), set(), {}
+                    new = tokens
+                for token in new:
+                    found = self._token_may_lead(token)
+                    if found is True:
+                        self._lead_tokens.add(token)
+                    elif found:
+                        self._first_tokens[token] = found
+                self._tokens_seen |= new
+            if not self._lead_tokens.isdisjoint(tokens):
                 return True
-            if found:
-                firsts += found
-        return any(nxt in t for w in firsts for nxt in self.first_words[w])
+            firsts = self._first_tokens
+        return any(nxt in t for token in tokens.intersection(firsts) for w in firsts[token]
+                   for nxt in self.first_words[w])
 
     def _token_may_lead(self, token: str):
         """True where a one-word term may start in the token, else the first words of longer terms in it (a

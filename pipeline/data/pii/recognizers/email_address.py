@@ -37,7 +37,7 @@ class EmailAddressRecognizer(PiiRecognizer):
         """A bracketed "at" in the text (one scan for triggered() and find())."""
         # its opening bracket first: four C-speed substring tests, where the regex tests every character
         text = ctx.text  # folding changes no bracket
-        return ctx.memo("email_bracketed_at", lambda: any(b in text for b in "[({<")
+        return ctx.memo("email_bracketed_at", lambda: ("[" in text or "(" in text or "{" in text or "<" in text)
                         and self._AT_HINT.search(ctx.norm) is not None)
 
     def _spelled(self, ctx) -> bool:

@@ -7,7 +7,7 @@ from pipeline.data.pii.recognizers.base import PiiRecognizer
 from pipeline.data.pii.text import ContextWords, presence_pattern
 
 _SPACED_DASH = re.compile(r"\s-\s")
-_CASED_HINTS = ("-", "_", ":", "A", "xox", "eyJ")  # every provider literal of SecretRecognizer._NEEDS holds one
+_CASED_HINTS = ("-", "_", ":", "A", "xox", "eyJ")  # every provider literal holds one (SecretRecognizer._cased)
 
 
 class SecretRecognizer(PiiRecognizer):
@@ -65,7 +65,8 @@ class SecretRecognizer(PiiRecognizer):
         """Any provider literal in the text (one scan for triggered() and find())."""
         # each literal holds one of these (a C-speed substring test each; the regex tests every character)
         text = ctx.text
-        return ctx.memo("secret_cased", lambda: any(c in text for c in _CASED_HINTS)
+        return ctx.memo("secret_cased", lambda: ("-" in text or "_" in text or ":" in text or "A" in text
+                                                 or "xox" in text or "eyJ" in text)
                         and self._CASED_RX.search(text) is not None)
 
     def _separated(self, ctx) -> bool:
