@@ -931,3 +931,14 @@ def test_every_provider_literal_holds_a_cased_hint():
     from pipeline.data.pii.recognizers import secret
 
     assert all(any(h in k for h in secret._CASED_HINTS) for k in secret.SecretRecognizer._CASED)
+
+
+def test_word_test_answers_as_the_test_does_when_full_too():
+    """text.WordTest keeps each word's answer; a text's selection is the words that pass, also once the kept
+    words reach their bound."""
+    from pipeline.data.pii.text import WordTest
+
+    test = WordTest(lambda w: w.endswith("ov"), size=3)
+    for words in (frozenset({"ivanov", "kargo", "petrov"}), frozenset({"ivanov", "sidorov", "iade", "x"}),
+                  frozenset({"smirnov", "kargo"}), frozenset()):
+        assert test.select(words) == {w for w in words if w.endswith("ov")}

@@ -263,6 +263,30 @@ def split_words(text: str) -> frozenset:
     return frozenset(out)
 
 
+class WordTest:
+    """A test of one word asked of a text's set of words with set operations: each word's answer is kept per
+    process (up to `size` words), so a text whose words were all seen costs a set difference and an
+    intersection, where a Python loop over its words costs ~0.1 us a word."""
+
+    def __init__(self, test, size: int = 1 << 17):
+        self.test = test
+        self.size = size
+        self.seen: set[str] = set()
+        self.passed: set[str] = set()
+
+    def select(self, words: frozenset) -> frozenset:
+        """The words that pass the test."""
+        new = words.difference(self.seen)
+        if not new:
+            return words & self.passed
+        good = {w for w in new if self.test(w)}
+        if len(self.seen) >= self.size:
+            return frozenset((words & self.passed) | good)
+        self.passed |= good  # before `seen`: a word seen is always answered (threads share the sets)
+        self.seen |= new
+        return words & self.passed
+
+
 class TextContext:
     """Lazily computed views of one text."""
 
