@@ -342,8 +342,8 @@ class TextContext:
             text = self.text
             if "İ" in text:
                 self._folded_words = split_words(self.norm)
-            elif "ı" in text:
-                self._folded_words = frozenset(w.replace("ı", "i") for w in self.words)
+            elif "ı" in text:  # one replace over the joined words (no word holds a line break)
+                self._folded_words = frozenset("\n".join(self.words).replace("ı", "i").split("\n"))
             else:
                 self._folded_words = self.words
         return self._folded_words
