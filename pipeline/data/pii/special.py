@@ -25,7 +25,7 @@ from collections import Counter
 from functools import lru_cache
 
 from pipeline.core.resources import resource
-from pipeline.data.pii.text import NON_WORD, WordStart, fold
+from pipeline.data.pii.text import NON_WORD, WordStart, fold, holds_any
 
 CATEGORIES = ("health", "religion", "ethnicity", "politics", "union", "sexual", "criminal", "biometric")
 _CUE_BEFORE, _CUE_AFTER = 60, 40  # characters around a term in which a person cue must stand
@@ -166,7 +166,7 @@ class SpecialDetector:
             start, end = m.span(1)
             if self._counts(t, start, end, entry.langs, entry.self, rest):
                 hits.append((start, end, entry.category))
-        if self.raw_regex is not None and any(k in t for k in self.raw_keys):
+        if self.raw_regex is not None and holds_any(t, self.raw_keys):
             for m in self.raw_regex.finditer(t):
                 lang, category = self.raw[m.lastindex - 1]
                 if self._counts(t, m.start(), m.end(), {lang}, False, ""):
