@@ -942,3 +942,38 @@ def test_word_test_answers_as_the_test_does_when_full_too():
     for words in (frozenset({"ivanov", "kargo", "petrov"}), frozenset({"ivanov", "sidorov", "iade", "x"}),
                   frozenset({"smirnov", "kargo"}), frozenset()):
         assert test.select(words) == {w for w in words if w.endswith("ov")}
+
+
+CYRILLIC_CLASS_FIRST_FORMS = [
+    ("pipeline.data.pii.ru_object", "_CAPITALIZED",
+     r"(?<![\w'’.@/-])[А-ЯЁ][а-яё]{2,}(?:-[А-ЯЁ][а-яё]{2,})?(?![\w'’@-])"),
+    ("pipeline.data.pii.ru_subject", "_CAPITAL", r"(?<![\w'’-])[А-ЯЁ]"),
+]
+
+
+@pytest.mark.parametrize("module, name, plain", CYRILLIC_CLASS_FIRST_FORMS,
+                         ids=[n for _, n, _ in CYRILLIC_CLASS_FIRST_FORMS])
+def test_cyrillic_class_first_regexes_match_their_plain_form(module, name, plain):
+    import importlib
+    import random
+    import re
+
+    regex = getattr(importlib.import_module(module), name)
+    plain = re.compile(plain)
+    rng = random.Random(3)
+    pieces = ["Ан", "Анна", "анна", "Ермеку", "ЕРМЕК", "-", "'", "’", ".", "@", "/", " ", "\u00a0", "x", "X", "1", "_",
+              "\n", "Ё", "ё", "Ли-Ан", "Ли-Анна"]
+    texts = ["".join(rng.choice(pieces) for _ in range(rng.randint(0, 9))) for _ in range(20000)]
+    for text in texts:
+        want = [(m.span(), m.groups()) for m in plain.finditer(text)]
+        assert [(m.span(), m.groups()) for m in regex.finditer(text)] == want, text
+
+
+def test_lower_addressed_names_needs_a_spaced_preposition():
+    """ru_object.lower_addressed_names runs its scan only where " с " or " со " (or a no-break space) stands."""
+    from pipeline.data.pii.ru_object import lower_addressed_names
+
+    assert lower_addressed_names("вчера поговорили с лирой щеголевой, вопрос закрыт")
+    assert lower_addressed_names("поговорили\u00a0с лирой щеголевой") == lower_addressed_names(
+        "поговорили с лирой щеголевой")
+    assert lower_addressed_names("скидка срок статус счёт") == []

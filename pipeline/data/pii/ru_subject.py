@@ -35,7 +35,9 @@ from pipeline.data.pii.text import Hit
 _WORD = r"[А-ЯЁ](?:[а-яё]{2,}|[А-ЯЁ]{2,})"
 # one or two capitalized words, then a lower-case or capitalized verb, maybe after one adverb
 SUBJECT = re.compile(rf"({_WORD}(?:[ \u00a0]{_WORD})?)[ \u00a0]+(?:([а-яё]+|[А-ЯЁ]+)[ \u00a0]+)?([А-ЯЁа-яё]+)(?![\w-])")
-_CAPITAL = re.compile(r"(?<![\w'’-])[А-ЯЁ]")  # where a subject may start: every capitalized word (they overlap)
+# where a subject may start: every capitalized word (they overlap); the class first, its look-behind after it (the
+# engine skips to capitals), the same matches as "(?<![\w'’-])[А-ЯЁ]"
+_CAPITAL = re.compile(r"[А-ЯЁ](?<![\w'’-].)")
 # what may open the sentence before the subject: adverbs of time ("Вчера", "Сегодня утром"), read by pymorphy3
 _OPENER = re.compile(r"([А-ЯЁ][а-яё]+|[А-ЯЁ]+)(?:[ \u00a0]+([а-яё]+|[А-ЯЁ]+))?[ \u00a0]+$")
 _PERSON_VERBS = frozenset((
