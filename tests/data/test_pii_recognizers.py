@@ -944,16 +944,20 @@ def test_word_test_answers_as_the_test_does_when_full_too():
         assert test.select(words) == {w for w in words if w.endswith("ov")}
 
 
-CYRILLIC_CLASS_FIRST_FORMS = [
+NAME_CLASS_FIRST_FORMS = [
     ("pipeline.data.pii.ru_object", "_CAPITALIZED",
      r"(?<![\w'’.@/-])[А-ЯЁ][а-яё]{2,}(?:-[А-ЯЁ][а-яё]{2,})?(?![\w'’@-])"),
     ("pipeline.data.pii.ru_subject", "_CAPITAL", r"(?<![\w'’-])[А-ЯЁ]"),
+    ("pipeline.data.pii.en_first_and_surname", "_PAIR",
+     r"(?<=[ \u00a0])([A-ZÇĞİÖŞÜÂÊÎÔÛÉÈÁÍÓÚÑƏÄËÏÀÌÒÙÃÕÅØÆŒ][a-zçğıöşüâêîôûéèáíóúñäëəïàìòùãõåøæœß]{2,})[ \u00a0]"
+     r"([A-ZÇĞİÖŞÜÂÊÎÔÛÉÈÁÍÓÚÑƏÄËÏÀÌÒÙÃÕÅØÆŒ][a-zçğıöşüâêîôûéèáíóúñäëəïàìòùãõåøæœß]{2,})"
+     r"(?![\w'’@/\\-]|\.\w|[ \u00a0]+[A-ZÇĞİÖŞÜÂÊÎÔÛÉÈÁÍÓÚÑƏÄËÏÀÌÒÙÃÕÅØÆŒ])"),
 ]
 
 
-@pytest.mark.parametrize("module, name, plain", CYRILLIC_CLASS_FIRST_FORMS,
-                         ids=[n for _, n, _ in CYRILLIC_CLASS_FIRST_FORMS])
-def test_cyrillic_class_first_regexes_match_their_plain_form(module, name, plain):
+@pytest.mark.parametrize("module, name, plain", NAME_CLASS_FIRST_FORMS,
+                         ids=[n for _, n, _ in NAME_CLASS_FIRST_FORMS])
+def test_name_class_first_regexes_match_their_plain_form(module, name, plain):
     import importlib
     import random
     import re
@@ -962,7 +966,7 @@ def test_cyrillic_class_first_regexes_match_their_plain_form(module, name, plain
     plain = re.compile(plain)
     rng = random.Random(3)
     pieces = ["Ан", "Анна", "анна", "Ермеку", "ЕРМЕК", "-", "'", "’", ".", "@", "/", " ", "\u00a0", "x", "X", "1", "_",
-              "\n", "Ё", "ё", "Ли-Ан", "Ли-Анна"]
+              "\n", "Ё", "ё", "Ли-Ан", "Ли-Анна", "Jorge", "Hall", "hall", "Max", "Ab", "ÇelİK", "\\"]
     texts = ["".join(rng.choice(pieces) for _ in range(rng.randint(0, 9))) for _ in range(20000)]
     for text in texts:
         want = [(m.span(), m.groups()) for m in plain.finditer(text)]
