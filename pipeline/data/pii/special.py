@@ -123,18 +123,21 @@ class SpecialDetector:
         # the word of the text a term starts: a one-word term's word starts with it, the first word of a longer
         # one ("ak parti", "CHP'li") is that word (a separator or an apostrophe is no word character)
         leads = [re.match(r"\w*", key).group() for key in self.entries]
-        self.leads = frozenset(w for w, key in zip(leads, self.entries) if w == key) if all(leads) else None
+        if not all(leads):
+            raise ValueError("kvkk_special lexicon: every term starts with a letter or digit")
+        self.leads = frozenset(w for w, key in zip(leads, self.entries) if w == key)
         # a longer term's first word -> the words after it, which the text must hold too ("срок отбывал")
         self.first_words: dict[str, set[str]] = {}
         for w, key in zip(leads, self.entries):
             if w != key:
                 self.first_words.setdefault(w, set()).add(re.match(r"\W*(\w*)", key[len(w):]).group(1))
-        self.lead_sizes = tuple(sorted({len(w) for w in self.leads or ()}, reverse=True))
+        self.lead_sizes = tuple(sorted({len(w) for w in self.leads}, reverse=True))
         # white-space tokens seen, those a one-word term may start in, and those holding a longer term's first word
         self._lock = threading.Lock()
         self._tokens_seen: set[str] = set()
         self._lead_tokens: set[str] = set()
         self._first_tokens: dict[str, tuple[str, ...]] = {}
+        self._raw_tokens: set[str] = set()
         self.cues = {lang: _WordSet(lexicon["cues"].get(lang, ())) for lang in self.languages}
         self.blockers = _WordSet([w for lang in self.languages for w in lexicon["blockers"].get(lang, ())])
 
@@ -156,9 +159,13 @@ class SpecialDetector:
         """(start, end, category) of each mention in `text`, in order."""
         if self.terms is None or not text:
             return []
+        leads, firsts, raw = self._token_answers(set(text.split()))
+        if not (leads or firsts or raw):
+            return []  # most texts: no word may start a term, no pattern's literal (the text is not even folded)
         t = norm(text)
         hits = []
-        for m in (self.terms.finditer(t) if self._may_hold_term(t) else ()):
+        for m in self.terms.finditer(t) if leads or any(nxt in t for w in firsts for nxt in self.first_words[w]) \
+                else ():
             found = self._term(m.group(1))
             if found is None:
                 continue
@@ -166,7 +173,7 @@ class SpecialDetector:
             start, end = m.span(1)
             if self._counts(t, start, end, entry.langs, entry.self, rest):
                 hits.append((start, end, entry.category))
-        if self.raw_regex is not None and holds_any(t, self.raw_keys):
+        if self.raw_regex is not None and raw:
             for m in self.raw_regex.finditer(t):
                 lang, category = self.raw[m.lastindex - 1]
                 if self._counts(t, m.start(), m.end(), {lang}, False, ""):
@@ -180,35 +187,37 @@ class SpecialDetector:
                 last = h[1]
         return out
 
-    def _may_hold_term(self, t: str) -> bool:
-        """A necessary condition for a term to start in the normalized text `t`: a word of it (a run of word
-        characters) starts with a term's first letters. Asked per white-space token, each token's answer kept:
-        most texts hold no term, and the term regex tests every character (~40 us for a text of 700)."""
-        if self.leads is None:
-            return True
-        tokens = set(t.split())
+    def _token_answers(self, tokens: set[str]) -> tuple[bool, list[str], bool]:
+        """What the text's white-space tokens (each normalized: fold keeps white space where it is, so they are the
+        normalized text's tokens) say, each token's answer kept: whether a one-word term may start in one (a word
+        of it starts with the term's first word), the first words of longer terms among their words, and whether
+        one holds a literal of the raw patterns. Most texts hold none of these: the term regex, which tests every
+        character (~40 us for a text of 700), and the text's folding are skipped."""
         with self._lock:  # a thread-pool task runner shares the detector
             new = tokens.difference(self._tokens_seen)
             if new:
                 if len(self._tokens_seen) + len(new) > _TOKENS_KEPT:
                     self._tokens_seen, self._lead_tokens, self._first_tokens = set(), set(), {}
+                    self._raw_tokens = set()
                     new = tokens
                 for token in new:
-                    found = self._token_may_lead(token)
+                    key = norm(token)
+                    found = self._token_may_lead(key)
                     if found is True:
                         self._lead_tokens.add(token)
                     elif found:
                         self._first_tokens[token] = found
+                    if holds_any(key, self.raw_keys):
+                        self._raw_tokens.add(token)
                 self._tokens_seen |= new
-            if not self._lead_tokens.isdisjoint(tokens):
-                return True
-            firsts = self._first_tokens
-        return any(nxt in t for token in tokens.intersection(firsts) for w in firsts[token]
-                   for nxt in self.first_words[w])
+            leads = not self._lead_tokens.isdisjoint(tokens)
+            firsts = [w for token in tokens.intersection(self._first_tokens) for w in self._first_tokens[token]]
+            raw = not self._raw_tokens.isdisjoint(tokens)
+        return leads, firsts, raw
 
     def _token_may_lead(self, token: str):
-        """True where a one-word term may start in the token, else the first words of longer terms in it (a
-        tuple; empty: no term starts there)."""
+        """True where a one-word term may start in the (normalized) token, else the first words of longer terms
+        in it (a tuple; empty: no term starts there)."""
         words = (token,) if token.isalnum() else NON_WORD.split(token)
         if any(w[:n] in self.leads for w in words for n in self.lead_sizes if n <= len(w)):
             return True
