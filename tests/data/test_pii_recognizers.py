@@ -996,3 +996,21 @@ def test_russian_lower_start_test_splits_the_text_start_off():
         t = "".join(rng.choice(["а", "Б", " ", "\u00a0", ".", "\n", ":", "x", "ё", "!"]) for _ in range(rng.randint(0, 8)))
         split = ru_names._LOWER_TEXT_START.match(t) is not None or ru_names._LOWER_SENTENCE_START.search(t) is not None
         assert split == (plain.search(t) is not None), t
+
+
+def test_turkish_sentence_starts_split_the_text_start_off():
+    """tr_lower_subject matches a text's start and its sentence marks apart; in order they are the matches of the
+    one regex with "^" in its alternation."""
+    import random
+    import re
+    from itertools import chain
+
+    from pipeline.data.pii import tr_lower_subject as tls
+
+    plain = re.compile(r"(?:^|[.!?:\n])[ \t\u00a0]*")
+    rng = random.Random(4)
+    for _ in range(20000):
+        t = "".join(rng.choice(["a", " ", "\t", "\u00a0", ".", "!", "\n", ":", "?"]) for _ in range(rng.randint(0, 8)))
+        first = tls._TEXT_START.match(t)
+        split = [m.span() for m in chain((first,), tls._SENTENCE_START.finditer(t, first.end()))]
+        assert split == [m.span() for m in plain.finditer(t)], t

@@ -12,6 +12,7 @@ first name. A rare word alone is as often a typo or an inflected verb: a pair of
 from __future__ import annotations
 
 import re
+from itertools import chain
 
 from pipeline.data.pii.later import inflected_common
 from pipeline.data.pii.name_context import CUES_AFTER, ROLES
@@ -24,7 +25,10 @@ from pipeline.data.pii.tr_spelling import TURKISH_LETTERS, inflected_in_spelling
 
 SUBJECT_SCORE = 0.6  # as a lower-case pair of lower_pairs.py: above the default threshold
 
-_SENTENCE_START = re.compile(r"(?:^|[.!?:\n])[ \t\u00a0]*")
+# where a sentence starts: the text's start, and after a mark (asked apart: "^" in an alternation made the engine
+# try every position; together they give the matches of "(?:^|[.!?:\n])[ \t\u00a0]*")
+_TEXT_START = re.compile(r"[ \t\u00a0]*")
+_SENTENCE_START = re.compile(r"[.!?:\n][ \t\u00a0]*")
 _WORD = re.compile(rf"[{LATIN_UPPER}]?[{LATIN_LOWER}]+(?=[ \u00a0,.!?\n]|$)")
 # verb forms and converbs in folded spelling: -dı, -mış, -yor, -acak, -ıp, -arak, -ince, -meli, -mek
 VERB_SHAPE = re.compile(r"(?:[dt][iuü][mnk]?|m[iuü]ş|yor|[ae]c[ae]k|[iuü]p|[ae]r[ae]k|[iuü]nc[ae]|m[ae]l[iı]|m[ae]k)$")
@@ -142,7 +146,8 @@ def subject_pairs(ctx) -> list[Hit]:
     text, norm = ctx.text, ctx.norm
     out: list[Hit] = []
     spelled = TURKISH_LETTERS.search(text) is not None
-    for m in _SENTENCE_START.finditer(text):
+    first = _TEXT_START.match(text)
+    for m in chain((first,), _SENTENCE_START.finditer(text, first.end())):
         pos, words = m.end(), []
         for _ in range(5):  # the pair among the first five words, after common words only
             w = _WORD.match(text, pos)
