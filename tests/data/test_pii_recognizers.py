@@ -1014,3 +1014,19 @@ def test_turkish_sentence_starts_split_the_text_start_off():
         first = tls._TEXT_START.match(t)
         split = [m.span() for m in chain((first,), tls._SENTENCE_START.finditer(t, first.end()))]
         assert split == [m.span() for m in plain.finditer(t)], t
+
+
+def test_russian_lower_sentence_starts_are_the_multiline_regex_groups():
+    """ru_subject finds lower-case sentence starts without "^" and a look-behind in an alternation: the same
+    first and second words (group spans) as the one multi-line regex."""
+    import random
+    import re
+
+    from pipeline.data.pii import ru_subject
+
+    plain = re.compile(r"(?:^|(?<=[.!?\n])[ \u00a0]*)([а-яё]+)(?:[ \u00a0]+([а-яё]+))?", re.M)
+    rng = random.Random(6)
+    for _ in range(20000):
+        t = "".join(rng.choice(["а", "бв", "Г", " ", "\u00a0", ".", "\n", "!", "x", "ё"]) for _ in range(rng.randint(0, 9)))
+        want = [(m.span(1), m.span(2)) for m in plain.finditer(t)]
+        assert [(m.span(1), m.span(2)) for m in ru_subject._lower_sentence_starts(t)] == want, t
