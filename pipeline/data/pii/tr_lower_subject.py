@@ -15,7 +15,7 @@ import re
 from itertools import chain
 
 from pipeline.data.pii.later import inflected_common
-from pipeline.data.pii.name_context import CUES_AFTER, ROLES
+from pipeline.data.pii.name_context import AFTER_LEADS, CUES_AFTER, ROLES
 from pipeline.data.pii.name_signals import EVERYDAY_ZIPF, common_words
 from pipeline.data.pii.names import LATIN_FIRST, LATIN_LAST, LATIN_LOWER, LATIN_UPPER, STOP, SURNAME_ENDINGS
 from pipeline.data.pii.not_person import PLACES
@@ -190,8 +190,8 @@ def cued_pairs(ctx) -> list[Hit]:
     the word before the cue a name-shaped word (_kind), the one before it too, read without the inflection test
     ("halime" is no "halim" + dative before a name and its cue), and no role word ("müşteri temsilcisi ile")."""
     text, norm = ctx.text, ctx.norm
-    if " ile " not in norm and "ad" not in norm and "isim" not in norm:
-        return []
+    if " ile " not in norm and "ad" not in norm and "isim" not in norm or not ctx.may_hold_phrase(AFTER_LEADS):
+        return []  # (AFTER_LEADS: what a text holds where CUES_AFTER can match; "ad" is in "adres")
     spelled = TURKISH_LETTERS.search(text) is not None
     out = []
     for cue in CUES_AFTER.finditer(norm):
