@@ -1030,3 +1030,22 @@ def test_russian_lower_sentence_starts_are_the_multiline_regex_groups():
         t = "".join(rng.choice(["а", "бв", "Г", " ", "\u00a0", ".", "\n", "!", "x", "ё"]) for _ in range(rng.randint(0, 9)))
         want = [(m.span(1), m.span(2)) for m in plain.finditer(t)]
         assert [(m.span(1), m.span(2)) for m in ru_subject._lower_sentence_starts(t)] == want, t
+
+
+def test_turkish_object_pair_scan_without_backtracking_matches_its_plain_form():
+    """tr_lower_subject._OBJECT_PAIR takes each word whole (possessive): the same matches and groups as the
+    backtracking form."""
+    import random
+    import re
+
+    from pipeline.data.pii import tr_lower_subject as tls
+    from pipeline.data.pii.names import LATIN_LOWER
+
+    plain = re.compile(rf"(?<![\w'’.-])(?=([{LATIN_LOWER}]{{3,}}(?:[iuü]|y[iuü]))[ \u00a0]+([{LATIN_LOWER}]{{3,}})"
+                       rf"[ \u00a0]([{LATIN_LOWER}]{{3,}})(?=[ \u00a0]))")
+    rng = random.Random(3)
+    pieces = ["ali", "veli", "paketi", "kargoyu", "yi", "u", "ü", " ", "\u00a0", "x", "'", ".", "-", "ab", "i", "iy", "şu"]
+    for _ in range(20000):
+        t = "".join(rng.choice(pieces) for _ in range(rng.randint(0, 9)))
+        want = [(m.span(), m.span(1), m.span(2), m.span(3)) for m in plain.finditer(t)]
+        assert [(m.span(), m.span(1), m.span(2), m.span(3)) for m in tls._OBJECT_PAIR.finditer(t)] == want, t

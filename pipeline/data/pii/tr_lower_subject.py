@@ -46,8 +46,10 @@ _CASE_ENDINGS = frozenset("aeiuün")
 _COMMON: list = []
 # an object before the subject: a word ending in an accusative (folded: ı is i; "paketi", "kargoyu") and a pair
 # (in a look-ahead: the matches overlap, "getirdiği paketi X Y")
-_OBJECT_PAIR = re.compile(rf"(?<![\w'’.-])(?=([{LATIN_LOWER}]{{3,}}(?:[iuü]|y[iuü]))[ \u00a0]+([{LATIN_LOWER}]{{3,}})"
-                          rf"[ \u00a0]([{LATIN_LOWER}]{{3,}})(?=[ \u00a0]))")
+# (each word taken whole, no backtracking into it: a space must follow it, so the groups are whole words anyway; the
+# same matches as "(?=([L]{3,}(?:[iuü]|y[iuü]))[ \u00a0]+([L]{3,})[ \u00a0]([L]{3,})(?=[ \u00a0]))" after the look-behind)
+_OBJECT_PAIR = re.compile(rf"(?<![\w'’.-])(?=([{LATIN_LOWER}]{{4,}}+(?<=[iuü]))[ \u00a0]+([{LATIN_LOWER}]{{3,}}+)"
+                          rf"[ \u00a0]([{LATIN_LOWER}]{{3,}}+)(?=[ \u00a0]))")
 # two lower-case words ending where a Turkish name cue starts ("ile konuştum", "adına", "isimli")
 _PAIR_BEFORE = re.compile(rf"(?<![\w'’.-])([{LATIN_LOWER}]{{3,}})[ \u00a0]([{LATIN_LOWER}]{{3,}})$")
 
