@@ -559,12 +559,15 @@ for _c in _LOWER_CUES:
     _LOWER_INTRO_LEADS.setdefault(_lead, set()).add(re.match(r"\W*(\w*)", _c[len(_lead):]).group(1))
 
 
+_LOWER_INTRO_LEAD_WORDS = frozenset(_LOWER_INTRO_LEADS)  # (a set: intersecting a dict walks all its keys)
+
+
 def _may_hold_lower_intro(ctx: TextContext) -> bool:
     """A necessary condition for _LOWER_INTRO to match: a cue's first word among the text's words and the word
     after it in the text (set and substring tests, where the scan tests every character). A combining dot
     ("i" + U+0307, which _i_dotted admits) splits a word: such a text is scanned."""
     norm = ctx.norm
-    return "\u0307" in norm or any(nxt in norm for w in ctx.folded_words.intersection(_LOWER_INTRO_LEADS)
+    return "\u0307" in norm or any(nxt in norm for w in ctx.folded_words & _LOWER_INTRO_LEAD_WORDS
                                     for nxt in _LOWER_INTRO_LEADS[w])
 
 

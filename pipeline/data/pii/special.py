@@ -211,7 +211,7 @@ class SpecialDetector:
                         self._raw_tokens.add(token)
                 self._tokens_seen |= new
             leads = not self._lead_tokens.isdisjoint(tokens)
-            firsts = [w for token in tokens.intersection(self._first_tokens) for w in self._first_tokens[token]]
+            firsts = [w for token in tokens & self._first_tokens.keys() for w in self._first_tokens[token]]
             raw = not self._raw_tokens.isdisjoint(tokens)
         return leads, firsts, raw
 
