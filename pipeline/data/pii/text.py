@@ -358,10 +358,15 @@ class TextContext:
         return self._folded_words
 
     def may_hold_phrase(self, leads: "PhraseLeads") -> bool:
-        """A necessary condition for one of the phrases of `leads` to stand in the folded text at a word start."""
-        words, norm = self.folded_words, self.norm
-        return leads.always or not words.isdisjoint(leads.words) or holds_any(norm, leads.stems) \
-            or any(p in norm for w in words & leads.longer_leads for p in leads.longer[w])
+        """A necessary condition for one of the phrases of `leads` to stand in the folded text at a word start (kept:
+        several signals ask it of one text)."""
+        found = self.extra.get(leads)
+        if found is None:
+            words, norm = self.folded_words, self.norm
+            found = self.extra[leads] = leads.always or not words.isdisjoint(leads.words) \
+                or holds_any(norm, leads.stems) or any(p in norm for w in words & leads.longer_leads
+                                                       for p in leads.longer[w])
+        return found
 
     @property
     def iban_like(self) -> list[tuple[int, int]]:
