@@ -112,7 +112,8 @@ class RussianNameGazetteer(PersonRecognizer):
     DEFAULT_LANGUAGE = "ru"
 
     def triggered(self, ctx):
-        return ctx.lang == "ru" or _CYR_CAPITAL.search(ctx.text) is not None
+        # (an ASCII text, most English ones, holds no Cyrillic letter: no scan)
+        return ctx.lang == "ru" or not ctx.text.isascii() and _CYR_CAPITAL.search(ctx.text) is not None
 
     def find(self, ctx: TextContext) -> list[Hit]:
         text = ctx.text
