@@ -34,6 +34,7 @@ _SEP = re.compile(r"[\s\-]+")
 _SENTENCE_END = re.compile(r"[.!?;\n]")
 _LETTERS = r"[^\W\d_]*(?:['’][^\W\d_]+)?"  # a suffix: letters, then maybe an apostrophe suffix (CHP'li)
 _TR_FIRST_PERSON = ("im", "um", "üm", "iz", "uz", "üz")
+_PREFILTER_CHARS = 300  # texts shorter are scanned at once: the test costs them more than it saves (bench/pii)
 _TOKENS_KEPT = 1 << 16  # white-space tokens whose answer a process keeps
 
 
@@ -131,7 +132,7 @@ class SpecialDetector:
         for w, key in zip(leads, self.entries):
             if w != key:
                 self.first_words.setdefault(w, set()).add(re.match(r"\W*(\w*)", key[len(w):]).group(1))
-        self.lead_sizes = tuple(sorted({len(w) for w in self.leads}, reverse=True))
+        self.lead_start = re.compile(_trie_regex(self.leads))  # .match(word): the word starts with a lead
         # white-space tokens seen, those a one-word term may start in, and those holding a longer term's first word
         self._lock = threading.Lock()
         self._tokens_seen: set[str] = set()
@@ -159,9 +160,12 @@ class SpecialDetector:
         """(start, end, category) of each mention in `text`, in order."""
         if self.terms is None or not text:
             return []
-        leads, firsts, raw = self._token_answers(set(text.split()))
-        if not (leads or firsts or raw):
-            return []  # most texts: no word may start a term, no pattern's literal (the text is not even folded)
+        if len(text) >= _PREFILTER_CHARS:
+            leads, firsts, raw = self._token_answers(set(text.split()))
+            if not (leads or firsts or raw):
+                return []  # most texts: no word may start a term, no pattern's literal (the text is not even folded)
+        else:  # a short text: its scan costs less than the test
+            leads, firsts, raw = True, [], None
         t = norm(text)
         hits = []
         for m in self.terms.finditer(t) if leads or any(nxt in t for w in firsts for nxt in self.first_words[w]) \
@@ -173,7 +177,7 @@ class SpecialDetector:
             start, end = m.span(1)
             if self._counts(t, start, end, entry.langs, entry.self, rest):
                 hits.append((start, end, entry.category))
-        if self.raw_regex is not None and raw:
+        if self.raw_regex is not None and (raw if raw is not None else holds_any(t, self.raw_keys)):
             for m in self.raw_regex.finditer(t):
                 lang, category = self.raw[m.lastindex - 1]
                 if self._counts(t, m.start(), m.end(), {lang}, False, ""):
@@ -219,8 +223,9 @@ class SpecialDetector:
         """True where a one-word term may start in the (normalized) token, else the first words of longer terms
         in it (a tuple; empty: no term starts there)."""
         words = (token,) if token.isalnum() else NON_WORD.split(token)
-        if any(w[:n] in self.leads for w in words for n in self.lead_sizes if n <= len(w)):
-            return True
+        for w in words:
+            if self.lead_start.match(w) is not None:
+                return True
         return tuple(w for w in words if w in self.first_words)
 
     def _counts(self, t: str, start: int, end: int, langs, is_self: bool, suffix: str) -> bool:
