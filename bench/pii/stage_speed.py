@@ -5,12 +5,15 @@
     .venv/bin/python bench/pii/stage_speed.py --base /tmp/pii-base --save     # -> bench/pii/stage_speed_last_run.txt
 
 The records are what the PII step sees in a bench/e2e run: the corpus of bench/e2e/corpus.py through `prepare run`
-with every step on but PII (this checkout's pipeline; cached in --work), read back from the shards. Each round runs
+with every step on but PII (this checkout's pipeline; cached in --work), read back from the shards; and, apart, the
+records of the real-names evaluation (bench/pii/realnames: development half 0, seed 29, 3,000 chats and CRM notes
+with planted names, identifiers and hard negatives: name-heavy text, where the e2e corpus is plain). Each round runs
 the step over them once in a fresh process per checkout (base first, then this one): set-up and a warm-up pass
-over the first 3,000 records (the models, word lists and per-word caches a worker loads once) are not timed; then
-the detector's text cache is cleared and PiiStep.process over every record, in batches of 2,000 as in a run, is
-timed in CPU seconds (time.process_time). The machine is shared: the least CPU of the rounds is compared. The
-outputs of both checkouts are hashed: the figure is only read when they are the same.
+over the first 3,000 records (for the real-names rows: 3,000 rows of seed 30; the models, word lists and per-word
+caches a worker loads once) are not timed; then the detector's text cache is cleared and PiiStep.process over
+every record, in batches of 2,000 as in a run, is timed in CPU seconds (time.process_time). The machine is shared:
+the least CPU of the rounds is compared. The outputs of both checkouts are hashed: the figure is only read when they
+are the same.
 """
 from __future__ import annotations
 
@@ -56,15 +59,33 @@ def records_file(work: Path, size: int) -> Path:
     return path
 
 
+def realnames_file(work: Path, size: int = 3000, seed: int = 29) -> Path:
+    """The records of the real-names evaluation's development half (built once, with this checkout's bench code)."""
+    path = work / f"realnames-{size}-{seed}.pkl"
+    if path.exists():
+        return path
+    sys.path.insert(0, str(HERE))
+    from realnames import pool as name_pool
+    from realnames.build import build
+
+    pool = name_pool.load(ROOT / "runs" / "bench_pii", 0)
+    # warmed up on rows of another seed: the timed rows' words are not in the per-word caches yet
+    warm, timed = ([r["record"] for r in build(pool, size, s)] for s in (seed + 1, seed))
+    path.write_bytes(pickle.dumps({"warm": warm, "timed": timed}))
+    return path
+
+
 def measure(path: Path) -> dict:
     """In a fresh process of the checkout on sys.path: the step's CPU over the records, and a hash of its output."""
     from pipeline.core.config import PiiConfig
     from pipeline.data.pii import PiiStep
 
     records = pickle.loads(path.read_bytes())
+    warm = records[:WARM] if isinstance(records, list) else records["warm"]
+    records = records if isinstance(records, list) else records["timed"]
     step = PiiStep(PiiConfig(), salt=b"bench-salt-not-secret")
-    for i in range(0, min(WARM, len(records)), BATCH):
-        step.process(pickle.loads(pickle.dumps(records[i:i + BATCH])))
+    for i in range(0, len(warm), BATCH):
+        step.process(pickle.loads(pickle.dumps(warm[i:i + BATCH])))
     step.detector.clear_cache()
     out = []
     c = time.process_time()
@@ -107,23 +128,33 @@ def main() -> None:
         ap.error("--base is required")
     work = Path(args.work)
     work.mkdir(parents=True, exist_ok=True)
-    path = records_file(work, args.records)
+    corpora = {"bench/e2e's corpus (the records a bench/e2e run hands it)": records_file(work, args.records),
+               "the real-names evaluation's rows (half 0, seed 29)": realnames_file(work)}
     trees = {"base": Path(args.base).resolve(), "this": ROOT}
-    runs: dict[str, list[dict]] = {"base": [], "this": []}
     load = os.getloadavg()
-    for _ in range(args.rounds):
+    base = args.base_label or git_head(trees["base"])
+    lines = [f"# command: bench/pii/stage_speed.py {' '.join(a for a in sys.argv[1:] if a != '--save')}",
+             f"# {time.strftime('%Y-%m-%d %H:%M', time.gmtime())} UTC; base {base}, this "
+             f"{git_head(ROOT)}; load {load[0]:.1f} {load[1]:.1f} {load[2]:.1f} at start"]
+    for label, path in corpora.items():
+        lines += _compare(label, path, trees, args.rounds)
+    lines.append(f"# load at end {' '.join(f'{x:.1f}' for x in os.getloadavg())}")
+    text = "\n".join(lines) + "\n"
+    print(text, end="")
+    if args.save:
+        (HERE / "stage_speed_last_run.txt").write_text(text, encoding="utf-8")
+
+
+def _compare(label: str, path: Path, trees: dict, rounds: int) -> list[str]:
+    """Rounds of the step over one corpus in each checkout, one after the other; the lines that report them."""
+    runs: dict[str, list[dict]] = {"base": [], "this": []}
+    for _ in range(rounds):
         for name, tree in trees.items():
             runs[name].append(run_in(tree, path))
     best = {name: min(r["cpu"] for r in rs) for name, rs in runs.items()}
     same = len({r["sha256"] for rs in runs.values() for r in rs}) == 1
     n = runs["this"][0]["records"]
-    base = args.base_label or git_head(trees["base"])
-    lines = [f"# command: bench/pii/stage_speed.py {' '.join(a for a in sys.argv[1:] if a != '--save')}",
-             f"# {time.strftime('%Y-%m-%d %H:%M', time.gmtime())} UTC; base {base}, this "
-             f"{git_head(ROOT)}; load {load[0]:.1f} {load[1]:.1f} {load[2]:.1f} at start, "
-             f"{' '.join(f'{x:.1f}' for x in os.getloadavg())} at end",
-             f"PII step over {n:,} records of bench/e2e's corpus (the records a bench/e2e run hands it), "
-             f"batches of {BATCH:,}, warm; CPU seconds per round:",
+    lines = [f"PII step over {n:,} records of {label}, batches of {BATCH:,}, warm; CPU seconds per round:",
              f"{'round':>5} {'base':>8} {'this':>8}"]
     pairs = enumerate(zip(runs["base"], runs["this"]))
     lines += [f"{i + 1:>5} {b['cpu']:>8.2f} {t['cpu']:>8.2f}" for i, (b, t) in pairs]
@@ -132,10 +163,7 @@ def main() -> None:
               f"outputs: {'identical' if same else 'DIFFERENT'} "
               f"({', '.join(sorted({r['sha256'] for rs in runs.values() for r in rs}))}; {runs['this'][0]['kept']:,} "
               f"records kept)"]
-    text = "\n".join(lines) + "\n"
-    print(text, end="")
-    if args.save:
-        (HERE / "stage_speed_last_run.txt").write_text(text, encoding="utf-8")
+    return lines
 
 
 if __name__ == "__main__":

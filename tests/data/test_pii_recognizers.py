@@ -924,3 +924,128 @@ def test_a_cue_or_verb_after_a_name_is_never_skipped_by_its_lead_test():
             matched += 1
             assert ctx.may_hold_phrase(AFTER_LEADS), text
     assert matched > 1000
+
+
+def test_every_provider_literal_holds_a_cased_hint():
+    """SecretRecognizer runs its provider-literal scan only on a text holding a hint; every literal holds one."""
+    from pipeline.data.pii.recognizers import secret
+
+    assert all(any(h in k for h in secret._CASED_HINTS) for k in secret.SecretRecognizer._CASED)
+
+
+def test_word_test_answers_as_the_test_does_when_full_too():
+    """text.WordTest keeps each word's answer; a text's selection is the words that pass, also once the kept
+    words reach their bound."""
+    from pipeline.data.pii.text import WordTest
+
+    test = WordTest(lambda w: w.endswith("ov"), size=3)
+    for words in (frozenset({"ivanov", "kargo", "petrov"}), frozenset({"ivanov", "sidorov", "iade", "x"}),
+                  frozenset({"smirnov", "kargo"}), frozenset()):
+        assert test.select(words) == {w for w in words if w.endswith("ov")}
+
+
+NAME_CLASS_FIRST_FORMS = [
+    ("pipeline.data.pii.ru_object", "_CAPITALIZED",
+     r"(?<![\w'’.@/-])[А-ЯЁ][а-яё]{2,}(?:-[А-ЯЁ][а-яё]{2,})?(?![\w'’@-])"),
+    ("pipeline.data.pii.ru_subject", "_CAPITAL", r"(?<![\w'’-])[А-ЯЁ]"),
+    ("pipeline.data.pii.en_first_and_surname", "_PAIR",
+     r"(?<=[ \u00a0])([A-ZÇĞİÖŞÜÂÊÎÔÛÉÈÁÍÓÚÑƏÄËÏÀÌÒÙÃÕÅØÆŒ][a-zçğıöşüâêîôûéèáíóúñäëəïàìòùãõåøæœß]{2,})[ \u00a0]"
+     r"([A-ZÇĞİÖŞÜÂÊÎÔÛÉÈÁÍÓÚÑƏÄËÏÀÌÒÙÃÕÅØÆŒ][a-zçğıöşüâêîôûéèáíóúñäëəïàìòùãõåøæœß]{2,})"
+     r"(?![\w'’@/\\-]|\.\w|[ \u00a0]+[A-ZÇĞİÖŞÜÂÊÎÔÛÉÈÁÍÓÚÑƏÄËÏÀÌÒÙÃÕÅØÆŒ])"),
+]
+
+
+@pytest.mark.parametrize("module, name, plain", NAME_CLASS_FIRST_FORMS,
+                         ids=[n for _, n, _ in NAME_CLASS_FIRST_FORMS])
+def test_name_class_first_regexes_match_their_plain_form(module, name, plain):
+    import importlib
+    import random
+    import re
+
+    regex = getattr(importlib.import_module(module), name)
+    plain = re.compile(plain)
+    rng = random.Random(3)
+    pieces = ["Ан", "Анна", "анна", "Ермеку", "ЕРМЕК", "-", "'", "’", ".", "@", "/", " ", "\u00a0", "x", "X", "1", "_",
+              "\n", "Ё", "ё", "Ли-Ан", "Ли-Анна", "Jorge", "Hall", "hall", "Max", "Ab", "ÇelİK", "\\"]
+    texts = ["".join(rng.choice(pieces) for _ in range(rng.randint(0, 9))) for _ in range(20000)]
+    for text in texts:
+        want = [(m.span(), m.groups()) for m in plain.finditer(text)]
+        assert [(m.span(), m.groups()) for m in regex.finditer(text)] == want, text
+
+
+def test_lower_addressed_names_needs_a_spaced_preposition():
+    """ru_object.lower_addressed_names runs its scan only where " с " or " со " (or a no-break space) stands."""
+    from pipeline.data.pii.ru_object import lower_addressed_names
+
+    assert lower_addressed_names("вчера поговорили с лирой щеголевой, вопрос закрыт")
+    assert lower_addressed_names("поговорили\u00a0с лирой щеголевой") == lower_addressed_names(
+        "поговорили с лирой щеголевой")
+    assert lower_addressed_names("скидка срок статус счёт") == []
+
+
+def test_russian_lower_start_test_splits_the_text_start_off():
+    """ru_names asks a text's start and its sentence starts apart; together they answer as the one regex did."""
+    import random
+    import re
+
+    from pipeline.data.pii import ru_names
+
+    plain = re.compile(r"[.!?:;\n][ \u00a0]*[а-яё]|^[ \u00a0]*[а-яё]")
+    rng = random.Random(1)
+    for _ in range(20000):
+        t = "".join(rng.choice(["а", "Б", " ", "\u00a0", ".", "\n", ":", "x", "ё", "!"]) for _ in range(rng.randint(0, 8)))
+        split = ru_names._LOWER_TEXT_START.match(t) is not None or ru_names._LOWER_SENTENCE_START.search(t) is not None
+        assert split == (plain.search(t) is not None), t
+
+
+def test_turkish_sentence_starts_split_the_text_start_off():
+    """tr_lower_subject matches a text's start and its sentence marks apart; in order they are the matches of the
+    one regex with "^" in its alternation."""
+    import random
+    import re
+    from itertools import chain
+
+    from pipeline.data.pii import tr_lower_subject as tls
+
+    plain = re.compile(r"(?:^|[.!?:\n])[ \t\u00a0]*")
+    rng = random.Random(4)
+    for _ in range(20000):
+        t = "".join(rng.choice(["a", " ", "\t", "\u00a0", ".", "!", "\n", ":", "?"]) for _ in range(rng.randint(0, 8)))
+        first = tls._TEXT_START.match(t)
+        split = [m.span() for m in chain((first,), tls._SENTENCE_START.finditer(t, first.end()))]
+        assert split == [m.span() for m in plain.finditer(t)], t
+
+
+def test_russian_lower_sentence_starts_are_the_multiline_regex_groups():
+    """ru_subject finds lower-case sentence starts without "^" and a look-behind in an alternation: the same
+    first and second words (group spans) as the one multi-line regex."""
+    import random
+    import re
+
+    from pipeline.data.pii import ru_subject
+
+    plain = re.compile(r"(?:^|(?<=[.!?\n])[ \u00a0]*)([а-яё]+)(?:[ \u00a0]+([а-яё]+))?", re.M)
+    rng = random.Random(6)
+    for _ in range(20000):
+        t = "".join(rng.choice(["а", "бв", "Г", " ", "\u00a0", ".", "\n", "!", "x", "ё"]) for _ in range(rng.randint(0, 9)))
+        want = [(m.span(1), m.span(2)) for m in plain.finditer(t)]
+        assert [(m.span(1), m.span(2)) for m in ru_subject._lower_sentence_starts(t)] == want, t
+
+
+def test_turkish_object_pair_scan_without_backtracking_matches_its_plain_form():
+    """tr_lower_subject._OBJECT_PAIR takes each word whole (possessive): the same matches and groups as the
+    backtracking form."""
+    import random
+    import re
+
+    from pipeline.data.pii import tr_lower_subject as tls
+    from pipeline.data.pii.names import LATIN_LOWER
+
+    plain = re.compile(rf"(?<![\w'’.-])(?=([{LATIN_LOWER}]{{3,}}(?:[iuü]|y[iuü]))[ \u00a0]+([{LATIN_LOWER}]{{3,}})"
+                       rf"[ \u00a0]([{LATIN_LOWER}]{{3,}})(?=[ \u00a0]))")
+    rng = random.Random(3)
+    pieces = ["ali", "veli", "paketi", "kargoyu", "yi", "u", "ü", " ", "\u00a0", "x", "'", ".", "-", "ab", "i", "iy", "şu"]
+    for _ in range(20000):
+        t = "".join(rng.choice(pieces) for _ in range(rng.randint(0, 9)))
+        want = [(m.span(), m.span(1), m.span(2), m.span(3)) for m in plain.finditer(t)]
+        assert [(m.span(), m.span(1), m.span(2), m.span(3)) for m in tls._OBJECT_PAIR.finditer(t)] == want, t

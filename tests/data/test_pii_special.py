@@ -163,3 +163,22 @@ def test_strict_run_exits_with_the_policy_code(tmp_path):
     assert policy == [err[-1]], err  # progress lines above it, the error one line at the end
     assert "special-category" in err[-1] and "health: 1" in err[-1]
     assert "şeker" not in proc.stderr and "şeker" not in proc.stdout
+
+
+def test_the_term_prefilter_passes_every_term_and_skips_plain_prose():
+    """SpecialDetector searches a text only when one of its words may start a term: every lexicon term, with a
+    suffix, after punctuation and in capitals, passes that test; prose of everyday words does not."""
+    from pipeline.data.pii.special import norm
+
+    det = get_special_detector()
+
+    def may_hold(text):
+        leads, firsts, _ = det._token_answers(set(text.split()))
+        return leads or any(nxt in norm(text) for w in firsts for nxt in det.first_words[w])
+
+    for key in det.entries:
+        for text in (f"x {key}", f"({key}larım.", f"x-{key}'li y", f"X {key.upper()}"):
+            assert may_hold(text.replace(" ", "  ") if " " in key else text), text
+    assert not may_hold("sipariş kargo fatura iade срок доставки order shipping")
+    assert det.find("Срок доставки вышел, заказ отменён.") == det.find("срок доставки") == []
+    assert det._token_answers({"PARTİSİ"})[2] and not det._token_answers({"parti"})[2]  # a raw pattern's literal

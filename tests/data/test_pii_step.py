@@ -120,6 +120,17 @@ def test_process_anonymizes_every_field():
     assert not stats.dropped
 
 
+def test_a_meta_text_seen_before_is_handled_as_the_first_time():
+    """The step skips a meta text it has seen hold nothing to strip, analyze or write back; one that held
+    something is stripped and anonymized every time it comes."""
+    plain, personal = '{"lang": "tr"}', '{"lang": "tr", "x_email": "a@b.co", "note": "tel +90 532 123 45 67"}'
+    batch = [{"id": str(i), "text": "Kargo nerede?", "meta": m} for i, m in enumerate([plain, personal] * 3)]
+    out, stats = run(batch)
+    assert [r["meta"] for r in out[::2]] == [plain] * 3
+    assert {r["meta"] for r in out[1::2]} == {'{"lang":"tr","note":"tel <PHONE>"}'}
+    assert stats.counters["fields_stripped"] == {"x_email": 3}
+
+
 def test_tool_call_arguments_by_field_name_and_content():
     args = {"name": "report.pdf", "customer_name": "Ali Kaya", "phone": "12", "query": f"TC {PLANTED['tckn']}",
             "nested": [{"email": "x"}], "count": 3}

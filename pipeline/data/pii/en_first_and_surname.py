@@ -17,7 +17,10 @@ from pipeline.data.pii.names import LATIN_LAST, LATIN_LOWER, LATIN_UPPER, STOP
 from pipeline.data.pii.text import Hit, fold
 
 _WORD = rf"[{LATIN_UPPER}][{LATIN_LOWER}]{{2,}}"
-_PAIR = re.compile(rf"(?<=[ \u00a0])({_WORD})[ \u00a0]({_WORD})(?![\w'’@/\\-]|\.\w|[ \u00a0]+[{LATIN_UPPER}])")
+# the first word's capital first, the look-behind for the space before it after that (the engine skips to capitals):
+# the same matches as "(?<=[ \u00a0])({_WORD})..."
+_PAIR = re.compile(rf"([{LATIN_UPPER}](?<=[ \u00a0].)[{LATIN_LOWER}]{{2,}})[ \u00a0]({_WORD})"
+                   rf"(?![\w'’@/\\-]|\.\w|[ \u00a0]+[{LATIN_UPPER}])")
 # the stop list ends a name at "Hall" or "Church" ("Town Hall"), and a compass word opens a place ("North
 # Dakota"); after a first name mid-sentence, with no capital after them, they are its surname, which a place or
 # firm word ("Street", "Park", "Company") never is

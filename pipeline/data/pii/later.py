@@ -9,6 +9,7 @@ that word is rare and no inflected form of a common word: "Eflinaz Harmankaya ar
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 from pipeline.data.pii.name_signals import EVERYDAY_ZIPF, common_words
 from pipeline.data.pii.text import fold
@@ -31,6 +32,7 @@ _SUFFIX_CHAIN = re.compile(r"(?:[yns]?[iuü]|[yn]?[ae]|l[ae]r|n?[dt][ae]n?|[iuü
                            r"|y?l[ae]|[cç][ae]|ki|l[iuü][kğ])+")
 
 
+@lru_cache(maxsize=1 << 16)  # asked of the same words again and again (every candidate word of every text)
 def inflected_common(key: str) -> bool:
     """The folded word is a common Turkish word and a chain of inflectional suffixes ("siparişinizi", "dosyayı",
     "aboneliğini"): a stem of four letters at least, six letters of suffixes at most. Not a compound of common

@@ -557,6 +557,25 @@ def _by_first_letter(phrases: list[str]) -> str:
 # (a word start searched the cheap way: a cue is followed by a separator, where no cue starts)
 _LOWER_INTRO = WordStart("(?:" + _by_first_letter(_LOWER_CUES)
                          + rf")(?=[ \u00a0,:;-]+([{LATIN_LOWER}]+)(?:[ \u00a0]([{LATIN_LOWER}]+))?(?![\w'’]))")
+# a cue's first word (a word of the text where the cue stands) -> the word after it ("" for a one-word cue)
+_LOWER_INTRO_LEADS: dict[str, set[str]] = {}
+for _c in _LOWER_CUES:
+    _lead = re.match(r"\w*", _c).group()
+    _LOWER_INTRO_LEADS.setdefault(_lead, set()).add(re.match(r"\W*(\w*)", _c[len(_lead):]).group(1))
+
+
+_LOWER_INTRO_LEAD_WORDS = frozenset(_LOWER_INTRO_LEADS)  # (a set: intersecting a dict walks all its keys)
+
+
+def _may_hold_lower_intro(ctx: TextContext) -> bool:
+    """A necessary condition for _LOWER_INTRO to match: a cue's first word among the text's words and the word
+    after it in the text (set and substring tests, where the scan tests every character). A combining dot
+    ("i" + U+0307, which _i_dotted admits) splits a word: such a text is scanned."""
+    norm = ctx.norm
+    return "\u0307" in norm or any(nxt in norm for w in ctx.folded_words & _LOWER_INTRO_LEAD_WORDS
+                                    for nxt in _LOWER_INTRO_LEADS[w])
+
+
 _LOWER_WORD_BEFORE = re.compile(rf"([{LATIN_LOWER}]+)[ \u00a0]([{LATIN_LOWER}]+)$")
 
 
@@ -580,7 +599,7 @@ def _listed_name(key: str) -> bool:
 def _introduced_lower_case(ctx: TextContext, rarity: Rarity, ambiguous: frozenset) -> list[Hit]:
     norm, text = ctx.norm, ctx.text
     out = []
-    for m in _LOWER_INTRO.finditer(norm):
+    for m in _LOWER_INTRO.finditer(norm) if _may_hold_lower_intro(ctx) else ():
         if not text[m.start(1)].islower() or not _lower_name_word(m.group(1), rarity, ambiguous, True):
             continue
         e = m.end(1)

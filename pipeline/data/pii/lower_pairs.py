@@ -42,7 +42,7 @@ from pipeline.data.pii.names import (
     PersonRecognizer,
 )
 from pipeline.data.pii.ru_names import RU_AMBIGUOUS, RU_FIRST, RU_STOP
-from pipeline.data.pii.text import Hit, TextContext, fold, load_data
+from pipeline.data.pii.text import Hit, TextContext, WordTest, fold, load_data
 
 PAIR_SCORE = 0.6  # above the default threshold: a pair of this shape is a name far more often than not
 
@@ -262,12 +262,15 @@ def lower_pairs(ctx: TextContext) -> list[Hit]:
 def _may_lead(ctx: TextContext) -> bool:
     """A word of the text may turn a pair on (_LEAD): every word _role_words reads is one of ctx.words, folded.
     Most Russian texts hold none, and their every word would be read otherwise."""
-    return any(_leads(w) for w in ctx.words)
+    return bool(_LEADING.select(ctx.words))
 
 
 @_per_word
 def _leads(word: str) -> bool:
     return len(word) >= 3 and word.isalpha() and bool(_roles(fold(word)) & _LEAD)
+
+
+_LEADING = WordTest(_leads)
 
 
 def _role_words(ctx: TextContext) -> list[tuple[int, int, str, int]]:
@@ -339,6 +342,9 @@ def _third_word(key: str) -> bool:
     return bool(_CYR.search(key)) and (ru_morph.reading(key).kind in ("middle", "last") or _surname_shaped(key))
 
 
+_SURNAME_SHAPED = WordTest(lambda w: w[-2:] in _SURNAME_END_PAIRS and len(w) >= 5 and w.endswith(_SURNAME_ENDS))
+
+
 # a label's colon or dash before a lower-case word ("фио: гасырбек молдахмет"): a value that may be a name
 _LABELLED = re.compile(rf"[:—–][ \u00a0]*[{LATIN_LOWER}а-яё]")
 
@@ -346,14 +352,15 @@ _LABELLED = re.compile(rf"[:—–][ \u00a0]*[{LATIN_LOWER}а-яё]")
 def _shaped_words(ctx: TextContext) -> frozenset:
     """The text's words with a surname's ending, computed once per text."""
     # the last two letters first: one set test rules out most words before endswith tries every ending
-    return ctx.memo("surname_shaped", lambda: frozenset(w for w in ctx.words if w[-2:] in _SURNAME_END_PAIRS
-                                                        and len(w) >= 5 and w.endswith(_SURNAME_ENDS)))
+    return ctx.memo("surname_shaped", lambda: _SURNAME_SHAPED.select(ctx.words))
 
 
 def may_hold_lower_pair(ctx: TextContext) -> bool:
     """A cheap test: a listed name or a surname-shaped word among the text's words, or a label's colon before a
     lower-case word (a Russian name the dictionary alone holds is found beside one of these, or after a label)."""
-    return not ctx.words.isdisjoint(_NAME_WORDS) or _LABELLED.search(ctx.text) is not None \
+    text = ctx.text
+    return not ctx.words.isdisjoint(_NAME_WORDS) \
+        or (":" in text or "—" in text or "–" in text) and _LABELLED.search(text) is not None \
         or bool(_shaped_words(ctx))
 
 

@@ -112,7 +112,8 @@ class RussianNameGazetteer(PersonRecognizer):
     DEFAULT_LANGUAGE = "ru"
 
     def triggered(self, ctx):
-        return ctx.lang == "ru" or _CYR_CAPITAL.search(ctx.text) is not None
+        # (an ASCII text, most English ones, holds no Cyrillic letter: no scan)
+        return ctx.lang == "ru" or not ctx.text.isascii() and _CYR_CAPITAL.search(ctx.text) is not None
 
     def find(self, ctx: TextContext) -> list[Hit]:
         text = ctx.text
@@ -342,14 +343,17 @@ _RU_FIRST_LOWER = frozenset(n for n in RU_FIRST if n not in RU_AMBIGUOUS and len
 
 
 # a sentence or a field after a colon that starts in lower case: the text is typed so, and a name in it may be too
-_LOWER_SENTENCE_START = re.compile(r"[.!?:;\n][ \u00a0]*[а-яё]|^[ \u00a0]*[а-яё]")
+# (the text's start asked apart: "^" in the alternation made the engine try every position)
+_LOWER_SENTENCE_START = re.compile(r"[.!?:;\n][ \u00a0]*[а-яё]")
+_LOWER_TEXT_START = re.compile(r"[ \u00a0]*[а-яё]")
 
 
 def _typed_in_lower_case(ctx: TextContext) -> bool:
     """Whether the lower-case pass is worth its cost (~40 us for a text of 700 characters): a sentence starts in
     lower case, or an introduction that a lower-case name follows as often as not ("меня зовут", "фио")."""
     norm = ctx.norm
-    return "зовут" in norm or "фио" in norm or _LOWER_SENTENCE_START.search(ctx.text) is not None
+    return "зовут" in norm or "фио" in norm or _LOWER_TEXT_START.match(ctx.text) is not None \
+        or _LOWER_SENTENCE_START.search(ctx.text) is not None
 
 
 def may_hold_lower_case_ru_name(text: str) -> bool:

@@ -23,7 +23,8 @@ from pipeline.data.pii.ru_subject import ROLES
 from pipeline.data.pii.ru_turkic import turkic_name
 from pipeline.data.pii.text import Hit
 
-_CAPITALIZED = re.compile(r"(?<![\w'’.@/-])[А-ЯЁ][а-яё]{2,}(?:-[А-ЯЁ][а-яё]{2,})?(?![\w'’@-])")
+# (class first, the look-behind after it: the engine skips to capitals; the same matches as "(?<!...)[А-ЯЁ]")
+_CAPITALIZED = re.compile(r"[А-ЯЁ](?<![\w'’.@/-].)[а-яё]{2,}(?:-[А-ЯЁ][а-яё]{2,})?(?![\w'’@-])")
 _NEXT_CAPITALIZED = re.compile(r"[ \u00a0]([А-ЯЁ][а-яё]{2,})(?![\w'’@-])")
 _PREPOSITIONS = frozenset("у с со о об обо к ко от для".split())
 _VERBS = frozenset((
@@ -119,8 +120,8 @@ def lower_addressed_names(text: str) -> list[Hit]:
     "созвонился с манасом усмановым"): two words in the instrumental after a verb of _VERBS and "с", the first a
     first name by the dictionary or the second a surname by the dictionary or its instrumental ending; neither a
     function word nor a role ("поговорили с мужем клиента", "связались с новым курьером" stay)."""
-    if " с" not in text:
-        return []
+    if " с " not in text and " со " not in text and "\u00a0" not in text:
+        return []  # what "[ \u00a0]со?[ \u00a0]" needs (a substring test; the regex tests every position)
     out = []
     for m in _LOWER_WITH.finditer(text):
         if _verb(m.group(1)) and _lower_pair(m.group(2), m.group(3)):

@@ -35,7 +35,9 @@ from pipeline.data.pii.text import Hit
 _WORD = r"[А-ЯЁ](?:[а-яё]{2,}|[А-ЯЁ]{2,})"
 # one or two capitalized words, then a lower-case or capitalized verb, maybe after one adverb
 SUBJECT = re.compile(rf"({_WORD}(?:[ \u00a0]{_WORD})?)[ \u00a0]+(?:([а-яё]+|[А-ЯЁ]+)[ \u00a0]+)?([А-ЯЁа-яё]+)(?![\w-])")
-_CAPITAL = re.compile(r"(?<![\w'’-])[А-ЯЁ]")  # where a subject may start: every capitalized word (they overlap)
+# where a subject may start: every capitalized word (they overlap); the class first, its look-behind after it (the
+# engine skips to capitals), the same matches as "(?<![\w'’-])[А-ЯЁ]"
+_CAPITAL = re.compile(r"[А-ЯЁ](?<![\w'’-].)")
 # what may open the sentence before the subject: adverbs of time ("Вчера", "Сегодня утром"), read by pymorphy3
 _OPENER = re.compile(r"([А-ЯЁ][а-яё]+|[А-ЯЁ]+)(?:[ \u00a0]+([а-яё]+|[А-ЯЁ]+))?[ \u00a0]+$")
 _PERSON_VERBS = frozenset((
@@ -104,7 +106,10 @@ def _subject_beside_a_name(words: list[str], verb: str) -> bool:
 
 _LOWER_SUBJECT = re.compile(r"([а-яё]{2,})[ \u00a0]([а-яё]{2,})[ \u00a0]+(?:([а-яё]+)[ \u00a0]+)?([а-яё]+)(?![\w-])")
 # a sentence that starts in lower case, with its first word and maybe a second
-_LOWER_START = re.compile(r"(?:^|(?<=[.!?\n])[ \u00a0]*)([а-яё]+)(?:[ \u00a0]+([а-яё]+))?", re.M)
+# (the text's start matched apart, a sentence mark consumed: "^" and a look-behind in an alternation made the engine
+# try every position; _lower_sentence_starts gives the groups of "(?:^|(?<=[.!?\n])[ \u00a0]*)([а-яё]+)..." re.M)
+_LOWER_TEXT_START = re.compile(r"([а-яё]+)(?:[ \u00a0]+([а-яё]+))?")
+_LOWER_START = re.compile(r"[.!?\n][ \u00a0]*([а-яё]+)(?:[ \u00a0]+([а-яё]+))?")
 _FUNCTION_POS = frozenset(("NPRO", "PREP", "CONJ", "PRCL", "INTJ", "ADVB", "PRED", "COMP", "NUMR"))
 ROLES = frozenset((
     "клиент", "клиентка", "курьер", "менеджер", "оператор", "сотрудник", "сотрудница", "специалист", "директор",
@@ -116,7 +121,7 @@ ROLES = frozenset((
 def lower_subject_names(text: str) -> list[Hit]:
     """Two lower-case name words that open a sentence (or follow its adverbs of time) before a person's verb."""
     out = []
-    for m in _LOWER_START.finditer(text):
+    for m in _lower_sentence_starts(text):
         for k in _lower_starts(text, m):
             s = _LOWER_SUBJECT.match(text, k)
             if s is None:
@@ -126,6 +131,14 @@ def lower_subject_names(text: str) -> list[Hit]:
                 out.append(Hit(s.start(1), s.end(2), "PERSON", 0.7, "subject"))
                 break
     return out
+
+
+def _lower_sentence_starts(text: str):
+    """The sentences that start in lower case, with their first word and maybe a second (groups 1 and 2)."""
+    first = _LOWER_TEXT_START.match(text)
+    if first is not None:
+        yield first
+    yield from _LOWER_START.finditer(text, first.end() if first is not None else 0)
 
 
 def _lower_starts(text: str, m: re.Match) -> list[int]:

@@ -16,7 +16,7 @@ from functools import lru_cache
 from pipeline.data.pii.name_context import sentence_initial
 from pipeline.data.pii.ru_morph import analyzer, reading
 from pipeline.data.pii.ru_names import RU_STOP
-from pipeline.data.pii.text import Hit
+from pipeline.data.pii.text import Hit, holds_any
 
 _GREETING = (r"(?:[Зз]дравствуй(?:те)?|[Пп]ривет(?:ствую)?|[Дд]обр(?:ый (?:день|вечер)|ое утро|ого (?:дня|времени суток))"
              r"|[Сс]пасибо(?: большое)?|[Бб]лагодарю|[Дд]о свидания|[Хх]орошего (?:дня|вечера)"
@@ -24,14 +24,15 @@ _GREETING = (r"(?:[Зз]дравствуй(?:те)?|[Пп]ривет(?:ству�
              r"|[Хх]орошо|[Пп]онял[аи]?|[Оо]тлично|[Дд]оговорились)")
 _AFTER_GREETING = re.compile(_GREETING + r"[ \u00a0]*,[ \u00a0]*([А-ЯЁ][а-яё]{2,})(?=[ \u00a0]*(?:[!.?,\n]|$))")
 _BEFORE_GREETING = re.compile(r"([А-ЯЁ][а-яё]{2,}),[ \u00a0]*" + _GREETING + r"(?![а-яё])")
-_QUICK = re.compile("дравств|ривет|обр|пасибо|лагодар|свидан|орош|онял|тлично|оговорил")  # a greeting's letters: most texts lack them
+# a greeting's letters: most texts lack them (substring tests: a regex of them tests every Cyrillic letter)
+_QUICK = ("дравств", "ривет", "обр", "пасибо", "лагодар", "свидан", "орош", "онял", "тлично", "оговорил")
 _NAME_GRAMS = frozenset(("Name", "Surn", "Patr"))
 _NOT_A_NAME_POS = frozenset(("NPRO", "PREP", "CONJ", "PRCL", "INTJ", "ADVB", "PRED", "COMP"))
 
 
 def greeted_names(text: str) -> list[Hit]:
     """PERSON spans of the one word a greeting or thanks addresses."""
-    if _QUICK.search(text) is None:
+    if not holds_any(text, _QUICK):
         return []
     out = []
     for m in _AFTER_GREETING.finditer(text):

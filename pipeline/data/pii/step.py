@@ -58,6 +58,7 @@ _CALL_KEYS = frozenset(("type", "id", "function", "name", "arguments"))
 # the value's type is what it is
 _EMAIL_VALUE = re.compile(r"[^@\s<>]+@[^@\s<>]+\.[^\W\d_]{2,}")
 _PHONE_VALUE = re.compile(r"\+?[\d ()\-.]{10,20}")
+_INERT_META_KEPT = 4096  # distinct inert meta texts a step remembers
 _GUESS_CHARS = 3000  # of a record's content the language guess is given (it reads the first 600)
 
 
@@ -241,6 +242,7 @@ class PiiStep(Step):
         self.rules = field_rules(tuple(cfg.strip_fields) if cfg.strip_fields is not None else None)
         self.languages = tuple(cfg.languages) or ("tr", "ru", "en")
         self.special = get_special_detector(self.languages)
+        self._inert_meta: set[str] = set()  # meta texts seen to hold nothing the step strips, analyzes or writes
 
     def __repr__(self) -> str:
         return f"PiiStep(languages={self.languages}, operator={self.cfg.operator!r})"
@@ -413,8 +415,8 @@ class PiiStep(Step):
         if not isinstance(meta, str):
             new["meta"] = walk.value(meta, None, None, _slot(new, "meta"))
             return
-        if not meta:
-            return
+        if not meta or meta in self._inert_meta:
+            return  # nothing in it to strip, analyze or write back ('{"lang": "tr"}' in every record of a file)
         try:
             obj = json.loads(meta)
         except (TypeError, ValueError):
@@ -427,9 +429,13 @@ class PiiStep(Step):
                 stats.add(f"fields_stripped_types.{ent}")
             doc = _Doc(None, lambda o: new.__setitem__("meta", json.dumps(o, ensure_ascii=False,
                                                                            separators=(",", ":"))))
+            before = (len(walk.units), len(walk.fields), len(walk.docs), len(walk.renames))
             doc.obj = walk.value(obj, None, doc, None)
             doc.changed = bool(removed)
             walk.docs.append(doc)
+            if not removed and before == (len(walk.units), len(walk.fields), len(walk.docs) - 1, len(walk.renames)) \
+                    and len(self._inert_meta) < _INERT_META_KEPT:
+                self._inert_meta.add(meta)
         elif isinstance(obj, str) and obj:
             walk.units.append(_Unit(meta, _slot(new, "meta")))
         elif isinstance(obj, int) and not isinstance(obj, bool) and abs(obj) >= _MAX_JSON_INT:

@@ -12,9 +12,10 @@ first name. A rare word alone is as often a typo or an inflected verb: a pair of
 from __future__ import annotations
 
 import re
+from itertools import chain
 
 from pipeline.data.pii.later import inflected_common
-from pipeline.data.pii.name_context import CUES_AFTER, ROLES
+from pipeline.data.pii.name_context import AFTER_LEADS, CUES_AFTER, ROLES
 from pipeline.data.pii.name_signals import EVERYDAY_ZIPF, common_words
 from pipeline.data.pii.names import LATIN_FIRST, LATIN_LAST, LATIN_LOWER, LATIN_UPPER, STOP, SURNAME_ENDINGS
 from pipeline.data.pii.not_person import PLACES
@@ -24,7 +25,10 @@ from pipeline.data.pii.tr_spelling import TURKISH_LETTERS, inflected_in_spelling
 
 SUBJECT_SCORE = 0.6  # as a lower-case pair of lower_pairs.py: above the default threshold
 
-_SENTENCE_START = re.compile(r"(?:^|[.!?:\n])[ \t\u00a0]*")
+# where a sentence starts: the text's start, and after a mark (asked apart: "^" in an alternation made the engine
+# try every position; together they give the matches of "(?:^|[.!?:\n])[ \t\u00a0]*")
+_TEXT_START = re.compile(r"[ \t\u00a0]*")
+_SENTENCE_START = re.compile(r"[.!?:\n][ \t\u00a0]*")
 _WORD = re.compile(rf"[{LATIN_UPPER}]?[{LATIN_LOWER}]+(?=[ \u00a0,.!?\n]|$)")
 # verb forms and converbs in folded spelling: -dı, -mış, -yor, -acak, -ıp, -arak, -ince, -meli, -mek
 VERB_SHAPE = re.compile(r"(?:[dt][iuü][mnk]?|m[iuü]ş|yor|[ae]c[ae]k|[iuü]p|[ae]r[ae]k|[iuü]nc[ae]|m[ae]l[iı]|m[ae]k)$")
@@ -42,8 +46,10 @@ _CASE_ENDINGS = frozenset("aeiuün")
 _COMMON: list = []
 # an object before the subject: a word ending in an accusative (folded: ı is i; "paketi", "kargoyu") and a pair
 # (in a look-ahead: the matches overlap, "getirdiği paketi X Y")
-_OBJECT_PAIR = re.compile(rf"(?<![\w'’.-])(?=([{LATIN_LOWER}]{{3,}}(?:[iuü]|y[iuü]))[ \u00a0]+([{LATIN_LOWER}]{{3,}})"
-                          rf"[ \u00a0]([{LATIN_LOWER}]{{3,}})(?=[ \u00a0]))")
+# (each word taken whole, no backtracking into it: a space must follow it, so the groups are whole words anyway; the
+# same matches as "(?=([L]{3,}(?:[iuü]|y[iuü]))[ \u00a0]+([L]{3,})[ \u00a0]([L]{3,})(?=[ \u00a0]))" after the look-behind)
+_OBJECT_PAIR = re.compile(rf"(?<![\w'’.-])(?=([{LATIN_LOWER}]{{4,}}+(?<=[iuü]))[ \u00a0]+([{LATIN_LOWER}]{{3,}}+)"
+                          rf"[ \u00a0]([{LATIN_LOWER}]{{3,}}+)(?=[ \u00a0]))")
 # two lower-case words ending where a Turkish name cue starts ("ile konuştum", "adına", "isimli")
 _PAIR_BEFORE = re.compile(rf"(?<![\w'’.-])([{LATIN_LOWER}]{{3,}})[ \u00a0]([{LATIN_LOWER}]{{3,}})$")
 
@@ -142,7 +148,8 @@ def subject_pairs(ctx) -> list[Hit]:
     text, norm = ctx.text, ctx.norm
     out: list[Hit] = []
     spelled = TURKISH_LETTERS.search(text) is not None
-    for m in _SENTENCE_START.finditer(text):
+    first = _TEXT_START.match(text)
+    for m in chain((first,), _SENTENCE_START.finditer(text, first.end())):
         pos, words = m.end(), []
         for _ in range(5):  # the pair among the first five words, after common words only
             w = _WORD.match(text, pos)
@@ -185,8 +192,8 @@ def cued_pairs(ctx) -> list[Hit]:
     the word before the cue a name-shaped word (_kind), the one before it too, read without the inflection test
     ("halime" is no "halim" + dative before a name and its cue), and no role word ("müşteri temsilcisi ile")."""
     text, norm = ctx.text, ctx.norm
-    if " ile " not in norm and "ad" not in norm and "isim" not in norm:
-        return []
+    if " ile " not in norm and "ad" not in norm and "isim" not in norm or not ctx.may_hold_phrase(AFTER_LEADS):
+        return []  # (AFTER_LEADS: what a text holds where CUES_AFTER can match; "ad" is in "adres")
     spelled = TURKISH_LETTERS.search(text) is not None
     out = []
     for cue in CUES_AFTER.finditer(norm):
