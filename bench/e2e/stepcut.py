@@ -5,6 +5,8 @@
 Records: bench/e2e's corpus, read and normalized as a run does (phase 1's steps up to the language step).
   language   LanguageStep.judge with the memo of lines seen (a fresh one per round) against the same
              predictions without it (3442376's predict_many); same answers checked; the memo's hits counted
+  exact key  the dedup exact hashes (no punctuation folding) by str.split and join against 3442376's vectorized
+             form (given the batch's code points, as compute_keys shares them with the shingles); same hashes checked
   lang read  phase 3's reads of each record's language (the runner, split, PII routing: three a record) from
              the _lang carried in the work file against meta's JSON
 CPU seconds (process_time), best of the rounds, old and new alternating.
@@ -20,10 +22,13 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import numpy as np  # noqa: E402
+import xxhash  # noqa: E402
 from corpus import write_corpus  # noqa: E402
 
 from pipeline.core.config import PrepareConfig  # noqa: E402
 from pipeline.data import lang  # noqa: E402
+from pipeline.data.dedup import text  # noqa: E402
 from pipeline.data.normalize import Normalizer  # noqa: E402
 from pipeline.data.readers import expand_inputs  # noqa: E402
 
@@ -40,10 +45,18 @@ def records(n: int) -> list[dict]:
     return out
 
 
+OLD_PREDICTIONS = [0]
+
+
 def old_predict_many(self, texts, max_chars=None):
     """3442376's FastTextLid.predict_many: every text predicted."""
     limit = max_chars or lang.MAX_CHARS
-    predict = self.model.f.predict
+    model_predict = self.model.f.predict
+
+    def predict(*args):
+        OLD_PREDICTIONS[0] += 1
+        return model_predict(*args)
+
     out = []
     for t in texts:
         t = t[:limit]
@@ -53,6 +66,47 @@ def old_predict_many(self, texts, max_chars=None):
         found = predict(lang._NOT_FASTTEXT_SPACE.sub(" ", t) + "\n", 1, 0.0, "replace")
         out.append((found[0][1].removeprefix("__label__"), float(found[0][0])) if found else ("und", 0.0))
     return out
+
+
+def old_exact_hashes(texts: list[str], enc) -> np.ndarray:
+    """3442376's exact_hashes without punctuation folding: vectorized over the batch's code points."""
+    n = len(texts)
+    space = (enc.cls & text._SPACE) != 0
+    keep_pos = np.flatnonzero(~space)
+    gap = np.diff(keep_pos) > 1
+    first = np.searchsorted(keep_pos, enc.start, side="left")
+    bounds = np.append(first, len(keep_pos))
+    boundary = np.zeros(len(keep_pos), dtype=bool)
+    boundary[1:] = gap
+    boundary[first[first < len(keep_pos)]] = False
+    out_pos = np.arange(len(keep_pos)) + np.cumsum(boundary)
+    canon = np.full(len(keep_pos) + int(boundary.sum()), 32, dtype=np.uint32)
+    canon[out_pos] = enc.cps[keep_pos]
+    lo = np.zeros(n, dtype=np.int64)
+    hi = np.zeros(n, dtype=np.int64)
+    nonempty = bounds[1:] > bounds[:-1]
+    lo[nonempty] = out_pos[bounds[:-1][nonempty]]
+    hi[nonempty] = out_pos[bounds[1:][nonempty] - 1] + 1
+    mv = memoryview(canon.view(np.uint8))
+    digest = xxhash.xxh3_128_digest
+    blob = b"".join([digest(mv[4 * a:4 * b]) for a, b in zip(lo.tolist(), hi.tolist())])
+    return np.frombuffer(blob, dtype=">u8").reshape(n, 2).astype(np.uint64)
+
+
+def bench_exact(recs: list[dict], rounds: int) -> None:
+    batches = [[text.trainer_text(r).casefold() for r in recs[i:i + 1024]] for i in range(0, len(recs), 1024)]
+    encoded = [text.encode_texts(b) for b in batches]  # compute_keys makes them for the shingles anyway
+    times = {"old": [], "new": []}
+    got = {}
+    for _ in range(rounds):
+        seconds, got["old"] = cpu(lambda: [old_exact_hashes(b, e) for b, e in zip(batches, encoded)])
+        times["old"].append(seconds)
+        seconds, got["new"] = cpu(lambda: [text.exact_hashes(b, False, e) for b, e in zip(batches, encoded)])
+        times["new"].append(seconds)
+    old, new = min(times["old"]), min(times["new"])
+    same = all(np.array_equal(a, b) for a, b in zip(got["old"], got["new"]))
+    print(f"exact key {len(recs):,} records: old {old / len(recs) * 1e6:.1f} us a record, new "
+          f"{new / len(recs) * 1e6:.1f} ({new / old - 1:+.1%}); same hashes: {same}")
 
 
 def cpu(fn) -> tuple[float, object]:
@@ -71,7 +125,7 @@ def bench_language(recs: list[dict], rounds: int) -> None:
     step.lid.model  # loaded outside the timing
     new_cls = type(step.lid)
     times = {"old": [], "new": []}
-    answers, predicted = {}, 0
+    answers, predicted, old_calls = {}, 0, 0
     for _ in range(rounds):
         for which in ("old", "new"):
             lid = new_cls()
@@ -81,10 +135,13 @@ def bench_language(recs: list[dict], rounds: int) -> None:
             step.lid = lid
             seconds, answers[which] = cpu(lambda: judge_all(step, sides))
             times[which].append(seconds)
-            predicted = len(lid._seen)  # lines the model was given (each once)
+            if which == "old":
+                old_calls, OLD_PREDICTIONS[0] = OLD_PREDICTIONS[0], 0
+            else:
+                predicted = len(lid._seen)  # lines the model was given (each once)
     old, new = min(times["old"]), min(times["new"])
     print(f"language  {len(recs):,} records: old {old:.2f} CPU-s, new {new:.2f} ({new / old - 1:+.1%}); "
-          f"same answers: {answers['old'] == answers['new']}; lines predicted by the new: {predicted:,}")
+          f"same answers: {answers['old'] == answers['new']}; predictions: old {old_calls:,}, new {predicted:,}")
 
 
 def bench_lang_read(recs: list[dict], rounds: int) -> None:
@@ -118,6 +175,7 @@ def main() -> None:
     args = parser.parse_args()
     recs = records(args.records)
     bench_language(recs, args.rounds)
+    bench_exact(recs, args.rounds)
     bench_lang_read(recs, args.rounds)
 
 
