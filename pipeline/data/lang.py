@@ -29,7 +29,7 @@ from pipeline.core.step import Step
 MAX_CHARS = 1000   # fastText's cost grows with the text; the first 1000 characters decide as well as all
 SIDE_CHARS = 300   # prompt and answer apart only need a confident language each: 300 characters give it (73 us
                    # per side against 201 us at 1000, bench/e2e text)
-SEEN_LINES = 100_000  # predictions remembered per process (~20 MB), by the hash of the line the model was given
+SEEN_LINES = 100_000  # predictions remembered per process (23 MB), by the hash of the line the model was given
 # fastText splits words on space, tab, \v, \f, \r and \0 itself and ends its line at a newline: the newline and
 # the other characters Python counts as whitespace become spaces, so fastText sees the same words as split()
 _NOT_FASTTEXT_SPACE = re.compile("[\n\x1c-\x1f\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]")

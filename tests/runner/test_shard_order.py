@@ -55,7 +55,8 @@ def test_a_shards_weight_is_its_bytes_on_disk(tmp_path):
 
 
 def test_phase_one_writes_each_records_language_beside_it_for_phase_three(tmp_path):
-    rows = [{"instruction": "Siparişim nerede kaldı, kargo ne zaman gelir?", "output": "Kargonuz yarın teslim edilecek."},
+    rows = [{"instruction": "Siparişim nerede kaldı, kargo ne zaman gelir?",
+             "output": "Kargonuz yarın teslim edilecek."},
             {"instruction": "Where is my order, when will it arrive?", "output": "Your parcel arrives tomorrow."},
             {"instruction": "12345", "output": "678"}]
     path = tmp_path / "in.jsonl"

@@ -194,9 +194,9 @@ def _window_hash(values: np.ndarray, n: int, salt: int) -> np.ndarray:
 def exact_hashes(texts: list[str], punctuation_fold: bool = False, enc: Encoded | None = None) -> np.ndarray:
     """(n, 2) uint64: xxh3_128 of each text's canonical form, ``normalize_exact(text)`` (case folding is
     the caller's) as UTF-32-LE. Without punctuation folding the form is str.split()'s words joined by one
-    space, made by the string methods themselves (7.5 us a record against 12.5 for the vectorized form, bench/e2e
-    text); with it, vectorized: non-space, non-punctuation code points with one space wherever the original
-    had whitespace between two kept code points."""
+    space, made by the string methods themselves (7.6 us a record against 9.4 for the vectorized form,
+    bench/e2e/stepcut.py); with it, vectorized: non-space, non-punctuation code points with one space
+    wherever the original had whitespace between two kept code points."""
     n = len(texts)
     if not punctuation_fold:
         digest = xxhash.xxh3_128_digest
