@@ -28,6 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from corpus import write_corpus  # noqa: E402
 from overrides import parse_sets  # noqa: E402
+from timeline import MainParts, TimedExecutor  # noqa: E402
 
 from pipeline.core.config import PrepareConfig, merge_config  # noqa: E402
 from pipeline.runner import run_prepare  # noqa: E402
@@ -45,11 +46,24 @@ def peak_rss_mib() -> tuple[float, float]:
     return own, children
 
 
-def run(cfg: PrepareConfig, dask_workers: int):
-    """(the run's result, its wall seconds): locally, or as the flow on a LocalCluster of dask_workers processes."""
+def run(cfg: PrepareConfig, dask_workers: int, timeline: bool = False):
+    """(the run's result, its wall seconds): locally, or as the flow on a LocalCluster of dask_workers processes.
+    With `timeline` (local only), prints when each task ran and where cores stayed idle (timeline.py)."""
     if not dask_workers:
         t0 = time.perf_counter()
-        return run_prepare(cfg, progress=False), time.perf_counter() - t0
+        if not timeline:
+            return run_prepare(cfg, progress=False), time.perf_counter() - t0
+        executor = TimedExecutor(cfg.workers)
+        parts = main_parts()
+        try:
+            result = run_prepare(cfg, executor=executor, progress=False)
+        finally:
+            executor.close()
+        wall = time.perf_counter() - t0
+        print(executor.summary(time.time(), cfg.workers))
+        print(executor.detail())
+        print("the main process's parts:\n" + parts.report())
+        return result, wall
     # a flow starts a temporary Prefect server: its own database (not the user's), and time to start on a busy
     # machine (the 20 s default timed out under load)
     os.environ.setdefault("PREFECT_HOME", str(Path(cfg.out).parent / "prefect"))
@@ -65,15 +79,30 @@ def run(cfg: PrepareConfig, dask_workers: int):
         return result, time.perf_counter() - t0
 
 
-def bench(size: int, root: Path, workers: int, overrides: dict, dask_workers: int = 0) -> dict:
+def main_parts() -> MainParts:
+    """finalize's parts and the run's other work in the main process, timed (timeline.MainParts)."""
+    from importlib import import_module
+
+    # the modules, not the functions of the same names that pipeline.runner exports
+    finalize, run_module, phases = (import_module(f"pipeline.runner.{n}") for n in ("finalize", "run", "phases"))
+
+    parts = MainParts().wrap(phases, ["expand_inputs", "group_files"])
+    parts.wrap(run_module, ["plan_shards", "check_readable", "gather_decontam_audit", "global_steps", "RunDir"])
+    return parts.wrap(finalize, ["lengths_summary", "check_untrained", "write_shards", "draw_lengths_png",
+                                "plan_for_lengths", "write_report", "write_dedup_index", "write_run_manifest"])
+
+
+def bench(size: int, root: Path, workers: int, overrides: dict, dask_workers: int = 0,
+          timeline: bool = False) -> dict:
     data = root / f"data-{size}"
     t0 = time.perf_counter()
     paths = write_corpus(data, size)
+    os.sync()  # the corpus on disk before the clock starts: the kernel's writeback is not the run's (1.5 GB at 1M)
     gen = time.perf_counter() - t0
     mb = sum(p.stat().st_size for p in paths) / 1e6
     cfg = merge_config(PrepareConfig(inputs=[str(data)], out=str(root / f"run-{size}"), workers=workers), overrides)
     cpu0 = cpu_seconds()
-    result, wall = run(cfg, dask_workers)
+    result, wall = run(cfg, dask_workers, timeline)
     cpu = cpu_seconds() - cpu0
     c = result.report["counts"]
     where = f"Dask LocalCluster of {dask_workers} worker processes" if dask_workers else f"{workers} workers"
@@ -103,13 +132,15 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--dask", type=int, default=0, metavar="N",
                         help="run the flow on a local Dask cluster of N worker processes (default: locally)")
+    parser.add_argument("--timeline", action="store_true",
+                        help="print each task's span and the idle cores per phase (local runs only)")
     parser.add_argument("--dir", help="work folder (default: a temporary one)")
     parser.add_argument("--set", action="append", metavar="SECTION.KEY=VALUE",
                         help="config override, repeatable (e.g. quality.enabled=false)")
     args = parser.parse_args()
     overrides = parse_sets(args.set)
     root = Path(args.dir) if args.dir else Path(tempfile.mkdtemp(prefix="bench-e2e-"))
-    runs = [bench(size, root, args.workers, overrides, args.dask) for size in args.sizes]
+    runs = [bench(size, root, args.workers, overrides, args.dask, args.timeline) for size in args.sizes]
     if len(runs) > 1:
         a, b = runs[0], runs[-1]
         growth = (b["wall"] / a["wall"]) / (b["size"] / a["size"])

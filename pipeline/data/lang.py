@@ -21,12 +21,15 @@ import re
 from importlib.resources import files
 from itertools import islice
 
+import xxhash
+
 from pipeline.core.config import FiltersConfig
 from pipeline.core.step import Step
 
 MAX_CHARS = 1000   # fastText's cost grows with the text; the first 1000 characters decide as well as all
 SIDE_CHARS = 300   # prompt and answer apart only need a confident language each: 300 characters give it (73 us
                    # per side against 201 us at 1000, bench/e2e text)
+SEEN_LINES = 100_000  # predictions remembered per process (23 MB), by the hash of the line the model was given
 # fastText splits words on space, tab, \v, \f, \r and \0 itself and ends its line at a newline: the newline and
 # the other characters Python counts as whitespace become spaces, so fastText sees the same words as split()
 _NOT_FASTTEXT_SPACE = re.compile("[\n\x1c-\x1f\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]")
@@ -38,9 +41,10 @@ class FastTextLid:
 
     def __init__(self):
         self._model = None
+        self._seen: dict[bytes, tuple[str, float]] = {}
 
     def __getstate__(self):
-        return {"_model": None}
+        return {"_model": None, "_seen": {}}
 
     @property
     def model(self):
@@ -56,15 +60,25 @@ class FastTextLid:
         without letters."""
         limit = max_chars or MAX_CHARS
         # one call per text: fasttext-predict's list form returns labels without probabilities
-        predict = self.model.f.predict
+        predict, seen, digest = self.model.f.predict, self._seen, xxhash.xxh3_128_digest
         out = []
         for t in texts:
             t = t[:limit]
             if not any(ch.isalpha() for ch in t):  # stops at the first letter
                 out.append(("und", 0.0))
                 continue
-            found = predict(_NOT_FASTTEXT_SPACE.sub(" ", t) + "\n", 1, 0.0, "replace")
-            out.append((found[0][1].removeprefix("__label__"), float(found[0][0])) if found else ("und", 0.0))
+            line = _NOT_FASTTEXT_SPACE.sub(" ", t) + "\n"
+            # duplicates and near duplicates (still in the data at this step) share their first characters: the
+            # model is deterministic, so a line seen before takes its answer (a hash costs 1% of a prediction)
+            key = digest(line.encode("utf-8", "surrogatepass"))
+            answer = seen.get(key)
+            if answer is None:
+                found = predict(line, 1, 0.0, "replace")
+                answer = (found[0][1].removeprefix("__label__"), float(found[0][0])) if found else ("und", 0.0)
+                if len(seen) >= SEEN_LINES:
+                    seen.clear()
+                seen[key] = answer
+            out.append(answer)
         return out
 
     def predict(self, text: str) -> tuple[str, float]:

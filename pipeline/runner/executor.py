@@ -35,7 +35,10 @@ class LocalExecutor:
             self._pool = ProcessPoolExecutor(self.workers, mp_context=multiprocessing.get_context("spawn"),
                                              initializer=worker_init,
                                              initargs=(os.getpid(), self.workers_lock))
-        futures = {self._pool.submit(fn, item, **kwargs): i for i, item in enumerate(items)}
+        # the largest first: the small shards (a file's last byte range) fill the end of the phase, where one
+        # worker would otherwise run a whole shard alone while the other waits; results stay in item order
+        order = sorted(range(len(items)), key=lambda i: -getattr(items[i], "weight", 0))
+        futures = {self._pool.submit(fn, items[i], **kwargs): i for i in order}
         results: list[Any] = [None] * len(items)
         for future in as_completed(futures):
             results[futures[future]] = future.result()

@@ -34,7 +34,7 @@ from pipeline.runner.preflight import disk_full, unsupported_files
 from pipeline.runner.rundir import is_inside, read_salt
 from pipeline.runner.steps import KeySinks, ShardDecisions, normalize_steps, process_steps, stage_names
 from pipeline.runner.work import (
-    INTERNAL_COLUMNS,
+    NORMALIZED_COLUMNS,
     PROCESSED_COLUMNS,
     LazyFile,
     WorkWriter,
@@ -50,6 +50,16 @@ class ShardTask:
     index: int
     files: tuple[InputFile, ...]  # one file, one byte range of a large file, or small files read one after another
     eval: bool
+
+    @property
+    def weight(self) -> int:
+        """The shard's bytes on disk (0 where unknown: S3, a file that cannot be read), to run large shards first."""
+        total = 0
+        for f in self.files:
+            size = _local_size(f)
+            if size is not None:
+                total += (f.end if f.end is not None else size) - f.start
+        return total
 
     @property
     def label(self) -> str:
@@ -258,7 +268,7 @@ class _NormalizedOutput:
         records, self.pending, self.pending_chars = self.pending, [], 0
         if not records:
             return
-        self.writers["normalized"].append(to_table(records, INTERNAL_COLUMNS))
+        self.writers["normalized"].append(to_table(records, NORMALIZED_COLUMNS))
         for _passed in run_steps(self.steps, [records]):  # the key steps write; the records pass unchanged
             pass
 

@@ -12,6 +12,9 @@ from pipeline.core.records import Record, from_table, parquet_options
 from pipeline.data.readers import parquet_batch_rows
 
 INTERNAL_COLUMNS = {"_order": pa.int64(), "_eval": pa.bool_()}
+# phase 1's records carry the language step's code to phase 3, whose steps (PII, split) and processed files need
+# it for every record: read back from meta's JSON each time, it cost three parses a record
+NORMALIZED_COLUMNS = {**INTERNAL_COLUMNS, "_lang": pa.string()}
 # _lang: the language step's code (None when it is off), for the token-length groups per language
 PROCESSED_COLUMNS = {**INTERNAL_COLUMNS, "_split": pa.string(), "_tokens": pa.int32(), "_trainable": pa.int32(),
                      "_lang": pa.string()}

@@ -170,3 +170,29 @@ def test_detection_can_be_turned_off_and_the_filters_that_need_it_are_refused():
     for refused in ({"languages": ["tr"]}, {"lang_mismatch": "drop"}):
         with pytest.raises(ValidationError, match="detect_language"):
             FiltersConfig(detect_language=False, **refused)
+
+
+def test_a_line_seen_before_takes_the_models_earlier_answer_without_a_second_prediction():
+    lid = FastTextLid()
+    calls = []
+    model = lid.model
+
+    class Counting:
+        def predict(self, line, *args):
+            calls.append(line)
+            return model.f.predict(line, *args)
+
+    class Wrapper:
+        f = Counting()
+
+    lid._model = Wrapper()
+    texts = ["Bu bir Türkçe cümledir ve model bunu bilmeli.", "This is an English sentence about an order.",
+             "Bu bir Türkçe cümledir ve model bunu bilmeli."]
+    first = lid.predict_many(texts)
+    assert first[0] == first[2] and first[0][0] == "tr" and first[1][0] == "en"
+    assert len(calls) == 2
+    # the same text cut to another length is another line: predicted on its own
+    assert lid.predict_many([texts[0]], 10) and len(calls) == 3
+    assert lid.predict_many(texts) == first and len(calls) == 3
+    fresh = FastTextLid()
+    assert fresh.predict_many(texts) == first  # the same answers as a model that never saw them

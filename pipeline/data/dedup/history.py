@@ -174,11 +174,16 @@ def write_index(key_paths: list[Path], written: dict[str, pa.Array], cfg: DedupC
     shard_of = pa.array(np.repeat(np.arange(len(names), dtype=np.int32), sizes))
     row_of = pa.array(np.concatenate([np.arange(n, dtype=np.int32) for n in sizes]) if sizes
                       else np.zeros(0, np.int32))
-    rows = 0
+    # every file's ids looked up in one call: index_in hashes the value set anew on each call (24 calls over the
+    # ids of 1M records took 2.75 CPU-s, one call 0.18)
+    key_ids = [chunk for k in key_paths for chunk in pq.read_table(k, columns=["id"])["id"].chunks]
+    found = pc.index_in(pa.chunked_array(key_ids, pa.string()), value_set=ids)
+    rows = start = 0
     with pq.ParquetWriter(path, schema, compression="zstd") as out:
         for key_path in key_paths:
             table = pq.read_table(key_path)
-            at = pc.index_in(table["id"], value_set=ids)
+            at = found.slice(start, table.num_rows)
+            start += table.num_rows
             keep = at.is_valid()
             table, at = table.filter(keep), at.filter(keep)
             if not table.num_rows:
