@@ -199,6 +199,8 @@ def _pair_with_surname(first: str, second: str) -> bool:
     low = second.lower()
     if _short_surname(first, low):
         return True
+    if _oblique_only(low):  # "Роман Толстого пришёл": a genitive after a noun is its owner, not a subject's surname
+        return False
     if not (_SURNAME_SHAPE.search(low) or turkic_name(low) or any(
             p.is_known and _NAME_TAGS & p.tag.grammemes for p in analyzer().parse(low))):
         return False
@@ -209,6 +211,12 @@ def _pair_with_surname(first: str, second: str) -> bool:
     # word, a place, a firm ("Дежурный Иванов", "Москва")
     return top.tag.POS == "NOUN" and top.normal_form not in ROLES and first.lower() not in RU_STOP \
         and not {"Geox", "Orgn", "Trad"} & top.tag.grammemes and sure_surname(low)
+
+
+def _oblique_only(low: str) -> bool:
+    """The dictionary knows the word and never in the nominative: it cannot be the subject or a part of it."""
+    parses = [p for p in analyzer().parse(low) if p.is_known]
+    return bool(parses) and not any("nomn" in p.tag for p in parses)
 
 
 def _short_surname(first: str, low: str) -> bool:
