@@ -86,29 +86,33 @@ def _inside(s: int, e: int, spans: list) -> bool:
     return any(a < e and s < b for a, b in spans)
 
 
-def _book_keys(book, lang: str) -> dict:
+def _book_keys(book, lang: str) -> frozenset:
     """The book's words of three letters or more: Latin ones folded; Cyrillic ones as the lower-case stems
     mentions.py searches them by (each followed by a case ending)."""
-    out = {}
+    out = set()
     for key in book.surfaces:
         if len(key) < 3:
             continue
         if lang == "ru" and ("а" <= key[0] <= "я" or key[0] == "ё"):
-            out[key] = tuple(dict.fromkeys(f.lower() for f in mention_forms(key[:1].upper() + key[1:])))
+            out.update(f.lower() for f in mention_forms(key[:1].upper() + key[1:]))
         elif lang == "en" and key.isascii():
-            out[key] = (key,)
-    return out
+            out.add(key)
+    return frozenset(out)
 
 
 _RU_ENDINGS = frozenset("ь а я у ю ом ем ым им ой ей е ы и ого его ому ему ую юю ою ею ов ев ых их ыми ими ам ям ах ях "
                         "ый ий ая яя".split()) | {""}
+_RU_ENDING_LENGTHS = tuple(sorted({len(x) for x in _RU_ENDINGS}))
 
 
-def _book_word(word: str, keys: dict, lang: str) -> bool:
+def _book_word(word: str, keys: frozenset, lang: str) -> bool:
+    """The word is a book word (Latin, folded) or a book stem followed by a case ending (Cyrillic): each split of
+    the word before one of the endings' lengths is looked up, not each stem tried against the word."""
     low = word.lower()
     if lang == "en":
         return fold(low) in keys
-    return any(low.startswith(stem) and low[len(stem):] in _RU_ENDINGS for stems in keys.values() for stem in stems)
+    n = len(low)
+    return any(k < n and low[n - k:] in _RU_ENDINGS and low[:n - k] in keys for k in _RU_ENDING_LENGTHS)
 
 
 def _lone_lower_ru(word: str) -> bool:
