@@ -38,14 +38,17 @@ def common_words(lang: str, zipf: float = COMMON_ZIPF) -> frozenset:
 def _load_common(lang: str) -> None:
     import wordfreq
 
+    # English through wordfreq's cache, under the key zipf_frequency reads it by (en_words, lower_pairs look words
+    # up there): one load serves both. Other languages uncached: their full dictionary (tens of MB) is not needed
+    # after this, and clearing the cache would drop English's too.
+    load = wordfreq.get_frequency_dict if lang == "en" else wordfreq.get_frequency_dict.__wrapped__
     try:
-        freqs = wordfreq.get_frequency_dict(lang)
+        freqs = load(lang, "best")
     except LookupError:
         freqs = {}
     for zipf in (COMMON_ZIPF, EVERYDAY_ZIPF):
         floor = 10 ** (zipf - 9)  # zipf = log10(frequency per billion words)
         _COMMON[(lang, zipf)] = frozenset(fold(w) for w, f in freqs.items() if f >= floor and w.isalpha())
-    wordfreq.get_frequency_dict.cache_clear()  # the full dictionary is no longer needed (tens of MB)
 
 
 class Rarity:
