@@ -38,17 +38,20 @@ def common_words(lang: str, zipf: float = COMMON_ZIPF) -> frozenset:
 def _load_common(lang: str) -> None:
     import wordfreq
 
-    # English through wordfreq's cache, under the key zipf_frequency reads it by (en_words, lower_pairs look words
-    # up there): one load serves both. Other languages uncached: their full dictionary (tens of MB) is not needed
-    # after this, and clearing the cache would drop English's too.
-    load = wordfreq.get_frequency_dict if lang == "en" else wordfreq.get_frequency_dict.__wrapped__
+    # the raw list, uncached: buckets of words by descending frequency, so only the top buckets are read (building
+    # wordfreq's full dict of every word's frequency costs ~0.3 CPU-s for Russian's large list)
     try:
-        freqs = load(lang, "best")
+        pack = wordfreq.get_frequency_list.__wrapped__(lang, "best")
     except LookupError:
-        freqs = {}
+        pack = []
     for zipf in (COMMON_ZIPF, EVERYDAY_ZIPF):
-        floor = 10 ** (zipf - 9)  # zipf = log10(frequency per billion words)
-        _COMMON[(lang, zipf)] = frozenset(fold(w) for w, f in freqs.items() if f >= floor and w.isalpha())
+        floor = 10 ** (zipf - 9)  # zipf = log10(frequency per billion words); bucket i holds 10 ** (-i / 100)
+        words = set()
+        for index, bucket in enumerate(pack):
+            if 10 ** (-index / 100) < floor:
+                break
+            words.update(fold(w) for w in bucket if w.isalpha())
+        _COMMON[(lang, zipf)] = frozenset(words)
 
 
 class Rarity:
