@@ -38,17 +38,24 @@ def common_words(lang: str, zipf: float = COMMON_ZIPF) -> frozenset:
 def _load_common(lang: str) -> None:
     import wordfreq
 
-    # English through wordfreq's cache, under the key zipf_frequency reads it by (en_words, lower_pairs look words
-    # up there): one load serves both. Other languages uncached: their full dictionary (tens of MB) is not needed
-    # after this, and clearing the cache would drop English's too.
-    load = wordfreq.get_frequency_dict if lang == "en" else wordfreq.get_frequency_dict.__wrapped__
+    # The list of frequency buckets (bucket i: frequency 10 ** (-i / 100), most frequent first; no word is in two),
+    # read only down to the lowest floor: building the whole word -> frequency dict (700k words for Russian) cost
+    # more than the rest of the load. English through wordfreq's cache, which zipf_frequency's dict is built from
+    # (en_words, lower_pairs look words up there): one read serves both. Other languages uncached: their full
+    # list (tens of MB) is not needed after this.
+    load = wordfreq.get_frequency_list if lang == "en" else wordfreq.get_frequency_list.__wrapped__
     try:
-        freqs = load(lang, "best")
+        buckets = load(lang, "best")
     except LookupError:
-        freqs = {}
+        buckets = []
     for zipf in (COMMON_ZIPF, EVERYDAY_ZIPF):
         floor = 10 ** (zipf - 9)  # zipf = log10(frequency per billion words)
-        _COMMON[(lang, zipf)] = frozenset(fold(w) for w, f in freqs.items() if f >= floor and w.isalpha())
+        words = set()
+        for index, bucket in enumerate(buckets):
+            if wordfreq.cB_to_freq(-index) < floor:
+                break
+            words.update(fold(w) for w in bucket if w.isalpha())
+        _COMMON[(lang, zipf)] = frozenset(words)
 
 
 class Rarity:
