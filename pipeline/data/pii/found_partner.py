@@ -63,15 +63,20 @@ def found_partners(text: str, lang: str, book, kept: list[Hit]) -> list[Hit]:
     keys = _book_keys(book, lang)
     if not keys:
         return []
+    mine = {(h.start, h.end) for h in kept if h.entity == "PERSON"}
+    # the book test once per distinct word, before the per-token tests (all pure, so the order is free): most
+    # messages hold no book word and no found name, and are done here
+    book_words = {w for w in set(_TOKEN.findall(text)) if len(w) >= 3 and _book_word(w, keys, lang)}
+    if not book_words and not mine:
+        return []
     toks = [(m.start(), m.end(), m.group()) for m in _TOKEN.finditer(text)]
     taken = [(h.start, h.end) for h in kept if not (h.entity == "PERSON" and " " not in text[h.start:h.end])]
-    mine = {(h.start, h.end) for h in kept if h.entity == "PERSON"}
     out: list[Hit] = []
     for i, (s, e, word) in enumerate(toks):
-        if len(word) < 3 or _shape(word) is None or _inside(s, e, taken):
-            continue
         found = (s, e) in mine
-        if not found and not _book_word(word, keys, lang):
+        if not found and word not in book_words:
+            continue
+        if len(word) < 3 or _shape(word) is None or _inside(s, e, taken):
             continue
         span = _with_partner(text, toks, i, lang, taken)
         if span is None and not found and lang == "ru" and word.islower() and _lone_lower_ru(word):
