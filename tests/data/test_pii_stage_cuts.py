@@ -21,3 +21,19 @@ def test_common_words_read_from_buckets_equal_the_frequency_dict(lang):
 
 def test_common_words_of_a_language_wordfreq_lacks_are_empty():
     assert common_words("xx") == frozenset()
+
+
+def test_book_forms_hold_exactly_the_words_a_stem_and_a_case_ending_make():
+    from pipeline.data.pii.found_partner import _RU_ENDINGS, _book_forms, _book_key
+
+    keys = frozenset({"иванов", "петр", "ли"})
+
+    def split_test(low):  # the test the forms replace: each split before an ending's length, looked up
+        n = len(low)
+        return any(len(x) < n and low.endswith(x) and low[:n - len(x)] in keys for x in _RU_ENDINGS)
+
+    forms = _book_forms(keys, "ru")
+    for word in ("Иванова", "ИВАНОВЫМ", "петру", "Петр", "петрович", "лия", "ли", "и", "Иван", "ивановых"):
+        assert (_book_key(word, "ru") in forms) == split_test(word.lower()), word
+    assert _book_forms(frozenset({"smith"}), "en") == {"smith"}
+    assert _book_key("SMITH", "en") == "smith" and _book_key("Işık", "en") == fold("ışık")
