@@ -37,3 +37,16 @@ def test_book_forms_hold_exactly_the_words_a_stem_and_a_case_ending_make():
         assert (_book_key(word, "ru") in forms) == split_test(word.lower()), word
     assert _book_forms(frozenset({"smith"}), "en") == {"smith"}
     assert _book_key("SMITH", "en") == "smith" and _book_key("Işık", "en") == fold("ışık")
+
+
+@pytest.mark.parametrize("lang", ["ru", "tr", "de"])
+def test_frequent_buckets_are_the_head_of_wordfreqs_list(lang):
+    import wordfreq
+
+    from pipeline.data.pii.name_signals import _frequent_buckets
+
+    whole = wordfreq.get_frequency_list(lang, "best")
+    assert _frequent_buckets(lang, 551) == whole[:551]
+    assert _frequent_buckets(lang, 10_000) == whole  # asked past the end: the whole list
+    with pytest.raises(LookupError):
+        _frequent_buckets("xx", 10)
