@@ -50,3 +50,16 @@ def test_frequent_buckets_are_the_head_of_wordfreqs_list(lang):
     assert _frequent_buckets(lang, 10_000) == whole  # asked past the end: the whole list
     with pytest.raises(LookupError):
         _frequent_buckets("xx", 10)
+
+
+def test_fold_of_ascii_is_its_lower_case_and_turkish_i_still_folds():
+    assert fold("JOHN Smith-42") == "john smith-42"
+    assert fold("İSMAİL Işık") == "ismail işik" and len(fold("İ")) == 1
+
+
+def test_rarity_of_turkish_and_english_share_one_union():
+    from pipeline.data.pii.name_signals import Rarity
+
+    tr, en, ru = Rarity("tr"), Rarity("en"), Rarity("ru")
+    assert tr.common is en.common and tr.common == common_words("tr") | common_words("en")
+    assert ru.everyday_words == common_words("ru", EVERYDAY_ZIPF) | tr.everyday_words

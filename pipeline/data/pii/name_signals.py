@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import re
 import threading
+from functools import lru_cache
 from itertools import count
 
 from pipeline.data.pii.text import fold
@@ -79,6 +80,12 @@ def _frequent_buckets(lang: str, n: int) -> list[list[str]]:
     return wordfreq.get_frequency_list.__wrapped__(lang, "best")[:n]
 
 
+@lru_cache(maxsize=16)
+def _common_union(langs: frozenset, zipf: float) -> frozenset:
+    """The common words of all `langs` (shared: the Turkish and the English detectors ask for the same union)."""
+    return frozenset().union(*(common_words(x, zipf) for x in langs))
+
+
 class Rarity:
     """rare(key): the folded word is common neither in the text's language nor in Turkish or English (chats mix
     them, and a short text's language guess is often wrong); everyday(key): it is very common in one of them."""
@@ -86,9 +93,9 @@ class Rarity:
     __slots__ = ("common", "everyday_words")
 
     def __init__(self, lang: str):
-        langs = {lang, "tr", "en"}
-        self.common = frozenset().union(*(common_words(x) for x in langs))
-        self.everyday_words = frozenset().union(*(common_words(x, EVERYDAY_ZIPF) for x in langs))
+        langs = frozenset({lang, "tr", "en"})
+        self.common = _common_union(langs, COMMON_ZIPF)
+        self.everyday_words = _common_union(langs, EVERYDAY_ZIPF)
 
     def rare(self, key: str) -> bool:
         return key not in self.common
