@@ -63,3 +63,16 @@ def test_rarity_of_turkish_and_english_share_one_union():
     tr, en, ru = Rarity("tr"), Rarity("en"), Rarity("ru")
     assert tr.common is en.common and tr.common == common_words("tr") | common_words("en")
     assert ru.everyday_words == common_words("ru", EVERYDAY_ZIPF) | tr.everyday_words
+
+
+def test_russian_subject_candidates_serve_both_passes_alike_in_any_order():
+    from pipeline.data.pii.ru_subject import _subject_candidates, subject_names, subjects_beside_a_name
+
+    text = "Привет. Лиана перезвонит завтра. Тимур Бекмамбетов позвонил утром."
+    _subject_candidates.cache_clear()
+    beside_first = subjects_beside_a_name(text), subject_names(text)
+    _subject_candidates.cache_clear()
+    names_first = subject_names(text)
+    assert beside_first == (subjects_beside_a_name(text), names_first)
+    assert [(h.start, h.end) for h in names_first] == [(33, 50)]  # "Тимур Бекмамбетов"
+    assert [(h.start, h.end) for h in beside_first[0]] == [(8, 13)]  # "Лиана", beside a name
