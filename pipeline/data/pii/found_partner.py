@@ -21,6 +21,7 @@ the dictionary gives it no ordinary reading: mentions.py looks for Cyrillic name
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 from pipeline.data.pii.en_words import ADDRESS_TERMS, CALENDAR, EVERYDAY_ZIPF, FIRST_NAMES, NOT_NAME, en_zipf
 from pipeline.data.pii.name_context import ROLES, TITLES, TITLES_AFTER, VERBS_AFTER, sentence_initial
@@ -63,15 +64,21 @@ def found_partners(text: str, lang: str, book, kept: list[Hit]) -> list[Hit]:
     keys = _book_keys(book, lang)
     if not keys:
         return []
+    mine = {(h.start, h.end) for h in kept if h.entity == "PERSON"}
+    # the book test once per distinct word, before the per-token tests (all pure, so the order is free): most
+    # messages hold no book word and no found name, and are done here
+    forms = _book_forms(keys, lang)
+    book_words = {w for w in set(_TOKEN.findall(text)) if len(w) >= 3 and _book_key(w, lang) in forms}
+    if not book_words and not mine:
+        return []
     toks = [(m.start(), m.end(), m.group()) for m in _TOKEN.finditer(text)]
     taken = [(h.start, h.end) for h in kept if not (h.entity == "PERSON" and " " not in text[h.start:h.end])]
-    mine = {(h.start, h.end) for h in kept if h.entity == "PERSON"}
     out: list[Hit] = []
     for i, (s, e, word) in enumerate(toks):
-        if len(word) < 3 or _shape(word) is None or _inside(s, e, taken):
-            continue
         found = (s, e) in mine
-        if not found and not _book_word(word, keys, lang):
+        if not found and word not in book_words:
+            continue
+        if len(word) < 3 or _shape(word) is None or _inside(s, e, taken):
             continue
         span = _with_partner(text, toks, i, lang, taken)
         if span is None and not found and lang == "ru" and word.islower() and _lone_lower_ru(word):
@@ -102,17 +109,22 @@ def _book_keys(book, lang: str) -> frozenset:
 
 _RU_ENDINGS = frozenset("ь а я у ю ом ем ым им ой ей е ы и ого его ому ему ую юю ою ею ов ев ых их ыми ими ам ям ах ях "
                         "ый ий ая яя".split()) | {""}
-_RU_ENDING_LENGTHS = tuple(sorted({len(x) for x in _RU_ENDINGS}))
 
 
-def _book_word(word: str, keys: frozenset, lang: str) -> bool:
-    """The word is a book word (Latin, folded) or a book stem followed by a case ending (Cyrillic): each split of
-    the word before one of the endings' lengths is looked up, not each stem tried against the word."""
-    low = word.lower()
+@lru_cache(maxsize=64)
+def _book_forms(keys: frozenset, lang: str) -> frozenset:
+    """The words that are book words: the keys (Latin, folded), or each book stem followed by a case ending
+    (Cyrillic; made once per book, where splitting every word of every message before each ending's length and
+    looking the stem up cost more)."""
     if lang == "en":
-        return fold(low) in keys
-    n = len(low)
-    return any(k < n and low[n - k:] in _RU_ENDINGS and low[:n - k] in keys for k in _RU_ENDING_LENGTHS)
+        return keys
+    return frozenset(stem + ending for stem in keys if stem for ending in _RU_ENDINGS)
+
+
+def _book_key(word: str, lang: str) -> str:
+    """The word as _book_forms holds it: lower case; Latin folded (an ASCII word in lower case is folded)."""
+    low = word.lower()
+    return fold(low) if lang == "en" and not low.isascii() else low
 
 
 def _lone_lower_ru(word: str) -> bool:

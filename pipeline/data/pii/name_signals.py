@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import re
 import threading
+from functools import lru_cache
+from itertools import count
 
 from pipeline.data.pii.text import fold
 
@@ -38,20 +40,50 @@ def common_words(lang: str, zipf: float = COMMON_ZIPF) -> frozenset:
 def _load_common(lang: str) -> None:
     import wordfreq
 
-    # the raw list, uncached: buckets of words by descending frequency, so only the top buckets are read (building
-    # wordfreq's full dict of every word's frequency costs ~0.3 CPU-s for Russian's large list)
+    # The list of frequency buckets (bucket i: frequency 10 ** (-i / 100), most frequent first; no word is in two),
+    # down to the lowest floor: building the whole word -> frequency dict (700k words for Russian) cost more than
+    # the rest of the load. English through wordfreq's cache, which zipf_frequency's dict is built from
+    # (en_words, lower_pairs look words up there): one read serves both.
+    floors = {zipf: 10 ** (zipf - 9) for zipf in (COMMON_ZIPF, EVERYDAY_ZIPF)}  # zipf = log10(frequency per 1e9)
+    needed = next(i for i in count() if wordfreq.cB_to_freq(-i) < min(floors.values()))
     try:
-        pack = wordfreq.get_frequency_list.__wrapped__(lang, "best")
+        buckets = wordfreq.get_frequency_list(lang, "best") if lang == "en" else _frequent_buckets(lang, needed)
     except LookupError:
-        pack = []
-    for zipf in (COMMON_ZIPF, EVERYDAY_ZIPF):
-        floor = 10 ** (zipf - 9)  # zipf = log10(frequency per billion words); bucket i holds 10 ** (-i / 100)
+        buckets = []
+    for zipf, floor in floors.items():
         words = set()
-        for index, bucket in enumerate(pack):
-            if 10 ** (-index / 100) < floor:
+        for index, bucket in enumerate(buckets):
+            if wordfreq.cB_to_freq(-index) < floor:
                 break
             words.update(fold(w) for w in bucket if w.isalpha())
         _COMMON[(lang, zipf)] = frozenset(words)
+
+
+def _frequent_buckets(lang: str, n: int) -> list[list[str]]:
+    """The first `n` buckets of wordfreq's list of `lang`, uncached (the whole list is tens of MB and not needed
+    after the load). The file is read only that far: it is a gzipped msgpack array [header, bucket 0, bucket 1,
+    ...] (wordfreq.read_cBpack's format), and the rare words, most of it, come last (reading all of Russian's cost
+    ~0.13 CPU-s, its first 550 buckets ~0.01). A language without a file of its own name, or a file not in that
+    format, is read whole by wordfreq (which picks the nearest language)."""
+    import gzip
+
+    import msgpack
+    import wordfreq
+
+    path = wordfreq.available_languages("best").get(lang)
+    if path is not None:
+        with gzip.open(path, "rb") as infile:
+            unpacker = msgpack.Unpacker(infile, raw=False)
+            size = unpacker.read_array_header()
+            if unpacker.unpack() == {"format": "cB", "version": 1}:
+                return [unpacker.unpack() for _ in range(min(n, size - 1))]
+    return wordfreq.get_frequency_list.__wrapped__(lang, "best")[:n]
+
+
+@lru_cache(maxsize=16)
+def _common_union(langs: frozenset, zipf: float) -> frozenset:
+    """The common words of all `langs` (shared: the Turkish and the English detectors ask for the same union)."""
+    return frozenset().union(*(common_words(x, zipf) for x in langs))
 
 
 class Rarity:
@@ -61,9 +93,9 @@ class Rarity:
     __slots__ = ("common", "everyday_words")
 
     def __init__(self, lang: str):
-        langs = {lang, "tr", "en"}
-        self.common = frozenset().union(*(common_words(x) for x in langs))
-        self.everyday_words = frozenset().union(*(common_words(x, EVERYDAY_ZIPF) for x in langs))
+        langs = frozenset({lang, "tr", "en"})
+        self.common = _common_union(langs, COMMON_ZIPF)
+        self.everyday_words = _common_union(langs, EVERYDAY_ZIPF)
 
     def rare(self, key: str) -> bool:
         return key not in self.common

@@ -63,25 +63,35 @@ def subjects_beside_a_name(text: str) -> list[Hit]:
 def _capitalized_subjects(text: str, subject) -> list[Hit]:
     out = []
     pos = 0
-    for c in _CAPITAL.finditer(text):
-        m = SUBJECT.match(text, c.start())
-        if m is None or m.start() < pos:
+    for at, start, words, verb in _subject_candidates(text):
+        if at < pos:
             continue
-        if not (sentence_initial(text, m.start(1)) or _after_opener(text, m.start(1))):
-            continue
-        words = m.group(1).split()
-        if _NOT_AGAINST.fullmatch(f"{m.group(2)} {m.group(3)}"):
-            verb = "согласился"  # "Итог: X не против": a person's consent
-        else:  # "X снова написал": an adverb between; "X написал отзыв": the word after the verb is no verb
-            verb = m.group(3) if m.group(2) is None or _adverb(m.group(2)) else m.group(2)
         if not subject(words, verb):
             if len(words) < 2 or not subject(words[:1], words[1]):  # "АМАНТАЙ ЗАБРАЛ": both words in capitals
                 continue
             words = words[:1]
-        end = m.start(1) + len(" ".join(words))
-        out.append(Hit(m.start(1), end, "PERSON", 0.7, "subject"))
+        end = start + len(" ".join(words))
+        out.append(Hit(start, end, "PERSON", 0.7, "subject"))
         pos = end
     return out
+
+
+@lru_cache(maxsize=4)
+def _subject_candidates(text: str) -> tuple:
+    """(match start, subject start, subject words, verb) of each capitalized word that opens a sentence before
+    a verb: the same for subject_names and subjects_beside_a_name, which a text of a record with a name is
+    asked both (the last few texts kept; all of it is pure)."""
+    out = []
+    for c in _CAPITAL.finditer(text):
+        m = SUBJECT.match(text, c.start())
+        if m is None or not (sentence_initial(text, m.start(1)) or _after_opener(text, m.start(1))):
+            continue
+        if _NOT_AGAINST.fullmatch(f"{m.group(2)} {m.group(3)}"):
+            verb = "согласился"  # "Итог: X не против": a person's consent
+        else:  # "X снова написал": an adverb between; "X написал отзыв": the word after the verb is no verb
+            verb = m.group(3) if m.group(2) is None or _adverb(m.group(2)) else m.group(2)
+        out.append((m.start(), m.start(1), tuple(m.group(1).split()), verb))
+    return tuple(out)
 
 
 _NOT_AGAINST = re.compile(r"не против", re.IGNORECASE)

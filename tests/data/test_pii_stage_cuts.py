@@ -1,0 +1,78 @@
+"""The PII stage's speed cuts give what the plain computations they replace give."""
+from __future__ import annotations
+
+import pytest
+
+from pipeline.data.pii.name_signals import COMMON_ZIPF, EVERYDAY_ZIPF, common_words
+from pipeline.data.pii.text import fold
+
+
+@pytest.mark.parametrize("lang", ["tr", "ru", "en"])
+def test_common_words_read_from_buckets_equal_the_frequency_dict(lang):
+    import wordfreq
+
+    freqs = wordfreq.get_frequency_dict(lang, "best")
+    for zipf in (COMMON_ZIPF, EVERYDAY_ZIPF):
+        floor = 10 ** (zipf - 9)
+        expected = frozenset(fold(w) for w, f in freqs.items() if f >= floor and w.isalpha())
+        assert common_words(lang, zipf) == expected
+    assert "ve" in common_words("tr") and "и" in common_words("ru", EVERYDAY_ZIPF)
+
+
+def test_common_words_of_a_language_wordfreq_lacks_are_empty():
+    assert common_words("xx") == frozenset()
+
+
+def test_book_forms_hold_exactly_the_words_a_stem_and_a_case_ending_make():
+    from pipeline.data.pii.found_partner import _RU_ENDINGS, _book_forms, _book_key
+
+    keys = frozenset({"иванов", "петр", "ли"})
+
+    def split_test(low):  # the test the forms replace: each split before an ending's length, looked up
+        n = len(low)
+        return any(len(x) < n and low.endswith(x) and low[:n - len(x)] in keys for x in _RU_ENDINGS)
+
+    forms = _book_forms(keys, "ru")
+    for word in ("Иванова", "ИВАНОВЫМ", "петру", "Петр", "петрович", "лия", "ли", "и", "Иван", "ивановых"):
+        assert (_book_key(word, "ru") in forms) == split_test(word.lower()), word
+    assert _book_forms(frozenset({"smith"}), "en") == {"smith"}
+    assert _book_key("SMITH", "en") == "smith" and _book_key("Işık", "en") == fold("ışık")
+
+
+@pytest.mark.parametrize("lang", ["ru", "tr", "de"])
+def test_frequent_buckets_are_the_head_of_wordfreqs_list(lang):
+    import wordfreq
+
+    from pipeline.data.pii.name_signals import _frequent_buckets
+
+    whole = wordfreq.get_frequency_list(lang, "best")
+    assert _frequent_buckets(lang, 551) == whole[:551]
+    assert _frequent_buckets(lang, 10_000) == whole  # asked past the end: the whole list
+    with pytest.raises(LookupError):
+        _frequent_buckets("xx", 10)
+
+
+def test_fold_of_ascii_is_its_lower_case_and_turkish_i_still_folds():
+    assert fold("JOHN Smith-42") == "john smith-42"
+    assert fold("İSMAİL Işık") == "ismail işik" and len(fold("İ")) == 1
+
+
+def test_rarity_of_turkish_and_english_share_one_union():
+    from pipeline.data.pii.name_signals import Rarity
+
+    tr, en, ru = Rarity("tr"), Rarity("en"), Rarity("ru")
+    assert tr.common is en.common and tr.common == common_words("tr") | common_words("en")
+    assert ru.everyday_words == common_words("ru", EVERYDAY_ZIPF) | tr.everyday_words
+
+
+def test_russian_subject_candidates_serve_both_passes_alike_in_any_order():
+    from pipeline.data.pii.ru_subject import _subject_candidates, subject_names, subjects_beside_a_name
+
+    text = "Привет. Лиана перезвонит завтра. Тимур Бекмамбетов позвонил утром."
+    _subject_candidates.cache_clear()
+    beside_first = subjects_beside_a_name(text), subject_names(text)
+    _subject_candidates.cache_clear()
+    names_first = subject_names(text)
+    assert beside_first == (subjects_beside_a_name(text), names_first)
+    assert [(h.start, h.end) for h in names_first] == [(33, 50)]  # "Тимур Бекмамбетов"
+    assert [(h.start, h.end) for h in beside_first[0]] == [(8, 13)]  # "Лиана", beside a name
