@@ -25,7 +25,7 @@ from pipeline.data.pii.lower_pairs import LATIN_FIRST_ANY
 from pipeline.data.pii.name_context import CONTEXT_WORDS, ROLES, sentence_initial
 from pipeline.data.pii.names import LATIN_LAST
 from pipeline.data.pii.not_person import PLACES
-from pipeline.data.pii.text import Hit, fold
+from pipeline.data.pii.text import Hit, fold, word_shape
 
 _RARE_ZIPF = 3.0
 
@@ -84,10 +84,10 @@ def subject_names(text: str) -> list[Hit]:
 
 def _subject(text: str, w: re.Match, person_verb: bool) -> Hit | None:
     second = w.group(2)
-    shape = _shape(second)
+    shape = word_shape(second)
     if shape is None:
         return None
-    first = w.group(1) if w.group(1) is not None and _shape(w.group(1)) == shape else None
+    first = w.group(1) if w.group(1) is not None and word_shape(w.group(1)) == shape else None
     s = w.start(1) if first is not None else w.start(2)
     if not _opens_clause(text, s):
         if first is None or not _opens_clause(text, w.start(2)):
@@ -97,16 +97,6 @@ def _subject(text: str, w: re.Match, person_verb: bool) -> Hit | None:
     if not _is_name(keys, shape, person_verb):
         return None
     return Hit(s, w.end(2), "PERSON", 0.7, "subject")
-
-
-def _shape(word: str) -> str | None:
-    if word.islower():
-        return "lower"
-    if word.isupper():
-        return "caps"
-    if word[:1].isupper() and word[1:].islower():
-        return "title"
-    return None
 
 
 def _opens_clause(text: str, start: int) -> bool:

@@ -30,7 +30,7 @@ from pipeline.data.pii.names import LATIN_LAST, NEVER, OFFICES
 from pipeline.data.pii.ru_morph import analyzer, mention_forms, ordinary_word, place_after_preposition, reading
 from pipeline.data.pii.ru_names import RU_AMBIGUOUS
 from pipeline.data.pii.ru_subject import ROLES as RU_ROLES
-from pipeline.data.pii.text import Hit, fold
+from pipeline.data.pii.text import Hit, fold, word_shape
 
 _TOKEN = re.compile(r"[^\W\d_]+")
 _CLAUSE_END = frozenset(",.;:!?|)\n—–")
@@ -78,7 +78,7 @@ def found_partners(text: str, lang: str, book, kept: list[Hit]) -> list[Hit]:
         found = (s, e) in mine
         if not found and word not in book_words:
             continue
-        if len(word) < 3 or _shape(word) is None or _inside(s, e, taken):
+        if len(word) < 3 or word_shape(word) is None or _inside(s, e, taken):
             continue
         span = _with_partner(text, toks, i, lang, taken)
         if span is None and not found and lang == "ru" and word.islower() and _lone_lower_ru(word):
@@ -139,10 +139,10 @@ def _lone_lower_ru(word: str) -> bool:
 def _with_partner(text: str, toks: list, i: int, lang: str, taken: list) -> tuple[int, int] | None:
     """The span of toks[i] and its other word, after it or else before it, or None."""
     s, e, word = toks[i]
-    shape = _shape(word)
+    shape = word_shape(word)
     if i + 1 < len(toks):
         s2, e2, w2 = toks[i + 1]
-        if text[e:s2] == " " and _shape(w2) == shape and not _inside(s2, e2, taken):
+        if text[e:s2] == " " and word_shape(w2) == shape and not _inside(s2, e2, taken):
             verb = _verb_after(text, e2, lang)
             if verb == "time" and not _opens(text, s, toks, i, lang):
                 verb = False
@@ -159,7 +159,7 @@ def _with_partner(text: str, toks: list, i: int, lang: str, taken: list) -> tupl
                 return s, e2  # capitalized mid-sentence, in the name's case: a surname, an ordinary word too
     if i > 0:
         s0, e0, w0 = toks[i - 1]
-        if text[e0:s] == " " and _shape(w0) == shape and not _inside(s0, e0, taken):
+        if text[e0:s] == " " and word_shape(w0) == shape and not _inside(s0, e0, taken):
             verb = _verb_after(text, e, lang)  # "time": the word before opens its clause, tested below
             # capitalized, only before a verb: "Sam <Morales> dropped by", not "Thanks, Sam <Morales>."
             if (verb or (shape != "title" and _clause_end_after(text, e))) and _opens(text, s0, toks, i - 1, lang) \
@@ -188,16 +188,6 @@ def _same_case(first: str, second: str) -> bool:
     cases = {p.tag.case for p in analyzer().parse(first.lower()) if p.tag.case}
     other = {p.tag.case for p in analyzer().parse(second.lower()) if p.tag.case}
     return not other or bool(cases & other)  # no case to the dictionary: "Кривоноса" read as a short adjective
-
-
-def _shape(word: str) -> str | None:
-    if word.islower():
-        return "lower"
-    if word.isupper():
-        return "caps"
-    if word[:1].isupper() and word[1:].islower():
-        return "title"
-    return None
 
 
 def _clause_end_after(text: str, e: int) -> bool:

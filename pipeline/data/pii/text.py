@@ -480,3 +480,14 @@ def to_results(recognizer, hits) -> list:
         })
         for h in hits
     ]
+
+
+def word_shape(word: str) -> str | None:
+    """"lower", "caps" or "title" (one capital, then lower case); None for mixed casing ("McDonald", "iPhone")."""
+    if word.islower():
+        return "lower"
+    if word.isupper():
+        return "caps"
+    if word[:1].isupper() and word[1:].islower():
+        return "title"
+    return None
