@@ -44,6 +44,15 @@ class LocalExecutor:
             results[futures[future]] = future.result()
         return results
 
+    def warm(self, fn: Callable, **kwargs) -> None:
+        """fn(**kwargs) once per worker, not waited for: loads the next map needs, made while the workers would
+        idle (phase 2 runs in this process). The next map's tasks queue behind these calls. Best effort: each
+        idle worker takes one call off the queue, and a failed call is dropped (the map's own task meets it)."""
+        if self._pool is None:  # inline: nothing idles
+            return
+        for _ in range(self.workers):
+            self._pool.submit(fn, **kwargs)
+
     def call(self, fn: Callable, label: str, **kwargs) -> Any:
         return fn(**kwargs)
 

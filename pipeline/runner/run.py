@@ -39,6 +39,7 @@ from pipeline.runner.preflight import refuse_empty_run
 from pipeline.runner.resume import save_eval_fingerprints
 from pipeline.runner.rundir import DECONTAM_REMOVED, RunDir, check_out, ensure_salt
 from pipeline.runner.steps import global_steps, process_steps, stage_names
+from pipeline.runner.warmup import phase3_loads, warm_process
 from pipeline.runner.work import eval_index_dir, progress_dir, work_paths
 
 
@@ -186,7 +187,10 @@ def _run(cfg: PrepareConfig, executor: Executor, rundir: RunDir, readable: list[
     for line in guessed_encodings(results):
         log(line)
 
-    # 2. once: exact, near and leakage duplicates, canned answers, the stratified validation ids
+    # 2. once: exact, near and leakage duplicates, canned answers, the stratified validation ids; meanwhile this
+    # machine's workers load what phase 3 needs (a cluster's workers are left alone: their cores are not ours)
+    if isinstance(executor, LocalExecutor) and phase3_loads(cfg):
+        executor.warm(warm_process, cfg=cfg)
     has_eval = any(t.eval for t in readable)
     decisions, reports = {}, {}
     for step in global_steps(cfg, run_dir, work_dir, results, has_eval):

@@ -1,0 +1,62 @@
+"""Phase 3's loads made in the workers during phase 2 (runner/warmup.py, LocalExecutor.warm)."""
+import os
+import threading
+
+from pipeline.core.config import PrepareConfig
+from pipeline.data.pii import engine
+from pipeline.runner.executor import LocalExecutor
+from pipeline.runner.warmup import LOWEST_PRIORITY, phase3_loads, warm_process
+
+
+def _config(tmp_path, **sections) -> PrepareConfig:
+    return PrepareConfig(inputs=[str(tmp_path)], out=str(tmp_path / "out"), **sections)
+
+
+def test_warm_process_loads_the_pii_engine_and_the_tokenizer_at_low_priority(tmp_path, monkeypatch):
+    seen = []
+
+    def detector(languages):
+        seen.append(("pii", tuple(languages), os.getpriority(os.PRIO_PROCESS, threading.get_native_id())))
+
+    def tokenizer(spec, cache_dir=None, chat_template=None):
+        seen.append(("tokenizer", cache_dir, os.getpriority(os.PRIO_PROCESS, threading.get_native_id())))
+
+    monkeypatch.setattr(engine, "get_detector", detector)
+    monkeypatch.setattr("pipeline.data.lengths.step.load_tokenizer", tokenizer)
+    before = os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
+    warm_process(_config(tmp_path, pii={"enabled": True}))
+    low = max(before, LOWEST_PRIORITY)  # a thread already at the lowest stays there
+    assert seen == [("pii", ("tr", "ru", "en"), low), ("tokenizer", None, low)]  # no token cache touched
+    assert os.getpriority(os.PRIO_PROCESS, threading.get_native_id()) == before  # the caller keeps its own
+
+
+def test_a_failed_load_is_left_to_the_shard_task(tmp_path, monkeypatch):
+    def broken(*args, **kwargs):
+        raise OSError("no tokenizer here")
+
+    monkeypatch.setattr("pipeline.data.lengths.step.load_tokenizer", broken)
+    warm_process(_config(tmp_path, pii={"enabled": False}))  # returns without raising
+
+
+def test_phase3_loads_only_with_pii_or_lengths_on(tmp_path):
+    assert phase3_loads(_config(tmp_path, pii={"enabled": True}, lengths={"enabled": False}))
+    assert phase3_loads(_config(tmp_path, pii={"enabled": False}, lengths={"enabled": True}))
+    assert not phase3_loads(_config(tmp_path, pii={"enabled": False}, lengths={"enabled": False}))
+
+
+def _mark(folder):
+    (folder / str(os.getpid())).write_text("warm")
+
+
+def test_warm_runs_in_the_pool_without_waiting_and_not_inline(tmp_path):
+    inline = LocalExecutor(1, progress=False)
+    inline.warm(_mark, folder=tmp_path)
+    assert not list(tmp_path.iterdir())  # one worker: the tasks run inline, nothing idles
+    executor = LocalExecutor(2, progress=False)
+    try:
+        assert executor.map(os.path.basename, ["/a/x", "/b/y"], "test") == ["x", "y"]  # starts the pool
+        executor.warm(_mark, folder=tmp_path)
+    finally:
+        executor.close()  # waits for the calls
+    marks = list(tmp_path.iterdir())
+    assert marks and all(m.name != str(os.getpid()) for m in marks)  # in the workers, not here
