@@ -790,3 +790,12 @@ def test_parquet_row_sizes_cover_every_arrow_type(tmp_path):
     assert all(size >= len(json.dumps(row, default=str)) for size, row in zip(sizes.tolist(), rows_))
     assert sizes[2] > sizes[1]  # the null row is the smallest
     assert arrow_row_json_bytes(batch.slice(1)).tolist() == sizes[1:].tolist()
+
+
+def test_line_ends_counts_lf_crlf_and_lone_cr_alike():
+    from pipeline.data.readers.text import line_ends
+
+    assert line_ends(b"a\nb\n") == 2  # no \r: the \r\n search is skipped
+    assert line_ends(b"a\r\nb\rc\n") == 3
+    assert line_ends(b"\r\n\r\n\r") == 3
+    assert line_ends(b"no line end") == 0
