@@ -478,6 +478,18 @@ def test_signatures_memory_mapped_when_large(corpus, tmp_path, monkeypatch):
     assert not list((tmp_path / "k-work").glob("*.npy"))  # nothing left behind
 
 
+def test_shared_buckets_kept_from_pass_one_decide_as_the_band_columns_read_again(tmp_path, monkeypatch):
+    records, _truth = templated_corpus(600)  # large buckets too: both ways of proposing pairs
+    kept = run(records, DedupConfig(), tmp_path, shards=3, name="kept")
+    monkeypatch.setattr(clusters, "SHARED_BANDS_IN_MEMORY", 0)  # every band read from the key files again
+    again = run(records, DedupConfig(), tmp_path, shards=3, name="again")
+    assert kept.removed.equals(again.removed)
+    volatile = ("seconds", "cpu_seconds", "peak_rss_mb")
+    assert {k: v for k, v in kept.report.items() if k not in volatile} == \
+        {k: v for k, v in again.report.items() if k not in volatile}
+    assert kept.report["counts"]["total"] > 0 and kept.report["lsh"]["large_buckets"] > 0
+
+
 def templated_corpus(n: int, seed: int = 51) -> tuple[list[dict], dict]:
     """n records filling one template (six fixed sentences, each followed by an id or three free words: two fills
     share about half their 5-grams), and every 50th record a one-word edit of the one 25 before it."""

@@ -51,6 +51,8 @@ LARGE_BUCKET_WINDOW = 63  # a large bucket of duplicates: each member also with 
 LARGE_BUCKET_MIN_ALIKE = 0.2  # share of a large bucket's members matching its first member for it to count
 VERIFY_CHUNK = 32768  # candidate pairs verified per numpy chunk
 SIGNATURES_IN_MEMORY = 1 << 30  # bytes of signatures held in memory; beyond, a memory map in work_dir
+# bytes of pass 1's shared buckets kept for pass 2 (a band past it is read from the key files again)
+SHARED_BANDS_IN_MEMORY = 1 << 27
 EXAMPLE_CLUSTERS = 5
 EXAMPLE_MEMBERS = 10
 _U64 = np.uint64
@@ -297,10 +299,12 @@ class _NearEdges:
         self.edges_u.append(u)
         self.edges_v.append(v)
 
-    def band(self, values: np.ndarray) -> None:
-        """One band: ``values`` are the band hashes of sig_pos."""
+    def band(self, values: np.ndarray, local: np.ndarray) -> None:
+        """One band: ``values`` are the band hashes of the sig_pos at ``local`` (ascending local indices): all of
+        them, or only those in a bucket of two or more in this band (the others propose no pair)."""
         order, start = _runs(values)
         size = np.bincount(start, minlength=len(order))[start]  # members of each element's bucket
+        order = local[order]  # from here on, local indices into sig_pos
         self.stats["largest_bucket"] = max(self.stats["largest_bucket"], int(size.max()) if len(size) else 0)
         # Small buckets: every pair (d apart in the sorted order, same bucket).
         small = np.flatnonzero((size > 1) & (size <= BUCKET_ALL_PAIRS))
@@ -475,20 +479,32 @@ def _near_duplicates(keys: "_Keys", cfg: DedupConfig, p: dict, parent: np.ndarra
     mode = keys.column("near_mode")
     members = np.flatnonzero((mode > 0) & ((exact_rep == pos) if cfg.exact else True))
     in_bucket = np.zeros(len(members), dtype=bool)
+    # per band, its members in a bucket of two or more (indices into members, ascending) and their hashes: pass 2
+    # needs no other (a member alone in its bucket proposes no pair), and reading every band column of every key
+    # file again cost as much as pass 1's reads; None: past SHARED_BANDS_IN_MEMORY, read again
+    shared_bands: list[tuple[np.ndarray, np.ndarray] | None] = []
+    kept_bytes = 0
     for k in range(p["bands"]):
-        order, start = _runs(keys.column(f"band_{k:03d}")[members])
-        shared = np.bincount(start, minlength=len(order))[start] > 1
-        in_bucket[order[shared]] = True
+        values = keys.column(f"band_{k:03d}")[members]
+        order, start = _runs(values)
+        shared = np.sort(order[np.bincount(start, minlength=len(order))[start] > 1])
+        in_bucket[shared] = True
+        kept_bytes += shared.nbytes + 8 * len(shared)
+        shared_bands.append((shared, values[shared]) if kept_bytes <= SHARED_BANDS_IN_MEMORY else None)
     sig_pos = members[in_bucket]
-    del members, in_bucket
     lap("lsh")
     sigs = keys.signatures(sig_pos, cfg.num_perm, work_dir)
     sketches = keys.sketches(sig_pos) if cfg.verify else (np.zeros(0, np.uint32), np.zeros(len(sig_pos) + 1))
     lsh["signatures_loaded"] = int(len(sig_pos))
     lap("signatures")
     near = _NearEdges(len(pos), parent, sig_pos, sigs, sketches, cfg, lsh)
-    for k in range(p["bands"]):
-        near.band(keys.column(f"band_{k:03d}")[sig_pos])
+    every = np.arange(len(sig_pos))
+    for k, shared in enumerate(shared_bands):
+        if shared is None:
+            near.band(keys.column(f"band_{k:03d}")[sig_pos], every)
+        else:
+            near.band(shared[1], np.searchsorted(sig_pos, members[shared[0]]))
+    del members, shared_bands
     eu, ev = near.edges()
     lsh["rejected_pairs"] = lsh["verifications"] - lsh["verified_pairs"]
     lap("verify")
