@@ -53,7 +53,15 @@ class UntrainedCheck:
             return False
         if not trainable:
             return True
-        return over and self.policy == "keep" and _trainable_before_cut(self.handle, rec, self.max_len) == 0
+        return (over and self.policy == "keep" and not prompt_fits(tokens, trainable, self.max_len)
+                and _trainable_before_cut(self.handle, rec, self.max_len) == 0)
+
+
+def prompt_fits(tokens, trainable, max_len: int):
+    """Whether the record's untrained tokens are fewer than max_len (numbers or arrays): then one of its first
+    max_len tokens is trainable whatever their order, and the record trains at the cut without being rendered
+    (rendering needs the tokenizer, seconds to load in the process that checks)."""
+    return tokens - trainable < max_len
 
 
 def count_untrained(processed: list[Path], cfg, max_len: int | None, token_cache: str | None) -> dict:
@@ -74,7 +82,7 @@ def count_untrained(processed: list[Path], cfg, max_len: int | None, token_cache
             zero &= ~over
         total += int(np.count_nonzero(zero))
         ids += [table.column("id")[int(i)].as_py() for i in np.flatnonzero(zero)[:EXAMPLES - len(ids)]]
-        if check.policy == "keep" and (chat & over & (trainable > 0)).any():
+        if check.policy == "keep" and (chat & over & (trainable > 0) & ~prompt_fits(tokens, trainable, max_len)).any():
             for rec in _over_records(path, max_len):
                 if rec.get("kind") != "text" and rec.get("_trainable") and check(rec):
                     total += 1
