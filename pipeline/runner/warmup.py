@@ -2,20 +2,15 @@
 
 Phase 2 (the global dedup, canned answers, the validation choice) runs in the main process; the workers idle
 through it, then each pays the PII engine's imports and the tokenizer's load (~3-5 CPU-s) at its first phase-3
-task, on both cores at once. `warm_process` makes those loads ahead, in a thread at the lowest priority, so that
-they take what the main process leaves of the cores instead of slowing phase 2. Loads only: no text goes through
-a step, so no cache a step counts (PII's text cache, the token-length cache) holds anything more after it.
+task, on both cores at once. `warm_process` makes those loads ahead, beside phase 2, which leaves one core idle.
+At the workers' own priority: at the lowest, a warm-up starved by other processes on a shared machine (6 s for
+3 CPU-s at load 2.4) held back the shard tasks queued behind it. Loads only: no text goes through a step, so no
+cache a step counts (PII's text cache, the token-length cache) holds anything more after it.
 """
 from __future__ import annotations
 
-import os
-import sys
-import threading
-
 from pipeline.core.config import PrepareConfig
 from pipeline.data.lengths.step import LengthStep
-
-LOWEST_PRIORITY = 19  # nice: the thread runs only where no other process wants the core
 
 
 def phase3_loads(cfg: PrepareConfig) -> bool:
@@ -24,16 +19,8 @@ def phase3_loads(cfg: PrepareConfig) -> bool:
 
 
 def warm_process(cfg: PrepareConfig) -> None:
-    """Load what phase 3's steps load once per process (the PII engine, the tokenizer), at the lowest priority;
-    the calling thread keeps its own. A load that fails is left to the shard task, which meets it and says so."""
-    thread = threading.Thread(target=_load, args=(cfg,), name="prepare-warm-up", daemon=True)
-    thread.start()
-    thread.join()
-
-
-def _load(cfg: PrepareConfig) -> None:
-    if sys.platform == "linux":  # a thread id as the "process" of setpriority: this thread alone, on Linux only
-        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), LOWEST_PRIORITY)
+    """Load what phase 3's steps load once per process (the PII engine, the tokenizer). A load that fails is left
+    to the shard task, which meets it and says so."""
     try:
         if cfg.pii.enabled:
             from pipeline.data.pii import PiiStep  # seconds to import: only when the step is on

@@ -1,33 +1,23 @@
 """Phase 3's loads made in the workers during phase 2 (runner/warmup.py, LocalExecutor.warm)."""
 import os
-import threading
 
 from pipeline.core.config import PrepareConfig
 from pipeline.data.pii import engine
 from pipeline.runner.executor import LocalExecutor
-from pipeline.runner.warmup import LOWEST_PRIORITY, phase3_loads, warm_process
+from pipeline.runner.warmup import phase3_loads, warm_process
 
 
 def _config(tmp_path, **sections) -> PrepareConfig:
     return PrepareConfig(inputs=[str(tmp_path)], out=str(tmp_path / "out"), **sections)
 
 
-def test_warm_process_loads_the_pii_engine_and_the_tokenizer_at_low_priority(tmp_path, monkeypatch):
+def test_warm_process_loads_the_pii_engine_and_the_tokenizer(tmp_path, monkeypatch):
     seen = []
-
-    def detector(languages):
-        seen.append(("pii", tuple(languages), os.getpriority(os.PRIO_PROCESS, threading.get_native_id())))
-
-    def tokenizer(spec, cache_dir=None, chat_template=None):
-        seen.append(("tokenizer", cache_dir, os.getpriority(os.PRIO_PROCESS, threading.get_native_id())))
-
-    monkeypatch.setattr(engine, "get_detector", detector)
-    monkeypatch.setattr("pipeline.data.lengths.step.load_tokenizer", tokenizer)
-    before = os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
+    monkeypatch.setattr(engine, "get_detector", lambda languages: seen.append(("pii", tuple(languages))))
+    monkeypatch.setattr("pipeline.data.lengths.step.load_tokenizer",
+                        lambda spec, cache_dir=None, chat_template=None: seen.append(("tokenizer", cache_dir)))
     warm_process(_config(tmp_path, pii={"enabled": True}))
-    low = max(before, LOWEST_PRIORITY)  # a thread already at the lowest stays there
-    assert seen == [("pii", ("tr", "ru", "en"), low), ("tokenizer", None, low)]  # no token cache touched
-    assert os.getpriority(os.PRIO_PROCESS, threading.get_native_id()) == before  # the caller keeps its own
+    assert seen == [("pii", ("tr", "ru", "en")), ("tokenizer", None)]  # no token cache touched
 
 
 def test_a_failed_load_is_left_to_the_shard_task(tmp_path, monkeypatch):
