@@ -31,6 +31,13 @@ def id_hash(record_id: str, seed: int) -> int:
     return int.from_bytes(hashlib.blake2b(f"{seed}:{record_id}".encode(), digest_size=8).digest(), "big")
 
 
+def id_hashes(record_ids: list[str], seed: int) -> np.ndarray:
+    """id_hash of each id, as uint64: the digests joined and read as big-endian numbers in one step."""
+    prefix = f"{seed}:".encode()
+    digests = b"".join(hashlib.blake2b(prefix + rid.encode(), digest_size=8).digest() for rid in record_ids)
+    return np.frombuffer(digests, dtype=">u8").astype(np.uint64)
+
+
 def split_of(record_id: str, cfg: SplitConfig) -> str:
     return "validation" if id_hash(record_id, cfg.seed) / 2**64 < cfg.validation_fraction else "train"
 
@@ -82,7 +89,7 @@ def stratified_validation(chunks: Iterable[tuple[list[str], list[str]]], fractio
             if not k:
                 continue
             old_h, old_ids = best.get(lang, (np.zeros(0, np.uint64), []))
-            hashes = np.concatenate([old_h, np.array([id_hash(r, seed) for r in group], np.uint64)])
+            hashes = np.concatenate([old_h, id_hashes(group, seed)])
             pool = old_ids + group
             if len(pool) > k:
                 keep = np.argpartition(hashes, k - 1)[:k]
@@ -101,6 +108,15 @@ class LangIdFiles:
     def __init__(self, paths: list[str], removed_paths: list[str], order_shift: int):
         self.paths, self.order_shift = paths, order_shift
         self.removed_paths = [p for p in removed_paths if p and Path(p).exists()]
+        self._removed: np.ndarray | None = None
+
+    def removed(self) -> np.ndarray:
+        """The removed records' _order, sorted: read once (8 bytes a removed record), not per shard and pass."""
+        if self._removed is None:
+            self._removed = np.sort(np.concatenate(
+                [np.zeros(0, np.int64)]
+                + [pq.read_table(p, columns=["_order"]).column("_order").to_numpy() for p in self.removed_paths]))
+        return self._removed
 
     def __iter__(self):
         for path in self.paths:
@@ -109,11 +125,10 @@ class LangIdFiles:
                 continue
             orders = table.column("_order").to_numpy()
             shard = int(orders[0]) >> self.order_shift
-            lo, hi = shard << self.order_shift, (shard + 1) << self.order_shift
-            gone = [pq.read_table(p, columns=["_order"], filters=[("_order", ">=", lo), ("_order", "<", hi)])
-                    .column("_order").to_numpy() for p in self.removed_paths]
-            if gone:
-                keep = ~np.isin(orders, np.concatenate(gone))
+            removed = self.removed()
+            lo, hi = np.searchsorted(removed, [shard << self.order_shift, (shard + 1) << self.order_shift])
+            if self.removed_paths:
+                keep = ~np.isin(orders, removed[lo:hi])
                 table = table.filter(pa.array(keep))
             yield table.column("id").to_pylist(), table.column("lang").to_pylist()
 

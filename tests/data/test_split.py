@@ -2,6 +2,7 @@
 each record's hash without languages."""
 from collections import Counter
 
+import numpy as np
 import pyarrow.parquet as pq
 
 from pipeline.core.config import SplitConfig
@@ -61,3 +62,11 @@ def test_without_languages_each_record_goes_by_its_own_hash_and_eval_records_go_
     assert 0.15 < sum(r["_split"] == "validation" for r in recs) / len(recs) < 0.25
     recs = SplitStep(cfg, True, {"tr-1"})([{"id": "tr-1"}, {"id": "x", "_eval": True}])
     assert [r["_split"] for r in recs] == ["train", "validation"]
+
+
+def test_id_hashes_are_each_ids_hash_at_once():
+    from pipeline.data.split import id_hash, id_hashes
+
+    ids = ["r1", "şifre-2", "заказ", "", "x" * 300]
+    assert id_hashes(ids, 7).tolist() == [id_hash(r, 7) for r in ids]
+    assert id_hashes([], 7).dtype == np.uint64 and not len(id_hashes([], 7))
