@@ -227,6 +227,18 @@ def _runs(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return order, starts[np.cumsum(new) - 1]
 
 
+def _repeated(values: np.ndarray) -> np.ndarray:
+    """The indices (ascending) of the values that occur more than once. An unstable argsort: which copy comes
+    first does not matter here, and the stable one _runs needs for the pairs cost 3x (1M hashes: 0.085 CPU-s)."""
+    order = np.argsort(values, kind="quicksort")
+    ordered = values[order]
+    same = ordered[1:] == ordered[:-1]  # same[i]: sorted elements i and i + 1 are equal
+    repeated = np.zeros(len(values), dtype=bool)
+    repeated[1:] = same
+    repeated[:-1] |= same
+    return np.sort(order[repeated])
+
+
 class _NearEdges:
     """Verified near edges, band by band, with the clusters updated after each batch (see the module doc).
 
@@ -486,8 +498,7 @@ def _near_duplicates(keys: "_Keys", cfg: DedupConfig, p: dict, parent: np.ndarra
     kept_bytes = 0
     for k in range(p["bands"]):
         values = keys.column(f"band_{k:03d}")[members]
-        order, start = _runs(values)
-        shared = np.sort(order[np.bincount(start, minlength=len(order))[start] > 1])
+        shared = _repeated(values)
         in_bucket[shared] = True
         kept_bytes += shared.nbytes + 8 * len(shared)
         shared_bands.append((shared, values[shared]) if kept_bytes <= SHARED_BANDS_IN_MEMORY else None)
