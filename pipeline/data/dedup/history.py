@@ -179,18 +179,21 @@ def write_index(key_paths: list[Path], written: dict[str, pa.Array], cfg: DedupC
     key_ids = [chunk for k in key_paths for chunk in pq.read_table(k, columns=["id"])["id"].chunks]
     found = pc.index_in(pa.chunked_array(key_ids, pa.string()), value_set=ids)
     rows = start = 0
+    # the index's own columns only: the ids were read above, and _order and the source stay in the work files
+    columns = [f.name for f in schema if f.name not in ("shard", "row")]
     with pq.ParquetWriter(path, schema, compression="zstd") as out:
         for key_path in key_paths:
-            table = pq.read_table(key_path)
+            table = pq.read_table(key_path, columns=columns)
             at = found.slice(start, table.num_rows)
             start += table.num_rows
-            keep = at.is_valid()
-            table, at = table.filter(keep), at.filter(keep)
+            if at.null_count:  # records not written (dropped at write, chunked); most runs have none: no copy
+                keep = at.is_valid()
+                table, at = table.filter(keep), at.filter(keep)
             if not table.num_rows:
                 continue
-            columns = [shards.take(shard_of.take(at)), row_of.take(at),
-                       *(table[f.name] for f in schema if f.name not in ("shard", "row"))]
-            out.write_table(pa.Table.from_arrays(columns, schema=schema), row_group_size=1 << 16)
+            out.write_table(pa.Table.from_arrays([shards.take(shard_of.take(at)), row_of.take(at),
+                                                  *(table[name] for name in columns)], schema=schema),
+                            row_group_size=1 << 16)
             rows += table.num_rows
     return rows
 
