@@ -76,3 +76,38 @@ def test_russian_subject_candidates_serve_both_passes_alike_in_any_order():
     assert beside_first == (subjects_beside_a_name(text), names_first)
     assert [(h.start, h.end) for h in names_first] == [(33, 50)]  # "Тимур Бекмамбетов"
     assert [(h.start, h.end) for h in beside_first[0]] == [(8, 13)]  # "Лиана", beside a name
+
+
+_CLAUSE_TEXTS = [
+    "Berke Topuz dün aradı.", "necef ıpekci aboneliğini iptal etmek istiyor", "KURYE PAKETİ TESLİM ETTİ",
+    "Fatura iade kargo adres süre.", "Sipariş destek şifre müşteri indirim", "Ali geldi   \u00a0!", "Ali geldi x",
+    "Tamam, yazdı.\nSonra aradım", "Hayri Zeybek tekrar yazdı, kargo hâlâ çıkmamış.", "ok", "",
+    "Kargo " + "a" * 60 + "dı.", "Kargo geldi" + " " * 50 + ".", "Ödeme bekliyor? Fatura yok.",
+]
+
+
+def test_a_text_no_clause_can_close_gives_no_clause_anywhere():
+    from pipeline.data.pii.tr_later import clause_of_subject, may_close_a_clause
+
+    seen = set()
+    for text in _CLAUSE_TEXTS:
+        low = text.translate(str.maketrans({"İ": "i", "I": "ı"})).lower()
+        anywhere = any(clause_of_subject(t, k) is not None for t in (text, low) for k in range(len(t) + 1))
+        seen.add((anywhere, may_close_a_clause(text)))
+        assert may_close_a_clause(text) or not anywhere, text
+    assert (True, True) in seen and (False, False) in seen
+
+
+def test_turkish_subject_signals_find_nothing_where_no_clause_can_close():
+    from pipeline.data.pii.text import TextContext
+    from pipeline.data.pii.tr_later import may_close_a_clause
+    from pipeline.data.pii.tr_listed_first import listed_first_name_pairs
+    from pipeline.data.pii.tr_lower_subject import object_first_pairs, subject_pairs
+    from pipeline.data.pii.tr_title_subject import title_subject_pairs
+
+    signals = (subject_pairs, object_first_pairs, title_subject_pairs, listed_first_name_pairs)
+    closed = "Berke Topuz dün aradı. emre kara bugün teslim etti. paketi necef ıpekci teslim almış."
+    assert may_close_a_clause(closed) and all(s(TextContext(closed, "tr")) for s in signals)
+    for text in ("Berke Topuz dün aradı ve", "emre kara bugün teslim, kargo", "paketi necef ıpekci teslim"):
+        assert not may_close_a_clause(text)
+        assert not any(s(TextContext(text, "tr")) for s in signals), text

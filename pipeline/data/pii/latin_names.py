@@ -68,6 +68,7 @@ from pipeline.data.pii.names import (
 from pipeline.data.pii.neighbours import mid_frequency_name_word
 from pipeline.data.pii.text import Hit, TextContext, WordStart, fold
 from pipeline.data.pii.tr_label import labelled_names
+from pipeline.data.pii.tr_later import may_close_a_clause
 from pipeline.data.pii.tr_listed_first import listed_first_name_pairs
 from pipeline.data.pii.tr_lower_subject import cued_pairs, object_first_pairs, shouted_name_word, subject_pairs
 from pipeline.data.pii.tr_signature import signature_names
@@ -200,12 +201,17 @@ class LatinNameRecognizer(PersonRecognizer):
         out += labelled_names(ctx)
         out += vocative_names(ctx, self._no_name_word)
         if self.supported_language == "tr":
-            out += subject_pairs(ctx)  # overlapping hits merge into one span (engine.resolve)
+            # the subject signals need a clause ending in a finite verb (tr_later.clause_of_subject)
+            clauses = may_close_a_clause(ctx.text)
+            if clauses:
+                out += subject_pairs(ctx)  # overlapping hits merge into one span (engine.resolve)
             out += cued_pairs(ctx)
-            out += object_first_pairs(ctx)
-            out += title_subject_pairs(ctx)
-            out += caps_subject_pairs(ctx)
-            out += listed_first_name_pairs(ctx)
+            if clauses:
+                out += object_first_pairs(ctx)
+                out += title_subject_pairs(ctx)
+            out += caps_subject_pairs(ctx)  # (its clause may end where its capitals do)
+            if clauses:
+                out += listed_first_name_pairs(ctx)
             out += signature_names(ctx, self._no_name_word)
         turkish = self.supported_language == "tr"
         if turkish and out:  # "Ürün adı: Kırmızı Kalem", "Xiaomi Redmi şarj olmuyor": things
