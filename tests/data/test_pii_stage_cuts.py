@@ -111,3 +111,15 @@ def test_turkish_subject_signals_find_nothing_where_no_clause_can_close():
     for text in ("Berke Topuz dün aradı ve", "emre kara bugün teslim, kargo", "paketi necef ıpekci teslim"):
         assert not may_close_a_clause(text)
         assert not any(s(TextContext(text, "tr")) for s in signals), text
+
+
+def test_caps_sentences_are_the_matches_of_the_pattern_tried_everywhere():
+    import re
+
+    from pipeline.data.pii.tr_title_subject import _CAPS_SENTENCE, _caps_sentences
+
+    everywhere = re.compile(r"(?:^|(?<=[.!?:;\n]))" + _CAPS_SENTENCE.pattern)
+    for text in ("FAHRETİN KULE ABONELİĞİNİ İPTAL ETMEK İSTİYOR. Tamam: ALİ VELİ GELDİ!\nSONRA;  x",
+                 "tamam. \tHAYRİ ZEYBEK YAZDI.. ÇOK", "", "A", ":.;!?\n", "abc DEF. GHI jkl: MNO"):
+        spans = [m.span(1) for m in _caps_sentences(text)]
+        assert spans == [m.span(1) for m in everywhere.finditer(text)], text
