@@ -123,3 +123,11 @@ def test_caps_sentences_are_the_matches_of_the_pattern_tried_everywhere():
                  "tamam. \tHAYRİ ZEYBEK YAZDI.. ÇOK", "", "A", ":.;!?\n", "abc DEF. GHI jkl: MNO"):
         spans = [m.span(1) for m in _caps_sentences(text)]
         assert spans == [m.span(1) for m in everywhere.finditer(text)], text
+
+
+def test_marks_in_finds_every_mark():
+    from pipeline.data.pii.tr_later import marks_in
+
+    text = "a.b!c?d\ne:f;g.."
+    assert sorted(marks_in(text, ".!?:;\n")) == [i for i, c in enumerate(text) if c in ".!?:;\n"]
+    assert marks_in("", ".") == [] and marks_in("abc", ".!") == []

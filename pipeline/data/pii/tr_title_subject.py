@@ -23,7 +23,7 @@ from pipeline.data.pii.name_signals import COMMON_ZIPF, EVERYDAY_ZIPF, common_wo
 from pipeline.data.pii.names import LATIN_FIRST, LATIN_LOWER, LATIN_UPPER, NEVER, OFFICES, STOP
 from pipeline.data.pii.not_person import PLACES, THING_NOUNS
 from pipeline.data.pii.text import Hit, fold
-from pipeline.data.pii.tr_later import clause_of_subject
+from pipeline.data.pii.tr_later import clause_of_subject, marks_in
 from pipeline.data.pii.tr_lower_subject import SUBJECT_SCORE, VERB_SHAPE
 from pipeline.data.pii.tr_partner import CLAUSE_OPENERS
 from pipeline.data.pii.tr_spelling import inflected_in_spelling, person_verb
@@ -36,7 +36,6 @@ _SENTENCE_END = ".!?:;\n"
 # (matched where a sentence starts, _caps_sentences: "(?:^|(?<=[.!?:;\n]))" before it made the engine try every
 # position)
 _CAPS_SENTENCE = re.compile(rf"[ \t]*([{LATIN_UPPER}][^.!?:;\n{LATIN_LOWER}]*[.!?\n]?)")
-_SENTENCE_MARK = re.compile(r"[.!?:;\n]")
 _CAPS_WORD = re.compile(rf"[{LATIN_LOWER}]+")
 _TR_LOWER = str.maketrans({"İ": "i", "I": "ı"})
 _CALENDAR = frozenset(fold(w) for w in (
@@ -150,8 +149,8 @@ def _caps_sentences(text: str):
     m = _CAPS_SENTENCE.match(text)
     if m is not None:
         yield m
-    for mark in _SENTENCE_MARK.finditer(text):
-        m = _CAPS_SENTENCE.match(text, mark.end())
+    for mark in sorted(marks_in(text, ".!?:;\n")):
+        m = _CAPS_SENTENCE.match(text, mark + 1)
         if m is not None:
             yield m
 
