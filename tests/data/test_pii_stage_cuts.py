@@ -131,3 +131,28 @@ def test_marks_in_finds_every_mark():
     text = "a.b!c?d\ne:f;g.."
     assert sorted(marks_in(text, ".!?:;\n")) == [i for i, c in enumerate(text) if c in ".!?:;\n"]
     assert marks_in("", ".") == [] and marks_in("abc", ".!") == []
+
+
+def test_special_mentions_from_the_detectors_words_equal_a_plain_find():
+    from pipeline.data.pii.special import get_special_detector
+    from pipeline.data.pii.text import TextContext
+    from tests.data.test_pii_special import CASES
+
+    det = get_special_detector()
+    texts = [t for _, _, pos, neg in CASES for t in (pos, neg)]
+    texts += ["CHP'liyim ve diyabetim var. " * 12, "İLAÇ kullanıyorum, DİYABET hastasıyım", "судим, срок отбывал"]
+    assert any(det.find(t) for t in texts)
+    for t in texts:
+        assert det.find(t, TextContext(t, "tr").folded_words) == det.find(t), t
+
+
+def test_the_step_counts_special_mentions_as_before_with_the_detectors_words():
+    from pipeline.core.config import PiiConfig
+    from pipeline.data.pii import PiiStep
+    from pipeline.data.pii.special import get_special_detector
+
+    text = "Müşteri diyabet hastası, insülin kullanıyor. Ahmet Yılmaz aradı."
+    step = PiiStep(PiiConfig(special="report"), salt=b"x")
+    step([{"id": "1", "messages": [{"role": "user", "content": text}]}])
+    counters = step.stats.to_dict()["counters"]
+    assert counters["special"] == dict(get_special_detector().count([text]))

@@ -445,32 +445,40 @@ class PiiStep(Step):
         """Collect every record's strings, detect in one batch, then per record: the special-category policy,
         the counts, the drop operator, the strict residuals and the write-back; the strict policy last."""
         collected = [self._collect(rec, stats) for rec in batch]
-        found = iter(self._detect(collected, stats))
+        special = self._special_while_detecting(collected)
+        found = iter(self._detect(collected, stats, special.each))
         tally = _Tally()
         out = []
         for c in collected:
-            new = self._record(c, found, stats, tally)
+            new = self._record(c, found, stats, tally, special.found.get)
             if new is not None:
                 out.append(new)
         self._enforce(tally)
         return out
 
-    def _detect(self, collected: list["_Collected"], stats) -> list[list[Hit]]:
-        """The raw hits of every unit of the batch, in order; counts the texts scanned, skipped and cached."""
+    def _special_while_detecting(self, collected: list["_Collected"]) -> "_SpecialFound":
+        """The special-category mentions of each text unit the detector scans, found while its words are at hand
+        (the detector's split answers the lexicon's word test: the text is not split again)."""
+        return _SpecialFound(self.special, {u.text for c in collected for u in c.units if u.kind == "text"})
+
+    def _detect(self, collected: list["_Collected"], stats, each=None) -> list[list[Hit]]:
+        """The raw hits of every unit of the batch, in order; counts the texts scanned, skipped and cached.
+        `each(text, ctx)` is called for each text scanned (Detector.detect)."""
         items = _items(collected)
         detector = self.detector
         skipped_before, cached_before = detector.texts_skipped, detector.texts_cached
-        found = detector.detect(items)
+        found = detector.detect(items, each)
         stats.add("texts_scanned", len(items))
         stats.add("texts_skipped", detector.texts_skipped - skipped_before)
         stats.add("texts_cached", detector.texts_cached - cached_before)
         return found
 
-    def _record(self, c: "_Collected", found, stats, tally: "_Tally") -> dict | None:
-        """One record's anonymized copy, or None when the special-category policy or a drop operator removes it."""
+    def _record(self, c: "_Collected", found, stats, tally: "_Tally", special_of=None) -> dict | None:
+        """One record's anonymized copy, or None when the special-category policy or a drop operator removes it.
+        `special_of`: text -> its special-category mentions where they were found already, else None."""
         stats.add(f"records_by_language.{c.lang}")
         plans, book = self._plan(c.units, c.fields, found, c.lang)
-        if self._special_removes(c, stats, tally):
+        if self._special_removes(c, stats, tally, special_of):
             return None
         found_types = self._count_found(plans, c.fields, c.lang, stats)
         if any(self.ops.op_for(ent) == "drop" for ent, _ in found_types):
@@ -484,10 +492,11 @@ class PiiStep(Step):
         self._write_back(c, plans, book)
         return c.new
 
-    def _special_removes(self, c: "_Collected", stats, tally: "_Tally") -> bool:
+    def _special_removes(self, c: "_Collected", stats, tally: "_Tally", special_of=None) -> bool:
         """Counts the record's KVKK art. 6 mentions; True when pii.special drops or quarantines it. Mentions
         that stay in the output are tallied for the strict policy."""
-        special = record_special(self.special, (u.text for u in c.units if u.kind == "text"), c.lang, stats)
+        special = record_special(self.special, (u.text for u in c.units if u.kind == "text"), c.lang, stats,
+                                 special_of)
         if not special:
             return False
         if self.cfg.special != "report":
@@ -644,3 +653,17 @@ def _found_partners(plans: list, book: NameBook, lang: str) -> None:
                 p[2] = [r for r in p[2] if not any(r.start < k.end and k.start < r.end for k in kept)]
         if not grown:
             return
+
+
+class _SpecialFound:
+    """SpecialDetector.find of the texts in `wanted`, asked as the detector scans each (`each`): the words it split
+    the text into answer the lexicon's word test. Found nothing: the empty tuple (no object kept per text)."""
+
+    __slots__ = ("detector", "wanted", "found")
+
+    def __init__(self, detector, wanted: set):
+        self.detector, self.wanted, self.found = detector, wanted, {}
+
+    def each(self, text: str, ctx) -> None:
+        if text in self.wanted:
+            self.found[text] = self.detector.find(text, ctx.folded_words) or ()
