@@ -659,7 +659,7 @@ class _SpecialFound:
     """SpecialDetector.find of the texts in `wanted`, asked as the detector scans each (`each`): the words it split
     the text into answer the lexicon's word test. Found nothing: the empty tuple (no object kept per text)."""
 
-    __slots__ = ("detector", "wanted", "found")
+    __slots__ = ("detector", "found", "wanted")
 
     def __init__(self, detector, wanted: set):
         self.detector, self.wanted, self.found = detector, wanted, {}

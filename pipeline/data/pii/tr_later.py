@@ -57,9 +57,10 @@ def may_close_a_clause(text: str) -> bool:
             if lo > 0:
                 return True  # spaces only: the word is further back
             continue
-        if tail[-1].lower() in _FINITE_LAST or not tail[-1].isascii():  # (İ, I: folded in the test)
-            if _FINITE.search(fold(tail[-_TAIL:])) is not None:
-                return True
+        # (the last letter first; a non-ASCII one, İ, is folded in the search)
+        if (tail[-1].lower() in _FINITE_LAST or not tail[-1].isascii()) \
+                and _FINITE.search(fold(tail[-_TAIL:])) is not None:
+            return True
     return False
 
 
