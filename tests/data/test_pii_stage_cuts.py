@@ -156,3 +156,17 @@ def test_the_step_counts_special_mentions_as_before_with_the_detectors_words():
     step([{"id": "1", "messages": [{"role": "user", "content": text}]}])
     counters = step.stats.to_dict()["counters"]
     assert counters["special"] == dict(get_special_detector().count([text]))
+
+
+def test_a_russian_text_without_a_persons_verb_holds_no_subject():
+    from pipeline.data.pii.ru_subject import may_hold_subject, subject_names
+    from pipeline.data.pii.text import TextContext
+
+    with_subject = ["Ищук подтвердил адрес", "ГОР ИЩУК ЗВОНИЛ ВЧЕРА", "Итог: Койшыбай не против",
+                    "вчера жупар ермек забрала заказ", "Вчера Шахноза Черный забрала посылку"]
+    for text in with_subject:
+        assert subject_names(text), text
+        assert may_hold_subject(TextContext(text, "ru").words), text
+    for text in ("Магазин отмена тариф подписка возврат статус.", "Ищук адрес заказ", "Итог: Койшыбай против"):
+        assert not may_hold_subject(TextContext(text, "ru").words), text
+        assert subject_names(text) == [], text

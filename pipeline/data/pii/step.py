@@ -25,6 +25,7 @@ from pipeline.data.pii.name_context import sentence_initial
 from pipeline.data.pii.name_signals import code_spans, outside
 from pipeline.data.pii.operators import Operators
 from pipeline.data.pii.ru_names_pass import russian_names
+from pipeline.data.pii.ru_subject import may_hold_subject
 from pipeline.data.pii.ru_subject import subjects_beside_a_name as ru_subjects_beside_a_name
 from pipeline.data.pii.special import get_special_detector, record_special, strict_message
 from pipeline.data.pii.text import Hit
@@ -275,11 +276,12 @@ class PiiStep(Step):
             out.append((c.lang, [(u.loc, kept, residual) for u, kept, residual in plans if u.loc]))
         return out
 
-    def _plan(self, units: list, fields: list, found, lang: str):
+    def _plan(self, units: list, fields: list, found, lang: str, no_subject=frozenset()):
         """The spans to replace in each unit of one record (found: an iterator over the units' raw hits) and
         the record's NameBook. A PERSON span covers the whole name (initials, particles); every other mention
         of a detected name in the record (any unit: turns, tool arguments, tool definitions, keys) is a span
-        too; residual candidates that such a span now covers are no longer residual."""
+        too; residual candidates that such a span now covers are no longer residual. `no_subject`: Russian texts
+        known to hold no subject (ru_subject.may_hold_subject)."""
         from pipeline.data.pii.engine import resolve  # presidio: on first use
 
         threshold = self.cfg.score_threshold
@@ -297,7 +299,7 @@ class PiiStep(Step):
                 if lang == "en":
                     kept = english_names(u.text, kept)
                 elif lang == "ru":
-                    kept = russian_names(u.text, kept)
+                    kept = russian_names(u.text, kept, u.text not in no_subject)
             plans.append([u, kept, residual, code])
         for f in fields:
             if f.entity in ("PERSON", "USER_ID"):
@@ -445,21 +447,16 @@ class PiiStep(Step):
         """Collect every record's strings, detect in one batch, then per record: the special-category policy,
         the counts, the drop operator, the strict residuals and the write-back; the strict policy last."""
         collected = [self._collect(rec, stats) for rec in batch]
-        special = self._special_while_detecting(collected)
-        found = iter(self._detect(collected, stats, special.each))
+        scanned = _WhileScanned(self.special, {u.text for c in collected for u in c.units if u.kind == "text"})
+        found = iter(self._detect(collected, stats, scanned.each))
         tally = _Tally()
         out = []
         for c in collected:
-            new = self._record(c, found, stats, tally, special.found.get)
+            new = self._record(c, found, stats, tally, scanned)
             if new is not None:
                 out.append(new)
         self._enforce(tally)
         return out
-
-    def _special_while_detecting(self, collected: list["_Collected"]) -> "_SpecialFound":
-        """The special-category mentions of each text unit the detector scans, found while its words are at hand
-        (the detector's split answers the lexicon's word test: the text is not split again)."""
-        return _SpecialFound(self.special, {u.text for c in collected for u in c.units if u.kind == "text"})
 
     def _detect(self, collected: list["_Collected"], stats, each=None) -> list[list[Hit]]:
         """The raw hits of every unit of the batch, in order; counts the texts scanned, skipped and cached.
@@ -473,12 +470,13 @@ class PiiStep(Step):
         stats.add("texts_cached", detector.texts_cached - cached_before)
         return found
 
-    def _record(self, c: "_Collected", found, stats, tally: "_Tally", special_of=None) -> dict | None:
+    def _record(self, c: "_Collected", found, stats, tally: "_Tally", scanned: "_WhileScanned | None" = None) \
+            -> dict | None:
         """One record's anonymized copy, or None when the special-category policy or a drop operator removes it.
-        `special_of`: text -> its special-category mentions where they were found already, else None."""
+        `scanned`: what was learnt of the texts while the detector scanned them."""
         stats.add(f"records_by_language.{c.lang}")
-        plans, book = self._plan(c.units, c.fields, found, c.lang)
-        if self._special_removes(c, stats, tally, special_of):
+        plans, book = self._plan(c.units, c.fields, found, c.lang, scanned.no_subject if scanned else frozenset())
+        if self._special_removes(c, stats, tally, scanned.found.get if scanned else None):
             return None
         found_types = self._count_found(plans, c.fields, c.lang, stats)
         if any(self.ops.op_for(ent) == "drop" for ent, _ in found_types):
@@ -655,15 +653,19 @@ def _found_partners(plans: list, book: NameBook, lang: str) -> None:
             return
 
 
-class _SpecialFound:
-    """SpecialDetector.find of the texts in `wanted`, asked as the detector scans each (`each`): the words it split
-    the text into answer the lexicon's word test. Found nothing: the empty tuple (no object kept per text)."""
+class _WhileScanned:
+    """What the step learns of each text while the detector scans it (`each`), from the views the detector
+    computed: the special-category mentions of the texts in `wanted` (the words it split the text into answer
+    the lexicon's word test; found nothing: the empty tuple, no object kept per text), and the Russian texts
+    that hold no subject (ru_subject.may_hold_subject: their subject pass is skipped)."""
 
-    __slots__ = ("detector", "found", "wanted")
+    __slots__ = ("detector", "found", "no_subject", "wanted")
 
     def __init__(self, detector, wanted: set):
-        self.detector, self.wanted, self.found = detector, wanted, {}
+        self.detector, self.wanted, self.found, self.no_subject = detector, wanted, {}, set()
 
     def each(self, text: str, ctx) -> None:
         if text in self.wanted:
             self.found[text] = self.detector.find(text, ctx.folded_words) or ()
+        if ctx.lang == "ru" and not may_hold_subject(ctx.words):
+            self.no_subject.add(text)
