@@ -170,3 +170,17 @@ def test_a_russian_text_without_a_persons_verb_holds_no_subject():
     for text in ("Магазин отмена тариф подписка возврат статус.", "Ищук адрес заказ", "Итог: Койшыбай против"):
         assert not may_hold_subject(TextContext(text, "ru").words), text
         assert subject_names(text) == [], text
+
+
+def test_an_english_text_without_a_calling_verb_holds_no_subject():
+    from pipeline.data.pii.en_subject import _LEADS_HOLD_VERBS, may_hold_subject, subject_names
+    from pipeline.data.pii.text import TextContext
+
+    assert _LEADS_HOLD_VERBS  # else the test below is no test: may_hold_subject answers True throughout
+    for text in ("Siddik called yesterday about the refund", "Then Aodhan Nizam wrote in again.",
+                 "Kumawat e-mailed twice", "Yesterday Jane Doe phoned"):
+        assert subject_names(text), text
+        assert may_hold_subject(TextContext(text, "en")), text
+    for text in ("Subscription invoice discount period.", "Siddik about the refund", "Jane Doe by the door"):
+        assert not may_hold_subject(TextContext(text, "en")), text
+        assert subject_names(text) == [], text

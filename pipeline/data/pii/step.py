@@ -17,6 +17,7 @@ from pipeline.data.pii import checks
 from pipeline.data.pii.en_beside_a_name import subjects_beside_a_name as en_subjects_beside_a_name
 from pipeline.data.pii.en_found_again import found_again
 from pipeline.data.pii.en_names import english_names
+from pipeline.data.pii.en_subject import may_hold_subject as may_hold_en_subject
 from pipeline.data.pii.fields import field_rules, strip_value
 from pipeline.data.pii.found_partner import found_partners
 from pipeline.data.pii.lang import detect_language
@@ -280,8 +281,8 @@ class PiiStep(Step):
         """The spans to replace in each unit of one record (found: an iterator over the units' raw hits) and
         the record's NameBook. A PERSON span covers the whole name (initials, particles); every other mention
         of a detected name in the record (any unit: turns, tool arguments, tool definitions, keys) is a span
-        too; residual candidates that such a span now covers are no longer residual. `no_subject`: Russian texts
-        known to hold no subject (ru_subject.may_hold_subject)."""
+        too; residual candidates that such a span now covers are no longer residual. `no_subject`: English and
+        Russian texts known to hold no subject (en_subject / ru_subject.may_hold_subject)."""
         from pipeline.data.pii.engine import resolve  # presidio: on first use
 
         threshold = self.cfg.score_threshold
@@ -297,7 +298,7 @@ class PiiStep(Step):
             else:
                 kept = expand(u.text, drop_named_things(u.text, kept))
                 if lang == "en":
-                    kept = english_names(u.text, kept)
+                    kept = english_names(u.text, kept, u.text not in no_subject)
                 elif lang == "ru":
                     kept = russian_names(u.text, kept, u.text not in no_subject)
             plans.append([u, kept, residual, code])
@@ -656,8 +657,9 @@ def _found_partners(plans: list, book: NameBook, lang: str) -> None:
 class _WhileScanned:
     """What the step learns of each text while the detector scans it (`each`), from the views the detector
     computed: the special-category mentions of the texts in `wanted` (the words it split the text into answer
-    the lexicon's word test; found nothing: the empty tuple, no object kept per text), and the Russian texts
-    that hold no subject (ru_subject.may_hold_subject: their subject pass is skipped)."""
+    the lexicon's word test; found nothing: the empty tuple, no object kept per text), and the English and
+    Russian texts that hold no subject (en_subject / ru_subject.may_hold_subject: their subject pass is
+    skipped)."""
 
     __slots__ = ("detector", "found", "no_subject", "wanted")
 
@@ -667,5 +669,6 @@ class _WhileScanned:
     def each(self, text: str, ctx) -> None:
         if text in self.wanted:
             self.found[text] = self.detector.find(text, ctx.folded_words) or ()
-        if ctx.lang == "ru" and not may_hold_subject(ctx.words):
+        if ctx.lang == "ru" and not may_hold_subject(ctx.words) \
+                or ctx.lang == "en" and not may_hold_en_subject(ctx):
             self.no_subject.add(text)
