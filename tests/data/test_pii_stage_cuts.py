@@ -184,3 +184,28 @@ def test_an_english_text_without_a_calling_verb_holds_no_subject():
     for text in ("Subscription invoice discount period.", "Siddik about the refund", "Jane Doe by the door"):
         assert not may_hold_subject(TextContext(text, "en")), text
         assert subject_names(text) == [], text
+
+
+def test_signals_that_need_a_second_capital_find_nothing_without_one():
+    from pipeline.data.pii.latin_names import LatinNameRecognizer
+    from pipeline.data.pii.names import LATIN_TOKEN, tokens
+    from pipeline.data.pii.text import TextContext
+    from pipeline.data.pii.tr_signature import signature_names
+    from pipeline.data.pii.tr_title_subject import caps_subject_pairs, title_subject_pairs
+    from pipeline.data.pii.tr_titles import titled_names
+    from pipeline.data.pii.tr_vocative import vocative_names
+
+    rec = LatinNameRecognizer("tr")
+
+    def found(text):
+        ctx = TextContext(text, "tr")
+        toks = tokens(ctx, LATIN_TOKEN, "latin_tokens")
+        return (titled_names(text, toks, [], rec._no_name_word) + vocative_names(ctx, rec._no_name_word)
+                + title_subject_pairs(ctx) + caps_subject_pairs(ctx) + signature_names(ctx, rec._no_name_word))
+
+    shouted = ["Işık Hanım tekrar aradı.", "Tamam, Eflinaz!", "Hayri Zeybek tekrar yazdı.",
+               "FAHRETİN KULE ABONELİĞİNİ İPTAL ETMEK İSTİYOR.", "Teşekkürler,\nSaygılarımla,\nAnar Baharlı"]
+    assert all(found(t) for t in shouted)
+    for text in shouted:
+        low = text[0] + text[1:].lower()
+        assert low[1:].islower() and found(low) == [], low

@@ -196,10 +196,15 @@ class LatinNameRecognizer(PersonRecognizer):
                 out.append(hit)
         if "'" in ctx.text or "’" in ctx.text:
             out += suffixed_names(ctx, toks, self.rarity, out, self._no_name_word, self.ambiguous)
+        # no capital after the text's first character (a C-speed test): a word before Bey / Hanım, one after a
+        # reply word, a pair in title case or capitals and a signature line (two capitalized words) need one
+        capitals = not ctx.text[1:].islower()
         out += lone_names(ctx, toks, out, self._never_a_name, self.supported_language == "tr")
-        out += titled_names(ctx.text, toks, out, self._no_name_word)
+        if capitals:
+            out += titled_names(ctx.text, toks, out, self._no_name_word)
         out += labelled_names(ctx)
-        out += vocative_names(ctx, self._no_name_word)
+        if capitals:
+            out += vocative_names(ctx, self._no_name_word)
         if self.supported_language == "tr":
             # the subject signals need a clause ending in a finite verb (tr_later.clause_of_subject)
             clauses = may_close_a_clause(ctx.text)
@@ -208,11 +213,14 @@ class LatinNameRecognizer(PersonRecognizer):
             out += cued_pairs(ctx)
             if clauses:
                 out += object_first_pairs(ctx)
-                out += title_subject_pairs(ctx)
-            out += caps_subject_pairs(ctx)  # (its clause may end where its capitals do)
+                if capitals:
+                    out += title_subject_pairs(ctx)
+            if capitals:
+                out += caps_subject_pairs(ctx)  # (its clause may end where its capitals do)
             if clauses:
                 out += listed_first_name_pairs(ctx)
-            out += signature_names(ctx, self._no_name_word)
+            if capitals:
+                out += signature_names(ctx, self._no_name_word)
         turkish = self.supported_language == "tr"
         if turkish and out:  # "Ürün adı: Kırmızı Kalem", "Xiaomi Redmi şarj olmuyor": things
             out = [h for h in out if not _a_thing(ctx, h)]
