@@ -76,3 +76,136 @@ def test_russian_subject_candidates_serve_both_passes_alike_in_any_order():
     assert beside_first == (subjects_beside_a_name(text), names_first)
     assert [(h.start, h.end) for h in names_first] == [(33, 50)]  # "Тимур Бекмамбетов"
     assert [(h.start, h.end) for h in beside_first[0]] == [(8, 13)]  # "Лиана", beside a name
+
+
+_CLAUSE_TEXTS = [
+    "Berke Topuz dün aradı.", "necef ıpekci aboneliğini iptal etmek istiyor", "KURYE PAKETİ TESLİM ETTİ",
+    "Fatura iade kargo adres süre.", "Sipariş destek şifre müşteri indirim", "Ali geldi   \u00a0!", "Ali geldi x",
+    "Tamam, yazdı.\nSonra aradım", "Hayri Zeybek tekrar yazdı, kargo hâlâ çıkmamış.", "ok", "",
+    "Kargo " + "a" * 60 + "dı.", "Kargo geldi" + " " * 50 + ".", "Ödeme bekliyor? Fatura yok.",
+]
+
+
+def test_a_text_no_clause_can_close_gives_no_clause_anywhere():
+    from pipeline.data.pii.tr_later import clause_of_subject, may_close_a_clause
+
+    seen = set()
+    for text in _CLAUSE_TEXTS:
+        low = text.translate(str.maketrans({"İ": "i", "I": "ı"})).lower()
+        anywhere = any(clause_of_subject(t, k) is not None for t in (text, low) for k in range(len(t) + 1))
+        seen.add((anywhere, may_close_a_clause(text)))
+        assert may_close_a_clause(text) or not anywhere, text
+    assert (True, True) in seen and (False, False) in seen
+
+
+def test_turkish_subject_signals_find_nothing_where_no_clause_can_close():
+    from pipeline.data.pii.text import TextContext
+    from pipeline.data.pii.tr_later import may_close_a_clause
+    from pipeline.data.pii.tr_listed_first import listed_first_name_pairs
+    from pipeline.data.pii.tr_lower_subject import object_first_pairs, subject_pairs
+    from pipeline.data.pii.tr_title_subject import title_subject_pairs
+
+    signals = (subject_pairs, object_first_pairs, title_subject_pairs, listed_first_name_pairs)
+    closed = "Berke Topuz dün aradı. emre kara bugün teslim etti. paketi necef ıpekci teslim almış."
+    assert may_close_a_clause(closed) and all(s(TextContext(closed, "tr")) for s in signals)
+    for text in ("Berke Topuz dün aradı ve", "emre kara bugün teslim, kargo", "paketi necef ıpekci teslim"):
+        assert not may_close_a_clause(text)
+        assert not any(s(TextContext(text, "tr")) for s in signals), text
+
+
+def test_caps_sentences_are_the_matches_of_the_pattern_tried_everywhere():
+    import re
+
+    from pipeline.data.pii.tr_title_subject import _CAPS_SENTENCE, _caps_sentences
+
+    everywhere = re.compile(r"(?:^|(?<=[.!?:;\n]))" + _CAPS_SENTENCE.pattern)
+    for text in ("FAHRETİN KULE ABONELİĞİNİ İPTAL ETMEK İSTİYOR. Tamam: ALİ VELİ GELDİ!\nSONRA;  x",
+                 "tamam. \tHAYRİ ZEYBEK YAZDI.. ÇOK", "", "A", ":.;!?\n", "abc DEF. GHI jkl: MNO"):
+        spans = [m.span(1) for m in _caps_sentences(text)]
+        assert spans == [m.span(1) for m in everywhere.finditer(text)], text
+
+
+def test_marks_in_finds_every_mark():
+    from pipeline.data.pii.tr_later import marks_in
+
+    text = "a.b!c?d\ne:f;g.."
+    assert sorted(marks_in(text, ".!?:;\n")) == [i for i, c in enumerate(text) if c in ".!?:;\n"]
+    assert marks_in("", ".") == [] and marks_in("abc", ".!") == []
+
+
+def test_special_mentions_from_the_detectors_words_equal_a_plain_find():
+    from pipeline.data.pii.special import get_special_detector
+    from pipeline.data.pii.text import TextContext
+    from tests.data.test_pii_special import CASES
+
+    det = get_special_detector()
+    texts = [t for _, _, pos, neg in CASES for t in (pos, neg)]
+    texts += ["CHP'liyim ve diyabetim var. " * 12, "İLAÇ kullanıyorum, DİYABET hastasıyım", "судим, срок отбывал"]
+    assert any(det.find(t) for t in texts)
+    for t in texts:
+        assert det.find(t, TextContext(t, "tr").folded_words) == det.find(t), t
+
+
+def test_the_step_counts_special_mentions_as_before_with_the_detectors_words():
+    from pipeline.core.config import PiiConfig
+    from pipeline.data.pii import PiiStep
+    from pipeline.data.pii.special import get_special_detector
+
+    text = "Müşteri diyabet hastası, insülin kullanıyor. Ahmet Yılmaz aradı."
+    step = PiiStep(PiiConfig(special="report"), salt=b"x")
+    step([{"id": "1", "messages": [{"role": "user", "content": text}]}])
+    counters = step.stats.to_dict()["counters"]
+    assert counters["special"] == dict(get_special_detector().count([text]))
+
+
+def test_a_russian_text_without_a_persons_verb_holds_no_subject():
+    from pipeline.data.pii.ru_subject import may_hold_subject, subject_names
+    from pipeline.data.pii.text import TextContext
+
+    with_subject = ["Ищук подтвердил адрес", "ГОР ИЩУК ЗВОНИЛ ВЧЕРА", "Итог: Койшыбай не против",
+                    "вчера жупар ермек забрала заказ", "Вчера Шахноза Черный забрала посылку"]
+    for text in with_subject:
+        assert subject_names(text), text
+        assert may_hold_subject(TextContext(text, "ru").words), text
+    for text in ("Магазин отмена тариф подписка возврат статус.", "Ищук адрес заказ", "Итог: Койшыбай против"):
+        assert not may_hold_subject(TextContext(text, "ru").words), text
+        assert subject_names(text) == [], text
+
+
+def test_an_english_text_without_a_calling_verb_holds_no_subject():
+    from pipeline.data.pii.en_subject import _LEADS_HOLD_VERBS, may_hold_subject, subject_names
+    from pipeline.data.pii.text import TextContext
+
+    assert _LEADS_HOLD_VERBS  # else the test below is no test: may_hold_subject answers True throughout
+    for text in ("Siddik called yesterday about the refund", "Then Aodhan Nizam wrote in again.",
+                 "Kumawat e-mailed twice", "Yesterday Jane Doe phoned"):
+        assert subject_names(text), text
+        assert may_hold_subject(TextContext(text, "en")), text
+    for text in ("Subscription invoice discount period.", "Siddik about the refund", "Jane Doe by the door"):
+        assert not may_hold_subject(TextContext(text, "en")), text
+        assert subject_names(text) == [], text
+
+
+def test_signals_that_need_a_second_capital_find_nothing_without_one():
+    from pipeline.data.pii.latin_names import LatinNameRecognizer
+    from pipeline.data.pii.names import LATIN_TOKEN, tokens
+    from pipeline.data.pii.text import TextContext
+    from pipeline.data.pii.tr_signature import signature_names
+    from pipeline.data.pii.tr_title_subject import caps_subject_pairs, title_subject_pairs
+    from pipeline.data.pii.tr_titles import titled_names
+    from pipeline.data.pii.tr_vocative import vocative_names
+
+    rec = LatinNameRecognizer("tr")
+
+    def found(text):
+        ctx = TextContext(text, "tr")
+        toks = tokens(ctx, LATIN_TOKEN, "latin_tokens")
+        return (titled_names(text, toks, [], rec._no_name_word) + vocative_names(ctx, rec._no_name_word)
+                + title_subject_pairs(ctx) + caps_subject_pairs(ctx) + signature_names(ctx, rec._no_name_word))
+
+    shouted = ["Işık Hanım tekrar aradı.", "Tamam, Eflinaz!", "Hayri Zeybek tekrar yazdı.",
+               "FAHRETİN KULE ABONELİĞİNİ İPTAL ETMEK İSTİYOR.", "Teşekkürler,\nSaygılarımla,\nAnar Baharlı"]
+    assert all(found(t) for t in shouted)
+    for text in shouted:
+        low = text[0] + text[1:].lower()
+        assert low[1:].islower() and found(low) == [], low

@@ -19,11 +19,12 @@ from pipeline.data.pii.name_signals import code_spans
 from pipeline.data.pii.text import Hit
 
 
-def english_names(text: str, hits: list[Hit]) -> list[Hit]:
-    """`hits` (non-overlapping) of an English text with the English signals applied, sorted."""
+def english_names(text: str, hits: list[Hit], subjects: bool = True) -> list[Hit]:
+    """`hits` (non-overlapping) of an English text with the English signals applied, sorted. `subjects`: False
+    where the text is known to hold no subject (en_subject.may_hold_subject)."""
     hits = drop_word_openers(text, hits)
     hits = add_spans(text, hits, addressed_names(text) + possessive_names(text) + label_names(text)
-                     + subject_names(text) + titled_names(text) + first_and_surnames(text) + this_is_names(text))
+                     + (subject_names(text) if subjects else []) + titled_names(text) + first_and_surnames(text) + this_is_names(text))
     return grow_english(text, hits)
 
 

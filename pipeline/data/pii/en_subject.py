@@ -22,7 +22,7 @@ import re
 
 from pipeline.data.pii.en_words import ADDRESS_TERMS, CALENDAR, FIRST_NAMES, NOT_NAME, en_zipf
 from pipeline.data.pii.lower_pairs import LATIN_FIRST_ANY
-from pipeline.data.pii.name_context import CONTEXT_WORDS, ROLES, sentence_initial
+from pipeline.data.pii.name_context import AFTER_LEADS, CONTEXT_WORDS, ROLES, norm_phrase, sentence_initial
 from pipeline.data.pii.names import LATIN_LAST
 from pipeline.data.pii.not_person import PLACES
 from pipeline.data.pii.text import Hit, fold, word_shape
@@ -30,14 +30,17 @@ from pipeline.data.pii.text import Hit, fold, word_shape
 _RARE_ZIPF = 3.0
 
 
+def _english_verbs() -> list[str]:
+    """The calling verbs of context.json that are English ("aradı", "istedi" are not)."""
+    return [p for p in CONTEXT_WORDS["name_verbs_after"]
+            if en_zipf(p.split()[0].rstrip("*").replace("-", "")) >= _RARE_ZIPF]
+
+
 def _verbs_after() -> re.Pattern:
     """One space and an English calling verb of context.json (its Turkish ones left out), the alternatives grouped
     by their first letter: five times faster than name_context.VERBS_AFTER on a whole text."""
     groups: dict[str, list[str]] = {}
-    for phrase in sorted(CONTEXT_WORDS["name_verbs_after"], key=len, reverse=True):
-        word = phrase.split()[0].rstrip("*")
-        if en_zipf(word.replace("-", "")) < _RARE_ZIPF:
-            continue  # "aradı", "istedi": not English
+    for phrase in sorted(_english_verbs(), key=len, reverse=True):
         rest = re.escape(phrase.rstrip("*")[1:]) + (r"\w*" if phrase.endswith("*") else "")
         groups.setdefault(phrase[0], []).append(rest)
     alternatives = "|".join(re.escape(k) + "(?:" + "|".join(v) + ")" for k, v in groups.items())
@@ -45,6 +48,9 @@ def _verbs_after() -> re.Pattern:
 
 
 VERBS_AFTER = _verbs_after()
+# every phrase VERBS_AFTER holds is one of name_context.AFTER_LEADS as written (norm_phrase keeps it): a text
+# TextContext.may_hold_phrase(AFTER_LEADS) says holds none has no subject here (may_hold_subject)
+_LEADS_HOLD_VERBS = all(norm_phrase(p.rstrip("*")) == p.rstrip("*") for p in _english_verbs())
 # the last one or two words before a verb (the verb's match starts with the space after them)
 _WORDS_BEFORE = re.compile(r"(?<![\w'’@./\\-])(?:([^\W\d_]{2,})[ \u00a0])?([^\W\d_]{2,})$")
 _WORD_BEFORE = re.compile(r"([^\W\d_]+)[ \u00a0]+$")
@@ -65,6 +71,12 @@ _EVERYDAY_ZIPF = 4.3
 # what only a person does: a first name that is an everyday word ("Max", "Server") alone before it is a person
 _PERSON_VERB = re.compile(r"[ \u00a0]+(?:call|phon|rang|e-?mail|messag|text|wr[io]t|will |dropped by|stopped by"
                           r"|came by|complain)")
+
+
+def may_hold_subject(ctx) -> bool:
+    """False where subject_names finds nothing in the text of `ctx` (a TextContext): a subject stands before a
+    calling verb of context.json, a phrase at a word start of the folded text."""
+    return not _LEADS_HOLD_VERBS or ctx.may_hold_phrase(AFTER_LEADS)
 
 
 def subject_names(text: str) -> list[Hit]:

@@ -166,9 +166,11 @@ class Detector:
         self._cache: OrderedDict[tuple[str, str], tuple[Hit, ...]] = OrderedDict()
         self._lock = threading.Lock()
 
-    def detect(self, items: list[tuple[str, str]]) -> list[list[Hit]]:
+    def detect(self, items: list[tuple[str, str]], each=None) -> list[list[Hit]]:
         """Raw hits for each (text, language) item. A text seen before (the same system prompt or canned
-        reply in every record) takes its hits from a per-process LRU instead of being scanned again."""
+        reply in every record) takes its hits from a per-process LRU instead of being scanned again. `each`
+        (optional) is called with each text scanned and its TextContext, for the caller's passes over the same
+        text (they read the views computed here)."""
         out: list[list[Hit]] = []
         jobs: list[tuple[int, int, str]] = []  # (item index, offset, window text) for natasha
         first: dict[tuple[str, str], int] = {}  # texts scanned in this call -> their item index
@@ -201,6 +203,8 @@ class Detector:
             for rec in (self.fast if ctx.has_digit else self.digit_free)[lang]:
                 if rec.triggered(ctx):
                     hits.extend(rec.find(ctx))
+            if each is not None:
+                each(text, ctx)
             hits.extend(recased_hits(text, lang, self.names[lang], hits))
             if lang in self.natasha:
                 gaz = self.ru_gazetteer.get(lang)

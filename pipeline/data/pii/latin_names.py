@@ -68,6 +68,7 @@ from pipeline.data.pii.names import (
 from pipeline.data.pii.neighbours import mid_frequency_name_word
 from pipeline.data.pii.text import Hit, TextContext, WordStart, fold
 from pipeline.data.pii.tr_label import labelled_names
+from pipeline.data.pii.tr_later import may_close_a_clause
 from pipeline.data.pii.tr_listed_first import listed_first_name_pairs
 from pipeline.data.pii.tr_lower_subject import cued_pairs, object_first_pairs, shouted_name_word, subject_pairs
 from pipeline.data.pii.tr_signature import signature_names
@@ -195,18 +196,31 @@ class LatinNameRecognizer(PersonRecognizer):
                 out.append(hit)
         if "'" in ctx.text or "’" in ctx.text:
             out += suffixed_names(ctx, toks, self.rarity, out, self._no_name_word, self.ambiguous)
+        # no capital after the text's first character (a C-speed test): a word before Bey / Hanım, one after a
+        # reply word, a pair in title case or capitals and a signature line (two capitalized words) need one
+        capitals = not ctx.text[1:].islower()
         out += lone_names(ctx, toks, out, self._never_a_name, self.supported_language == "tr")
-        out += titled_names(ctx.text, toks, out, self._no_name_word)
+        if capitals:
+            out += titled_names(ctx.text, toks, out, self._no_name_word)
         out += labelled_names(ctx)
-        out += vocative_names(ctx, self._no_name_word)
+        if capitals:
+            out += vocative_names(ctx, self._no_name_word)
         if self.supported_language == "tr":
-            out += subject_pairs(ctx)  # overlapping hits merge into one span (engine.resolve)
+            # the subject signals need a clause ending in a finite verb (tr_later.clause_of_subject)
+            clauses = may_close_a_clause(ctx.text)
+            if clauses:
+                out += subject_pairs(ctx)  # overlapping hits merge into one span (engine.resolve)
             out += cued_pairs(ctx)
-            out += object_first_pairs(ctx)
-            out += title_subject_pairs(ctx)
-            out += caps_subject_pairs(ctx)
-            out += listed_first_name_pairs(ctx)
-            out += signature_names(ctx, self._no_name_word)
+            if clauses:
+                out += object_first_pairs(ctx)
+                if capitals:
+                    out += title_subject_pairs(ctx)
+            if capitals:
+                out += caps_subject_pairs(ctx)  # (its clause may end where its capitals do)
+            if clauses:
+                out += listed_first_name_pairs(ctx)
+            if capitals:
+                out += signature_names(ctx, self._no_name_word)
         turkish = self.supported_language == "tr"
         if turkish and out:  # "Ürün adı: Kırmızı Kalem", "Xiaomi Redmi şarj olmuyor": things
             out = [h for h in out if not _a_thing(ctx, h)]

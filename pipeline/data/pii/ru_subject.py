@@ -30,7 +30,7 @@ from pipeline.data.pii.name_signals import common_words
 from pipeline.data.pii.ru_morph import analyzer, form_prefixes
 from pipeline.data.pii.ru_names import RU_STOP, ru_name_kind
 from pipeline.data.pii.ru_turkic import turkic_name
-from pipeline.data.pii.text import Hit
+from pipeline.data.pii.text import Hit, WordTest
 
 _WORD = r"[А-ЯЁ](?:[а-яё]{2,}|[А-ЯЁ]{2,})"
 # one or two capitalized words, then a lower-case or capitalized verb, maybe after one adverb
@@ -259,6 +259,16 @@ def _person_verb(word: str) -> bool:
     p = analyzer().parse(word.lower())[0]
     return p.is_known and p.tag.POS == "VERB" and "indc" in p.tag and "sing" in p.tag \
         and p.normal_form in _PERSON_VERBS
+
+
+_PERSON_VERB_WORDS = WordTest(_person_verb)
+
+
+def may_hold_subject(words: frozenset) -> bool:
+    """False where subject_names finds nothing in a text whose lower-cased words are `words` (TextContext.words):
+    every subject it takes stands before a person's verb, a whole word of the text (_person_verb reads it in
+    lower case), or before "не против". Set operations on the words (each word's answer kept)."""
+    return bool(_PERSON_VERB_WORDS.select(words)) or ("не" in words and "против" in words)
 
 
 @lru_cache(maxsize=65536)

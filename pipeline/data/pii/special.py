@@ -156,12 +156,15 @@ class SpecialDetector:
             return None
         return None
 
-    def find(self, text: str) -> list[tuple[int, int, str]]:
-        """(start, end, category) of each mention in `text`, in order."""
+    def find(self, text: str, words: frozenset | None = None) -> list[tuple[int, int, str]]:
+        """(start, end, category) of each mention in `text`, in order. `words`: the words of the folded text
+        where the caller has them (TextContext.folded_words): they answer the test below as the white-space
+        tokens do (a token's words are the pieces _token_may_lead reads, every raw key is letters only), at the
+        cost of set operations, so texts of any length take it."""
         if self.terms is None or not text:
             return []
-        if len(text) >= _PREFILTER_CHARS:
-            leads, firsts, raw = self._token_answers(set(text.split()))
+        if words is not None or len(text) >= _PREFILTER_CHARS:
+            leads, firsts, raw = self._token_answers(set(text.split()) if words is None else words)
             if not (leads or firsts or raw):
                 return []  # most texts: no word may start a term, no pattern's literal (the text is not even folded)
         else:  # a short text: its scan costs less than the test
@@ -249,11 +252,13 @@ class SpecialDetector:
                 return True
         return False
 
-    def count(self, texts) -> Counter:
-        """Mentions per category over the texts of one record."""
+    def count(self, texts, found_of=None) -> Counter:
+        """Mentions per category over the texts of one record (`found_of`: text -> what find() gave for it, or
+        None where it was not asked yet)."""
         out: Counter = Counter()
         for text in texts:
-            for _, _, category in self.find(text):
+            found = found_of(text) if found_of is not None else None
+            for _, _, category in self.find(text) if found is None else found:
                 out[category] += 1
         return out
 
@@ -269,10 +274,10 @@ def get_special_detector(languages: tuple = ("tr", "ru", "en")) -> SpecialDetect
     return SpecialDetector(load_lexicon(), languages)
 
 
-def record_special(detector: SpecialDetector, texts, lang: str, stats) -> Counter:
+def record_special(detector: SpecialDetector, texts, lang: str, stats, found_of=None) -> Counter:
     """Count one record's mentions into the pii stage's stats: special.<category>,
     special_languages.<lang>.<category>, records_with_special. Counts only."""
-    found = detector.count(texts)
+    found = detector.count(texts, found_of)
     if found:
         stats.add("records_with_special")
         for category, n in found.items():

@@ -17,6 +17,7 @@ from pipeline.data.pii import checks
 from pipeline.data.pii.en_beside_a_name import subjects_beside_a_name as en_subjects_beside_a_name
 from pipeline.data.pii.en_found_again import found_again
 from pipeline.data.pii.en_names import english_names
+from pipeline.data.pii.en_subject import may_hold_subject as may_hold_en_subject
 from pipeline.data.pii.fields import field_rules, strip_value
 from pipeline.data.pii.found_partner import found_partners
 from pipeline.data.pii.lang import detect_language
@@ -25,6 +26,7 @@ from pipeline.data.pii.name_context import sentence_initial
 from pipeline.data.pii.name_signals import code_spans, outside
 from pipeline.data.pii.operators import Operators
 from pipeline.data.pii.ru_names_pass import russian_names
+from pipeline.data.pii.ru_subject import may_hold_subject
 from pipeline.data.pii.ru_subject import subjects_beside_a_name as ru_subjects_beside_a_name
 from pipeline.data.pii.special import get_special_detector, record_special, strict_message
 from pipeline.data.pii.text import Hit
@@ -275,11 +277,12 @@ class PiiStep(Step):
             out.append((c.lang, [(u.loc, kept, residual) for u, kept, residual in plans if u.loc]))
         return out
 
-    def _plan(self, units: list, fields: list, found, lang: str):
+    def _plan(self, units: list, fields: list, found, lang: str, no_subject=frozenset()):
         """The spans to replace in each unit of one record (found: an iterator over the units' raw hits) and
         the record's NameBook. A PERSON span covers the whole name (initials, particles); every other mention
         of a detected name in the record (any unit: turns, tool arguments, tool definitions, keys) is a span
-        too; residual candidates that such a span now covers are no longer residual."""
+        too; residual candidates that such a span now covers are no longer residual. `no_subject`: English and
+        Russian texts known to hold no subject (en_subject / ru_subject.may_hold_subject)."""
         from pipeline.data.pii.engine import resolve  # presidio: on first use
 
         threshold = self.cfg.score_threshold
@@ -295,9 +298,9 @@ class PiiStep(Step):
             else:
                 kept = expand(u.text, drop_named_things(u.text, kept))
                 if lang == "en":
-                    kept = english_names(u.text, kept)
+                    kept = english_names(u.text, kept, u.text not in no_subject)
                 elif lang == "ru":
-                    kept = russian_names(u.text, kept)
+                    kept = russian_names(u.text, kept, u.text not in no_subject)
             plans.append([u, kept, residual, code])
         for f in fields:
             if f.entity in ("PERSON", "USER_ID"):
@@ -445,32 +448,36 @@ class PiiStep(Step):
         """Collect every record's strings, detect in one batch, then per record: the special-category policy,
         the counts, the drop operator, the strict residuals and the write-back; the strict policy last."""
         collected = [self._collect(rec, stats) for rec in batch]
-        found = iter(self._detect(collected, stats))
+        scanned = _WhileScanned(self.special, {u.text for c in collected for u in c.units if u.kind == "text"})
+        found = iter(self._detect(collected, stats, scanned.each))
         tally = _Tally()
         out = []
         for c in collected:
-            new = self._record(c, found, stats, tally)
+            new = self._record(c, found, stats, tally, scanned)
             if new is not None:
                 out.append(new)
         self._enforce(tally)
         return out
 
-    def _detect(self, collected: list["_Collected"], stats) -> list[list[Hit]]:
-        """The raw hits of every unit of the batch, in order; counts the texts scanned, skipped and cached."""
+    def _detect(self, collected: list["_Collected"], stats, each=None) -> list[list[Hit]]:
+        """The raw hits of every unit of the batch, in order; counts the texts scanned, skipped and cached.
+        `each(text, ctx)` is called for each text scanned (Detector.detect)."""
         items = _items(collected)
         detector = self.detector
         skipped_before, cached_before = detector.texts_skipped, detector.texts_cached
-        found = detector.detect(items)
+        found = detector.detect(items, each)
         stats.add("texts_scanned", len(items))
         stats.add("texts_skipped", detector.texts_skipped - skipped_before)
         stats.add("texts_cached", detector.texts_cached - cached_before)
         return found
 
-    def _record(self, c: "_Collected", found, stats, tally: "_Tally") -> dict | None:
-        """One record's anonymized copy, or None when the special-category policy or a drop operator removes it."""
+    def _record(self, c: "_Collected", found, stats, tally: "_Tally", scanned: "_WhileScanned | None" = None) \
+            -> dict | None:
+        """One record's anonymized copy, or None when the special-category policy or a drop operator removes it.
+        `scanned`: what was learnt of the texts while the detector scanned them."""
         stats.add(f"records_by_language.{c.lang}")
-        plans, book = self._plan(c.units, c.fields, found, c.lang)
-        if self._special_removes(c, stats, tally):
+        plans, book = self._plan(c.units, c.fields, found, c.lang, scanned.no_subject if scanned else frozenset())
+        if self._special_removes(c, stats, tally, scanned.found.get if scanned else None):
             return None
         found_types = self._count_found(plans, c.fields, c.lang, stats)
         if any(self.ops.op_for(ent) == "drop" for ent, _ in found_types):
@@ -484,10 +491,11 @@ class PiiStep(Step):
         self._write_back(c, plans, book)
         return c.new
 
-    def _special_removes(self, c: "_Collected", stats, tally: "_Tally") -> bool:
+    def _special_removes(self, c: "_Collected", stats, tally: "_Tally", special_of=None) -> bool:
         """Counts the record's KVKK art. 6 mentions; True when pii.special drops or quarantines it. Mentions
         that stay in the output are tallied for the strict policy."""
-        special = record_special(self.special, (u.text for u in c.units if u.kind == "text"), c.lang, stats)
+        special = record_special(self.special, (u.text for u in c.units if u.kind == "text"), c.lang, stats,
+                                 special_of)
         if not special:
             return False
         if self.cfg.special != "report":
@@ -644,3 +652,23 @@ def _found_partners(plans: list, book: NameBook, lang: str) -> None:
                 p[2] = [r for r in p[2] if not any(r.start < k.end and k.start < r.end for k in kept)]
         if not grown:
             return
+
+
+class _WhileScanned:
+    """What the step learns of each text while the detector scans it (`each`), from the views the detector
+    computed: the special-category mentions of the texts in `wanted` (the words it split the text into answer
+    the lexicon's word test; found nothing: the empty tuple, no object kept per text), and the English and
+    Russian texts that hold no subject (en_subject / ru_subject.may_hold_subject: their subject pass is
+    skipped)."""
+
+    __slots__ = ("detector", "found", "no_subject", "wanted")
+
+    def __init__(self, detector, wanted: set):
+        self.detector, self.wanted, self.found, self.no_subject = detector, wanted, {}, set()
+
+    def each(self, text: str, ctx) -> None:
+        if text in self.wanted:
+            self.found[text] = self.detector.find(text, ctx.folded_words) or ()
+        if ctx.lang == "ru" and not may_hold_subject(ctx.words) \
+                or ctx.lang == "en" and not may_hold_en_subject(ctx):
+            self.no_subject.add(text)

@@ -23,7 +23,7 @@ from pipeline.data.pii.name_signals import COMMON_ZIPF, EVERYDAY_ZIPF, common_wo
 from pipeline.data.pii.names import LATIN_FIRST, LATIN_LOWER, LATIN_UPPER, NEVER, OFFICES, STOP
 from pipeline.data.pii.not_person import PLACES, THING_NOUNS
 from pipeline.data.pii.text import Hit, fold
-from pipeline.data.pii.tr_later import clause_of_subject
+from pipeline.data.pii.tr_later import clause_of_subject, marks_in
 from pipeline.data.pii.tr_lower_subject import SUBJECT_SCORE, VERB_SHAPE
 from pipeline.data.pii.tr_partner import CLAUSE_OPENERS
 from pipeline.data.pii.tr_spelling import inflected_in_spelling, person_verb
@@ -33,7 +33,9 @@ from pipeline.data.pii.tr_vocative import REPLY_WORDS
 _PAIR = re.compile(rf"(?<![\w'’.-])([{LATIN_UPPER}][{LATIN_LOWER}]{{2,}}) ([{LATIN_UPPER}][{LATIN_LOWER}]{{2,}})(?= )")
 _SENTENCE_END = ".!?:;\n"
 # a sentence in capitals (no lower-case letter up to its end) and its words, lower-cased
-_CAPS_SENTENCE = re.compile(rf"(?:^|(?<=[.!?:;\n]))[ \t]*([{LATIN_UPPER}][^.!?:;\n{LATIN_LOWER}]*[.!?\n]?)")
+# (matched where a sentence starts, _caps_sentences: "(?:^|(?<=[.!?:;\n]))" before it made the engine try every
+# position)
+_CAPS_SENTENCE = re.compile(rf"[ \t]*([{LATIN_UPPER}][^.!?:;\n{LATIN_LOWER}]*[.!?\n]?)")
 _CAPS_WORD = re.compile(rf"[{LATIN_LOWER}]+")
 _TR_LOWER = str.maketrans({"İ": "i", "I": "ı"})
 _CALENDAR = frozenset(fold(w) for w in (
@@ -140,6 +142,19 @@ def title_subject_pairs(ctx) -> list[Hit]:
     return out
 
 
+def _caps_sentences(text: str):
+    """The matches finditer gives of _CAPS_SENTENCE after "(?:^|(?<=[.!?:;\n]))": one at the text's start and one
+    after each mark, tried there only. A match holds no mark but its last character, so none overlaps the next
+    start."""
+    m = _CAPS_SENTENCE.match(text)
+    if m is not None:
+        yield m
+    for mark in sorted(marks_in(text, ".!?:;\n")):
+        m = _CAPS_SENTENCE.match(text, mark + 1)
+        if m is not None:
+            yield m
+
+
 def caps_subject_pairs(ctx) -> list[Hit]:
     """PERSON hits for the first two words of a sentence in capitals, or the two after a clause opener ("SABAH"),
     before the rest of the clause with a person's verb: no capital marks a proper noun there, so one word must be
@@ -147,7 +162,7 @@ def caps_subject_pairs(ctx) -> list[Hit]:
     PAKETİ TESLİM ETTİ"), and neither an inflected common word nor a common verb form (_shouted_word)."""
     text = ctx.text
     out: list[Hit] = []
-    for m in _CAPS_SENTENCE.finditer(text):
+    for m in _caps_sentences(text):
         low = m.group(1).translate(_TR_LOWER).lower()
         words = list(_CAPS_WORD.finditer(low))
         if len(low) != len(m.group(1)) or len(words) < 3:
