@@ -238,3 +238,42 @@ def test_the_step_leaves_the_cyclic_gc_as_it_found_it(enabled, monkeypatch):
     finally:
         gc.enable()
     assert seen == [False]  # the batch ran with the GC off
+
+
+def test_the_russian_cue_end_pattern_matches_as_its_optional_prefix_form():
+    import re
+
+    from pipeline.data.pii.ru_names import _RU_CUE_END
+
+    with_prefix = re.compile(_RU_CUE_END.pattern.replace(
+        "звонил[аи]?|позвонил[аи]?|перезвонил[аи]?", "(?:по|пере)?звонил[аи]?").replace(
+        "|просил[аи]?|попросил[аи]?", "|(?:по)?просил[аи]?"))
+    assert with_prefix.pattern != _RU_CUE_END.pattern
+    for text in ("мне перезвонила оксана", "позвонил петр и попросила маша", "незвонил петр", "просили, оля",
+                 "пперезвонил юрий", "добрый день, ольга", "клиентка: анна", "звонила\u00a0ирина", "перезвонил 5"):
+        assert [m.span() for m in with_prefix.finditer(text)] == [m.span() for m in _RU_CUE_END.finditer(text)], text
+    assert _RU_CUE_END.search("мне перезвонила оксана").group() == "перезвонила "
+
+
+def test_surname_shaped_lower_case_starts_are_the_surname_patterns_matches():
+    from pipeline.data.pii import ru_names
+    from pipeline.data.pii.text import TextContext
+
+    texts = ["вчера оксана трофимова забрала", "петров-водкин иванов", "а иванов_ б иванова.", " иванов", "иванов",
+             "заказ у сидоренко, и у петрова", "Иванов и иванов", "с кузнецовой ивановым", "грузинский дзе нет"]
+    found = 0
+    for text in texts:
+        ctx = TextContext(text, "ru")
+        plain = TextContext(text, "ru")
+        want = set()
+        for m in ru_names._RU_LOWER_SURNAME_AFTER.finditer(text):  # words_before(m.start() + 1, 1), as it was
+            b = ru_names._RU_LOWER_BEFORE.search(text, max(0, m.start() + 1 - 40), m.start() + 1)
+            if b is not None:
+                want.add(b.start())
+        got = set(ru_names._ru_lower_starts(ctx, False))
+        first = {k for w in ru_names._RU_FIRST_LOWER.intersection(plain.words) for k in range(len(text))
+                 if text.startswith(w, k)}
+        assert got - first == want - first, text
+        found += bool(want - first)
+    assert found >= 2  # (the cases hold starts the first names do not give)
+    assert ru_names._ru_lower_starts(TextContext("вчера оксана трофимова забрала", "ru"), False)

@@ -13,7 +13,7 @@ from pipeline.data.pii import ru_morph
 from pipeline.data.pii.name_context import Token, adjacent_words, context_before, sentence_initial, strong_before
 from pipeline.data.pii.names import CYR_TOKEN, NAMES, PersonRecognizer, tokens
 from pipeline.data.pii.ru_turkic import turkic_name
-from pipeline.data.pii.text import NON_WORD, ContextWords, Hit, TextContext
+from pipeline.data.pii.text import NON_WORD, ContextWords, Hit, TextContext, WordTest
 
 RU_FIRST = frozenset(n.lower() for n in NAMES["ru_first"])
 RU_MIDDLE = frozenset(n.lower() for n in NAMES["ru_middle"])
@@ -340,6 +340,9 @@ _RU_LOWER_SURNAME_AFTER = re.compile(
     r" [а-яё]{2,}(?:(?:ов|ев|ёв|ин|ын)(?:а|у|ым|ой|е|ою)?|(?:ович|евич|овна|евна|ична)[а-яё]{0,3}|енко|[юч]?ук|дзе|швили"
     r"|ск(?:ий|ая|ого|ой|ому|ую|им))(?![\w-])")
 _RU_FIRST_LOWER = frozenset(n for n in RU_FIRST if n not in RU_AMBIGUOUS and len(n) > 2)
+# the words _RU_LOWER_SURNAME_AFTER matches after its space (a whole word: a space before, no word character
+# or hyphen after), each word's answer kept per process (_ru_lower_starts)
+_RU_SURNAME_SHAPED = WordTest(re.compile(_RU_LOWER_SURNAME_AFTER.pattern[1:].replace("(?![\\w-])", "")).fullmatch)
 
 
 # a sentence or a field after a colon that starts in lower case: the text is typed so, and a name in it may be too
@@ -419,11 +422,14 @@ def _ru_lower_case_names(ctx: TextContext) -> list[Hit]:
     return out
 
 
-# where a cue ends and the name after it may start ("меня зовут ", "здравствуйте, ", "звонила ")
+# where a cue ends and the name after it may start ("меня зовут ", "здравствуйте, ", "звонила "); every
+# alternative starts with a plain letter ("позвонил", not "(?:по)?звонил"): the engine then skips in C to where
+# one of those letters stands, where an optional prefix made it try every position (3x the CPU)
 _RU_CUE_END = re.compile(
     r"(?:зовут|фио|уважением|здравствуй(?:те)?|привет|добрый (?:день|вечер)|доброе утро|спасибо|благодарю|хорошо"
     r"|получател[ьи]|отправител[ьи]|клиент(?:ка)?|курьер|менеджер|оператор|передайте|сообщите|"
-    r"(?:по|пере)?звонил[аи]?|написал[аи]?|пожаловал(?:ся|ась|ись)|обратил(?:ся|ась|ись)|(?:по)?просил[аи]?"
+    r"звонил[аи]?|позвонил[аи]?|перезвонил[аи]?|написал[аи]?|пожаловал(?:ся|ась|ись)|обратил(?:ся|ась|ись)"
+    r"|просил[аи]?|попросил[аи]?"
     r"|спрашивал[аи]?|поговорил[аи]? с|свяжитесь с|связаться с)[ \u00a0:,—–-]+(?=[а-яё])")
 _RU_VERB_AHEAD = re.compile(r"[ \u00a0]" + _RU_VERB_STEMS + r"[а-яё]{0,5}(?!\w)")
 _RU_LOWER_BEFORE = re.compile(r"(?<![а-яё\w-])[а-яё]{2,}(?:-[а-яё]{2,})?[ \u00a0]$")
@@ -447,8 +453,16 @@ def _ru_lower_starts(ctx: TextContext, cue: bool) -> list[int]:
         starts.update(m.end() for m in _RU_CUE_END.finditer(norm))
         for m in _RU_VERB_AHEAD.finditer(norm):
             words_before(m.start() + 1, 2)
-    for m in _RU_LOWER_SURNAME_AFTER.finditer(text):
-        words_before(m.start() + 1, 1)
+    # where _RU_LOWER_SURNAME_AFTER matches: " " and a surname-shaped word, whole (str.find per such word of
+    # the text, where the pattern backtracks through every word)
+    n = len(text)
+    for w in _RU_SURNAME_SHAPED.select(ctx.words):
+        k = text.find(" " + w)
+        while k >= 0:
+            e = k + 1 + len(w)
+            if e == n or not (text[e].isalnum() or text[e] in "_-"):
+                words_before(k + 1, 1)
+            k = text.find(" " + w, k + 1)
     for w in _RU_FIRST_LOWER.intersection(ctx.words):
         k = text.find(w)
         while k >= 0:
