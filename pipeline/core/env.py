@@ -3,6 +3,7 @@ the model-spec reader) before those libraries are imported; a value the user set
 from __future__ import annotations
 
 import ctypes
+import gc
 import os
 import sys
 
@@ -44,6 +45,10 @@ def import_presidio() -> None:
 _M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3
 _MMAP_THRESHOLD_MAX = 32 << 20
 _steady = False
+# A batch of records allocates hundreds of thousands of dicts, lists and tuples that refcounting frees (records hold
+# no cycles): at the default 700 allocations per young-generation pass the collector's passes cost the PII step 9% of
+# its CPU (bench/e2e/gc_passes.py: 831 passes against 54 over 18,737 records); cyclic garbage waits longer for them.
+BATCH_GC_THRESHOLDS = (10_000, 10, 10)
 
 
 def steady_heap() -> bool:
@@ -52,8 +57,10 @@ def steady_heap() -> bool:
     starts its workers with MALLOC_TRIM_THRESHOLD_=65536, which also stops glibc from raising the mmap threshold
     by itself: the dedup key step's minor page faults were 2.7x and its CPU 1.4-1.6x a plain process's, and with
     the thresholds set here its CPU fell 30-55% in either kind of process (bench/e2e/malloc.py). The cost: up to
-    64 MiB of freed heap a process keeps instead of returning it. Linux and glibc only; idempotent."""
+    64 MiB of freed heap a process keeps instead of returning it. Linux and glibc only (the collector's thresholds,
+    BATCH_GC_THRESHOLDS, everywhere); idempotent."""
     global _steady
+    gc.set_threshold(*BATCH_GC_THRESHOLDS)
     if _steady or not sys.platform.startswith("linux"):
         return _steady
     try:

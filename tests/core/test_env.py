@@ -58,3 +58,16 @@ def test_steady_heap_keeps_scratch_arrays_off_fresh_pages_under_the_dask_nanny_s
     plain, steady = faults("plain"), faults("steady")
     assert plain > 200 * 200  # about 256 pages an array, each faulted in again
     assert steady < 200 * 10  # the array's pages are reused
+
+
+def test_steady_heap_makes_the_collector_pass_less_often_than_the_default():
+    import gc
+
+    from pipeline.core.env import BATCH_GC_THRESHOLDS, steady_heap
+
+    before = gc.get_threshold()
+    try:
+        steady_heap()
+        assert gc.get_threshold() == BATCH_GC_THRESHOLDS and BATCH_GC_THRESHOLDS[0] > 700
+    finally:
+        gc.set_threshold(*before)
