@@ -5,6 +5,7 @@ against a base checkout's, on the records of one phase-1 work file of a run.
 
   to_table    records -> Arrow table, as phase 1 writes work/normalized and phase 3 work/processed
   from_table  Arrow table -> records, as phase 3 reads work/normalized
+  record_id   the id of each record (normalize; content_of is also the lengths step's cache key in phase 3)
 Outputs checked equal (the tables' JSON texts byte for byte, the decoded records). CPU seconds (process_time),
 best of the rounds, base and new alternating.
 """
@@ -54,8 +55,10 @@ def main() -> None:
         records = base.from_table(table)
         assert new.from_table(table) == records
         assert new.to_table(records, NORMALIZED_COLUMNS).equals(base.to_table(records, NORMALIZED_COLUMNS))
+        assert [new.record_id(r) for r in records] == [base.record_id(r) for r in records]
         for part, fns in (("to_table", [lambda m=m: m.to_table(records, NORMALIZED_COLUMNS) for m in (base, new)]),
-                          ("from_table", [lambda m=m: m.from_table(table) for m in (base, new)])):
+                          ("from_table", [lambda m=m: m.from_table(table) for m in (base, new)]),
+                          ("record_id", [lambda m=m: [m.record_id(r) for r in records] for m in (base, new)])):
             pairs = [(best(fns[0], 1), best(fns[1], 1)) for _ in range(args.rounds)]  # alternating
             b, n = min(p[0] for p in pairs), min(p[1] for p in pairs)
             print(f"{path.parent.name + '/' + path.name:22} {len(records):8,}  {part:10} {b:10.3f} {n:10.3f} "
