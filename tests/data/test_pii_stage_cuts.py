@@ -248,3 +248,28 @@ def test_surname_shaped_lower_case_starts_are_the_surname_patterns_matches():
         found += bool(want - first)
     assert found >= 2  # (the cases hold starts the first names do not give)
     assert ru_names._ru_lower_starts(TextContext("вчера оксана трофимова забрала", "ru"), False)
+
+
+def test_a_text_in_an_english_and_a_russian_record_of_one_batch_keeps_its_russian_subject_pass():
+    """The subject-pass skip is learnt per (text, language): scanned as English first ("no English subject"), the same
+    text in a Russian record still gets the Russian subject pass (the name was left before 2026-12-06's fix)."""
+    import copy
+
+    from pipeline.core.config import PiiConfig
+    from pipeline.data.pii import PiiStep
+
+    text = "Итог: Кутерьянь не против обмена."
+    english = {"id": "e", "messages": [
+        {"role": "user", "content": "Please check my order status, it has been delayed for two weeks now and nobody "
+                                    "answers."},
+        {"role": "assistant", "content": text},
+        {"role": "user", "content": "Thanks, I will wait for the update from your team then."}]}
+    russian = {"id": "r", "messages": [
+        {"role": "user", "content": text},
+        {"role": "assistant", "content": "Спасибо, передам коллегам и перезвоню вам завтра утром."}]}
+    step = PiiStep(PiiConfig(), salt=b"x")
+    alone = step([copy.deepcopy(russian)])
+    step.detector.clear_cache()
+    both = step([copy.deepcopy(english), copy.deepcopy(russian)])
+    assert "Кутерьянь" not in alone[0]["messages"][0]["content"]
+    assert "Кутерьянь" not in both[1]["messages"][0]["content"]

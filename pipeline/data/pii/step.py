@@ -281,8 +281,8 @@ class PiiStep(Step):
         """The spans to replace in each unit of one record (found: an iterator over the units' raw hits) and
         the record's NameBook. A PERSON span covers the whole name (initials, particles); every other mention
         of a detected name in the record (any unit: turns, tool arguments, tool definitions, keys) is a span
-        too; residual candidates that such a span now covers are no longer residual. `no_subject`: English and
-        Russian texts known to hold no subject (en_subject / ru_subject.may_hold_subject)."""
+        too; residual candidates that such a span now covers are no longer residual. `no_subject`: (text, language)
+        of the English and Russian texts known to hold no subject (en_subject / ru_subject.may_hold_subject)."""
         from pipeline.data.pii.engine import resolve  # presidio: on first use
 
         threshold = self.cfg.score_threshold
@@ -298,9 +298,9 @@ class PiiStep(Step):
             else:
                 kept = expand(u.text, drop_named_things(u.text, kept))
                 if lang == "en":
-                    kept = english_names(u.text, kept, u.text not in no_subject)
+                    kept = english_names(u.text, kept, (u.text, lang) not in no_subject)
                 elif lang == "ru":
-                    kept = russian_names(u.text, kept, u.text not in no_subject)
+                    kept = russian_names(u.text, kept, (u.text, lang) not in no_subject)
             plans.append([u, kept, residual, code])
         for f in fields:
             if f.entity in ("PERSON", "USER_ID"):
@@ -671,4 +671,4 @@ class _WhileScanned:
             self.found[text] = self.detector.find(text, ctx.folded_words) or ()
         if ctx.lang == "ru" and not may_hold_subject(ctx.words) \
                 or ctx.lang == "en" and not may_hold_en_subject(ctx):
-            self.no_subject.add(text)
+            self.no_subject.add((text, ctx.lang))  # the same text in a record of another language is scanned apart
