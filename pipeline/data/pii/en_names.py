@@ -24,7 +24,8 @@ def english_names(text: str, hits: list[Hit], subjects: bool = True) -> list[Hit
     where the text is known to hold no subject (en_subject.may_hold_subject)."""
     hits = drop_word_openers(text, hits)
     hits = add_spans(text, hits, addressed_names(text) + possessive_names(text) + label_names(text)
-                     + (subject_names(text) if subjects else []) + titled_names(text) + first_and_surnames(text) + this_is_names(text))
+                     + (subject_names(text) if subjects else []) + titled_names(text) + first_and_surnames(text)
+                     + this_is_names(text))
     return grow_english(text, hits)
 
 

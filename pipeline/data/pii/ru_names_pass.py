@@ -24,7 +24,7 @@ from pipeline.data.pii.text import Hit
 def russian_names(text: str, hits: list[Hit], subjects: bool = True) -> list[Hit]:
     """`hits` (non-overlapping) of a Russian text with the Russian signals applied, sorted. `subjects`: False
     where the text is known to hold no subject (ru_subject.may_hold_subject)."""
-    found = (subject_names(text) if subjects else []) + addressed_names(text) + greeted_names(text) + this_is_names(text) \
-        + lower_intro_names(text) + lower_addressed_names(text)
+    found = (subject_names(text) if subjects else []) + addressed_names(text) + greeted_names(text) \
+        + this_is_names(text) + lower_intro_names(text) + lower_addressed_names(text)
     hits = grow_caps(text, add_spans(text, drop_russian_things(text, hits), found))
     return join_first_names(text, grow_by_last_word(text, hits))
